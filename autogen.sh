@@ -1,0 +1,6 @@
+#!/bin/sh
+# Regenerates the build system: ./autogen.sh && ./configure && make
+set -e
+cd "$(dirname "$0")"
+mkdir -p m4 build-aux
+autoreconf -fi

@@ -1,0 +1,161 @@
+/* The packet layer's public entry points: argument checks at open, then a
+ * thin dispatch to the device's ops table. */
+#include "pkt_internal.h"
+
+#include <string.h>
+
+static const char *const device_names[] = {"shm", "ofi", NULL};
+enum { DEVICE_SHM, DEVICE_OFI };
+
+static torx_status_t check_attr(const torx_pkt_attr_t *attr)
+{
+    if (!attr || !attr->boot)
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_pkt_open needs attributes with a bootstrap");
+    const torx_shape_t s = attr->shape;
+    if (!s.x || !s.y || !s.z || !s.t)
+        return torxp_error(TORX_ERR_INVAL, "torx: torus shape %ux%ux%u with %u tasks per node has "
+                                           "a zero extent",
+                           s.x, s.y, s.z, s.t);
+    if (torx_shape_slots(s) < (unsigned)attr->boot->size)
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: torus shape %ux%ux%u x %u tasks per node has %u slots, fewer "
+                           "than the job's %d tasks",
+                           s.x, s.y, s.z, s.t, torx_shape_slots(s), attr->boot->size);
+    if (!torx_coord_in_shape(s, attr->self))
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: rank %d's coordinate (%u,%u,%u,%u) is outside the torus "
+                           "%ux%ux%u with %u tasks per node",
+                           attr->boot->rank, attr->self.x, attr->self.y, attr->self.z,
+                           attr->self.t, s.x, s.y, s.z, s.t);
+    return TORX_OK;
+}
+
+torx_status_t torx_pkt_open(const torx_pkt_attr_t *attr, torx_pkt_dev_t **dev)
+{
+    torx_status_t rc = check_attr(attr);
+    if (rc != TORX_OK)
+        return rc;
+
+    int device = DEVICE_SHM;
+    if (attr->device) {
+        for (device = 0; device_names[device]; device++)
+            if (!strcmp(device_names[device], attr->device))
+                break;
+        if (!device_names[device])
+            return torxp_error(TORX_ERR_INVAL, "torx: unknown device '%s' (expected shm or ofi)",
+                               attr->device);
+    } else {
+        rc = torx_env_choice("TORX_DEVICE", device_names, DEVICE_SHM, &device);
+        if (rc != TORX_OK)
+            return rc;
+    }
+
+    torxp_env_t env;
+    rc = torxp_env_read(&env);
+    if (rc != TORX_OK)
+        return rc;
+
+    switch (device) {
+    case DEVICE_SHM:
+        return torxp_shm_open(attr, &env, dev);
+    default:
+        return torxp_error(TORX_ERR_UNSUPPORTED,
+                           "torx: TORX_DEVICE=ofi: this build has no libfabric device yet; "
+                           "use TORX_DEVICE=shm (one host)");
+    }
+}
+
+void torx_pkt_close(torx_pkt_dev_t *dev)
+{
+    if (dev)
+        dev->ops->close(dev);
+}
+
+const char *torx_pkt_device_name(const torx_pkt_dev_t *dev)
+{
+    return dev->ops->name;
+}
+
+torx_coord_t torx_pkt_self(const torx_pkt_dev_t *dev)
+{
+    return dev->self;
+}
+
+torx_shape_t torx_pkt_shape(const torx_pkt_dev_t *dev)
+{
+    return dev->shape;
+}
+
+torx_status_t torx_pkt_inject(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
+                              const struct iovec *iov, int iovcnt)
+{
+    return dev->ops->inject(dev, hdr, iov, iovcnt);
+}
+
+int torx_pkt_poll(torx_pkt_dev_t *dev)
+{
+    return dev->ops->poll(dev);
+}
+
+const torx_pkt_hdr_t *torx_pkt_peek(torx_pkt_dev_t *dev)
+{
+    return dev->ops->peek(dev);
+}
+
+void torx_pkt_read(const torx_pkt_hdr_t *pkt, void *dst, size_t off, size_t len)
+{
+    memcpy(dst, (const char *)torx_pkt_payload(pkt) + off, len);
+}
+
+void torx_pkt_consume(torx_pkt_dev_t *dev)
+{
+    dev->ops->consume(dev);
+}
+
+int torx_pkt_room(torx_pkt_dev_t *dev, torx_coord_t dest)
+{
+    return dev->ops->room(dev, dest);
+}
+
+torx_status_t torx_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_type_t type,
+                             int is_root, const void *data)
+{
+    return dev->ops->cn_inject(dev, op, type, is_root, data);
+}
+
+torx_status_t torx_cn_read(torx_pkt_dev_t *dev, void *result)
+{
+    return dev->ops->cn_read(dev, result);
+}
+
+torx_status_t torx_gi_arm(torx_pkt_dev_t *dev)
+{
+    return dev->ops->gi_arm(dev);
+}
+
+torx_status_t torx_gi_poll(torx_pkt_dev_t *dev)
+{
+    return dev->ops->gi_poll(dev);
+}
+
+torx_status_t torx_bulk_get(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
+                            const void *remote, void *local, size_t len)
+{
+    return dev->ops->bulk_get(dev, op, peer, remote, local, len);
+}
+
+torx_status_t torx_bulk_put(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer, void *remote,
+                            const void *local, size_t len)
+{
+    return dev->ops->bulk_put(dev, op, peer, remote, local, len);
+}
+
+torx_status_t torx_bulk_test(torx_pkt_dev_t *dev, torx_bulk_t *op)
+{
+    return dev->ops->bulk_test(dev, op);
+}
+
+const char *torx_bulk_path(const torx_pkt_dev_t *dev)
+{
+    return dev->ops->bulk_path(dev);
+}

@@ -1,0 +1,75 @@
+/* Packet-layer internals shared by the device-independent code and the
+ * devices. Prefix: torxp_. */
+#ifndef TORXP_INTERNAL_H
+#define TORXP_INTERNAL_H
+
+#include <torx/packet.h>
+
+#include <stdarg.h>
+#include <stdbool.h>
+
+#define TORXP_LIKELY(x) __builtin_expect(!!(x), 1)
+#define TORXP_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define TORXP_CACHELINE 64
+
+/* What every device provides. The packet layer's public calls are thin
+ * wrappers over this table; a device fills it with designated initializers. */
+typedef struct torxp_dev_ops {
+    const char *name;
+    torx_status_t (*inject)(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
+                            const struct iovec *iov, int iovcnt);
+    int (*poll)(torx_pkt_dev_t *dev);
+    const torx_pkt_hdr_t *(*peek)(torx_pkt_dev_t *dev);
+    void (*consume)(torx_pkt_dev_t *dev);
+    int (*room)(torx_pkt_dev_t *dev, torx_coord_t dest);
+    torx_status_t (*cn_inject)(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_type_t type,
+                               int is_root, const void *data);
+    torx_status_t (*cn_read)(torx_pkt_dev_t *dev, void *result);
+    torx_status_t (*gi_arm)(torx_pkt_dev_t *dev);
+    torx_status_t (*gi_poll)(torx_pkt_dev_t *dev);
+    torx_status_t (*bulk_get)(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
+                              const void *remote, void *local, size_t len);
+    torx_status_t (*bulk_put)(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
+                              void *remote, const void *local, size_t len);
+    torx_status_t (*bulk_test)(torx_pkt_dev_t *dev, torx_bulk_t *op);
+    const char *(*bulk_path)(const torx_pkt_dev_t *dev);
+    void (*close)(torx_pkt_dev_t *dev);
+} torxp_dev_ops_t;
+
+/* The base every device embeds first (container_of style). */
+struct torx_pkt_dev {
+    const torxp_dev_ops_t *ops;
+    torx_shape_t shape;
+    torx_coord_t self;
+    int rank, size; /* from the bootstrap */
+    int verbose;    /* TORX_VERBOSE */
+};
+
+/* Options every device reads from the environment, parsed once in
+ * torx_pkt_open so the errors are uniform. */
+typedef struct torxp_env {
+    long chaos_seed;   /* TORX_CHAOS; 0 = off */
+    long fifo_packets; /* TORX_FIFO_PACKETS */
+    int bulk_mode;     /* TORX_BULK: TORXP_BULK_* */
+    long verbose;      /* TORX_VERBOSE */
+} torxp_env_t;
+
+enum { TORXP_BULK_AUTO, TORXP_BULK_CMA, TORXP_BULK_FIFO };
+
+torx_status_t torxp_env_read(torxp_env_t *env);
+
+/* Device constructors. */
+torx_status_t torxp_shm_open(const torx_pkt_attr_t *attr, const torxp_env_t *env,
+                             torx_pkt_dev_t **dev);
+
+/* Records a formatted error message for torx_last_error() and returns status.
+ * Messages start with "torx: ". */
+torx_status_t torxp_error(torx_status_t status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Logs a line to stderr, prefixed "torx[rank]: ", when level <= verbose.
+ * Level 0 lines (warnings) always print. */
+void torxp_log(const torx_pkt_dev_t *dev, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif /* TORXP_INTERNAL_H */

@@ -1,0 +1,180 @@
+/* The shm device: Blue Gene network hardware emulated in one shared segment
+ * per job. Prefix: torxp_shm_.
+ *
+ * Segment layout (every reference is an offset from the segment base, so the
+ * segment may map at different addresses in each task):
+ *
+ *   seg header     magic, version, shape, sizes, region offsets, attach count
+ *   task table     one torxp_shm_task_t per torus slot (x*y*z*t), by
+ *                  torx_coord_index(): pid, rank, state
+ *   cn region      collective-network rounds (shm_cn.c)
+ *   gi region      global-interrupt barrier (shm_cn.c)
+ *   fifo region    per slot, fifos_per_task reception FIFOs (shm_fifo.h)
+ */
+#ifndef TORXP_SHM_H
+#define TORXP_SHM_H
+
+#include "../pkt_internal.h"
+#include "shm_fifo.h"
+
+#include <assert.h>
+#include <stdalign.h>
+#include <stdint.h>
+
+#define TORXP_SHM_MAGIC 0x746f72787368ULL /* "torxsh" */
+#define TORXP_SHM_VERSION 1u
+#define TORXP_SHM_NAME_MAX 64
+
+/* Every task's probe word holds this, so a peer can test cross-memory
+ * attach by reading it (shm_bulk.c). */
+#define TORXP_SHM_PROBE_VALUE 0x746f72782d70726fULL
+
+/* Reception FIFOs per task. Deterministic packets from one sender are pinned
+ * to one of them; adaptive packets may take any (chaos), which is what makes
+ * them arrive out of order. */
+#define TORXP_SHM_FIFOS_PER_TASK 4
+
+typedef struct torxp_shm_seg_hdr {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t header_bytes; /* sizeof(torxp_shm_seg_hdr_t), checked at attach */
+    uint64_t total_bytes;
+    torx_shape_t shape;
+    uint32_t ntasks;          /* tasks in the job (attachers expected) */
+    uint32_t nslots;          /* torx_shape_slots(shape) */
+    uint32_t fifos_per_task;  /* TORXP_SHM_FIFOS_PER_TASK */
+    uint32_t fifo_packets;    /* slots per FIFO, power of two */
+    uint32_t fifo_packets_log2;
+    uint64_t task_table_off;
+    uint64_t cn_off;
+    uint64_t gi_off;
+    uint64_t fifo_off;
+    uint64_t fifo_stride; /* bytes per FIFO, control lines included */
+    char name[TORXP_SHM_NAME_MAX];
+    /* Tasks that failed to attach (bad coordinate, shape mismatch). Checked
+     * by everyone after the start-up barrier, so all fail together. */
+    alignas(TORXP_CACHELINE) uint32_t attach_errors;
+    /* Incremented by each attaching task; the one that brings it to ntasks
+     * unlinks the name. Own cache line: every task writes it once. */
+    alignas(TORXP_CACHELINE) uint32_t attached;
+} torxp_shm_seg_hdr_t;
+
+enum { TORXP_SHM_TASK_EMPTY = 0, TORXP_SHM_TASK_ATTACHED = 1 };
+
+typedef struct torxp_shm_task {
+    alignas(TORXP_CACHELINE) uint32_t state; /* TORXP_SHM_TASK_*; claimed by CAS */
+    int32_t pid;
+    int32_t rank;
+    uint32_t pad;
+    uint64_t probe_word; /* address in the task of a known word, for the CMA probe */
+} torxp_shm_task_t;
+
+static_assert(sizeof(torxp_shm_task_t) == TORXP_CACHELINE, "task entry is one cache line");
+static_assert(sizeof(torxp_shm_seg_hdr_t) % TORXP_CACHELINE == 0, "header fills lines");
+
+/* A bulk transfer in progress, kept inside the caller's torx_bulk_t. */
+typedef struct torxp_shm_bulk {
+    uint32_t magic; /* TORXP_SHM_BULK_MAGIC while in flight or done */
+    uint32_t done;
+    uint64_t len;
+    uint64_t local;  /* local address */
+    uint64_t remote; /* remote address */
+    torx_coord_t peer;
+    uint32_t is_put;
+    uint64_t sent; /* bytes streamed so far (fifo path) */
+} torxp_shm_bulk_t;
+static_assert(sizeof(torxp_shm_bulk_t) <= sizeof(torx_bulk_t), "bulk op fits torx_bulk_t");
+
+typedef struct torxp_shm_dev torxp_shm_dev_t;
+
+struct torxp_shm_dev {
+    torx_pkt_dev_t base;
+    torxp_shm_seg_hdr_t *seg;
+    size_t seg_bytes;
+    torxp_shm_task_t *tasks;
+    unsigned self_index; /* torx_coord_index(shape, self) */
+    unsigned nslots;
+
+    /* torus */
+    torxp_fifo_geom_t geom;
+    uint64_t *cached_head;   /* per destination FIFO (nslots*fifos): last head seen */
+    int cur_fifo;            /* FIFO holding the peeked packet, -1 when none */
+    unsigned next_fifo;      /* where the next scan starts */
+    unsigned burst;          /* packets taken in a row from next_fifo */
+    uint64_t chaos;          /* xorshift state; 0 = chaos off */
+    /* A deposit packet whose line is only partly delivered: the rest waits
+     * here and everything injected after it waits too, so order holds. */
+    struct {
+        int active;
+        unsigned next_hop, hops;
+        torx_pkt_hdr_t hdr;
+        uint8_t payload[TORX_PKT_MAX_PAYLOAD];
+    } stash;
+
+    /* collective network and global interrupt (shm_cn.c) */
+    void *cn;
+    uint64_t cn_injected, cn_read;
+    void *gi;
+    uint64_t gi_armed;
+
+    /* bulk (shm_bulk.c) */
+    int bulk_cma;                 /* 1: process_vm_readv/writev; 0: FIFO streaming */
+    struct torxp_shm_serve *serve; /* fifo path: get requests being streamed */
+    uint64_t probe_word;
+};
+
+static inline torxp_shm_dev_t *torxp_shm_of(torx_pkt_dev_t *dev)
+{
+    return (torxp_shm_dev_t *)dev; /* base is the first member */
+}
+
+static inline void *torxp_shm_at(const torxp_shm_dev_t *d, uint64_t off)
+{
+    return (char *)d->seg + off;
+}
+
+/* FIFO f (0..fifos_per_task-1) of the task in torus slot. */
+static inline torxp_fifo_t *torxp_shm_fifo(const torxp_shm_dev_t *d, unsigned slot, unsigned f)
+{
+    return (torxp_fifo_t *)torxp_shm_at(
+        d, d->seg->fifo_off + ((uint64_t)slot * d->seg->fifos_per_task + f) * d->seg->fifo_stride);
+}
+
+/* Collective network and global interrupt (shm_cn.c). The segment creator
+ * reserves *_bytes(ntasks) and calls *_init on zeroed memory. Participants
+ * are the job's ranks 0..ntasks-1 (base.rank). */
+size_t torxp_shm_cn_bytes(unsigned ntasks);
+void torxp_shm_cn_init(void *region, unsigned ntasks);
+torx_status_t torxp_shm_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_type_t type,
+                                  int is_root, const void *data);
+torx_status_t torxp_shm_cn_read(torx_pkt_dev_t *dev, void *result);
+size_t torxp_shm_gi_bytes(unsigned ntasks);
+void torxp_shm_gi_init(void *region, unsigned ntasks);
+torx_status_t torxp_shm_gi_arm(torx_pkt_dev_t *dev);
+torx_status_t torxp_shm_gi_poll(torx_pkt_dev_t *dev);
+
+/* Bulk transfer (shm_bulk.c). */
+torx_status_t torxp_shm_bulk_setup(torxp_shm_dev_t *d, int bulk_mode);
+torx_status_t torxp_shm_bulk_get(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
+                                 const void *remote, void *local, size_t len);
+torx_status_t torxp_shm_bulk_put(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
+                                 void *remote, const void *local, size_t len);
+torx_status_t torxp_shm_bulk_test(torx_pkt_dev_t *dev, torx_bulk_t *op);
+const char *torxp_shm_bulk_path(const torx_pkt_dev_t *dev);
+/* Handles a device-internal (TORX_PKT_SYS) packet; returns after consuming it. */
+void torxp_shm_bulk_on_sys(torxp_shm_dev_t *d, const torx_pkt_hdr_t *pkt);
+/* Streams pending fifo-path get replies; called from poll. */
+void torxp_shm_bulk_progress(torxp_shm_dev_t *d);
+void torxp_shm_bulk_fini(torxp_shm_dev_t *d);
+
+/* Torus (shm_torus.c); shm_bulk.c injects its device-internal packets
+ * through torxp_shm_inject too. */
+torx_status_t torxp_shm_inject(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
+                               const struct iovec *iov, int iovcnt);
+int torxp_shm_poll(torx_pkt_dev_t *dev);
+const torx_pkt_hdr_t *torxp_shm_peek(torx_pkt_dev_t *dev);
+void torxp_shm_consume(torx_pkt_dev_t *dev);
+int torxp_shm_room(torx_pkt_dev_t *dev, torx_coord_t dest);
+void torxp_shm_chaos_seed(torxp_shm_dev_t *d, long seed);
+
+#endif /* TORXP_SHM_H */
