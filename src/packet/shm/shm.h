@@ -51,9 +51,6 @@ typedef struct torxp_shm_seg_hdr {
     uint64_t fifo_off;
     uint64_t fifo_stride; /* bytes per FIFO, control lines included */
     char name[TORXP_SHM_NAME_MAX];
-    /* Tasks that failed to attach (bad coordinate, shape mismatch). Checked
-     * by everyone after the start-up barrier, so all fail together. */
-    alignas(TORXP_CACHELINE) uint32_t attach_errors;
     /* Incremented by each attaching task; the one that brings it to ntasks
      * unlinks the name. Own cache line: every task writes it once. */
     alignas(TORXP_CACHELINE) uint32_t attached;

@@ -144,42 +144,48 @@ static torx_status_t map_segment(torxp_shm_dev_t *d, const char *name, const lay
         return torxp_error(TORX_ERR_SYS, "torx: rank %d cannot open shared segment %s%s: %s",
                            d->base.rank, SHM_DIR, name, strerror(errno));
     struct stat st;
-    if (fstat(fd, &st) || (uint64_t)st.st_size != l->total) {
-        close(fd);
-        return torxp_error(TORX_ERR_PROTO,
-                           "torx: rank %d expected a %llu-byte segment %s, found %lld bytes; do "
-                           "all tasks have the same TORX_FIFO_PACKETS and torus shape?",
-                           d->base.rank, (unsigned long long)l->total, name,
-                           (long long)st.st_size);
+    void *base = MAP_FAILED;
+    int err = fstat(fd, &st) ? errno : 0;
+    if (!err && (size_t)st.st_size < sizeof(torxp_shm_seg_hdr_t))
+        err = EPROTO;
+    if (!err) {
+        base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (base == MAP_FAILED)
+            err = errno;
     }
-    void *base = mmap(NULL, l->total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    const int err = errno;
     close(fd);
-    if (base == MAP_FAILED)
-        return torxp_error(TORX_ERR_SYS, "torx: mmap of %s failed: %s", name, strerror(err));
+    if (err)
+        return torxp_error(TORX_ERR_SYS, "torx: rank %d cannot map shared segment %s%s: %s",
+                           d->base.rank, SHM_DIR, name, strerror(err));
     d->seg = base;
-    d->seg_bytes = l->total;
+    d->seg_bytes = (size_t)st.st_size;
+    const torxp_shm_seg_hdr_t *h = d->seg;
     /* acquire: pairs with the creator's release of the magic. */
-    if (__atomic_load_n(&d->seg->magic, __ATOMIC_ACQUIRE) != TORXP_SHM_MAGIC ||
-        d->seg->version != TORXP_SHM_VERSION || d->seg->header_bytes != sizeof *d->seg)
+    if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != TORXP_SHM_MAGIC ||
+        h->version != TORXP_SHM_VERSION || h->header_bytes != sizeof *h)
         return torxp_error(TORX_ERR_PROTO,
                            "torx: segment %s has version %u (header %u bytes); this libtorx "
                            "speaks version %u (%zu bytes): mixed torx builds in one job?",
-                           name, d->seg->version, d->seg->header_bytes, TORXP_SHM_VERSION,
-                           sizeof *d->seg);
-    return TORX_OK;
-}
-
-/* Claims this task's torus slot and checks that the job agrees on the shape. */
-static torx_status_t claim_slot(torxp_shm_dev_t *d)
-{
-    const torx_shape_t s = d->base.shape, t = d->seg->shape;
-    if (s.x != t.x || s.y != t.y || s.z != t.z || s.t != t.t || d->seg->ntasks != (uint32_t)d->base.size)
+                           name, h->version, h->header_bytes, TORXP_SHM_VERSION, sizeof *h);
+    const torx_shape_t s = d->base.shape, t = h->shape;
+    if (s.x != t.x || s.y != t.y || s.z != t.z || s.t != t.t || h->ntasks != (uint32_t)d->base.size)
         return torxp_error(TORX_ERR_PROTO,
                            "torx: rank %d uses torus %ux%ux%u x %u for %d tasks but rank 0 uses "
                            "%ux%ux%u x %u for %u",
                            d->base.rank, s.x, s.y, s.z, s.t, d->base.size, t.x, t.y, t.z, t.t,
-                           d->seg->ntasks);
+                           h->ntasks);
+    if (h->fifo_packets != l->geom.packets || h->total_bytes != l->total ||
+        d->seg_bytes != l->total)
+        return torxp_error(TORX_ERR_PROTO,
+                           "torx: rank %d uses TORX_FIFO_PACKETS=%u but rank 0 uses %u; set the "
+                           "same value for every task",
+                           d->base.rank, l->geom.packets, h->fifo_packets);
+    return TORX_OK;
+}
+
+/* Claims this task's torus slot. */
+static torx_status_t claim_slot(torxp_shm_dev_t *d)
+{
     torxp_shm_task_t *me = &d->tasks[d->self_index];
     uint32_t expected = TORXP_SHM_TASK_EMPTY;
     /* acq_rel: the winner's pid/rank stores below are published by the
@@ -257,7 +263,7 @@ torx_status_t torxp_shm_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
     d->geom = l.geom;
     d->cached_head = calloc((size_t)d->nslots * TORXP_SHM_FIFOS_PER_TASK, sizeof(uint64_t));
 
-    /* Every task takes part in the allgather and the barrier whatever
+    /* Every task takes part in both allgathers whatever
      * happens, so one task's failure never leaves the others waiting. */
     torx_status_t rc = d->cached_head ? TORX_OK
                                       : torxp_error(TORX_ERR_NOMEM, "torx: out of memory");
@@ -268,9 +274,11 @@ torx_status_t torxp_shm_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
         rc = create_segment(d, env, &l, mine.name);
     mine.status = rc;
     torx_status_t brc = all ? boot->allgather(boot, &mine, all, sizeof mine) : TORX_ERR_NOMEM;
-    if (brc != TORX_OK) {
+    if (brc != TORX_OK) { /* the bootstrap is broken (a task died): nobody can wait */
+        if (boot->rank == 0 && rc == TORX_OK)
+            shm_unlink(mine.name);
         rc = brc;
-        goto fail; /* the job's bootstrap itself is broken: nobody can wait */
+        goto fail;
     }
     char name[TORXP_SHM_NAME_MAX];
     memcpy(name, all[0].name, sizeof name);
@@ -285,25 +293,27 @@ torx_status_t torxp_shm_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
         d->cn = torxp_shm_at(d, d->seg->cn_off);
         d->gi = torxp_shm_at(d, d->seg->gi_off);
         rc = claim_slot(d);
-        if (rc != TORX_OK)
-            __atomic_fetch_add(&d->seg->attach_errors, 1, __ATOMIC_RELAXED);
         /* acq_rel: the last attacher must see every earlier attach. */
         if (__atomic_add_fetch(&d->seg->attached, 1, __ATOMIC_ACQ_REL) == d->seg->ntasks)
             shm_unlink(name);
     }
-    brc = boot->barrier(boot);
+    /* The start-up barrier doubles as a vote: everyone learns whether any
+     * task failed to attach, so all fail together rather than talk to a
+     * task that is not there. */
+    int32_t my_status = rc, *statuses = calloc((size_t)boot->size, sizeof *statuses);
+    brc = statuses ? boot->allgather(boot, &my_status, statuses, sizeof my_status)
+                   : TORX_ERR_NOMEM;
     if (boot->rank == 0 && all[0].status == TORX_OK)
         shm_unlink(name); /* in case a task never attached; ENOENT otherwise */
     if (brc != TORX_OK && rc == TORX_OK)
         rc = brc;
-    if (rc == TORX_OK && d->seg) {
-        /* relaxed: the barrier ordered every task's increment before this. */
-        const uint32_t errors = __atomic_load_n(&d->seg->attach_errors, __ATOMIC_RELAXED);
-        if (errors)
-            rc = torxp_error(TORX_ERR_PEER, "torx: %u task(s) failed to attach to the shm device "
-                                            "(see their messages)",
-                             errors);
-    }
+    for (int r = 0; rc == TORX_OK && r < boot->size; r++)
+        if (statuses[r] != TORX_OK)
+            rc = torxp_error(TORX_ERR_PEER,
+                             "torx: rank %d failed to attach to the shm device (%s; see its "
+                             "message)",
+                             r, torx_status_str((torx_status_t)statuses[r]));
+    free(statuses);
     if (rc == TORX_OK)
         rc = torxp_shm_bulk_setup(d, env->bulk_mode);
     if (rc != TORX_OK)

@@ -1,0 +1,908 @@
+/* Bulk transfer ("DMA") for the shm device.
+ *
+ * Two paths, chosen once per device by torxp_shm_bulk_setup:
+ *
+ *  - cma: process_vm_readv/writev copy straight between the two tasks'
+ *    address spaces (one copy). Operations complete inside get/put.
+ *  - fifo: the data is streamed through the torus FIFOs as device-internal
+ *    (TORX_PKT_SYS) deterministic packets, so a sender's packets arrive in
+ *    order. The peer must keep polling. A get sends GET_REQ; the peer queues
+ *    a reply job and its progress streams GET_DATA back. A put streams
+ *    PUT_DATA, the last one flagged LAST; the peer answers PUT_ACK.
+ *
+ * Nothing here blocks: a full FIFO (TORX_NO_ROOM) leaves the work in a job
+ * list that torxp_shm_bulk_progress (called from poll) resumes, in order.
+ *
+ * Threading: bulk calls must run on the thread that receives, because
+ * torxp_shm_bulk_test drives reception (torx_pkt_poll) and packet handlers
+ * complete operations; so none of this state needs locks.
+ *
+ * Cookies: a fifo-path operation is registered in a per-device table and
+ * packets name it by (generation << 32 | index). A reply is only applied
+ * after the table says that index is live with that generation and the
+ * operation still carries its magic, so a stale or forged cookie is caught
+ * without ever dereferencing an address that came off the wire.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* process_vm_readv, process_vm_writev */
+#endif
+
+#include "shm.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TORXP_SHM_BULK_MAGIC 0x626c6b31u /* "blk1" */
+
+/* Largest single process_vm_* request; the kernel caps one call near 2 GiB
+ * anyway and the copy loop resumes partial transfers. */
+#define BULK_CMA_CHUNK ((size_t)1 << 30)
+
+/* bulk_test calls (and full-FIFO retries) between liveness checks of the
+ * peer: a kill(2) and maybe a /proc read are cheap but not free. */
+#define BULK_LIVENESS_EVERY 1024u
+
+/* Under Yama ptrace_scope 1 a peer that has not yet run its
+ * PR_SET_PTRACER call refuses our probe; give it this long. */
+#define BULK_YAMA_RETRY_MS 200
+
+/* ---- Wire format of device-internal bulk packets ------------------------ */
+
+#define BULK_WIRE_VERSION 1u
+
+enum bulk_type {
+    BULK_GET_REQ = 1,  /* wire + uint64 len; addr = source address at the server */
+    BULK_GET_DATA = 2, /* wire + data; addr = offset in the operation */
+    BULK_PUT_DATA = 3, /* wire + data; addr = target address at the receiver */
+    BULK_PUT_ACK = 4   /* wire only: every PUT_DATA of the cookie is written */
+};
+
+#define BULK_FLAG_LAST 0x01u /* PUT_DATA: the operation's final packet */
+
+/* The header's 8 software bytes of a bulk packet. */
+typedef struct bulk_sw {
+    uint8_t type;    /* enum bulk_type */
+    uint8_t flags;   /* BULK_FLAG_* */
+    uint8_t version; /* BULK_WIRE_VERSION */
+    uint8_t pad;
+    torx_coord_t from; /* sender: the header carries only the destination */
+} bulk_sw_t;
+static_assert(sizeof(bulk_sw_t) == TORX_PKT_SW_BYTES, "bulk sw bytes fill the header's");
+
+/* Start of every bulk payload. */
+typedef struct bulk_wire {
+    uint64_t cookie; /* the requester's operation (see bulk_cookie) */
+    uint64_t addr;   /* meaning depends on the type (enum bulk_type) */
+} bulk_wire_t;
+static_assert(sizeof(bulk_wire_t) == 16, "bulk wire header is 16 bytes");
+
+#define BULK_DATA_MAX (TORX_PKT_MAX_PAYLOAD - sizeof(bulk_wire_t)) /* 224 */
+
+/* ---- Operation and device state ------------------------------------------ */
+
+/* torxp_shm_bulk_t plus what the fifo path and error reports need; it all
+ * fits the caller's torx_bulk_t. b.sent counts bytes streamed (put) or
+ * received (get). */
+typedef struct bulk_op {
+    torxp_shm_bulk_t b;
+    int32_t status; /* final status, once b.done */
+    uint32_t slot;  /* index in the device's op table (fifo path) */
+    uint32_t gen;   /* that entry's generation when registered */
+    uint16_t tests; /* bulk_test calls since the last liveness check */
+    uint16_t err;   /* errno behind a failed status, 0 if none */
+} bulk_op_t;
+static_assert(sizeof(bulk_op_t) <= sizeof(torx_bulk_t), "bulk op fits torx_bulk_t");
+
+enum bulk_job_kind {
+    JOB_GET_REQ,   /* our get's request is still to be sent */
+    JOB_GET_REPLY, /* a peer's get: stream our memory to it */
+    JOB_PUT,       /* our put: stream its data */
+    JOB_PUT_ACK    /* acknowledge a peer's completed put */
+};
+
+typedef struct bulk_job {
+    struct bulk_job *next;
+    enum bulk_job_kind kind;
+    torx_coord_t peer; /* where the packets go */
+    uint32_t stalls;   /* full-FIFO retries since the last liveness check */
+    uint64_t cookie;   /* GET_REPLY, PUT_ACK: the requester's cookie */
+    uint64_t addr;     /* GET_REPLY: source address in this task */
+    uint64_t len, off; /* GET_REPLY: bytes requested, bytes streamed */
+    bulk_op_t *op;     /* GET_REQ, PUT: our operation */
+} bulk_job_t;
+
+typedef struct bulk_slot {
+    bulk_op_t *op; /* NULL when free */
+    uint32_t gen;  /* bumped at every registration; never 0 when live */
+    uint32_t next_free;
+} bulk_slot_t;
+
+#define BULK_NO_SLOT UINT32_MAX
+
+/* The device's bulk state (d->serve): pending streaming work, oldest first,
+ * and the table of in-flight fifo-path operations. */
+struct torxp_shm_serve {
+    bulk_job_t *jobs;
+    bulk_job_t **tail;
+    bulk_slot_t *ops;
+    uint32_t nops;
+    uint32_t free_op; /* head of the free chain, BULK_NO_SLOT when full */
+};
+
+/* ---- Helpers ---------------------------------------------------------------- */
+
+static unsigned bulk_peer_index(const torxp_shm_dev_t *d, torx_coord_t c)
+{
+    return torx_coord_index(d->base.shape, c);
+}
+
+static pid_t bulk_peer_pid(const torxp_shm_dev_t *d, torx_coord_t c)
+{
+    return d->tasks[bulk_peer_index(d, c)].pid;
+}
+
+static bool bulk_is_done(const bulk_op_t *op)
+{
+    /* acquire: pairs with bulk_complete, so the data and status it
+     * published are visible once done is. */
+    return __atomic_load_n(&op->b.done, __ATOMIC_ACQUIRE) != 0;
+}
+
+static void __attribute__((noreturn, format(printf, 2, 3)))
+bulk_abort(const torxp_shm_dev_t *d, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    torxp_log(&d->base, 0, "%s; aborting rather than writing to a wrong address", msg);
+    abort();
+}
+
+/* Whether the process pid is gone: no such process, or a zombie whose
+ * parent has not reaped it yet (kill(pid, 0) still succeeds on those). */
+static bool bulk_pid_dead(pid_t pid)
+{
+    if (pid <= 0)
+        return true;
+    if (kill(pid, 0) == -1 && errno == ESRCH)
+        return true;
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return errno == ENOENT;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* The state follows the command name, which may itself hold ')'. */
+    const char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X' || p[2] == 'x');
+}
+
+/* Whether the task at c has died or closed its device. */
+static bool bulk_peer_dead(const torxp_shm_dev_t *d, torx_coord_t c)
+{
+    const torxp_shm_task_t *t = &d->tasks[bulk_peer_index(d, c)];
+    /* acquire: pairs with the segment code's publication of the entry. */
+    if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != TORXP_SHM_TASK_ATTACHED)
+        return true;
+    return bulk_pid_dead(t->pid);
+}
+
+static torx_status_t bulk_status_of_errno(int err)
+{
+    switch (err) {
+    case ESRCH:
+        return TORX_ERR_PEER;
+    case EFAULT:
+        return TORX_ERR_INVAL;
+    case ENOMEM:
+        return TORX_ERR_NOMEM;
+    default:
+        return TORX_ERR_SYS;
+    }
+}
+
+/* Records the message for a failed operation and returns its status. Used
+ * both when the failure happens and by every later bulk_test. */
+static torx_status_t bulk_report(const torxp_shm_dev_t *d, const bulk_op_t *op)
+{
+    const torx_coord_t p = op->b.peer;
+    const char *dir = op->b.is_put ? "put to" : "get from";
+    const int pid = (int)bulk_peer_pid(d, p);
+
+    if (op->status == TORX_ERR_PEER && (!d->bulk_cma || op->err != ESRCH))
+        return torxp_error(TORX_ERR_PEER,
+                           "torx: bulk %s task (%u,%u,%u,%u) pid %d: the peer task is dead "
+                           "or closed its device (%llu of %llu bytes moved)",
+                           dir, p.x, p.y, p.z, p.t, pid, (unsigned long long)op->b.sent,
+                           (unsigned long long)op->b.len);
+    if (op->err) {
+        const char *hint = "";
+        if (op->err == ESRCH)
+            hint = " (the peer task is dead)";
+        else if (op->err == EPERM)
+            hint = " (cross-memory attach refused; set TORX_BULK=fifo)";
+        else if (op->err == EFAULT)
+            hint = " (the local or remote range is not mapped)";
+        return torxp_error(op->status,
+                           "torx: bulk %s task (%u,%u,%u,%u) pid %d, %llu bytes, local %p, "
+                           "remote 0x%llx: %s: %s%s",
+                           dir, p.x, p.y, p.z, p.t, pid, (unsigned long long)op->b.len,
+                           (void *)(uintptr_t)op->b.local, (unsigned long long)op->b.remote,
+                           op->b.is_put ? "process_vm_writev" : "process_vm_readv",
+                           strerror(op->err), hint);
+    }
+    return torxp_error(op->status, "torx: bulk %s task (%u,%u,%u,%u) failed: %s", dir, p.x, p.y,
+                       p.z, p.t, torx_status_str(op->status));
+}
+
+/* ---- Operation table -------------------------------------------------------- */
+
+static torx_status_t bulk_register(struct torxp_shm_serve *s, bulk_op_t *op)
+{
+    if (s->free_op == BULK_NO_SLOT) {
+        uint32_t n = s->nops ? s->nops * 2 : 16;
+        if (n <= s->nops || n > UINT32_MAX / 2)
+            return torxp_error(TORX_ERR_NOMEM, "torx: too many bulk transfers in flight (%u)",
+                               s->nops);
+        bulk_slot_t *ops = realloc(s->ops, (size_t)n * sizeof *ops);
+        if (!ops)
+            return torxp_error(TORX_ERR_NOMEM,
+                               "torx: out of memory growing the bulk transfer table to %u", n);
+        for (uint32_t i = s->nops; i < n; i++)
+            ops[i] = (bulk_slot_t){.next_free = i + 1 < n ? i + 1 : BULK_NO_SLOT};
+        s->free_op = s->nops;
+        s->ops = ops;
+        s->nops = n;
+    }
+    uint32_t i = s->free_op;
+    bulk_slot_t *e = &s->ops[i];
+    s->free_op = e->next_free;
+    e->gen = e->gen + 1 ? e->gen + 1 : 1;
+    e->op = op;
+    op->slot = i;
+    op->gen = e->gen;
+    return TORX_OK;
+}
+
+static bool bulk_registered(const struct torxp_shm_serve *s, const bulk_op_t *op)
+{
+    return s && op->slot < s->nops && s->ops[op->slot].op == op &&
+           s->ops[op->slot].gen == op->gen;
+}
+
+static void bulk_unregister(struct torxp_shm_serve *s, bulk_op_t *op)
+{
+    if (!bulk_registered(s, op))
+        return;
+    bulk_slot_t *e = &s->ops[op->slot];
+    e->op = NULL;
+    e->next_free = s->free_op;
+    s->free_op = op->slot;
+}
+
+static uint64_t bulk_cookie(const bulk_op_t *op)
+{
+    return (uint64_t)op->gen << 32 | op->slot;
+}
+
+/* The live operation a cookie names; aborts on a stale or forged one. */
+static bulk_op_t *bulk_lookup(const torxp_shm_dev_t *d, uint64_t cookie, const char *what,
+                              torx_coord_t from)
+{
+    const struct torxp_shm_serve *s = d->serve;
+    uint32_t i = (uint32_t)cookie, gen = (uint32_t)(cookie >> 32);
+    if (!s || i >= s->nops || !s->ops[i].op || s->ops[i].gen != gen)
+        bulk_abort(d,
+                   "bulk %s from task (%u,%u,%u,%u) names cookie 0x%llx, which is no transfer "
+                   "in flight here (stale or bogus)",
+                   what, from.x, from.y, from.z, from.t, (unsigned long long)cookie);
+    bulk_op_t *op = s->ops[i].op;
+    if (op->b.magic != TORXP_SHM_BULK_MAGIC || op->slot != i || op->gen != gen)
+        bulk_abort(d,
+                   "bulk %s from task (%u,%u,%u,%u): the torx_bulk_t at %p (cookie 0x%llx) was "
+                   "overwritten or reused while its transfer was in flight",
+                   what, from.x, from.y, from.z, from.t, (void *)op, (unsigned long long)cookie);
+    if (!torx_coord_equal(from, op->b.peer))
+        bulk_abort(d,
+                   "bulk %s for cookie 0x%llx came from task (%u,%u,%u,%u), but that transfer's "
+                   "peer is (%u,%u,%u,%u)",
+                   what, (unsigned long long)cookie, from.x, from.y, from.z, from.t, op->b.peer.x,
+                   op->b.peer.y, op->b.peer.z, op->b.peer.t);
+    return op;
+}
+
+/* Finishes op with status; err is the errno behind it (0 if none). */
+static void bulk_complete(torxp_shm_dev_t *d, bulk_op_t *op, torx_status_t status, int err)
+{
+    bulk_unregister(d->serve, op);
+    op->status = status;
+    op->err = (uint16_t)err;
+    /* release: the data copied into the local buffer and the status happen
+     * before a bulk_is_done that sees done. */
+    __atomic_store_n(&op->b.done, 1u, __ATOMIC_RELEASE);
+}
+
+/* ---- Job list --------------------------------------------------------------- */
+
+static void bulk_append(struct torxp_shm_serve *s, bulk_job_t *j)
+{
+    j->next = NULL;
+    *s->tail = j;
+    s->tail = &j->next;
+}
+
+static torx_status_t bulk_queue(torxp_shm_dev_t *d, const bulk_job_t *tmpl)
+{
+    bulk_job_t *j = malloc(sizeof *j);
+    if (!j)
+        return torxp_error(TORX_ERR_NOMEM, "torx: out of memory queuing a bulk transfer job");
+    *j = *tmpl;
+    bulk_append(d->serve, j);
+    return TORX_OK;
+}
+
+/* Removes the jobs that work for op (it failed, nothing more may be sent). */
+static void bulk_drop_jobs(struct torxp_shm_serve *s, const bulk_op_t *op)
+{
+    bulk_job_t **pp = &s->jobs;
+    while (*pp) {
+        bulk_job_t *j = *pp;
+        if (j->op == op) {
+            *pp = j->next;
+            free(j);
+        } else {
+            pp = &j->next;
+        }
+    }
+    s->tail = pp;
+}
+
+/* ---- Packet injection ------------------------------------------------------- */
+
+static torx_status_t bulk_send(torxp_shm_dev_t *d, torx_coord_t to, enum bulk_type type,
+                               unsigned flags, uint64_t cookie, uint64_t addr, const void *data,
+                               size_t len)
+{
+    torx_pkt_hdr_t h;
+    /* Deterministic: a sender's bulk packets must arrive in injection order
+     * (LAST after every other PUT_DATA of its put). */
+    torx_pkt_hdr_init(&h, to, TORX_PKT_SYS);
+    const bulk_sw_t sw = {.type = (uint8_t)type, .flags = (uint8_t)flags,
+                          .version = BULK_WIRE_VERSION, .from = d->base.self};
+    memcpy(h.sw, &sw, sizeof sw);
+    const bulk_wire_t w = {.cookie = cookie, .addr = addr};
+    struct iovec iov[2] = {{(void *)&w, sizeof w}, {(void *)data, len}};
+    return torxp_shm_inject(&d->base, &h, iov, len ? 2 : 1);
+}
+
+static torx_status_t bulk_send_get_req(torxp_shm_dev_t *d, const bulk_op_t *op)
+{
+    const uint64_t len = op->b.len;
+    return bulk_send(d, op->b.peer, BULK_GET_REQ, 0, bulk_cookie(op), op->b.remote, &len,
+                     sizeof len);
+}
+
+/* Streams the rest of a put; TORX_OK once every PUT_DATA is injected. */
+static torx_status_t bulk_stream_put(torxp_shm_dev_t *d, bulk_op_t *op)
+{
+    while (op->b.sent < op->b.len) {
+        uint64_t n = op->b.len - op->b.sent;
+        if (n > BULK_DATA_MAX)
+            n = BULK_DATA_MAX;
+        unsigned flags = op->b.sent + n == op->b.len ? BULK_FLAG_LAST : 0;
+        torx_status_t st =
+            bulk_send(d, op->b.peer, BULK_PUT_DATA, flags, bulk_cookie(op),
+                      op->b.remote + op->b.sent, (const void *)(uintptr_t)(op->b.local + op->b.sent),
+                      (size_t)n);
+        if (st != TORX_OK)
+            return st;
+        op->b.sent += n;
+    }
+    return TORX_OK;
+}
+
+/* Streams the rest of a peer's get; TORX_OK once every GET_DATA is injected. */
+static torx_status_t bulk_stream_reply(torxp_shm_dev_t *d, bulk_job_t *j)
+{
+    while (j->off < j->len) {
+        uint64_t n = j->len - j->off;
+        if (n > BULK_DATA_MAX)
+            n = BULK_DATA_MAX;
+        torx_status_t st = bulk_send(d, j->peer, BULK_GET_DATA, 0, j->cookie, j->off,
+                                     (const void *)(uintptr_t)(j->addr + j->off), (size_t)n);
+        if (st != TORX_OK)
+            return st;
+        j->off += n;
+    }
+    return TORX_OK;
+}
+
+static const char *bulk_job_name(enum bulk_job_kind k)
+{
+    switch (k) {
+    case JOB_GET_REQ:
+        return "get request";
+    case JOB_GET_REPLY:
+        return "get reply";
+    case JOB_PUT:
+        return "put data";
+    case JOB_PUT_ACK:
+        return "put acknowledgement";
+    }
+    return "?";
+}
+
+/* Injects what it can of j. Returns true when j is finished (sent, or
+ * abandoned because its peer is gone) and may be freed. */
+static bool bulk_job_step(torxp_shm_dev_t *d, bulk_job_t *j)
+{
+    torx_status_t st = TORX_OK;
+    switch (j->kind) {
+    case JOB_GET_REQ:
+        st = bulk_send_get_req(d, j->op);
+        break;
+    case JOB_GET_REPLY:
+        st = bulk_stream_reply(d, j);
+        break;
+    case JOB_PUT:
+        st = bulk_stream_put(d, j->op);
+        break;
+    case JOB_PUT_ACK:
+        st = bulk_send(d, j->peer, BULK_PUT_ACK, 0, j->cookie, 0, NULL, 0);
+        break;
+    }
+    if (st == TORX_OK)
+        return true;
+    if (st == TORX_NO_ROOM) {
+        /* A FIFO that stays full may belong to a task that died: it will
+         * never drain, so stop retrying then. */
+        if (++j->stalls < BULK_LIVENESS_EVERY)
+            return false;
+        j->stalls = 0;
+        if (!bulk_peer_dead(d, j->peer))
+            return false;
+        st = TORX_ERR_PEER;
+    }
+    if (j->op) {
+        bulk_complete(d, j->op, st, st == TORX_ERR_PEER ? ESRCH : 0);
+    } else {
+        torxp_log(&d->base, 1, "dropping bulk %s to task (%u,%u,%u,%u): %s",
+                  bulk_job_name(j->kind), j->peer.x, j->peer.y, j->peer.z, j->peer.t,
+                  st == TORX_ERR_PEER ? "the task is dead" : torx_status_str(st));
+    }
+    return true;
+}
+
+void torxp_shm_bulk_progress(torxp_shm_dev_t *d)
+{
+    struct torxp_shm_serve *s = d->serve;
+    if (!s || !s->jobs)
+        return;
+    bulk_job_t **pp = &s->jobs;
+    while (*pp) {
+        bulk_job_t *j = *pp;
+        if (bulk_job_step(d, j)) {
+            *pp = j->next;
+            free(j);
+        } else {
+            pp = &j->next;
+        }
+    }
+    s->tail = pp;
+}
+
+/* ---- Receiving device-internal packets --------------------------------------- */
+
+void torxp_shm_bulk_on_sys(torxp_shm_dev_t *d, const torx_pkt_hdr_t *pkt)
+{
+    bulk_sw_t sw;
+    memcpy(&sw, pkt->sw, sizeof sw);
+    if (sw.version != BULK_WIRE_VERSION || pkt->payload_len < sizeof(bulk_wire_t) ||
+        !torx_coord_in_shape(d->base.shape, sw.from))
+        bulk_abort(d,
+                   "malformed device-internal packet (type %u, version %u, %u payload bytes, "
+                   "from (%u,%u,%u,%u))",
+                   sw.type, sw.version, pkt->payload_len, sw.from.x, sw.from.y, sw.from.z,
+                   sw.from.t);
+    bulk_wire_t w;
+    const uint8_t *payload = torx_pkt_payload(pkt);
+    memcpy(&w, payload, sizeof w);
+    const uint8_t *data = payload + sizeof w;
+    const size_t n = pkt->payload_len - sizeof w;
+
+    switch (sw.type) {
+    case BULK_GET_REQ: {
+        uint64_t len;
+        if (n != sizeof len)
+            bulk_abort(d, "bulk get request from task (%u,%u,%u,%u) has %zu length bytes",
+                       sw.from.x, sw.from.y, sw.from.z, sw.from.t, n);
+        memcpy(&len, data, sizeof len);
+        if (len == 0 || w.addr + len < w.addr)
+            bulk_abort(d, "bulk get request from task (%u,%u,%u,%u) for %llu bytes at 0x%llx",
+                       sw.from.x, sw.from.y, sw.from.z, sw.from.t, (unsigned long long)len,
+                       (unsigned long long)w.addr);
+        const bulk_job_t j = {.kind = JOB_GET_REPLY, .peer = sw.from, .cookie = w.cookie,
+                              .addr = w.addr, .len = len};
+        if (!d->serve || bulk_queue(d, &j) != TORX_OK)
+            bulk_abort(d, "cannot queue the reply to a bulk get from task (%u,%u,%u,%u): %s",
+                       sw.from.x, sw.from.y, sw.from.z, sw.from.t,
+                       d->serve ? torx_last_error() : "bulk transfers not set up");
+        return;
+    }
+    case BULK_GET_DATA: {
+        bulk_op_t *op = bulk_lookup(d, w.cookie, "get data", sw.from);
+        if (op->b.is_put || w.addr > op->b.len || n > op->b.len - w.addr ||
+            op->b.sent + n > op->b.len)
+            bulk_abort(d,
+                       "bulk get data from task (%u,%u,%u,%u) for offset %llu + %zu bytes does "
+                       "not fit the %s of %llu bytes (%llu received)",
+                       sw.from.x, sw.from.y, sw.from.z, sw.from.t, (unsigned long long)w.addr, n,
+                       op->b.is_put ? "put" : "get", (unsigned long long)op->b.len,
+                       (unsigned long long)op->b.sent);
+        memcpy((uint8_t *)(uintptr_t)op->b.local + w.addr, data, n);
+        op->b.sent += n;
+        if (op->b.sent == op->b.len)
+            bulk_complete(d, op, TORX_OK, 0);
+        return;
+    }
+    case BULK_PUT_DATA:
+        memcpy((void *)(uintptr_t)w.addr, data, n);
+        if (sw.flags & BULK_FLAG_LAST) {
+            torx_status_t st = bulk_send(d, sw.from, BULK_PUT_ACK, 0, w.cookie, 0, NULL, 0);
+            if (st == TORX_NO_ROOM) {
+                const bulk_job_t j = {.kind = JOB_PUT_ACK, .peer = sw.from, .cookie = w.cookie};
+                st = d->serve ? bulk_queue(d, &j) : TORX_ERR_INVAL;
+            }
+            if (st != TORX_OK)
+                bulk_abort(d, "cannot acknowledge a bulk put from task (%u,%u,%u,%u): %s",
+                           sw.from.x, sw.from.y, sw.from.z, sw.from.t, torx_status_str(st));
+        }
+        return;
+    case BULK_PUT_ACK: {
+        bulk_op_t *op = bulk_lookup(d, w.cookie, "put acknowledgement", sw.from);
+        if (!op->b.is_put || op->b.sent != op->b.len)
+            bulk_abort(d,
+                       "bulk put acknowledgement from task (%u,%u,%u,%u) for a %s that has "
+                       "streamed %llu of %llu bytes",
+                       sw.from.x, sw.from.y, sw.from.z, sw.from.t, op->b.is_put ? "put" : "get",
+                       (unsigned long long)op->b.sent, (unsigned long long)op->b.len);
+        bulk_complete(d, op, TORX_OK, 0);
+        return;
+    }
+    }
+    bulk_abort(d, "unknown device-internal packet type %u from task (%u,%u,%u,%u)", sw.type,
+               sw.from.x, sw.from.y, sw.from.z, sw.from.t);
+}
+
+/* ---- Cross-memory attach ------------------------------------------------------ */
+
+/* Copies len bytes between local and remote in pid; 0 or an errno. Moved
+ * bytes are added to *moved. */
+static int bulk_cma_copy(pid_t pid, bool put, uint64_t local, uint64_t remote, uint64_t len,
+                         uint64_t *moved)
+{
+    uint64_t off = 0;
+    while (off < len) {
+        size_t n = len - off > BULK_CMA_CHUNK ? BULK_CMA_CHUNK : (size_t)(len - off);
+        struct iovec l = {(void *)(uintptr_t)(local + off), n};
+        struct iovec r = {(void *)(uintptr_t)(remote + off), n};
+        ssize_t got = put ? process_vm_writev(pid, &l, 1, &r, 1, 0)
+                          : process_vm_readv(pid, &l, 1, &r, 1, 0);
+        if (got < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno;
+        }
+        /* A short count stops at an unmapped page; the next call would say
+         * EFAULT, and a zero count would spin. */
+        if (got == 0)
+            return EFAULT;
+        off += (uint64_t)got;
+        *moved += (uint64_t)got;
+    }
+    return 0;
+}
+
+/* ---- Public device calls -------------------------------------------------------- */
+
+/* Validates the request and fills op; the common start of get and put. */
+static torx_status_t bulk_begin(torxp_shm_dev_t *d, bulk_op_t *op, torx_coord_t peer,
+                                uint64_t remote, uint64_t local, size_t len, bool is_put)
+{
+    const char *dir = is_put ? "put to" : "get from";
+    if (!op)
+        return torxp_error(TORX_ERR_INVAL, "torx: bulk %s: the operation pointer is NULL", dir);
+    if (op->b.magic == TORXP_SHM_BULK_MAGIC && !op->b.done && bulk_registered(d->serve, op))
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: bulk %s task (%u,%u,%u,%u): the torx_bulk_t at %p is still in "
+                           "flight; wait for torx_bulk_test to return TORX_OK before reusing it",
+                           dir, peer.x, peer.y, peer.z, peer.t, (void *)op);
+    if (!torx_coord_in_shape(d->base.shape, peer))
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: bulk %s (%u,%u,%u,%u): outside the torus shape %ux%ux%ux%u", dir,
+                           peer.x, peer.y, peer.z, peer.t, d->base.shape.x, d->base.shape.y,
+                           d->base.shape.z, d->base.shape.t);
+    const torxp_shm_task_t *t = &d->tasks[bulk_peer_index(d, peer)];
+    if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != TORXP_SHM_TASK_ATTACHED)
+        return torxp_error(TORX_ERR_INVAL, "torx: bulk %s (%u,%u,%u,%u): no task at that coordinate",
+                           dir, peer.x, peer.y, peer.z, peer.t);
+    if (len && (!local || !remote))
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: bulk %s task (%u,%u,%u,%u): %zu bytes with a NULL %s address",
+                           dir, peer.x, peer.y, peer.z, peer.t, len, local ? "remote" : "local");
+    if (len && (local + len < local || remote + len < remote))
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: bulk %s task (%u,%u,%u,%u): %zu bytes wrap the address space",
+                           dir, peer.x, peer.y, peer.z, peer.t, len);
+    *op = (bulk_op_t){.b = {.magic = TORXP_SHM_BULK_MAGIC, .len = len, .local = local,
+                            .remote = remote, .peer = peer, .is_put = is_put},
+                      .slot = BULK_NO_SLOT};
+    return TORX_OK;
+}
+
+/* Work every path finishes at once: nothing to move, or a copy within this
+ * task. Returns true when op is complete. */
+static bool bulk_trivial(torxp_shm_dev_t *d, bulk_op_t *op)
+{
+    if (op->b.len && !torx_coord_equal(op->b.peer, d->base.self))
+        return false;
+    if (op->b.len) {
+        void *dst = (void *)(uintptr_t)(op->b.is_put ? op->b.remote : op->b.local);
+        const void *src = (const void *)(uintptr_t)(op->b.is_put ? op->b.local : op->b.remote);
+        memmove(dst, src, (size_t)op->b.len);
+        op->b.sent = op->b.len;
+    }
+    bulk_complete(d, op, TORX_OK, 0);
+    return true;
+}
+
+static torx_status_t bulk_start_cma(torxp_shm_dev_t *d, bulk_op_t *op)
+{
+    int err = bulk_cma_copy(bulk_peer_pid(d, op->b.peer), op->b.is_put, op->b.local, op->b.remote,
+                            op->b.len, &op->b.sent);
+    if (!err) {
+        bulk_complete(d, op, TORX_OK, 0);
+        return TORX_OK;
+    }
+    bulk_complete(d, op, bulk_status_of_errno(err), err);
+    return bulk_report(d, op);
+}
+
+torx_status_t torxp_shm_bulk_get(torx_pkt_dev_t *dev, torx_bulk_t *opp, torx_coord_t peer,
+                                 const void *remote, void *local, size_t len)
+{
+    torxp_shm_dev_t *d = torxp_shm_of(dev);
+    bulk_op_t *op = (bulk_op_t *)opp;
+    torx_status_t st =
+        bulk_begin(d, op, peer, (uint64_t)(uintptr_t)remote, (uint64_t)(uintptr_t)local, len, false);
+    if (st != TORX_OK)
+        return st;
+    if (bulk_trivial(d, op))
+        return TORX_OK;
+    if (d->bulk_cma)
+        return bulk_start_cma(d, op);
+    if (!d->serve)
+        return torxp_error(TORX_ERR_INVAL, "torx: bulk get before the device's bulk setup");
+    st = bulk_register(d->serve, op);
+    if (st != TORX_OK)
+        return st;
+    st = bulk_send_get_req(d, op);
+    if (st == TORX_NO_ROOM) {
+        const bulk_job_t j = {.kind = JOB_GET_REQ, .peer = peer, .op = op};
+        st = bulk_queue(d, &j);
+    }
+    if (st != TORX_OK) {
+        bulk_unregister(d->serve, op);
+        op->b.magic = 0;
+    }
+    return st;
+}
+
+torx_status_t torxp_shm_bulk_put(torx_pkt_dev_t *dev, torx_bulk_t *opp, torx_coord_t peer,
+                                 void *remote, const void *local, size_t len)
+{
+    torxp_shm_dev_t *d = torxp_shm_of(dev);
+    bulk_op_t *op = (bulk_op_t *)opp;
+    torx_status_t st =
+        bulk_begin(d, op, peer, (uint64_t)(uintptr_t)remote, (uint64_t)(uintptr_t)local, len, true);
+    if (st != TORX_OK)
+        return st;
+    if (bulk_trivial(d, op))
+        return TORX_OK;
+    if (d->bulk_cma)
+        return bulk_start_cma(d, op);
+    if (!d->serve)
+        return torxp_error(TORX_ERR_INVAL, "torx: bulk put before the device's bulk setup");
+    st = bulk_register(d->serve, op);
+    if (st != TORX_OK)
+        return st;
+    st = bulk_stream_put(d, op);
+    if (st == TORX_NO_ROOM) {
+        const bulk_job_t j = {.kind = JOB_PUT, .peer = peer, .op = op};
+        st = bulk_queue(d, &j);
+    }
+    if (st != TORX_OK) {
+        /* Some PUT_DATA may already be out; the peer writes them, harmlessly,
+         * and never acknowledges since LAST was not sent. */
+        bulk_unregister(d->serve, op);
+        op->b.magic = 0;
+    }
+    return st;
+}
+
+/* The peer of op was seen dead: take what it sent before dying, then fail
+ * op if that was not enough. */
+static void bulk_fail_dead(torxp_shm_dev_t *d, bulk_op_t *op)
+{
+    /* Its last packets may still sit in our FIFOs; poll until they stop
+     * changing anything (a dead task sends no more). */
+    for (int idle = 0; idle < 16 && !bulk_is_done(op); idle++) {
+        uint64_t before = op->b.sent;
+        torx_pkt_poll(&d->base);
+        if (op->b.sent != before)
+            idle = 0;
+    }
+    if (bulk_is_done(op))
+        return;
+    bulk_drop_jobs(d->serve, op);
+    bulk_complete(d, op, TORX_ERR_PEER, ESRCH);
+}
+
+torx_status_t torxp_shm_bulk_test(torx_pkt_dev_t *dev, torx_bulk_t *opp)
+{
+    torxp_shm_dev_t *d = torxp_shm_of(dev);
+    bulk_op_t *op = (bulk_op_t *)opp;
+    if (!op || op->b.magic != TORXP_SHM_BULK_MAGIC)
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: torx_bulk_test on a torx_bulk_t at %p that no bulk get or put "
+                           "started (or whose memory was overwritten)",
+                           (void *)op);
+    if (!bulk_is_done(op)) {
+        torx_pkt_poll(dev);
+        if (!bulk_is_done(op) && ++op->tests >= BULK_LIVENESS_EVERY) {
+            op->tests = 0;
+            if (bulk_peer_dead(d, op->b.peer))
+                bulk_fail_dead(d, op);
+        }
+        if (!bulk_is_done(op))
+            return TORX_AGAIN;
+    }
+    return op->status == TORX_OK ? TORX_OK : bulk_report(d, op);
+}
+
+const char *torxp_shm_bulk_path(const torx_pkt_dev_t *dev)
+{
+    return ((const torxp_shm_dev_t *)dev)->bulk_cma ? "cma" : "fifo";
+}
+
+/* ---- Set-up ------------------------------------------------------------------------ */
+
+/* Yama's ptrace_scope, or 0 when Yama is absent. */
+static int bulk_yama_scope(void)
+{
+    FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+    int scope = 0;
+    if (f) {
+        if (fscanf(f, "%d", &scope) != 1)
+            scope = 0;
+        fclose(f);
+    }
+    return scope;
+}
+
+/* Reads a peer's probe word with process_vm_readv. Returns true when it
+ * works; otherwise why[] says what failed and *err holds the errno. */
+static bool bulk_probe(const torxp_shm_dev_t *d, char *why, size_t why_len, int *err,
+                       unsigned *probed)
+{
+    unsigned peer = d->self_index;
+    for (unsigned k = 1; k < d->nslots; k++) {
+        unsigned i = (d->self_index + k) % d->nslots;
+        if (__atomic_load_n(&d->tasks[i].state, __ATOMIC_ACQUIRE) == TORXP_SHM_TASK_ATTACHED) {
+            peer = i;
+            break;
+        }
+    }
+    *probed = peer;
+    const torxp_shm_task_t *t = &d->tasks[peer];
+    if (!t->probe_word) {
+        snprintf(why, why_len, "task pid %d published no probe word", (int)t->pid);
+        *err = EINVAL;
+        return false;
+    }
+    const int yama = bulk_yama_scope();
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        uint64_t word = 0;
+        struct iovec l = {&word, sizeof word};
+        struct iovec r = {(void *)(uintptr_t)t->probe_word, sizeof word};
+        ssize_t got = process_vm_readv(t->pid, &l, 1, &r, 1, 0);
+        if (got == (ssize_t)sizeof word && word == TORXP_SHM_PROBE_VALUE)
+            return true;
+        if (got == (ssize_t)sizeof word) {
+            snprintf(why, why_len, "process_vm_readv read 0x%llx, not the probe value 0x%llx",
+                     (unsigned long long)word, (unsigned long long)TORXP_SHM_PROBE_VALUE);
+            *err = EIO;
+            return false;
+        }
+        *err = got < 0 ? errno : EIO;
+        snprintf(why, why_len, "process_vm_readv: %s", got < 0 ? strerror(*err) : "short read");
+        /* Under Yama scope 1 the peer may not have run its PR_SET_PTRACER
+         * yet; it does so at the start of its own set-up. */
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long ms = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+        if (*err != EPERM || yama != 1 || peer == d->self_index || ms >= BULK_YAMA_RETRY_MS)
+            return false;
+        nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+    }
+}
+
+torx_status_t torxp_shm_bulk_setup(torxp_shm_dev_t *d, int bulk_mode)
+{
+    /* Yama (ptrace_scope 1) lets only ancestors attach, and our peers are
+     * siblings: allow any. EINVAL means no Yama, so nothing to allow. */
+    if (prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0) == -1 && errno != EINVAL)
+        torxp_log(&d->base, 1, "prctl(PR_SET_PTRACER, ANY): %s", strerror(errno));
+
+    d->serve = calloc(1, sizeof *d->serve);
+    if (!d->serve)
+        return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the bulk transfer state");
+    d->serve->tail = &d->serve->jobs;
+    d->serve->free_op = BULK_NO_SLOT;
+
+    if (bulk_mode == TORXP_BULK_FIFO) {
+        d->bulk_cma = 0;
+        torxp_log(&d->base, 1, "bulk path: fifo (copy through the torus FIFOs; TORX_BULK=fifo)");
+        return TORX_OK;
+    }
+    char why[160];
+    int err = 0;
+    unsigned probed;
+    if (bulk_probe(d, why, sizeof why, &err, &probed)) {
+        d->bulk_cma = 1;
+        torxp_log(&d->base, 1, "bulk path: cma (process_vm_readv single copy)");
+        return TORX_OK;
+    }
+    if (bulk_mode == TORXP_BULK_CMA) {
+        const torxp_shm_task_t *t = &d->tasks[probed];
+        torxp_shm_bulk_fini(d);
+        return torxp_error(TORX_ERR_UNSUPPORTED,
+                           "torx: TORX_BULK=cma, but cross-memory attach is forbidden (probe of "
+                           "task rank %d pid %d: %s); unset TORX_BULK or set TORX_BULK=fifo",
+                           (int)t->rank, (int)t->pid, why);
+    }
+    d->bulk_cma = 0;
+    torxp_log(&d->base, 0, "cross-memory attach forbidden (%s), bulk transfers use FIFO copy", why);
+    torxp_log(&d->base, 1, "bulk path: fifo (copy through the torus FIFOs)");
+    return TORX_OK;
+}
+
+void torxp_shm_bulk_fini(torxp_shm_dev_t *d)
+{
+    struct torxp_shm_serve *s = d->serve;
+    if (!s)
+        return;
+    /* In-flight operations are abandoned (torx_pkt_close): their
+     * torx_bulk_t may be gone already, so they are not touched. */
+    while (s->jobs) {
+        bulk_job_t *j = s->jobs;
+        s->jobs = j->next;
+        free(j);
+    }
+    free(s->ops);
+    free(s);
+    d->serve = NULL;
+}

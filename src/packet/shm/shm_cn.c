@@ -1,0 +1,517 @@
+/* The shm device's collective network (combine/broadcast over every task)
+ * and global interrupt (barrier).
+ *
+ * Collective network
+ * ------------------
+ * A pipeline of TORXP_CN_DEPTH rounds; round r lives in slot r % DEPTH.
+ * Every task owns one block in the region:
+ *
+ *   done line     rounds this task has read (owner stores, injectors load)
+ *   private line  owner-only bookkeeping (see below)
+ *   DEPTH slots   per slot: a descriptor line (seq, op, type, is_root) and
+ *                 the 256-byte payload (four lines)
+ *
+ * inject(r): write the descriptor and payload into slot r % DEPTH of our
+ * own block, then publish seq = r + 1 (release). No shared counter is
+ * touched: a contribution costs stores to lines only this task writes.
+ * read(r): wait until every task's slot shows seq == r + 1 (acquire), then
+ * combine all contributions in rank order, locally. Every task runs the same
+ * deterministic combine on the same bytes, so all get the same result (or
+ * the same disagreement error). Finally publish done = r + 1 (release).
+ *
+ * Why every task combines instead of one combiner writing a shared result:
+ * the reader waits on the contributions themselves, so a result needs one
+ * hand-off (writer's lines -> reader) instead of two (contributions ->
+ * combiner -> result line -> readers), and no read-modify-write is ever done
+ * on a contended counter. With two tasks a round moves five lines each way.
+ * The extra work (ntasks * 256 bytes of ALU per task) is small next to a
+ * cache-line transfer for the job sizes one host runs.
+ *
+ * Slot reuse: round r may overwrite slot r % DEPTH once every task has read
+ * round r - DEPTH, i.e. r < min(done) + DEPTH. The injector caches that bound
+ * (free_below) and rescans the done words only when the cache says "full",
+ * so the fast path reads nothing shared. When the rescan still says full,
+ * the task is DEPTH rounds ahead of the slowest reader: TORX_NO_ROOM.
+ *
+ * Round numbers are 64-bit and never wrap; seq is r + 1 so that zeroed
+ * memory (0) never looks like a published round.
+ *
+ * Global interrupt
+ * ----------------
+ * Each task owns an "armed" word holding the latest barrier round it
+ * entered. arm() stores round k (release); poll() is done when every task's
+ * word is >= k (acquire). Words only grow, so a fast task arming round k+1
+ * before a slow one finished polling round k still satisfies ">= k": the
+ * barrier is reusable back to back with no reset, generation or sense bit,
+ * and no read-modify-write. Arming round k+1 before this task's poll
+ * reported round k complete is refused (TORX_ERR_INVAL): leaving a barrier
+ * without having seen everyone arrive would break its guarantee.
+ *
+ * Owner-private bookkeeping (scan cursors, cached bounds) sits in the shared
+ * region on a line of its own, next to the owner's block, because the
+ * device struct has no field for it; no other task touches that line.
+ */
+#include "shm.h"
+
+#include <stdalign.h>
+#include <stdint.h>
+#include <string.h>
+
+#define TORXP_CN_DEPTH 4u /* rounds in flight; a power of two */
+#define TORXP_CN_MAGIC 0x746f7278636e3031ULL /* "torxcn01" */
+#define TORXP_GI_MAGIC 0x746f7278676931ULL   /* "torxgi1" */
+#define TORXP_CN_LANES64 (TORX_CN_PACKET_BYTES / 8)
+#define TORXP_CN_LANES32 (TORX_CN_PACKET_BYTES / 4)
+
+static_assert((TORXP_CN_DEPTH & (TORXP_CN_DEPTH - 1)) == 0, "depth is a power of two");
+
+/* Written once by init, read-only afterwards. */
+typedef struct torxp_cn_hdr {
+    alignas(TORXP_CACHELINE) uint64_t magic;
+    uint32_t ntasks;
+    uint32_t depth;
+    uint64_t task_bytes; /* stride between task blocks, for layout checks */
+} torxp_cn_hdr_t;
+
+static_assert(sizeof(torxp_cn_hdr_t) == TORXP_CACHELINE, "cn header is one line");
+
+/* One task's contribution to one round. */
+typedef struct torxp_cn_slot {
+    /* Descriptor line: written by the owner, read by every task. */
+    alignas(TORXP_CACHELINE) uint64_t seq; /* round + 1 once published */
+    uint8_t op;      /* torx_cn_op_t */
+    uint8_t type;    /* torx_cn_type_t */
+    uint8_t is_root; /* BCAST only; 0 for every other op */
+    /* Payload lines: written by the owner, read by every task. */
+    alignas(TORXP_CACHELINE) unsigned char data[TORX_CN_PACKET_BYTES];
+} torxp_cn_slot_t;
+
+static_assert(sizeof(torxp_cn_slot_t) == TORXP_CACHELINE + TORX_CN_PACKET_BYTES,
+              "cn slot is a descriptor line plus a 256-byte payload");
+
+typedef struct torxp_cn_task {
+    /* Read by injecting tasks when their cached bound runs out. */
+    alignas(TORXP_CACHELINE) uint64_t done; /* rounds read by this task */
+    /* Owner-private. */
+    alignas(TORXP_CACHELINE) uint64_t free_below; /* rounds < this may be injected */
+    uint32_t scan; /* tasks already seen to have contributed to round cn_read */
+    torxp_cn_slot_t slot[TORXP_CN_DEPTH];
+} torxp_cn_task_t;
+
+static_assert(sizeof(torxp_cn_task_t) ==
+                  2 * TORXP_CACHELINE + TORXP_CN_DEPTH * sizeof(torxp_cn_slot_t),
+              "cn task block: done line, private line, slots");
+
+typedef struct torxp_gi_hdr {
+    alignas(TORXP_CACHELINE) uint64_t magic;
+    uint32_t ntasks;
+} torxp_gi_hdr_t;
+
+static_assert(sizeof(torxp_gi_hdr_t) == TORXP_CACHELINE, "gi header is one line");
+
+typedef struct torxp_gi_task {
+    /* Owner stores, every task loads. */
+    alignas(TORXP_CACHELINE) uint64_t armed; /* latest round entered */
+    /* Owner-private. */
+    alignas(TORXP_CACHELINE) uint64_t complete; /* latest round seen complete */
+    uint32_t scan; /* tasks already seen in round `armed` */
+} torxp_gi_task_t;
+
+static_assert(sizeof(torxp_gi_task_t) == 2 * TORXP_CACHELINE, "gi task: shared line, private line");
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static inline torxp_cn_task_t *cn_task(void *region, unsigned rank)
+{
+    return (torxp_cn_task_t *)((char *)region + sizeof(torxp_cn_hdr_t)) + rank;
+}
+
+static inline torxp_gi_task_t *gi_task(void *region, unsigned rank)
+{
+    return (torxp_gi_task_t *)((char *)region + sizeof(torxp_gi_hdr_t)) + rank;
+}
+
+static const char *cn_op_name(unsigned op)
+{
+    static const char *const names[] = {
+        [TORX_CN_ADD] = "ADD", [TORX_CN_MIN] = "MIN", [TORX_CN_MAX] = "MAX",
+        [TORX_CN_AND] = "AND", [TORX_CN_OR] = "OR",   [TORX_CN_XOR] = "XOR",
+        [TORX_CN_BCAST] = "BCAST",
+    };
+    return op < TORX_CN_NOPS ? names[op] : "?";
+}
+
+static const char *cn_type_name(unsigned type)
+{
+    static const char *const names[] = {
+        [TORX_CN_S32] = "S32", [TORX_CN_U32] = "U32", [TORX_CN_S64] = "S64", [TORX_CN_U64] = "U64"};
+    return type < TORX_CN_NTYPES ? names[type] : "?";
+}
+
+/* The shared regions are set up by the segment code; a mismatch here means
+ * the device and the segment disagree on the job, so say which. Cold: run
+ * only on the first inject / arm of a task. */
+static torx_status_t cn_check_region(const torxp_shm_dev_t *d)
+{
+    const torxp_cn_hdr_t *h = d->cn;
+    if (h == NULL || h->magic != TORXP_CN_MAGIC || h->depth != TORXP_CN_DEPTH ||
+        h->task_bytes != sizeof(torxp_cn_task_t))
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: collective network region of task %d is not initialized "
+                           "(torxp_shm_cn_init not run on it)",
+                           d->base.rank);
+    if (h->ntasks != (uint32_t)d->base.size || d->base.rank < 0 || d->base.rank >= d->base.size)
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: collective network region is set up for %u tasks but task %d "
+                           "belongs to a job of %d",
+                           h->ntasks, d->base.rank, d->base.size);
+    return TORX_OK;
+}
+
+static torx_status_t gi_check_region(const torxp_shm_dev_t *d)
+{
+    const torxp_gi_hdr_t *h = d->gi;
+    if (h == NULL || h->magic != TORXP_GI_MAGIC)
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: global interrupt region of task %d is not initialized "
+                           "(torxp_shm_gi_init not run on it)",
+                           d->base.rank);
+    if (h->ntasks != (uint32_t)d->base.size || d->base.rank < 0 || d->base.rank >= d->base.size)
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: global interrupt region is set up for %u tasks but task %d "
+                           "belongs to a job of %d",
+                           h->ntasks, d->base.rank, d->base.size);
+    return TORX_OK;
+}
+
+/* ---- the ALU --------------------------------------------------------------
+ * acc holds the running result; src is the next contribution. Lanes are
+ * copied through memcpy so the payload bytes are never accessed through an
+ * lvalue of another type (the user's buffer may hold doubles or be
+ * unaligned); the compiler turns these into plain vector loads. */
+
+static void alu64(unsigned op, int is_signed, uint64_t *restrict acc, const unsigned char *src)
+{
+    uint64_t v[TORXP_CN_LANES64];
+    memcpy(v, src, sizeof v);
+    switch (op) {
+    case TORX_CN_ADD: /* unsigned: wraps without UB, same bits as two's complement */
+        for (unsigned i = 0; i < TORXP_CN_LANES64; i++)
+            acc[i] += v[i];
+        break;
+    case TORX_CN_MIN:
+        if (is_signed)
+            for (unsigned i = 0; i < TORXP_CN_LANES64; i++)
+                acc[i] = (int64_t)v[i] < (int64_t)acc[i] ? v[i] : acc[i];
+        else
+            for (unsigned i = 0; i < TORXP_CN_LANES64; i++)
+                acc[i] = v[i] < acc[i] ? v[i] : acc[i];
+        break;
+    case TORX_CN_MAX:
+        if (is_signed)
+            for (unsigned i = 0; i < TORXP_CN_LANES64; i++)
+                acc[i] = (int64_t)v[i] > (int64_t)acc[i] ? v[i] : acc[i];
+        else
+            for (unsigned i = 0; i < TORXP_CN_LANES64; i++)
+                acc[i] = v[i] > acc[i] ? v[i] : acc[i];
+        break;
+    case TORX_CN_AND:
+        for (unsigned i = 0; i < TORXP_CN_LANES64; i++)
+            acc[i] &= v[i];
+        break;
+    case TORX_CN_OR:
+        for (unsigned i = 0; i < TORXP_CN_LANES64; i++)
+            acc[i] |= v[i];
+        break;
+    case TORX_CN_XOR:
+        for (unsigned i = 0; i < TORXP_CN_LANES64; i++)
+            acc[i] ^= v[i];
+        break;
+    }
+}
+
+static void alu32(unsigned op, int is_signed, uint32_t *restrict acc, const unsigned char *src)
+{
+    uint32_t v[TORXP_CN_LANES32];
+    memcpy(v, src, sizeof v);
+    switch (op) {
+    case TORX_CN_ADD:
+        for (unsigned i = 0; i < TORXP_CN_LANES32; i++)
+            acc[i] += v[i];
+        break;
+    case TORX_CN_MIN:
+        if (is_signed)
+            for (unsigned i = 0; i < TORXP_CN_LANES32; i++)
+                acc[i] = (int32_t)v[i] < (int32_t)acc[i] ? v[i] : acc[i];
+        else
+            for (unsigned i = 0; i < TORXP_CN_LANES32; i++)
+                acc[i] = v[i] < acc[i] ? v[i] : acc[i];
+        break;
+    case TORX_CN_MAX:
+        if (is_signed)
+            for (unsigned i = 0; i < TORXP_CN_LANES32; i++)
+                acc[i] = (int32_t)v[i] > (int32_t)acc[i] ? v[i] : acc[i];
+        else
+            for (unsigned i = 0; i < TORXP_CN_LANES32; i++)
+                acc[i] = v[i] > acc[i] ? v[i] : acc[i];
+        break;
+    case TORX_CN_AND:
+        for (unsigned i = 0; i < TORXP_CN_LANES32; i++)
+            acc[i] &= v[i];
+        break;
+    case TORX_CN_OR:
+        for (unsigned i = 0; i < TORXP_CN_LANES32; i++)
+            acc[i] |= v[i];
+        break;
+    case TORX_CN_XOR:
+        for (unsigned i = 0; i < TORXP_CN_LANES32; i++)
+            acc[i] ^= v[i];
+        break;
+    }
+}
+
+/* Combines round r from slot s of every task into result, in rank order.
+ * The caller has acquired every task's seq for r, so all descriptors and
+ * payloads read here are complete, and no task overwrites them before this
+ * task publishes done > r. */
+static torx_status_t cn_combine(void *region, unsigned ntasks, unsigned s, uint64_t r,
+                                void *result)
+{
+    const torxp_cn_slot_t *first = &cn_task(region, 0)->slot[s];
+    unsigned op = first->op, type = first->type;
+
+    for (unsigned j = 1; j < ntasks; j++) {
+        const torxp_cn_slot_t *c = &cn_task(region, j)->slot[s];
+        if (c->op != op || c->type != type)
+            return torxp_error(TORX_ERR_PROTO,
+                               "torx: collective network round %llu: task 0 injected %s/%s but "
+                               "task %u injected %s/%s (every task must use the same op and "
+                               "type in the same round)",
+                               (unsigned long long)r, cn_op_name(op), cn_type_name(type), j,
+                               cn_op_name(c->op), cn_type_name(c->type));
+    }
+
+    if (op == TORX_CN_BCAST) {
+        unsigned nroots = 0, root = 0, second = 0;
+        for (unsigned j = 0; j < ntasks; j++) {
+            if (!cn_task(region, j)->slot[s].is_root)
+                continue;
+            if (nroots == 0)
+                root = j;
+            else if (nroots == 1)
+                second = j;
+            nroots++;
+        }
+        if (nroots == 0)
+            return torxp_error(TORX_ERR_PROTO,
+                               "torx: collective network round %llu: BCAST/%s with no root "
+                               "(exactly one task must pass is_root)",
+                               (unsigned long long)r, cn_type_name(type));
+        if (nroots > 1)
+            return torxp_error(TORX_ERR_PROTO,
+                               "torx: collective network round %llu: BCAST/%s with %u roots, "
+                               "tasks %u and %u among them (exactly one task must pass is_root)",
+                               (unsigned long long)r, cn_type_name(type), nroots, root, second);
+        memcpy(result, cn_task(region, root)->slot[s].data, TORX_CN_PACKET_BYTES);
+        return TORX_OK;
+    }
+
+    int is_signed = type == TORX_CN_S32 || type == TORX_CN_S64;
+    if (type == TORX_CN_S64 || type == TORX_CN_U64) {
+        uint64_t acc[TORXP_CN_LANES64];
+        memcpy(acc, first->data, sizeof acc);
+        for (unsigned j = 1; j < ntasks; j++)
+            alu64(op, is_signed, acc, cn_task(region, j)->slot[s].data);
+        memcpy(result, acc, sizeof acc);
+    } else {
+        uint32_t acc[TORXP_CN_LANES32];
+        memcpy(acc, first->data, sizeof acc);
+        for (unsigned j = 1; j < ntasks; j++)
+            alu32(op, is_signed, acc, cn_task(region, j)->slot[s].data);
+        memcpy(result, acc, sizeof acc);
+    }
+    return TORX_OK;
+}
+
+/* ---- collective network ---------------------------------------------------- */
+
+size_t torxp_shm_cn_bytes(unsigned ntasks)
+{
+    return sizeof(torxp_cn_hdr_t) + (size_t)ntasks * sizeof(torxp_cn_task_t);
+}
+
+void torxp_shm_cn_init(void *region, unsigned ntasks)
+{
+    /* The region must start on a cache line so the per-line layout holds;
+     * the segment code places every region at a line-aligned offset. */
+    assert(((uintptr_t)region & (TORXP_CACHELINE - 1)) == 0);
+    torxp_cn_hdr_t *h = region;
+    h->ntasks = ntasks;
+    h->depth = TORXP_CN_DEPTH;
+    h->task_bytes = sizeof(torxp_cn_task_t);
+    /* Everything else starts at zero: no round published (seq 0 never equals
+     * r + 1), nothing read, free_below 0 so the first inject scans (and
+     * checks this header). The segment's creation is ordered before any
+     * task's use by the attach handshake, so plain stores suffice. */
+    h->magic = TORXP_CN_MAGIC;
+}
+
+torx_status_t torxp_shm_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_type_t type,
+                                  int is_root, const void *data)
+{
+    torxp_shm_dev_t *d = torxp_shm_of(dev);
+
+    if (TORXP_UNLIKELY((unsigned)op >= TORX_CN_NOPS))
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_cn_inject: op %d is not a torx_cn_op_t",
+                           (int)op);
+    if (TORXP_UNLIKELY((unsigned)type >= TORX_CN_NTYPES))
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: torx_cn_inject: type %d is not a torx_cn_type_t", (int)type);
+    int root = op == TORX_CN_BCAST && is_root;
+    int has_data = op != TORX_CN_BCAST || root;
+    if (TORXP_UNLIKELY(has_data && data == NULL))
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_cn_inject: %s%s with data == NULL",
+                           cn_op_name(op), root ? " root" : "");
+
+    uint64_t r = d->cn_injected;
+    if (TORXP_UNLIKELY(r == 0)) {
+        /* Until the first round is in, check the region before touching it
+         * (a compare on a value already loaded; nothing on later rounds). */
+        torx_status_t st = cn_check_region(d);
+        if (st != TORX_OK)
+            return st;
+    }
+    torxp_cn_task_t *me = cn_task(d->cn, (unsigned)dev->rank);
+    if (TORXP_UNLIKELY(r >= me->free_below)) {
+        /* Cached bound used up (or first round): rescan. */
+        uint64_t lo = UINT64_MAX;
+        for (unsigned j = 0; j < (unsigned)dev->size; j++) {
+            /* acquire: pairs with the reader's release of done, so its reads
+             * of the slot we are about to overwrite have finished. */
+            uint64_t v = __atomic_load_n(&cn_task(d->cn, j)->done, __ATOMIC_ACQUIRE);
+            lo = v < lo ? v : lo;
+        }
+        me->free_below = lo + TORXP_CN_DEPTH;
+        if (r >= me->free_below)
+            return TORX_NO_ROOM; /* DEPTH rounds ahead of the slowest reader */
+    }
+
+    torxp_cn_slot_t *c = &me->slot[r & (TORXP_CN_DEPTH - 1)];
+    c->op = (uint8_t)op;
+    c->type = (uint8_t)type;
+    c->is_root = (uint8_t)root;
+    if (has_data)
+        memcpy(c->data, data, TORX_CN_PACKET_BYTES);
+    /* release: the descriptor and payload stores above happen before any
+     * reader's acquire of seq == r + 1 lets it read them. */
+    __atomic_store_n(&c->seq, r + 1, __ATOMIC_RELEASE);
+    d->cn_injected = r + 1;
+    return TORX_OK;
+}
+
+torx_status_t torxp_shm_cn_read(torx_pkt_dev_t *dev, void *result)
+{
+    torxp_shm_dev_t *d = torxp_shm_of(dev);
+    uint64_t r = d->cn_read;
+
+    if (TORXP_UNLIKELY(r == d->cn_injected))
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: torx_cn_read: task %d has no unread collective round "
+                           "(%llu injected, all read); inject before reading",
+                           dev->rank, (unsigned long long)d->cn_injected);
+
+    void *region = d->cn;
+    unsigned ntasks = (unsigned)dev->size;
+    unsigned s = (unsigned)(r & (TORXP_CN_DEPTH - 1));
+    torxp_cn_task_t *me = cn_task(region, (unsigned)dev->rank);
+    unsigned j = me->scan;
+    for (; j < ntasks; j++) {
+        /* acquire: pairs with the injector's release of seq; the descriptor
+         * and payload of task j for round r are read only after this load
+         * has returned r + 1 (in cn_combine). */
+        if (__atomic_load_n(&cn_task(region, j)->slot[s].seq, __ATOMIC_ACQUIRE) != r + 1) {
+            me->scan = j; /* tasks before j need not be rechecked */
+            return TORX_AGAIN;
+        }
+    }
+
+    torx_status_t st = cn_combine(region, ntasks, s, r, result);
+    me->scan = 0;
+    /* release: our reads of every task's slot s (cn_combine) happen before
+     * an injector that acquires done > r overwrites that slot. The round is
+     * consumed even when the tasks disagreed, so the pipeline stays in step
+     * and every task reports the same error for the same round. */
+    __atomic_store_n(&me->done, r + 1, __ATOMIC_RELEASE);
+    d->cn_read = r + 1;
+    return st;
+}
+
+/* ---- global interrupt ------------------------------------------------------ */
+
+size_t torxp_shm_gi_bytes(unsigned ntasks)
+{
+    return sizeof(torxp_gi_hdr_t) + (size_t)ntasks * sizeof(torxp_gi_task_t);
+}
+
+void torxp_shm_gi_init(void *region, unsigned ntasks)
+{
+    assert(((uintptr_t)region & (TORXP_CACHELINE - 1)) == 0);
+    torxp_gi_hdr_t *h = region;
+    h->ntasks = ntasks;
+    /* armed = complete = 0 for every task: round 0 is the already-finished
+     * "before the first barrier" round. Plain stores: ordered before use by
+     * the segment attach handshake. */
+    h->magic = TORXP_GI_MAGIC;
+}
+
+torx_status_t torxp_shm_gi_arm(torx_pkt_dev_t *dev)
+{
+    torxp_shm_dev_t *d = torxp_shm_of(dev);
+    uint64_t k = d->gi_armed;
+
+    if (TORXP_UNLIKELY(k == 0)) {
+        torx_status_t st = gi_check_region(d);
+        if (st != TORX_OK)
+            return st;
+    }
+    torxp_gi_task_t *me = gi_task(d->gi, (unsigned)dev->rank);
+    if (TORXP_UNLIKELY(me->complete != k))
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: torx_gi_arm: task %d armed barrier round %llu twice; poll "
+                           "round %llu to completion (torx_gi_poll == TORX_OK) first",
+                           dev->rank, (unsigned long long)k + 1, (unsigned long long)k);
+    me->scan = 0;
+    /* release: everything this task did before entering the barrier happens
+     * before a task whose acquire sees armed >= k + 1 leaves it. */
+    __atomic_store_n(&me->armed, k + 1, __ATOMIC_RELEASE);
+    d->gi_armed = k + 1;
+    return TORX_OK;
+}
+
+torx_status_t torxp_shm_gi_poll(torx_pkt_dev_t *dev)
+{
+    torxp_shm_dev_t *d = torxp_shm_of(dev);
+    uint64_t k = d->gi_armed;
+
+    if (TORXP_UNLIKELY(k == 0))
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: torx_gi_poll: task %d has not armed a barrier round "
+                           "(call torx_gi_arm first)",
+                           dev->rank);
+    void *region = d->gi;
+    torxp_gi_task_t *me = gi_task(region, (unsigned)dev->rank);
+    if (me->complete == k)
+        return TORX_OK;
+    unsigned ntasks = (unsigned)dev->size;
+    for (unsigned j = me->scan; j < ntasks; j++) {
+        /* acquire: pairs with task j's release in arm, so its work before
+         * the barrier is visible once we leave it. >=, not ==: j may
+         * already have armed the next round. */
+        if (__atomic_load_n(&gi_task(region, j)->armed, __ATOMIC_ACQUIRE) < k) {
+            me->scan = j;
+            return TORX_AGAIN;
+        }
+    }
+    me->complete = k;
+    return TORX_OK;
+}

@@ -1,0 +1,129 @@
+/* Status names, the per-thread last-error message, and start-up logging. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "pkt_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define TORXP_ERRMSG_BYTES 512
+#define TORXP_LOGLINE_BYTES 1024
+
+/* One message per thread: errors raised in a communication thread must not
+ * overwrite the one the application thread is about to read. */
+static _Thread_local char last_error[TORXP_ERRMSG_BYTES];
+
+const char *torx_status_str(torx_status_t status)
+{
+    switch (status) {
+    case TORX_OK:
+        return "TORX_OK";
+    case TORX_AGAIN:
+        return "TORX_AGAIN";
+    case TORX_NO_ROOM:
+        return "TORX_NO_ROOM";
+    case TORX_ERR_INVAL:
+        return "TORX_ERR_INVAL";
+    case TORX_ERR_NOMEM:
+        return "TORX_ERR_NOMEM";
+    case TORX_ERR_SYS:
+        return "TORX_ERR_SYS";
+    case TORX_ERR_ENV:
+        return "TORX_ERR_ENV";
+    case TORX_ERR_PEER:
+        return "TORX_ERR_PEER";
+    case TORX_ERR_PROTO:
+        return "TORX_ERR_PROTO";
+    case TORX_ERR_UNSUPPORTED:
+        return "TORX_ERR_UNSUPPORTED";
+    }
+    return "TORX_UNKNOWN_STATUS";
+}
+
+const char *torx_last_error(void)
+{
+    return last_error;
+}
+
+torx_status_t torxp_error(torx_status_t status, const char *fmt, ...)
+{
+    /* Format into a scratch buffer first: callers may pass torx_last_error()
+     * itself as an argument to wrap a lower layer's message, and vsnprintf
+     * into an overlapping buffer is undefined. errno is preserved so a caller
+     * can still report it after recording the message. */
+    int saved_errno = errno;
+    char tmp[TORXP_ERRMSG_BYTES];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        snprintf(tmp, sizeof tmp, "torx: (unformattable error message '%s')", fmt);
+    memcpy(last_error, tmp, sizeof tmp);
+    errno = saved_errno;
+    return status;
+}
+
+/* TORX_VERBOSE for logs that have no device yet. Parsed quietly (a bad value
+ * means 0): logging must not overwrite the caller's last error, and
+ * torx_pkt_open reports bad values properly. -1 = not read yet. Relaxed
+ * atomics suffice: every thread computes the same value from the same
+ * environment, so a racing first read only repeats the work. */
+static int env_verbose = -1;
+
+static int verbose_from_env(void)
+{
+    int v = __atomic_load_n(&env_verbose, __ATOMIC_RELAXED);
+    if (v >= 0)
+        return v;
+    v = 0;
+    const char *s = getenv("TORX_VERBOSE");
+    if (s && *s) {
+        char *end;
+        errno = 0;
+        long l = strtol(s, &end, 10);
+        if (errno == 0 && *end == '\0' && l >= 0 && l <= 3)
+            v = (int)l;
+    }
+    __atomic_store_n(&env_verbose, v, __ATOMIC_RELAXED);
+    return v;
+}
+
+void torxp_log(const torx_pkt_dev_t *dev, int level, const char *fmt, ...)
+{
+    int verbose = dev ? dev->verbose : verbose_from_env();
+    if (level > verbose)
+        return;
+    int saved_errno = errno;
+    char line[TORXP_LOGLINE_BYTES];
+    int off = dev ? snprintf(line, sizeof line, "torx[%d]: ", dev->rank)
+                  : snprintf(line, sizeof line, "torx[?]: ");
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line + off, sizeof line - (size_t)off - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        n = 0;
+    size_t len = (size_t)off + (size_t)n;
+    if (len > sizeof line - 2)
+        len = sizeof line - 2; /* truncated: keep room for the newline */
+    line[len++] = '\n';
+    /* One write per line, so lines of many tasks sharing stderr do not
+     * interleave mid-line. A failed log write has nowhere to be reported. */
+    const char *p = line;
+    while (len > 0) {
+        ssize_t w = write(STDERR_FILENO, p, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        p += w;
+        len -= (size_t)w;
+    }
+    errno = saved_errno;
+}

@@ -1,0 +1,64 @@
+/* Shared helpers for the unit tests that start fork jobs. */
+#ifndef TORX_TEST_HARNESS_H
+#define TORX_TEST_HARNESS_H
+
+#include <torx/packet.h>
+
+#include <check.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+/* Seconds a fork job may run before its tasks are killed and counted failed. */
+#define TEST_JOB_TIMEOUT 120.0
+
+/* Inside a task: report and fail the task (its exit status) without Check,
+ * which only runs in the parent. */
+#define TASK_CHECK(cond, ...)                                                                     \
+    do {                                                                                          \
+        if (!(cond)) {                                                                            \
+            fprintf(stderr, "%s:%d: rank %d: check failed: %s: ", __FILE__, __LINE__,             \
+                    boot ? boot->rank : -1, #cond);                                               \
+            fprintf(stderr, __VA_ARGS__);                                                         \
+            fputc('\n', stderr);                                                                  \
+            return 1;                                                                             \
+        }                                                                                         \
+    } while (0)
+
+/* Coordinate of rank r when ranks fill the shape x fastest (XYZT order). */
+static inline torx_coord_t test_coord_of(torx_shape_t s, int r)
+{
+    torx_coord_t c;
+    c.x = (uint8_t)(r % s.x);
+    r /= s.x;
+    c.y = (uint8_t)(r % s.y);
+    r /= s.y;
+    c.z = (uint8_t)(r % s.z);
+    c.t = (uint8_t)(r / s.z);
+    return c;
+}
+
+static inline torx_status_t test_open(torx_boot_t *boot, torx_shape_t shape, torx_pkt_dev_t **dev)
+{
+    torx_pkt_attr_t attr = {.boot = boot, .shape = shape, .self = test_coord_of(shape, boot->rank)};
+    return torx_pkt_open(&attr, dev);
+}
+
+static inline double test_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Spin-wait helper for oversubscribed runs: yields every so often. */
+static inline void test_relax(unsigned *spins)
+{
+    if ((++*spins & 63) == 0)
+        sched_yield();
+}
+
+#define RUN_JOB(n, fn, arg) ck_assert_int_eq(torx_boot_fork_run((n), (fn), (arg), TEST_JOB_TIMEOUT, 0), 0)
+
+#endif
