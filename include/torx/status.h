@@ -23,7 +23,8 @@ typedef enum torx_status {
     TORX_ERR_ENV = -4,        /* bad TORX_* environment value */
     TORX_ERR_PEER = -5,       /* a peer task is missing or dead */
     TORX_ERR_PROTO = -6,      /* tasks disagree (e.g. mismatched collective op) */
-    TORX_ERR_UNSUPPORTED = -7 /* not available on this device or build */
+    TORX_ERR_UNSUPPORTED = -7, /* not available on this device or build */
+    TORX_ERR_TRUNCATE = -8     /* a message was longer than its receive buffer */
 } torx_status_t;
 
 /* Short constant name of a status, e.g. "TORX_NO_ROOM". */

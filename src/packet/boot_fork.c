@@ -39,7 +39,7 @@
 #define FORK_JOB_ID_MAX 48
 #define FORK_MAGIC 0x746f7278666f726bULL /* "torxfork" */
 #define FORK_VERSION 1u
-#define FORK_SPIN_YIELDS 32      /* sched_yield rounds before sleeping on the futex */
+#define FORK_SPIN_YIELDS 32           /* sched_yield rounds before sleeping on the futex */
 #define FORK_WAIT_SLICE_NS 100000000L /* re-check dead peers every 100 ms */
 
 /* The shared region: this header, then pids[ntasks], lens[ntasks] and the
@@ -135,11 +135,11 @@ static torx_status_t fork_barrier_named(torx_boot_t *boot, const char *what)
     if (!ft || ft->finalized)
         return torxp_error(TORX_ERR_INVAL, "torx: fork bootstrap %s after finalize", what);
     fork_shared_t *sh = ft->sh;
-    /* Acquire pairs with the release that ended the previous generation
-     * (nothing to see here yet, but the value must be read before our
-     * arrival is counted, which the release half of the RMW below ensures:
-     * once we have arrived, the generation may move on at any time). */
-    uint32_t gen = __atomic_load_n(&sh->generation, __ATOMIC_ACQUIRE);
+    /* The generation must be read before our arrival counts: once we have
+     * arrived, the last arriver may bump it at any moment. The release half
+     * of the RMW below keeps this load before it, so relaxed suffices; the
+     * data comes with the acquire loads in the wait loop. */
+    uint32_t gen = __atomic_load_n(&sh->generation, __ATOMIC_RELAXED);
     /* acq_rel: release publishes what this task wrote before the barrier
      * (allgather slots); acquire lets the last arriver see everyone's. */
     uint32_t before = __atomic_fetch_add(&sh->arrived, 1, __ATOMIC_ACQ_REL);
@@ -197,8 +197,8 @@ static torx_status_t fork_allgather(torx_boot_t *boot, const void *mine, void *a
                            "task the fork bootstrap supports",
                            len, FORK_AG_MAX);
     if (len && (!mine || !all))
-        return torxp_error(TORX_ERR_INVAL, "torx: fork bootstrap allgather: mine=%p all=%p",
-                           mine, all);
+        return torxp_error(TORX_ERR_INVAL, "torx: fork bootstrap allgather: mine=%p all=%p", mine,
+                           all);
     fork_shared_t *sh = ft->sh;
     /* Plain writes: the barrier's release/acquire publishes them. */
     sh_lens(sh)[boot->rank] = (uint32_t)len;
@@ -259,13 +259,13 @@ static void pin_plan_init(pin_plan_t *p)
     *p = (pin_plan_t){0};
     hwloc_bitmap_t set = NULL;
     if (hwloc_topology_init(&p->topo) < 0) {
-        torxp_log(NULL, 0, "torx: warning: hwloc_topology_init failed (%s); tasks not pinned",
+        torxp_log(NULL, 0, "warning: hwloc_topology_init failed (%s); tasks not pinned",
                   strerror(errno));
         p->topo = NULL;
         return;
     }
     if (hwloc_topology_load(p->topo) < 0) {
-        torxp_log(NULL, 0, "torx: warning: hwloc_topology_load failed (%s); tasks not pinned",
+        torxp_log(NULL, 0, "warning: hwloc_topology_load failed (%s); tasks not pinned",
                   strerror(errno));
         goto fail;
     }
@@ -281,14 +281,16 @@ static void pin_plan_init(pin_plan_t *p)
     hwloc_bitmap_free(bound);
     int n = hwloc_bitmap_weight(set);
     if (n <= 0) {
-        torxp_log(NULL, 0, "torx: warning: hwloc found no usable CPU; tasks not pinned");
+        torxp_log(NULL, 0, "warning: hwloc found no usable CPU; tasks not pinned");
         goto fail;
     }
     p->cpus = malloc((size_t)n * sizeof *p->cpus);
     if (!p->cpus)
         goto fail;
     unsigned idx;
-    hwloc_bitmap_foreach_begin(idx, set) { p->cpus[p->ncpus++] = (int)idx; }
+    hwloc_bitmap_foreach_begin(idx, set) {
+        p->cpus[p->ncpus++] = (int)idx;
+    }
     hwloc_bitmap_foreach_end();
     hwloc_bitmap_free(set);
     return;
@@ -322,8 +324,10 @@ static void pin_task(const pin_plan_t *p, int rank, int cpus_per_task)
     if (hwloc_set_cpubind(p->topo, set, HWLOC_CPUBIND_PROCESS) < 0) {
         char *str = NULL;
         hwloc_bitmap_list_asprintf(&str, set);
-        torxp_log(NULL, 0, "torx: warning: rank %d: binding to CPUs %s failed (%s); running "
-                  "unpinned", rank, str ? str : "?", strerror(errno));
+        torxp_log(NULL, 0,
+                  "warning: rank %d: binding to CPUs %s failed (%s); running "
+                  "unpinned",
+                  rank, str ? str : "?", strerror(errno));
         free(str);
     }
     hwloc_bitmap_free(set);
@@ -376,8 +380,7 @@ static int reaped(fork_shared_t *sh, int rank, pid_t pid, int status, int nrunni
     if (failed) {
         char how[96];
         describe_status(status, how, sizeof how);
-        torxp_log(NULL, 0, "torx: fork job %s: rank %d (pid %d) %s", sh->job_id, rank, (int)pid,
-                  how);
+        torxp_log(NULL, 0, "fork job %s: rank %d (pid %d) %s", sh->job_id, rank, (int)pid, how);
     }
     /* Tell the tasks still running that this one will never join another
      * barrier. Only the parent writes these, and only once. */
@@ -412,13 +415,13 @@ int torx_boot_fork_run(int ntasks, torx_task_main_fn task_main, void *arg, doubl
     const size_t n = (size_t)ntasks;
     const size_t pids_off = sizeof(fork_shared_t);
     const size_t lens_off = pids_off + n * sizeof(int32_t);
-    const size_t ag_off = (lens_off + n * sizeof(uint32_t) + TORXP_CACHELINE - 1) &
-                          ~(size_t)(TORXP_CACHELINE - 1);
+    const size_t ag_off =
+        (lens_off + n * sizeof(uint32_t) + TORXP_CACHELINE - 1) & ~(size_t)(TORXP_CACHELINE - 1);
     const size_t total = ag_off + n * FORK_AG_MAX;
     /* Anonymous and shared: inherited by every child, gone when the last
      * process unmaps it, nothing to unlink after a crash. */
-    fork_shared_t *sh = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                             -1, 0);
+    fork_shared_t *sh =
+        mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (sh == MAP_FAILED)
         return torxp_error(TORX_ERR_NOMEM,
                            "torx: torx_boot_fork_run: mmap of %zu shared bytes for %d tasks "
@@ -489,9 +492,10 @@ int torx_boot_fork_run(int ntasks, torx_task_main_fn task_main, void *arg, doubl
             if (w < 0) {
                 /* ECHILD: reaped elsewhere (SIGCHLD ignored?), result lost;
                  * count it as "exited with status 255". */
-                torxp_log(NULL, 0, "torx: fork job %s: rank %d (pid %d): waitpid failed (%s); "
-                          "counted as failed (is SIGCHLD ignored?)", sh->job_id, r,
-                          (int)pids[r], strerror(errno));
+                torxp_log(NULL, 0,
+                          "fork job %s: rank %d (pid %d): waitpid failed (%s); "
+                          "counted as failed (is SIGCHLD ignored?)",
+                          sh->job_id, r, (int)pids[r], strerror(errno));
                 status = 0xff00;
             }
             if (reaped(sh, r, pids[r], status, running)) {
@@ -513,8 +517,10 @@ int torx_boot_fork_run(int ntasks, torx_task_main_fn task_main, void *arg, doubl
                     continue;
                 while (waitpid(pids[r], NULL, 0) < 0 && errno == EINTR)
                     ;
-                torxp_log(NULL, 0, "torx: fork job %s: rank %d (pid %d) still running after "
-                          "%.1f s, killed (SIGKILL)", sh->job_id, r, (int)pids[r], timeout_s);
+                torxp_log(NULL, 0,
+                          "fork job %s: rank %d (pid %d) still running after "
+                          "%.1f s, killed (SIGKILL)",
+                          sh->job_id, r, (int)pids[r], timeout_s);
                 failures++;
                 if (first_failed < 0)
                     first_failed = r;
@@ -534,8 +540,10 @@ int torx_boot_fork_run(int ntasks, torx_task_main_fn task_main, void *arg, doubl
             sleep_ns *= 2;
     }
     if (failures)
-        torxp_error(TORX_ERR_PEER, "torx: fork job %s: %d of %d tasks failed (first: rank %d); "
-                    "see the messages above on stderr", sh->job_id, failures, ntasks, first_failed);
+        torxp_error(TORX_ERR_PEER,
+                    "torx: fork job %s: %d of %d tasks failed (first: rank %d); "
+                    "see the messages above on stderr",
+                    sh->job_id, failures, ntasks, first_failed);
     free(pids);
     pin_plan_destroy(&pin);
     munmap(sh, total);

@@ -220,8 +220,9 @@ static torx_status_t reply_int(const char *reply, const char *key, const char *c
     char v[32];
     char *end;
     if (!pmi_getval(reply, key, v, sizeof v))
-        return torxp_error(TORX_ERR_PEER, "torx: the PMI server's answer to cmd=%s lacks %s: '%.200s'",
-                           cmd, key, reply);
+        return torxp_error(TORX_ERR_PEER,
+                           "torx: the PMI server's answer to cmd=%s lacks %s: '%.200s'", cmd, key,
+                           reply);
     errno = 0;
     long l = strtol(v, &end, 10);
     if (end == v || *end || errno || l < lo || l > hi)
@@ -272,8 +273,8 @@ static torx_status_t pmi_allgather(torx_boot_t *boot, const void *mine, void *al
     if (!c)
         return torxp_error(TORX_ERR_INVAL, "torx: PMI bootstrap allgather after finalize");
     if (len && (!mine || !all))
-        return torxp_error(TORX_ERR_INVAL, "torx: PMI bootstrap allgather: mine=%p all=%p",
-                           mine, all);
+        return torxp_error(TORX_ERR_INVAL, "torx: PMI bootstrap allgather: mine=%p all=%p", mine,
+                           all);
     if (c->fd < 0) {
         if (len)
             memmove(all, mine, len);
@@ -370,8 +371,11 @@ static void pmi_finalize(torx_boot_t *boot)
     if (c->fd >= 0) {
         char reply[256];
         if (pmi_call(c, "cmd=finalize\n", "finalize", "finalize_ack", 0, reply, sizeof reply) !=
-            TORX_OK)
-            torxp_log(NULL, 1, "%s", torx_last_error());
+            TORX_OK) {
+            /* finalize cannot fail the job; say why at verbose level 1. */
+            const char *m = torx_last_error();
+            torxp_log(NULL, 1, "PMI finalize: %s", strncmp(m, "torx: ", 6) ? m : m + 6);
+        }
         close(c->fd);
     }
     free(c);
@@ -411,12 +415,12 @@ static torx_status_t connect_port(const char *spec, int timeout_s, int *fd_out)
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
     int gai = getaddrinfo(host, portstr, &hints, &res);
     if (gai != 0)
-        return torxp_error(TORX_ERR_ENV, "torx: PMI_PORT='%s': cannot resolve host '%s': %s",
-                           spec, host, gai_strerror(gai));
+        return torxp_error(TORX_ERR_ENV, "torx: PMI_PORT='%s': cannot resolve host '%s': %s", spec,
+                           host, gai_strerror(gai));
     int err = 0;
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                        ai->ai_protocol);
+        int fd =
+            socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
         if (fd < 0) {
             err = errno;
             continue;

@@ -35,8 +35,8 @@ torx_status_t torx_env_int(const char *name, long lo, long hi, long def, long *o
         return torxp_error(TORX_ERR_ENV, "torx: %s='%s' is not an integer (expected %ld..%ld)",
                            name, s, lo, hi);
     if (errno == ERANGE || v < lo || v > hi)
-        return torxp_error(TORX_ERR_ENV, "torx: %s='%s' is out of range (expected %ld..%ld)",
-                           name, s, lo, hi);
+        return torxp_error(TORX_ERR_ENV, "torx: %s='%s' is out of range (expected %ld..%ld)", name,
+                           s, lo, hi);
     *out = v;
     return TORX_OK;
 }
@@ -96,8 +96,8 @@ static torx_status_t parse_torus(const char *s, unsigned dims[3])
         }
         if (v < 1 || v > TORXP_DIM_MAX)
             return torxp_error(TORX_ERR_ENV,
-                               "torx: TORX_TORUS='%s': dimension %d is %.*s, must be 1..%d (%s)",
-                               s, nd + 1, (int)(p - digits), digits, TORXP_DIM_MAX, form);
+                               "torx: TORX_TORUS='%s': dimension %d is %.*s, must be 1..%d (%s)", s,
+                               nd + 1, (int)(p - digits), digits, TORXP_DIM_MAX, form);
         dims[nd++] = (unsigned)v;
         if (*p == '\0')
             return TORX_OK;

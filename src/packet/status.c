@@ -41,6 +41,8 @@ const char *torx_status_str(torx_status_t status)
         return "TORX_ERR_PROTO";
     case TORX_ERR_UNSUPPORTED:
         return "TORX_ERR_UNSUPPORTED";
+    case TORX_ERR_TRUNCATE:
+        return "TORX_ERR_TRUNCATE";
     }
     return "TORX_UNKNOWN_STATUS";
 }

@@ -158,7 +158,7 @@ torx_status_t torxp_shm_bulk_put(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coor
                                  void *remote, const void *local, size_t len);
 torx_status_t torxp_shm_bulk_test(torx_pkt_dev_t *dev, torx_bulk_t *op);
 const char *torxp_shm_bulk_path(const torx_pkt_dev_t *dev);
-/* Handles a device-internal (TORX_PKT_SYS) packet; returns after consuming it. */
+/* Handles a device-internal (TORX_PKT_SYS) packet; the caller consumes it. */
 void torxp_shm_bulk_on_sys(torxp_shm_dev_t *d, const torx_pkt_hdr_t *pkt);
 /* Streams pending fifo-path get replies; called from poll. */
 void torxp_shm_bulk_progress(torxp_shm_dev_t *d);

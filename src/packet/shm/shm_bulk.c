@@ -12,6 +12,9 @@
  *
  * Nothing here blocks: a full FIFO (TORX_NO_ROOM) leaves the work in a job
  * list that torxp_shm_bulk_progress (called from poll) resumes, in order.
+ * Bulk packets share the reception FIFO with the sender's other packets, so
+ * on the fifo path both tasks must keep polling and consuming what they
+ * receive: a bulk packet waits behind one left unconsumed.
  *
  * Threading: bulk calls must run on the thread that receives, because
  * torxp_shm_bulk_test drives reception (torx_pkt_poll) and packet handlers
@@ -188,7 +191,7 @@ static bool bulk_pid_dead(pid_t pid)
     return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X' || p[2] == 'x');
 }
 
-/* Whether the task at c has died or closed its device. */
+/* Whether the task at c has died (or its torus slot was released). */
 static bool bulk_peer_dead(const torxp_shm_dev_t *d, torx_coord_t c)
 {
     const torxp_shm_task_t *t = &d->tasks[bulk_peer_index(d, c)];
@@ -223,7 +226,7 @@ static torx_status_t bulk_report(const torxp_shm_dev_t *d, const bulk_op_t *op)
     if (op->status == TORX_ERR_PEER && (!d->bulk_cma || op->err != ESRCH))
         return torxp_error(TORX_ERR_PEER,
                            "torx: bulk %s task (%u,%u,%u,%u) pid %d: the peer task is dead "
-                           "or closed its device (%llu of %llu bytes moved)",
+                           "(%llu of %llu bytes moved)",
                            dir, p.x, p.y, p.z, p.t, pid, (unsigned long long)op->b.sent,
                            (unsigned long long)op->b.len);
     if (op->err) {
@@ -277,8 +280,7 @@ static torx_status_t bulk_register(struct torxp_shm_serve *s, bulk_op_t *op)
 
 static bool bulk_registered(const struct torxp_shm_serve *s, const bulk_op_t *op)
 {
-    return s && op->slot < s->nops && s->ops[op->slot].op == op &&
-           s->ops[op->slot].gen == op->gen;
+    return s && op->slot < s->nops && s->ops[op->slot].op == op && s->ops[op->slot].gen == op->gen;
 }
 
 static void bulk_unregister(struct torxp_shm_serve *s, bulk_op_t *op)
@@ -378,8 +380,10 @@ static torx_status_t bulk_send(torxp_shm_dev_t *d, torx_coord_t to, enum bulk_ty
     /* Deterministic: a sender's bulk packets must arrive in injection order
      * (LAST after every other PUT_DATA of its put). */
     torx_pkt_hdr_init(&h, to, TORX_PKT_SYS);
-    const bulk_sw_t sw = {.type = (uint8_t)type, .flags = (uint8_t)flags,
-                          .version = BULK_WIRE_VERSION, .from = d->base.self};
+    const bulk_sw_t sw = {.type = (uint8_t)type,
+                          .flags = (uint8_t)flags,
+                          .version = BULK_WIRE_VERSION,
+                          .from = d->base.self};
     memcpy(h.sw, &sw, sizeof sw);
     const bulk_wire_t w = {.cookie = cookie, .addr = addr};
     struct iovec iov[2] = {{(void *)&w, sizeof w}, {(void *)data, len}};
@@ -401,10 +405,9 @@ static torx_status_t bulk_stream_put(torxp_shm_dev_t *d, bulk_op_t *op)
         if (n > BULK_DATA_MAX)
             n = BULK_DATA_MAX;
         unsigned flags = op->b.sent + n == op->b.len ? BULK_FLAG_LAST : 0;
-        torx_status_t st =
-            bulk_send(d, op->b.peer, BULK_PUT_DATA, flags, bulk_cookie(op),
-                      op->b.remote + op->b.sent, (const void *)(uintptr_t)(op->b.local + op->b.sent),
-                      (size_t)n);
+        torx_status_t st = bulk_send(
+            d, op->b.peer, BULK_PUT_DATA, flags, bulk_cookie(op), op->b.remote + op->b.sent,
+            (const void *)(uintptr_t)(op->b.local + op->b.sent), (size_t)n);
         if (st != TORX_OK)
             return st;
         op->b.sent += n;
@@ -477,8 +480,8 @@ static bool bulk_job_step(torxp_shm_dev_t *d, bulk_job_t *j)
     if (j->op) {
         bulk_complete(d, j->op, st, st == TORX_ERR_PEER ? ESRCH : 0);
     } else {
-        torxp_log(&d->base, 1, "dropping bulk %s to task (%u,%u,%u,%u): %s",
-                  bulk_job_name(j->kind), j->peer.x, j->peer.y, j->peer.z, j->peer.t,
+        torxp_log(&d->base, 1, "dropping bulk %s to task (%u,%u,%u,%u): %s", bulk_job_name(j->kind),
+                  j->peer.x, j->peer.y, j->peer.z, j->peer.t,
                   st == TORX_ERR_PEER ? "the task is dead" : torx_status_str(st));
     }
     return true;
@@ -532,8 +535,8 @@ void torxp_shm_bulk_on_sys(torxp_shm_dev_t *d, const torx_pkt_hdr_t *pkt)
             bulk_abort(d, "bulk get request from task (%u,%u,%u,%u) for %llu bytes at 0x%llx",
                        sw.from.x, sw.from.y, sw.from.z, sw.from.t, (unsigned long long)len,
                        (unsigned long long)w.addr);
-        const bulk_job_t j = {.kind = JOB_GET_REPLY, .peer = sw.from, .cookie = w.cookie,
-                              .addr = w.addr, .len = len};
+        const bulk_job_t j = {
+            .kind = JOB_GET_REPLY, .peer = sw.from, .cookie = w.cookie, .addr = w.addr, .len = len};
         if (!d->serve || bulk_queue(d, &j) != TORX_OK)
             bulk_abort(d, "cannot queue the reply to a bulk get from task (%u,%u,%u,%u): %s",
                        sw.from.x, sw.from.y, sw.from.z, sw.from.t,
@@ -597,8 +600,8 @@ static int bulk_cma_copy(pid_t pid, bool put, uint64_t local, uint64_t remote, u
         size_t n = len - off > BULK_CMA_CHUNK ? BULK_CMA_CHUNK : (size_t)(len - off);
         struct iovec l = {(void *)(uintptr_t)(local + off), n};
         struct iovec r = {(void *)(uintptr_t)(remote + off), n};
-        ssize_t got = put ? process_vm_writev(pid, &l, 1, &r, 1, 0)
-                          : process_vm_readv(pid, &l, 1, &r, 1, 0);
+        ssize_t got =
+            put ? process_vm_writev(pid, &l, 1, &r, 1, 0) : process_vm_readv(pid, &l, 1, &r, 1, 0);
         if (got < 0) {
             if (errno == EINTR)
                 continue;
@@ -635,8 +638,9 @@ static torx_status_t bulk_begin(torxp_shm_dev_t *d, bulk_op_t *op, torx_coord_t 
                            d->base.shape.z, d->base.shape.t);
     const torxp_shm_task_t *t = &d->tasks[bulk_peer_index(d, peer)];
     if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != TORXP_SHM_TASK_ATTACHED)
-        return torxp_error(TORX_ERR_INVAL, "torx: bulk %s (%u,%u,%u,%u): no task at that coordinate",
-                           dir, peer.x, peer.y, peer.z, peer.t);
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: bulk %s (%u,%u,%u,%u): no task at that coordinate", dir, peer.x,
+                           peer.y, peer.z, peer.t);
     if (len && (!local || !remote))
         return torxp_error(TORX_ERR_INVAL,
                            "torx: bulk %s task (%u,%u,%u,%u): %zu bytes with a NULL %s address",
@@ -645,8 +649,12 @@ static torx_status_t bulk_begin(torxp_shm_dev_t *d, bulk_op_t *op, torx_coord_t 
         return torxp_error(TORX_ERR_INVAL,
                            "torx: bulk %s task (%u,%u,%u,%u): %zu bytes wrap the address space",
                            dir, peer.x, peer.y, peer.z, peer.t, len);
-    *op = (bulk_op_t){.b = {.magic = TORXP_SHM_BULK_MAGIC, .len = len, .local = local,
-                            .remote = remote, .peer = peer, .is_put = is_put},
+    *op = (bulk_op_t){.b = {.magic = TORXP_SHM_BULK_MAGIC,
+                            .len = len,
+                            .local = local,
+                            .remote = remote,
+                            .peer = peer,
+                            .is_put = is_put},
                       .slot = BULK_NO_SLOT};
     return TORX_OK;
 }
@@ -684,8 +692,8 @@ torx_status_t torxp_shm_bulk_get(torx_pkt_dev_t *dev, torx_bulk_t *opp, torx_coo
 {
     torxp_shm_dev_t *d = torxp_shm_of(dev);
     bulk_op_t *op = (bulk_op_t *)opp;
-    torx_status_t st =
-        bulk_begin(d, op, peer, (uint64_t)(uintptr_t)remote, (uint64_t)(uintptr_t)local, len, false);
+    torx_status_t st = bulk_begin(d, op, peer, (uint64_t)(uintptr_t)remote,
+                                  (uint64_t)(uintptr_t)local, len, false);
     if (st != TORX_OK)
         return st;
     if (bulk_trivial(d, op))
