@@ -1,0 +1,538 @@
+/* Rank mapping (include/torx/map.h): order strings, mapping files, the
+ * TORX_MAPPING environment value and torus distances.
+ *
+ * A bad map found after start-up costs a whole job, so every rejection says
+ * what was wrong and where: the file and line, the dimension, value and
+ * extent, the earlier line that already holds a coordinate. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <torx/map.h>
+
+#include "packet/pkt_internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TORXM_NDIMS 4          /* x, y, z, t */
+#define TORXM_REASON_BYTES 256 /* the reason part of a file error */
+#define TORXM_TOKEN_SHOWN 40   /* longest token quoted back in a message */
+
+static const char dim_name[TORXM_NDIMS] = {'x', 'y', 'z', 't'};
+
+static void shape_extents(torx_shape_t s, unsigned ext[TORXM_NDIMS])
+{
+    ext[0] = s.x;
+    ext[1] = s.y;
+    ext[2] = s.z;
+    ext[3] = s.t;
+}
+
+static torx_coord_t coord_make(const unsigned v[TORXM_NDIMS])
+{
+    return (torx_coord_t){(uint8_t)v[0], (uint8_t)v[1], (uint8_t)v[2], (uint8_t)v[3]};
+}
+
+static const char *plural(unsigned long n)
+{
+    return n == 1 ? "" : "s";
+}
+
+/* The shape must be usable and hold the job. ntasks 0 means "not known yet"
+ * (a file read for as many ranks as it has). */
+static torx_status_t check_shape(torx_shape_t s, int ntasks)
+{
+    if (!s.x || !s.y || !s.z || !s.t)
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: torus shape %ux%ux%u with %u tasks per node: every extent "
+                           "must be at least 1",
+                           s.x, s.y, s.z, s.t);
+    unsigned long slots = torx_shape_slots(s);
+    /* Ranks are ints; a shape with more slots could not be indexed by them. */
+    if (slots > INT_MAX)
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: torus %ux%ux%u at %u tasks per node has %lu slots, more than "
+                           "the %d ranks a job can have",
+                           s.x, s.y, s.z, s.t, slots, INT_MAX);
+    if (ntasks < 0)
+        return torxp_error(TORX_ERR_INVAL, "torx: rank mapping for ntasks=%d: must not be negative",
+                           ntasks);
+    if ((unsigned long)ntasks > slots)
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: the job's %d tasks do not fit the torus %ux%ux%u at %u task%s "
+                           "per node (%lu slots); set TORX_TORUS to a larger shape, or run more "
+                           "tasks per node",
+                           ntasks, s.x, s.y, s.z, s.t, plural(s.t), slots);
+    return TORX_OK;
+}
+
+/* An empty map of shape s: room for ncoord ranks, no slot taken. */
+static torx_status_t map_alloc(torx_shape_t s, int ncoord, torx_map_t *map)
+{
+    unsigned slots = torx_shape_slots(s);
+    *map = (torx_map_t){.shape = s};
+    map->coord = calloc((size_t)(ncoord > 0 ? ncoord : 1), sizeof *map->coord);
+    map->rank_of_slot = malloc((size_t)slots * sizeof *map->rank_of_slot);
+    if (!map->coord || !map->rank_of_slot) {
+        torx_map_free(map);
+        return torxp_error(TORX_ERR_NOMEM,
+                           "torx: no memory for the rank map of torus %ux%ux%u at %u tasks per "
+                           "node (%u slots)",
+                           s.x, s.y, s.z, s.t, slots);
+    }
+    for (unsigned i = 0; i < slots; i++)
+        map->rank_of_slot[i] = -1;
+    return TORX_OK;
+}
+
+void torx_map_free(torx_map_t *map)
+{
+    if (!map)
+        return;
+    free(map->coord);
+    free(map->rank_of_slot);
+    free(map->path);
+    *map = (torx_map_t){.ntasks = 0};
+}
+
+/* ---- Order strings -------------------------------------------------------- */
+
+/* Fills perm[k] with the dimension (0..3 for x,y,z,t) that varies k-th
+ * fastest. On failure writes why s is not a permutation of XYZT. */
+static int parse_order(const char *s, int perm[TORXM_NDIMS], char *why, size_t whylen)
+{
+    size_t len = s ? strlen(s) : 0;
+    if (len == 0) {
+        snprintf(why, whylen, "it is empty");
+        return 0;
+    }
+    if (len != TORXM_NDIMS) {
+        snprintf(why, whylen, "it has %zu characters, not 4", len);
+        return 0;
+    }
+    int seen[TORXM_NDIMS] = {0};
+    for (int k = 0; k < TORXM_NDIMS; k++) {
+        char c = s[k];
+        int d;
+        switch (c) {
+        case 'x':
+        case 'X':
+            d = 0;
+            break;
+        case 'y':
+        case 'Y':
+            d = 1;
+            break;
+        case 'z':
+        case 'Z':
+            d = 2;
+            break;
+        case 't':
+        case 'T':
+            d = 3;
+            break;
+        default:
+            snprintf(why, whylen, "'%c' is not one of X, Y, Z, T", c);
+            return 0;
+        }
+        if (seen[d]) {
+            snprintf(why, whylen, "%c appears twice", dim_name[d] - 'a' + 'A');
+            return 0;
+        }
+        seen[d] = 1;
+        perm[k] = d;
+    }
+    return 1;
+}
+
+int torx_map_order_valid(const char *s)
+{
+    int perm[TORXM_NDIMS];
+    char why[64];
+    return parse_order(s, perm, why, sizeof why);
+}
+
+torx_status_t torx_map_from_order(const char *order, torx_shape_t shape, int ntasks,
+                                  torx_map_t *map)
+{
+    if (!map)
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_map_from_order: map is NULL");
+    *map = (torx_map_t){.shape = shape};
+    int perm[TORXM_NDIMS];
+    char why[64];
+    if (!parse_order(order, perm, why, sizeof why))
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: mapping order '%s' is not a permutation of XYZT (%s); use e.g. "
+                           "XYZT or TXYZ",
+                           order ? order : "(null)", why);
+    torx_status_t rc = check_shape(shape, ntasks);
+    if (rc != TORX_OK)
+        return rc;
+    if (ntasks == 0)
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: mapping order '%s' for ntasks=0: must be at least 1", order);
+    if ((rc = map_alloc(shape, ntasks, map)) != TORX_OK)
+        return rc;
+
+    unsigned ext[TORXM_NDIMS];
+    shape_extents(shape, ext);
+    for (int r = 0; r < ntasks; r++) {
+        unsigned v[TORXM_NDIMS], rest = (unsigned)r;
+        for (int k = 0; k < TORXM_NDIMS; k++) { /* mixed radix, fastest first */
+            v[perm[k]] = rest % ext[perm[k]];
+            rest /= ext[perm[k]];
+        }
+        map->coord[r] = coord_make(v);
+        map->rank_of_slot[torx_coord_index(shape, map->coord[r])] = r;
+    }
+    map->ntasks = ntasks;
+    for (int k = 0; k < TORXM_NDIMS; k++)
+        map->order[k] = (char)(dim_name[perm[k]] - 'a' + 'A');
+    map->order[TORXM_NDIMS] = '\0';
+    return TORX_OK;
+}
+
+/* ---- Mapping files --------------------------------------------------------- */
+
+/* "torx: path:line: reason", always TORX_ERR_INVAL: the file is wrong. */
+static torx_status_t line_error(const char *path, unsigned long line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static torx_status_t line_error(const char *path, unsigned long line, const char *fmt, ...)
+{
+    char reason[TORXM_REASON_BYTES];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(reason, sizeof reason, fmt, ap);
+    va_end(ap);
+    return torxp_error(TORX_ERR_INVAL, "torx: %s:%lu: %s", path, line, reason);
+}
+
+static int is_blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f' || c == '\n';
+}
+
+typedef struct {
+    const char *p;
+    int len;
+} token_t;
+
+/* Quotes at most TORXM_TOKEN_SHOWN characters of a token back to the user. */
+#define TOKEN_TEXT "%.*s%s"
+#define TOKEN_FMT "'" TOKEN_TEXT "'"
+#define TOKEN_ARGS(tk)                                                                             \
+    ((tk).len > TORXM_TOKEN_SHOWN ? TORXM_TOKEN_SHOWN : (tk).len), (tk).p,                         \
+        ((tk).len > TORXM_TOKEN_SHOWN ? "..." : "")
+
+/* A decimal coordinate; values past any extent saturate, only "too large"
+ * matters for them. 0 when the token has a non-digit. */
+static int token_value(token_t tk, unsigned *v)
+{
+    unsigned long acc = 0;
+    for (int i = 0; i < tk.len; i++) {
+        if (tk.p[i] < '0' || tk.p[i] > '9')
+            return 0;
+        if (acc <= UINT8_MAX)
+            acc = acc * 10 + (unsigned long)(tk.p[i] - '0');
+    }
+    *v = acc > UINT8_MAX ? UINT8_MAX + 1u : (unsigned)acc;
+    return 1;
+}
+
+/* Parses and checks one rank line (x y z t); *c is its coordinate. */
+static torx_status_t parse_rank_line(const char *path, unsigned long line, const char *buf,
+                                     size_t len, torx_shape_t shape, torx_coord_t *c)
+{
+    token_t tk[TORXM_NDIMS];
+    int ntok = 0, hash = 0;
+    for (size_t i = 0; i < len;) {
+        if (is_blank(buf[i])) {
+            i++;
+            continue;
+        }
+        size_t start = i;
+        while (i < len && !is_blank(buf[i]))
+            i++;
+        if (buf[start] == '#')
+            hash = 1;
+        if (ntok < TORXM_NDIMS)
+            tk[ntok] = (token_t){buf + start, (int)(i - start)};
+        if (ntok < INT_MAX)
+            ntok++;
+    }
+    if (ntok != TORXM_NDIMS)
+        return line_error(path, line, "expected 4 fields (x y z t), found %d%s", ntok,
+                          hash ? "; a comment must be on a line of its own" : "");
+
+    unsigned ext[TORXM_NDIMS], v[TORXM_NDIMS];
+    shape_extents(shape, ext);
+    for (int d = 0; d < TORXM_NDIMS; d++) {
+        if (!token_value(tk[d], &v[d]))
+            return line_error(path, line,
+                              TOKEN_FMT " is not a number (%c must be a non-negative decimal "
+                                        "integer)",
+                              TOKEN_ARGS(tk[d]), dim_name[d]);
+        if (v[d] < ext[d])
+            continue;
+        if (d < 3)
+            return line_error(path, line,
+                              "%c=" TOKEN_TEXT
+                              " is out of range: the torus has extent %u in %c (0..%u)",
+                              dim_name[d], TOKEN_ARGS(tk[d]), ext[d], dim_name[d], ext[d] - 1);
+        if (ext[d] == 1)
+            return line_error(path, line,
+                              "t=" TOKEN_TEXT " but the mode runs 1 task per node (t must be 0)",
+                              TOKEN_ARGS(tk[d]));
+        return line_error(path, line,
+                          "t=" TOKEN_TEXT " but the mode runs %u tasks per node (t must be 0..%u)",
+                          TOKEN_ARGS(tk[d]), ext[d], ext[d] - 1);
+    }
+    *c = coord_make(v);
+    return TORX_OK;
+}
+
+/* Grows the per-rank arrays of a map read for "as many ranks as lines". */
+static int grow(torx_map_t *map, unsigned long **lines, int *cap)
+{
+    int ncap = *cap < INT_MAX / 2 ? *cap * 2 : INT_MAX;
+    torx_coord_t *c = realloc(map->coord, (size_t)ncap * sizeof *c);
+    if (!c)
+        return 0;
+    map->coord = c;
+    unsigned long *l = realloc(*lines, (size_t)ncap * sizeof *l);
+    if (!l)
+        return 0;
+    *lines = l;
+    *cap = ncap;
+    return 1;
+}
+
+/* The reader behind torx_map_from_file. When the file cannot be opened or
+ * read, *io_errno is the reason (callers choose how to report it) and the
+ * message is already set. */
+static torx_status_t read_map_file(const char *path, torx_shape_t shape, int ntasks,
+                                   torx_map_t *map, int *io_errno)
+{
+    *io_errno = 0;
+    torx_status_t rc = check_shape(shape, ntasks);
+    if (rc != TORX_OK)
+        return rc;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        *io_errno = errno;
+        return torxp_error(TORX_ERR_INVAL, "torx: %s: cannot open the mapping file: %s", path,
+                           strerror(errno));
+    }
+    /* ntasks 0: the file says how many; it cannot exceed the slots without a
+     * duplicate, so the arrays grow from a small start. */
+    int cap = ntasks > 0 ? ntasks : 64;
+    unsigned long *lines = malloc((size_t)cap * sizeof *lines); /* line of each rank */
+    char *buf = NULL;
+    size_t bufsize = 0;
+    if ((rc = map_alloc(shape, cap, map)) != TORX_OK || !lines) {
+        rc = rc != TORX_OK
+                 ? rc
+                 : torxp_error(TORX_ERR_NOMEM, "torx: %s: no memory for %d ranks", path, cap);
+        goto fn_fail;
+    }
+    if (!(map->path = strdup(path))) {
+        rc = torxp_error(TORX_ERR_NOMEM, "torx: %s: no memory for the path", path);
+        goto fn_fail;
+    }
+
+    unsigned long line = 0, first_extra = 0;
+    int nranks = 0, any_line = 0;
+    ssize_t len;
+    errno = 0;
+    while ((len = getline(&buf, &bufsize, f)) >= 0) {
+        line++;
+        any_line = 1;
+        ssize_t i = 0;
+        while (i < len && is_blank(buf[i]))
+            i++;
+        if (i == len || buf[i] == '#')
+            continue;
+        if (ntasks > 0 && nranks >= ntasks) {
+            /* Only counted: the count is the error, whatever the lines say. */
+            if (!first_extra)
+                first_extra = line;
+            if (nranks < INT_MAX)
+                nranks++;
+            continue;
+        }
+        torx_coord_t c;
+        if ((rc = parse_rank_line(path, line, buf, (size_t)len, shape, &c)) != TORX_OK)
+            goto fn_fail;
+        unsigned slot = torx_coord_index(shape, c);
+        int owner = map->rank_of_slot[slot];
+        if (owner >= 0) {
+            rc = line_error(path, line, "(%u,%u,%u,%u) already used by rank %d on line %lu", c.x,
+                            c.y, c.z, c.t, owner, lines[owner]);
+            goto fn_fail;
+        }
+        if (nranks == cap && !grow(map, &lines, &cap)) {
+            rc = torxp_error(TORX_ERR_NOMEM, "torx: %s:%lu: no memory for more ranks", path, line);
+            goto fn_fail;
+        }
+        map->coord[nranks] = c;
+        lines[nranks] = line;
+        map->rank_of_slot[slot] = nranks++;
+        errno = 0;
+    }
+    if (ferror(f)) {
+        *io_errno = errno ? errno : EIO;
+        rc = torxp_error(TORX_ERR_INVAL, "torx: %s: cannot read the mapping file: %s", path,
+                         strerror(*io_errno));
+        goto fn_fail;
+    }
+    if (nranks == 0) {
+        char job[48] = "";
+        if (ntasks > 0)
+            snprintf(job, sizeof job, "; the job has %d rank%s", ntasks, plural((unsigned)ntasks));
+        rc = torxp_error(TORX_ERR_INVAL, "torx: %s: no rank lines (%s)%s", path,
+                         any_line ? "only blank and comment lines" : "the file is empty", job);
+        goto fn_fail;
+    }
+    if (ntasks > 0 && nranks > ntasks) {
+        rc = line_error(path, first_extra,
+                        "file has %d ranks, the job has %d (the extra ranks start on this line)",
+                        nranks, ntasks);
+        goto fn_fail;
+    }
+    if (ntasks > 0 && nranks < ntasks) {
+        rc = line_error(path, line, "file has %d rank%s, the job has %d", nranks,
+                        plural((unsigned)nranks), ntasks);
+        goto fn_fail;
+    }
+    map->ntasks = nranks;
+
+fn_exit:
+    free(buf);
+    free(lines);
+    fclose(f);
+    return rc;
+fn_fail:
+    torx_map_free(map);
+    goto fn_exit;
+}
+
+torx_status_t torx_map_from_file(const char *path, torx_shape_t shape, int ntasks, torx_map_t *map)
+{
+    if (!map || !path)
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_map_from_file: %s is NULL",
+                           map ? "path" : "map");
+    *map = (torx_map_t){.shape = shape};
+    int io_errno;
+    return read_map_file(path, shape, ntasks, map, &io_errno);
+}
+
+torx_status_t torx_map_from_spec(const char *spec, const char *name, torx_shape_t shape, int ntasks,
+                                 torx_map_t *map)
+{
+    if (!map)
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_map_from_spec: map is NULL");
+    *map = (torx_map_t){.shape = shape};
+    if (!spec || !*spec)
+        spec = "XYZT";
+    int perm[TORXM_NDIMS];
+    char why[64];
+    if (parse_order(spec, perm, why, sizeof why)) {
+        if (ntasks == 0) {
+            torx_status_t rc = check_shape(shape, 0);
+            if (rc != TORX_OK)
+                return rc;
+            ntasks = (int)torx_shape_slots(shape);
+        }
+        return torx_map_from_order(spec, shape, ntasks, map);
+    }
+    int io_errno;
+    torx_status_t rc = read_map_file(spec, shape, ntasks, map, &io_errno);
+    if (rc == TORX_OK || !io_errno)
+        return rc; /* a map, or a readable file with a bad line: that message stands */
+    /* Not an order, and no file to read: say both, the user may have meant
+     * either. */
+    if (name)
+        return torxp_error(TORX_ERR_ENV,
+                           "torx: %s='%s' is neither a permutation of XYZT nor a readable file "
+                           "(as an order: %s; as a file: %s)",
+                           name, spec, why, strerror(io_errno));
+    return torxp_error(TORX_ERR_INVAL,
+                       "torx: '%s' is neither a permutation of XYZT nor a readable file (as an "
+                       "order: %s; as a file: %s)",
+                       spec, why, strerror(io_errno));
+}
+
+torx_status_t torx_map_from_env(int ntasks, int tasks_per_node, torx_map_t *map)
+{
+    if (!map)
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_map_from_env: map is NULL");
+    torx_shape_t shape;
+    *map = (torx_map_t){.ntasks = 0};
+    torx_status_t rc = torx_env_shape(ntasks, tasks_per_node, &shape);
+    if (rc != TORX_OK)
+        return rc;
+    return torx_map_from_spec(getenv("TORX_MAPPING"), "TORX_MAPPING", shape, ntasks, map);
+}
+
+/* ---- Queries ------------------------------------------------------------------ */
+
+int torx_map_rank(const torx_map_t *map, torx_coord_t c)
+{
+    if (!torx_coord_in_shape(map->shape, c))
+        return -1;
+    return map->rank_of_slot[torx_coord_index(map->shape, c)];
+}
+
+/* Hops along one ring of n nodes: the shorter way round. */
+static unsigned ring_hops(unsigned a, unsigned b, unsigned n)
+{
+    unsigned d = a > b ? a - b : b - a;
+    return d < n - d ? d : n - d;
+}
+
+unsigned torx_map_distance(const torx_map_t *map, int a, int b)
+{
+    torx_coord_t p = map->coord[a], q = map->coord[b];
+    return ring_hops(p.x, q.x, map->shape.x) + ring_hops(p.y, q.y, map->shape.y) +
+           ring_hops(p.z, q.z, map->shape.z);
+}
+
+torx_status_t torx_map_write(const torx_map_t *map, FILE *out)
+{
+    if (!map || !map->coord || !out)
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_map_write: %s",
+                           !out ? "out is NULL" : "map is NULL or empty");
+    const torx_shape_t s = map->shape;
+    int ok = fprintf(out,
+                     "# torx mapping file: one line per rank, in rank order: x y z t\n"
+                     "# torus %ux%ux%u, %u task%s per node, %d rank%s (%u slots)\n",
+                     s.x, s.y, s.z, s.t, plural(s.t), map->ntasks, plural((unsigned)map->ntasks),
+                     torx_shape_slots(s)) >= 0;
+    if (ok && map->order[0])
+        ok = fprintf(out, "# generated by libtorx from order %s\n", map->order) >= 0;
+    else if (ok)
+        ok = fprintf(out, "# generated by libtorx from file %s\n",
+                     map->path ? map->path : "(unknown)") >= 0;
+    int saved = ok ? 0 : errno;
+    for (int r = 0; ok && r < map->ntasks; r++) {
+        torx_coord_t c = map->coord[r];
+        if (fprintf(out, "%u %u %u %u\n", c.x, c.y, c.z, c.t) < 0) {
+            saved = errno;
+            ok = 0;
+        }
+    }
+    /* Buffered output fails only when flushed: a full disk shows up here. */
+    if (fflush(out) != 0 && ok) {
+        saved = errno;
+        ok = 0;
+    }
+    if (!ok || ferror(out))
+        return torxp_error(TORX_ERR_SYS, "torx: writing the mapping failed: %s",
+                           strerror(saved ? saved : EIO));
+    return TORX_OK;
+}
