@@ -61,8 +61,8 @@
 
 /* The collective-network calls the sum runs on. */
 typedef struct torxp_fpsum_io {
-    torx_status_t (*inject)(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_type_t type,
-                            int is_root, const void *data);
+    torx_status_t (*inject)(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_type_t type, int is_root,
+                            const void *data);
     torx_status_t (*read)(torx_pkt_dev_t *dev, void *result);
     int (*poll)(torx_pkt_dev_t *dev);
 } torxp_fpsum_io_t;
@@ -135,13 +135,18 @@ static inline double torxp_fpsum_decode(int64_t sum, int64_t emax, int headroom)
     return ldexp((double)sum, (int)(emax - 1085 + headroom));
 }
 
-/* Drives the device while waiting; yields the core now and then because
- * tasks may outnumber cores. */
+/* Pure spins before a waiting sum starts yielding: long enough to cover a
+ * round between tasks on cores of their own (yielding there, a system call,
+ * doubled the latency), short enough that tasks outnumbering cores hand
+ * theirs over within microseconds. */
+#define TORXP_FPSUM_SPINS 512
+
+/* Drives the device while waiting. */
 static inline void torxp_fpsum_wait(torx_pkt_dev_t *dev, const torxp_fpsum_io_t *io,
                                     unsigned *spins)
 {
     io->poll(dev);
-    if ((++*spins & 63) == 0)
+    if (++*spins >= TORXP_FPSUM_SPINS && (*spins & 7) == 0)
         sched_yield();
 }
 

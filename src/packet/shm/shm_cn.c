@@ -27,6 +27,11 @@
  * The extra work (ntasks * 256 bytes of ALU per task) is small next to a
  * cache-line transfer for the job sizes one host runs.
  *
+ * Why one seq word after the payload, not one per line: a reader polling
+ * all five lines pulls them back while the writer is still filling them,
+ * and measured slower (bench/cn_bench, 2 tasks: about 10% on allreduce,
+ * 20-40% on the double sum). Deeper pipelines (8, 16) measured the same as 4.
+ *
  * Slot reuse: round r may overwrite slot r % DEPTH once every task has read
  * round r - DEPTH, i.e. r < min(done) + DEPTH. The injector caches that bound
  * (free_below) and rescans the done words only when the cache says "full",
@@ -57,7 +62,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define TORXP_CN_DEPTH 4u /* rounds in flight; a power of two */
+#define TORXP_CN_DEPTH 4u                    /* rounds in flight; a power of two */
 #define TORXP_CN_MAGIC 0x746f7278636e3031ULL /* "torxcn01" */
 #define TORXP_GI_MAGIC 0x746f7278676931ULL   /* "torxgi1" */
 #define TORXP_CN_LANES64 (TORX_CN_PACKET_BYTES / 8)
@@ -79,9 +84,9 @@ static_assert(sizeof(torxp_cn_hdr_t) == TORXP_CACHELINE, "cn header is one line"
 typedef struct torxp_cn_slot {
     /* Descriptor line: written by the owner, read by every task. */
     alignas(TORXP_CACHELINE) uint64_t seq; /* round + 1 once published */
-    uint8_t op;      /* torx_cn_op_t */
-    uint8_t type;    /* torx_cn_type_t */
-    uint8_t is_root; /* BCAST only; 0 for every other op */
+    uint8_t op;                            /* torx_cn_op_t */
+    uint8_t type;                          /* torx_cn_type_t */
+    uint8_t is_root;                       /* BCAST only; 0 for every other op */
     /* Payload lines: written by the owner, read by every task. */
     alignas(TORXP_CACHELINE) unsigned char data[TORX_CN_PACKET_BYTES];
 } torxp_cn_slot_t;
@@ -114,7 +119,7 @@ typedef struct torxp_gi_task {
     alignas(TORXP_CACHELINE) uint64_t armed; /* latest round entered */
     /* Owner-private. */
     alignas(TORXP_CACHELINE) uint64_t complete; /* latest round seen complete */
-    uint32_t scan; /* tasks already seen in round `armed` */
+    uint32_t scan;                              /* tasks already seen in round `armed` */
 } torxp_gi_task_t;
 
 static_assert(sizeof(torxp_gi_task_t) == 2 * TORXP_CACHELINE, "gi task: shared line, private line");
@@ -134,8 +139,8 @@ static inline torxp_gi_task_t *gi_task(void *region, unsigned rank)
 static const char *cn_op_name(unsigned op)
 {
     static const char *const names[] = {
-        [TORX_CN_ADD] = "ADD", [TORX_CN_MIN] = "MIN", [TORX_CN_MAX] = "MAX",
-        [TORX_CN_AND] = "AND", [TORX_CN_OR] = "OR",   [TORX_CN_XOR] = "XOR",
+        [TORX_CN_ADD] = "ADD",     [TORX_CN_MIN] = "MIN", [TORX_CN_MAX] = "MAX",
+        [TORX_CN_AND] = "AND",     [TORX_CN_OR] = "OR",   [TORX_CN_XOR] = "XOR",
         [TORX_CN_BCAST] = "BCAST",
     };
     return op < TORX_CN_NOPS ? names[op] : "?";
@@ -274,8 +279,7 @@ static void alu32(unsigned op, int is_signed, uint32_t *restrict acc, const unsi
  * The caller has acquired every task's seq for r, so all descriptors and
  * payloads read here are complete, and no task overwrites them before this
  * task publishes done > r. */
-static torx_status_t cn_combine(void *region, unsigned ntasks, unsigned s, uint64_t r,
-                                void *result)
+static torx_status_t cn_combine(void *region, unsigned ntasks, unsigned s, uint64_t r, void *result)
 {
     const torxp_cn_slot_t *first = &cn_task(region, 0)->slot[s];
     unsigned op = first->op, type = first->type;
@@ -365,8 +369,8 @@ torx_status_t torxp_shm_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_
         return torxp_error(TORX_ERR_INVAL, "torx: torx_cn_inject: op %d is not a torx_cn_op_t",
                            (int)op);
     if (TORXP_UNLIKELY((unsigned)type >= TORX_CN_NTYPES))
-        return torxp_error(TORX_ERR_INVAL,
-                           "torx: torx_cn_inject: type %d is not a torx_cn_type_t", (int)type);
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_cn_inject: type %d is not a torx_cn_type_t",
+                           (int)type);
     int root = op == TORX_CN_BCAST && is_root;
     int has_data = op != TORX_CN_BCAST || root;
     if (TORXP_UNLIKELY(has_data && data == NULL))
@@ -419,6 +423,8 @@ torx_status_t torxp_shm_cn_read(torx_pkt_dev_t *dev, void *result)
                            "torx: torx_cn_read: task %d has no unread collective round "
                            "(%llu injected, all read); inject before reading",
                            dev->rank, (unsigned long long)d->cn_injected);
+    if (TORXP_UNLIKELY(result == NULL))
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_cn_read: result == NULL");
 
     void *region = d->cn;
     unsigned ntasks = (unsigned)dev->size;
