@@ -687,13 +687,14 @@ static torx_status_t bulk_start_cma(torxp_shm_dev_t *d, bulk_op_t *op)
     return bulk_report(d, op);
 }
 
-torx_status_t torxp_shm_bulk_get(torx_pkt_dev_t *dev, torx_bulk_t *opp, torx_coord_t peer,
-                                 const void *remote, void *local, size_t len)
+/* The one start path of get and put: checks, the trivial and cma cases,
+ * then the first packets of the fifo path (queued when the FIFO is full). */
+static torx_status_t bulk_start(torx_pkt_dev_t *dev, torx_bulk_t *opp, torx_coord_t peer,
+                                uint64_t remote, uint64_t local, size_t len, bool is_put)
 {
     torxp_shm_dev_t *d = torxp_shm_of(dev);
     bulk_op_t *op = (bulk_op_t *)opp;
-    torx_status_t st = bulk_begin(d, op, peer, (uint64_t)(uintptr_t)remote,
-                                  (uint64_t)(uintptr_t)local, len, false);
+    torx_status_t st = bulk_begin(d, op, peer, remote, local, len, is_put);
     if (st != TORX_OK)
         return st;
     if (bulk_trivial(d, op))
@@ -701,52 +702,37 @@ torx_status_t torxp_shm_bulk_get(torx_pkt_dev_t *dev, torx_bulk_t *opp, torx_coo
     if (d->bulk_cma)
         return bulk_start_cma(d, op);
     if (!d->serve)
-        return torxp_error(TORX_ERR_INVAL, "torx: bulk get before the device's bulk setup");
+        return torxp_error(TORX_ERR_INVAL, "torx: bulk %s before the device's bulk setup",
+                           is_put ? "put" : "get");
     st = bulk_register(d->serve, op);
     if (st != TORX_OK)
         return st;
-    st = bulk_send_get_req(d, op);
+    st = is_put ? bulk_stream_put(d, op) : bulk_send_get_req(d, op);
     if (st == TORX_NO_ROOM) {
-        const bulk_job_t j = {.kind = JOB_GET_REQ, .peer = peer, .op = op};
+        const bulk_job_t j = {.kind = is_put ? JOB_PUT : JOB_GET_REQ, .peer = peer, .op = op};
         st = bulk_queue(d, &j);
     }
     if (st != TORX_OK) {
+        /* A put may have some PUT_DATA out already; the peer writes them,
+         * harmlessly, and never acknowledges since LAST was not sent. */
         bulk_unregister(d->serve, op);
         op->b.magic = 0;
     }
     return st;
 }
 
-torx_status_t torxp_shm_bulk_put(torx_pkt_dev_t *dev, torx_bulk_t *opp, torx_coord_t peer,
+torx_status_t torxp_shm_bulk_get(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
+                                 const void *remote, void *local, size_t len)
+{
+    return bulk_start(dev, op, peer, (uint64_t)(uintptr_t)remote, (uint64_t)(uintptr_t)local, len,
+                      false);
+}
+
+torx_status_t torxp_shm_bulk_put(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
                                  void *remote, const void *local, size_t len)
 {
-    torxp_shm_dev_t *d = torxp_shm_of(dev);
-    bulk_op_t *op = (bulk_op_t *)opp;
-    torx_status_t st =
-        bulk_begin(d, op, peer, (uint64_t)(uintptr_t)remote, (uint64_t)(uintptr_t)local, len, true);
-    if (st != TORX_OK)
-        return st;
-    if (bulk_trivial(d, op))
-        return TORX_OK;
-    if (d->bulk_cma)
-        return bulk_start_cma(d, op);
-    if (!d->serve)
-        return torxp_error(TORX_ERR_INVAL, "torx: bulk put before the device's bulk setup");
-    st = bulk_register(d->serve, op);
-    if (st != TORX_OK)
-        return st;
-    st = bulk_stream_put(d, op);
-    if (st == TORX_NO_ROOM) {
-        const bulk_job_t j = {.kind = JOB_PUT, .peer = peer, .op = op};
-        st = bulk_queue(d, &j);
-    }
-    if (st != TORX_OK) {
-        /* Some PUT_DATA may already be out; the peer writes them, harmlessly,
-         * and never acknowledges since LAST was not sent. */
-        bulk_unregister(d->serve, op);
-        op->b.magic = 0;
-    }
-    return st;
+    return bulk_start(dev, op, peer, (uint64_t)(uintptr_t)remote, (uint64_t)(uintptr_t)local, len,
+                      true);
 }
 
 /* The peer of op was seen dead: take what it sent before dying, then fail

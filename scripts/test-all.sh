@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Runs the full test suite, in three out-of-tree builds of one source tree:
+#
+#   build/       -Werror build           make check         (every unit test)
+#   build-asan/  AddressSanitizer+UBSan   make check         (every unit test)
+#   build-tsan/  ThreadSanitizer          make check-tsan    (threaded / lock-free tests)
+#
+# Tests run one after another (no -j for make check: they fork up to 16 tasks
+# and measure ordering under load); compiling uses -j$TORX_JOBS (default 2).
+# Every build is attempted even if an earlier one failed. Prints one summary
+# line per build and a final "total: N passed, N failed"; exits non-zero if
+# anything failed, after printing the failing tests' logs.
+#
+# Environment:
+#   TORX_TEST_BUILDS    which builds to run (default "normal asan tsan")
+#   TORX_JOBS           parallel compile jobs (default 2)
+#   TORX_CHECK_TIMEOUT  seconds one build's test run may take (default 1800)
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top" || exit 1
+
+builds=${TORX_TEST_BUILDS:-normal asan tsan}
+jobs=${TORX_JOBS:-2}
+check_timeout=${TORX_CHECK_TIMEOUT:-1800}
+
+summary=()
+total_pass=0
+total_fail=0
+total_skip=0
+status=0
+
+# Tests must not run in parallel, whatever the caller's make flags say.
+unset MAKEFLAGS MFLAGS GNUMAKEFLAGS
+
+banner() {
+    echo
+    echo "==== test-all: $* ===="
+}
+
+# run_build NAME DIR CHECK_TARGET CONFIGURE_ARGS...
+run_build() {
+    local name=$1 dir=$2 target=$3
+    shift 3
+    local start=$SECONDS rc
+
+    banner "$name build in $dir/ (configure ${*:-no options})"
+    if ! scripts/build.sh "$dir" "$@"; then
+        summary+=("$(printf '%-7s %-12s BUILD FAILED (see above)' "$name" "$dir/")")
+        total_fail=$((total_fail + 1))
+        status=1
+        return
+    fi
+    if ! make -C "$dir" -j"$jobs" check-programs; then
+        summary+=("$(printf '%-7s %-12s TEST BUILD FAILED (see above)' "$name" "$dir/")")
+        total_fail=$((total_fail + 1))
+        status=1
+        return
+    fi
+
+    banner "$name: make $target in $dir/"
+    rm -f "$dir/test-suite.log"
+    # VERBOSE=yes: on failure automake prints test-suite.log, which holds the
+    # full log of every failing test (and only those).
+    timeout -k 30 "$check_timeout" make -C "$dir" "$target" VERBOSE=yes </dev/null
+    rc=$?
+    if [ $rc = 124 ] || [ $rc = 137 ]; then
+        echo "test-all: make $target in $dir/ timed out after ${check_timeout} s;" \
+            "the tests' logs so far:" >&2
+        find "$dir/test" -name '*.log' -newer "$dir/config.status" -print |
+            while read -r f; do
+                echo "---- $f (last 60 lines)"
+                tail -n 60 "$f"
+            done
+    fi
+
+    local pass=0 fail=0 skip=0 counted=0 failing=""
+    if [ -f "$dir/test-suite.log" ]; then
+        read -r pass fail skip < <(awk '
+            /^# PASS:/ { p = $3 } /^# XFAIL:/ { p += $3 }
+            /^# FAIL:/ { f += $3 } /^# ERROR:/ { f += $3 } /^# XPASS:/ { f += $3 }
+            /^# SKIP:/ { s = $3 }
+            END { print p + 0, f + 0, s + 0 }' "$dir/test-suite.log")
+        counted=1
+    fi
+    if [ $rc != 0 ]; then
+        status=1
+        # A harness failure that no test accounts for still counts once.
+        [ "$fail" -gt 0 ] || fail=1
+        if [ $counted = 1 ]; then
+            failing=$(sed -n 's/^\(FAIL\|ERROR\|XPASS\): \(.*\)$/\2/p' "$dir/test-suite.log" |
+                sort -u | tr '\n' ' ' | sed 's/ $//')
+        fi
+    fi
+    total_pass=$((total_pass + pass))
+    total_fail=$((total_fail + fail))
+    total_skip=$((total_skip + skip))
+    local verdict=ok
+    [ $rc = 0 ] || verdict=FAILED
+    summary+=("$(printf '%-7s %-12s make %-11s %s: %d passed, %d failed, %d skipped (%d s)%s' \
+        "$name" "$dir/" "$target" "$verdict" "$pass" "$fail" "$skip" $((SECONDS - start)) \
+        "${failing:+ failing: $failing}")")
+}
+
+for b in $builds; do
+    case $b in
+    normal) run_build normal build check --enable-werror ;;
+    asan) run_build asan build-asan check --enable-sanitizers=asan ;;
+    tsan) run_build tsan build-tsan check-tsan --enable-sanitizers=tsan ;;
+    *)
+        echo "test-all: unknown build '$b' in TORX_TEST_BUILDS (normal, asan, tsan)" >&2
+        summary+=("$b: unknown build")
+        total_fail=$((total_fail + 1))
+        status=1
+        ;;
+    esac
+done
+
+banner "summary"
+for line in "${summary[@]}"; do
+    echo "$line"
+done
+if [ $total_skip -gt 0 ]; then
+    echo "total: $total_pass passed, $total_fail failed, $total_skip skipped"
+else
+    echo "total: $total_pass passed, $total_fail failed"
+fi
+if [ $status != 0 ]; then
+    echo "test-all: FAILED" >&2
+fi
+exit $status
