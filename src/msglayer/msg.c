@@ -1,0 +1,528 @@
+/* The message layer's core: the protocol table, init and finalize, the
+ * advance loop (peek -> dispatch by packet type -> consume), waiting without
+ * burning a core, accessors and counters. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "msg_internal.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+const torxm_proto_t torxm_protocols[TORX_PROTO_COUNT] = {
+    [TORX_PROTO_AUTO] = {.name = "auto"},
+    [TORX_PROTO_ONEPKT] = {.name = "one-packet",
+                           .push = torxm_onepkt_push,
+                           .rx = {{TORXM_PKT_ONEPKT, torxm_onepkt_rx}}},
+    [TORX_PROTO_EAGER] = {.name = "eager",
+                          .push = torxm_eager_push,
+                          .rx = {{TORXM_PKT_EAGER_FIRST, torxm_eager_first_rx},
+                                 {TORXM_PKT_EAGER_MORE, torxm_eager_more_rx}}},
+    [TORX_PROTO_ADAPTIVE] = {.name = "adaptive",
+                             .push = torxm_adapt_push,
+                             .rx = {{TORXM_PKT_ADAPT_FIRST, torxm_adapt_first_rx},
+                                    {TORXM_PKT_ADAPT_MORE, torxm_adapt_more_rx},
+                                    {TORXM_PKT_ADAPT_TOKEN, torxm_adapt_token_rx}}},
+    [TORX_PROTO_RZV] = {.name = "rendezvous",
+                        .push = torxm_rzv_push,
+                        .rx = {{TORXM_PKT_RZV_SCOUT, torxm_scout_rx},
+                               {TORXM_PKT_RZV_CTS, torxm_cts_rx},
+                               {TORXM_PKT_RZV_DATA, torxm_rzv_data_rx},
+                               {TORXM_PKT_RZV_ACK, torxm_ack_rx}}},
+    [TORX_PROTO_VN] = {.name = "vn",
+                       .push = torxm_vn_push,
+                       .rx = {{TORXM_PKT_VN_SCOUT, torxm_scout_rx},
+                              {TORXM_PKT_VN_ACK, torxm_ack_rx}}},
+};
+
+/* Packets taken per advance: enough to drain a burst, few enough that the
+ * send queues and control packets get their turn. */
+#define ADVANCE_BUDGET 64
+
+/* Waiting: idle advances spun before yielding, yields before napping, and
+ * the nap. A true doorbell (futex on the FIFO) would need a packet-layer
+ * hook; until then a napping waiter answers within about a timer slack. */
+#define WAIT_SPINS 4096u
+#define WAIT_YIELDS 4096u
+#define WAIT_NAP_NS 20000L     /* first naps */
+#define WAIT_NAP_MAX_NS 200000L /* naps grow to this the longer the wait stays idle */
+
+#define FINALIZE_TIMEOUT_S 120.0
+
+#define COOKIE_NONE UINT32_MAX
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- Init ------------------------------------------------------------------------ */
+
+static const char *const mode_names[] = {"heater", "co", "vn", NULL};
+static const char *const rzv_data_names[] = {"bulk", "packets", NULL};
+
+static torx_status_t read_limits(const torx_init_attr_t *attr, torx_limits_t *lim)
+{
+    if (attr && attr->limits) {
+        *lim = *attr->limits;
+        if (lim->eager_limit > TORXM_STREAM_MAX || lim->adaptive_limit > TORXM_STREAM_MAX)
+            return torxp_error(TORX_ERR_INVAL,
+                               "torx: torx_init: limits eager_limit=%zu adaptive_limit=%zu; each "
+                               "must be at most %llu (32-bit offsets)",
+                               lim->eager_limit, lim->adaptive_limit,
+                               (unsigned long long)TORXM_STREAM_MAX);
+        lim->rzv_packets = lim->rzv_packets != 0;
+        return TORX_OK;
+    }
+    long eager, adaptive;
+    int rzv;
+    torx_status_t rc;
+    if ((rc = torx_env_int("TORX_EAGER_LIMIT", 0, (long)TORXM_STREAM_MAX, 4096, &eager)) ||
+        (rc = torx_env_int("TORX_ADAPTIVE_LIMIT", 0, (long)TORXM_STREAM_MAX, 0, &adaptive)) ||
+        (rc = torx_env_choice("TORX_RZV_DATA", rzv_data_names, 0, &rzv)))
+        return rc;
+    *lim = (torx_limits_t){.eager_limit = (size_t)eager,
+                           .adaptive_limit = (size_t)adaptive,
+                           .rzv_packets = rzv};
+    return TORX_OK;
+}
+
+static torx_status_t read_mode(const torx_init_attr_t *attr, torx_mode_t *mode, int *tpn,
+                               int *cpn)
+{
+    int m;
+    torx_status_t rc;
+    if (attr && attr->mode >= 0) {
+        if (attr->mode > TORX_MODE_VN)
+            return torxp_error(TORX_ERR_INVAL, "torx: torx_init: mode %d (expected 0..2, or -1 "
+                                               "for TORX_MODE)",
+                               attr->mode);
+        m = attr->mode;
+    } else if ((rc = torx_env_choice("TORX_MODE", mode_names, TORX_MODE_HEATER, &m)) != TORX_OK) {
+        return rc;
+    }
+    if (m == TORX_MODE_CO)
+        return torxp_error(TORX_ERR_UNSUPPORTED,
+                           "torx: coprocessor mode (TORX_MODE=co) needs the communication "
+                           "thread, which this build does not have yet; use heater or vn");
+    long cores;
+    if ((rc = torx_env_int("TORX_CORES_PER_NODE", 1, 255, 2, &cores)) != TORX_OK)
+        return rc;
+    *mode = (torx_mode_t)m;
+    *tpn = m == TORX_MODE_VN ? (int)cores : 1;
+    *cpn = (int)cores;
+    return TORX_OK;
+}
+
+static void build_dispatch(torx_ctx_t *ctx)
+{
+    for (unsigned p = 0; p < TORX_PROTO_COUNT; p++)
+        for (unsigned i = 0; i < sizeof torxm_protocols[p].rx / sizeof torxm_protocols[p].rx[0];
+             i++) {
+            const unsigned type = torxm_protocols[p].rx[i].type;
+            if (!type)
+                break;
+            assert(type < TORXM_PKT_NTYPES && !ctx->rx[type].fn);
+            ctx->rx[type].fn = torxm_protocols[p].rx[i].fn;
+            ctx->rx[type].proto = (uint8_t)p;
+        }
+}
+
+static void ctx_free(torx_ctx_t *ctx)
+{
+    if (ctx->dev)
+        torx_pkt_close(ctx->dev);
+    for (torxm_ctrl_t *c = ctx->ctrl_head, *n; c; c = n) {
+        n = c->next;
+        free(c);
+    }
+    for (torxm_ctrl_t *c = ctx->ctrl_free, *n; c; c = n) {
+        n = c->next;
+        free(c);
+    }
+    for (torxm_rx_t *r = ctx->rx_free, *n; r; r = n) {
+        n = r->next;
+        free(r);
+    }
+    for (torxm_rx_t *r = ctx->bulk, *n; r; r = n) {
+        n = r->next;
+        free(r);
+    }
+    for (torxm_early_t *e = ctx->early_free, *n; e; e = n) {
+        n = e->next;
+        free(e);
+    }
+    if (ctx->peers) {
+        for (int i = 0; i < ctx->size; i++) {
+            torxm_peer_t *p = &ctx->peers[i];
+            for (torxm_early_t *e = p->early, *n; e; e = n) {
+                n = e->next;
+                free(e);
+            }
+            for (torxm_rx_t *r = p->adapt, *n; r; r = n) {
+                n = r->next;
+                free(r);
+            }
+        }
+    }
+    /* Receive records still waiting for rendezvous packets live only in
+     * the cookie table, marked as ours. */
+    for (uint32_t i = 0; i < ctx->ncookies; i++)
+        if (ctx->cookies[i].p && ctx->cookies[i].owned)
+            free(ctx->cookies[i].p);
+    free(ctx->cookies);
+    free(ctx->peers);
+    torx_map_free(&ctx->map);
+    if (ctx->owns_boot && ctx->boot->finalize)
+        ctx->boot->finalize(ctx->boot);
+    free(ctx);
+}
+
+torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
+{
+    if (!out)
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_init: ctx output is NULL");
+    *out = NULL;
+    torx_ctx_t *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the message-layer context");
+    ctx->done_tail = &ctx->done_head;
+    ctx->cookie_free = COOKIE_NONE;
+
+    torx_status_t rc = TORX_OK;
+    if (attr && attr->boot) {
+        ctx->boot = attr->boot;
+    } else {
+        if ((rc = torx_boot_pmi_init(&ctx->own_boot)) != TORX_OK) {
+            free(ctx);
+            return rc;
+        }
+        ctx->boot = &ctx->own_boot;
+        ctx->owns_boot = 1;
+    }
+    ctx->rank = ctx->boot->rank;
+    ctx->size = ctx->boot->size;
+    if (ctx->size < 1 || ctx->size > TORXM_RANK_MAX + 1) {
+        rc = torxp_error(TORX_ERR_INVAL, "torx: a job of %d tasks; the message layer takes 1..%d",
+                         ctx->size, TORXM_RANK_MAX + 1);
+        goto fail;
+    }
+
+    long stats;
+    if ((rc = read_mode(attr, &ctx->mode, &ctx->tasks_per_node, &ctx->cores_per_node)) != TORX_OK ||
+        (rc = read_limits(attr, &ctx->limits)) != TORX_OK ||
+        (rc = torx_env_int("TORX_STATS", 0, 1, 0, &stats)) != TORX_OK)
+        goto fail;
+    ctx->stats_print = (int)stats;
+
+    if (attr && attr->mapping) {
+        torx_shape_t shape;
+        if ((rc = torx_env_shape(ctx->size, ctx->tasks_per_node, &shape)) != TORX_OK ||
+            (rc = torx_map_from_spec(attr->mapping, NULL, shape, ctx->size, &ctx->map)) !=
+                TORX_OK)
+            goto fail;
+    } else if ((rc = torx_map_from_env(ctx->size, ctx->tasks_per_node, &ctx->map)) != TORX_OK) {
+        goto fail;
+    }
+    ctx->self = torx_map_coord(&ctx->map, ctx->rank);
+
+    if ((rc = torxm_bind(ctx)) != TORX_OK)
+        goto fail;
+
+    const torx_pkt_attr_t pattr = {.boot = ctx->boot, .shape = ctx->map.shape, .self = ctx->self};
+    if ((rc = torx_pkt_open(&pattr, &ctx->dev)) != TORX_OK)
+        goto fail;
+
+    if (!(ctx->peers = calloc((size_t)ctx->size, sizeof *ctx->peers))) {
+        rc = torxp_error(TORX_ERR_NOMEM, "torx: out of memory for %d peers", ctx->size);
+        goto fail;
+    }
+    for (int i = 0; i < ctx->size; i++)
+        ctx->peers[i].coord = torx_map_coord(&ctx->map, i);
+    build_dispatch(ctx);
+    /* The shm device runs every task on this host. */
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    ctx->oversubscribed = cpus > 0 && ctx->size > cpus;
+    torxp_log(ctx->dev, 1,
+              "message layer: mode %s, %d task(s) per node, eager limit %zu, adaptive limit %zu, "
+              "rendezvous data by %s",
+              mode_names[ctx->mode], ctx->tasks_per_node, ctx->limits.eager_limit,
+              ctx->limits.adaptive_limit, ctx->limits.rzv_packets ? "packets" : "bulk get");
+    *out = ctx;
+    return TORX_OK;
+
+fail:
+    ctx_free(ctx);
+    return rc;
+}
+
+/* ---- Advance ------------------------------------------------------------------------ */
+
+static void __attribute__((noinline, cold))
+bad_dispatch(torx_ctx_t *ctx, const torx_pkt_hdr_t *pkt)
+{
+    torxp_log(ctx->dev, 0,
+              "protocol error: a packet of type %u from rank %u (job of %d tasks); dropped",
+              torxm_sw_type(pkt), torxm_sw_src(pkt), ctx->size);
+}
+
+static int run_completions(torx_ctx_t *ctx)
+{
+    torxm_msg_t *m = ctx->done_head;
+    ctx->done_head = NULL;
+    ctx->done_tail = &ctx->done_head;
+    int n = 0;
+    while (m) {
+        torxm_msg_t *next = m->next; /* done may send m again */
+        const torx_send_done_fn fn = m->done;
+        void *arg = m->arg;
+        m->state = TORXM_MSG_IDLE;
+        fn(ctx, (torx_msg_t *)(void *)m, arg);
+        m = next;
+        n++;
+    }
+    return n;
+}
+
+int torx_advance(torx_ctx_t *ctx)
+{
+    if (TORXM_UNLIKELY(ctx->in_advance))
+        return 0;
+    ctx->in_advance = 1;
+    int n = 0;
+    if (TORXM_UNLIKELY(ctx->ctrl_head != NULL))
+        n += torxm_ctrl_drain(ctx);
+    if (TORXM_UNLIKELY(ctx->busy != NULL))
+        n += torxm_push_all(ctx);
+    if (TORXM_UNLIKELY(ctx->bulk != NULL))
+        n += torxm_bulk_progress(ctx);
+    if (torx_pkt_poll(ctx->dev)) {
+        for (int i = 0; i < ADVANCE_BUDGET; i++) {
+            const torx_pkt_hdr_t *pkt = torx_pkt_peek(ctx->dev);
+            if (!pkt)
+                break;
+            const unsigned type = torxm_sw_type(pkt);
+            const uint32_t src = torxm_sw_src(pkt);
+            if (TORXM_LIKELY(type < TORXM_PKT_NTYPES && ctx->rx[type].fn &&
+                             src < (uint32_t)ctx->size)) {
+                ctx->stats[ctx->rx[type].proto].packets_received++;
+                ctx->rx[type].fn(ctx, &ctx->peers[src], pkt);
+            } else {
+                bad_dispatch(ctx, pkt);
+            }
+            torx_pkt_consume(ctx->dev);
+            n++;
+        }
+    }
+    if (ctx->done_head)
+        n += run_completions(ctx);
+    ctx->in_advance = 0;
+    return n;
+}
+
+/* One idle round of a wait: spin, then yield, then nap. */
+static void idle_backoff(const torx_ctx_t *ctx, unsigned idle)
+{
+    if (!ctx->oversubscribed && idle < WAIT_SPINS)
+        return;
+    if (idle < WAIT_SPINS + WAIT_YIELDS) {
+        sched_yield();
+        return;
+    }
+    /* Every 256 naps the nap grows by WAIT_NAP_NS: a waiter idle for long
+     * costs less, one idle briefly still answers fast. */
+    long ns = WAIT_NAP_NS * (long)(1 + (idle - WAIT_SPINS - WAIT_YIELDS) / 256);
+    if (ns > WAIT_NAP_MAX_NS)
+        ns = WAIT_NAP_MAX_NS;
+    const struct timespec nap = {0, ns};
+    nanosleep(&nap, NULL);
+}
+
+torx_status_t torx_wait_timeout(torx_ctx_t *ctx, volatile int *flag, double timeout_s)
+{
+    if (!ctx || !flag)
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_wait: %s is NULL", ctx ? "flag" : "ctx");
+    const double deadline = timeout_s >= 0 ? now_s() + timeout_s : -1;
+    unsigned idle = 0;
+    while (!*flag) {
+        if (torx_advance(ctx)) {
+            idle = 0;
+            continue;
+        }
+        idle_backoff(ctx, idle);
+        if (idle < UINT32_MAX)
+            idle++;
+        /* The clock only while idle, and rarely while spinning. */
+        if (deadline >= 0 && ((idle & 255) == 0 || idle >= WAIT_SPINS + WAIT_YIELDS) &&
+            now_s() > deadline)
+            return *flag ? TORX_OK : TORX_AGAIN;
+    }
+    return TORX_OK;
+}
+
+torx_status_t torx_wait(torx_ctx_t *ctx, volatile int *flag)
+{
+    return torx_wait_timeout(ctx, flag, -1);
+}
+
+/* ---- Finalize ----------------------------------------------------------------------- */
+
+static int has_work(const torx_ctx_t *ctx)
+{
+    return ctx->busy || ctx->ctrl_head || ctx->awaiting || ctx->inflight_rx || ctx->done_head;
+}
+
+static void print_stats(const torx_ctx_t *ctx)
+{
+    for (unsigned p = TORX_PROTO_AUTO + 1; p < TORX_PROTO_COUNT; p++) {
+        const torx_proto_stats_t *s = &ctx->stats[p];
+        torxp_log(ctx->dev, 0,
+                  "stats %-10s sent=%llu received=%llu bytes_sent=%llu bytes_received=%llu "
+                  "packets_sent=%llu packets_received=%llu",
+                  torxm_protocols[p].name, (unsigned long long)s->sent,
+                  (unsigned long long)s->received, (unsigned long long)s->bytes_sent,
+                  (unsigned long long)s->bytes_received, (unsigned long long)s->packets_sent,
+                  (unsigned long long)s->packets_received);
+    }
+}
+
+torx_status_t torx_finalize(torx_ctx_t *ctx)
+{
+    if (!ctx)
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_finalize: ctx is NULL");
+    if (ctx->in_advance)
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: torx_finalize called from a handler or callback");
+    torx_status_t rc = TORX_OK;
+    const double deadline = now_s() + FINALIZE_TIMEOUT_S;
+    unsigned idle = 0;
+    /* Drain: everything this task sends must leave, and the rendezvous it
+     * takes part in must finish; advancing also serves the peers. */
+    while (has_work(ctx)) {
+        if (torx_advance(ctx)) {
+            idle = 0;
+            continue;
+        }
+        idle_backoff(ctx, idle++);
+        if ((idle & 255) == 0 && now_s() > deadline) {
+            rc = torxp_error(TORX_ERR_PEER,
+                             "torx: torx_finalize on rank %d: after %.0f s, %s%s%s%s still "
+                             "pending (a peer died or stopped advancing)",
+                             ctx->rank, FINALIZE_TIMEOUT_S, ctx->busy ? "queued sends, " : "",
+                             ctx->ctrl_head ? "control packets, " : "",
+                             ctx->awaiting ? "rendezvous sends, " : "",
+                             ctx->inflight_rx ? "rendezvous receives" : "");
+            break;
+        }
+    }
+    /* Final barrier on the global interrupt, still advancing: a peer may be
+     * waiting for our token, ack or data. */
+    if (rc == TORX_OK && (rc = torx_gi_arm(ctx->dev)) == TORX_OK) {
+        idle = 0;
+        while ((rc = torx_gi_poll(ctx->dev)) == TORX_AGAIN) {
+            if (torx_advance(ctx)) {
+                idle = 0;
+                continue;
+            }
+            idle_backoff(ctx, idle++);
+            if ((idle & 255) == 0 && now_s() > deadline) {
+                rc = torxp_error(TORX_ERR_PEER,
+                                 "torx: torx_finalize on rank %d: the final barrier did not "
+                                 "complete in %.0f s (a peer died or never finalized)",
+                                 ctx->rank, FINALIZE_TIMEOUT_S);
+                break;
+            }
+        }
+    }
+    if (ctx->stats_print)
+        print_stats(ctx);
+    ctx_free(ctx);
+    return rc;
+}
+
+/* ---- Accessors ---------------------------------------------------------------------- */
+
+int torx_rank(const torx_ctx_t *ctx)
+{
+    return ctx->rank;
+}
+
+int torx_size(const torx_ctx_t *ctx)
+{
+    return ctx->size;
+}
+
+torx_mode_t torx_mode(const torx_ctx_t *ctx)
+{
+    return ctx->mode;
+}
+
+int torx_tasks_per_node(const torx_ctx_t *ctx)
+{
+    return ctx->tasks_per_node;
+}
+
+const torx_map_t *torx_ctx_map(const torx_ctx_t *ctx)
+{
+    return &ctx->map;
+}
+
+torx_pkt_dev_t *torx_ctx_device(torx_ctx_t *ctx)
+{
+    return ctx->dev;
+}
+
+const torx_limits_t *torx_ctx_limits(const torx_ctx_t *ctx)
+{
+    return &ctx->limits;
+}
+
+torx_status_t torx_register(torx_ctx_t *ctx, int id, torx_handler_fn fn, void *harg)
+{
+    if (!ctx || id < 0 || id >= TORX_MSG_HANDLERS)
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_register: handler id %d (expected 0..%d)",
+                           id, TORX_MSG_HANDLERS - 1);
+    ctx->handlers[id].fn = fn;
+    ctx->handlers[id].arg = harg;
+    ctx->warned_handlers &= ~(1ull << id);
+    return TORX_OK;
+}
+
+void torx_stats(const torx_ctx_t *ctx, torx_proto_stats_t out[TORX_PROTO_COUNT])
+{
+    memcpy(out, ctx->stats, sizeof ctx->stats);
+}
+
+const char *torx_protocol_name(torx_protocol_t p)
+{
+    return (unsigned)p < TORX_PROTO_COUNT ? torxm_protocols[p].name : "unknown";
+}
+
+/* ---- Coprocessor work units ------------------------------------------------------------ */
+
+torx_status_t torx_costart(torx_ctx_t *ctx, torx_cowork_fn fn, void *arg, int *handle)
+{
+    if (!ctx || !fn)
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_costart: %s is NULL",
+                           ctx ? "fn" : "ctx");
+    /* No communication thread in heater and vn modes: the work runs here. */
+    fn(arg);
+    if (handle)
+        *handle = ++ctx->costarted;
+    return TORX_OK;
+}
+
+torx_status_t torx_cojoin(torx_ctx_t *ctx, int handle)
+{
+    if (!ctx || handle < 1 || handle > ctx->costarted)
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: torx_cojoin: handle %d was not returned by torx_costart",
+                           handle);
+    return TORX_OK;
+}

@@ -1,0 +1,71 @@
+/* Binding a task to its core with hwloc.
+ *
+ * A node is TORX_CORES_PER_NODE consecutive cores of the host; the shm
+ * device runs the whole job on one host, so torus node n (x fastest, then y,
+ * z) owns cores n*cpn .. n*cpn+cpn-1. In vn mode task t of the node takes
+ * core t of it; in heater mode the task takes the node's first core and the
+ * others idle. */
+#include "msg_internal.h"
+
+#include <hwloc.h>
+
+static torx_status_t bind_with(torx_ctx_t *ctx, hwloc_topology_t topo)
+{
+    const int cpn = ctx->cores_per_node;
+    hwloc_obj_type_t unit = HWLOC_OBJ_CORE;
+    int ncores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+    if (ncores <= 0) { /* some virtual machines report PUs only */
+        unit = HWLOC_OBJ_PU;
+        ncores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
+    }
+    if (ncores <= 0)
+        return TORX_OK; /* nothing to bind to: leave it to the scheduler */
+    if (cpn > ncores)
+        return torxp_error(TORX_ERR_ENV,
+                           "torx: TORX_CORES_PER_NODE=%d, but this host has only %d core%s: one "
+                           "node does not fit; set TORX_CORES_PER_NODE to at most %d",
+                           cpn, ncores, ncores == 1 ? "" : "s", ncores);
+
+    /* A launcher (mpiexec -bind-to, a test's fork job) already bound us:
+     * its choice stands. */
+    hwloc_bitmap_t cur = hwloc_bitmap_alloc();
+    if (!cur)
+        return torxp_error(TORX_ERR_NOMEM, "torx: out of memory binding the task");
+    const int got = hwloc_get_cpubind(topo, cur, HWLOC_CPUBIND_PROCESS);
+    const int prebound =
+        got == 0 && !hwloc_bitmap_isincluded(hwloc_topology_get_allowed_cpuset(topo), cur);
+    hwloc_bitmap_free(cur);
+    if (prebound)
+        return TORX_OK;
+
+    const torx_shape_t s = ctx->map.shape;
+    const long nodes = (long)s.x * s.y * s.z;
+    if (nodes * cpn > ncores) {
+        if (ctx->rank == 0)
+            torxp_log(NULL, 0,
+                      "warning: %ld node%s x TORX_CORES_PER_NODE=%d need %ld cores, this host "
+                      "has %d: oversubscribed, tasks are left unbound",
+                      nodes, nodes == 1 ? "" : "s", cpn, nodes * cpn, ncores);
+        return TORX_OK;
+    }
+    const torx_coord_t c = ctx->self;
+    const long node = ((long)c.z * s.y + c.y) * s.x + c.x;
+    const int core = (int)(node * cpn + (ctx->mode == TORX_MODE_VN ? c.t : 0));
+    hwloc_obj_t obj = hwloc_get_obj_by_type(topo, unit, (unsigned)core);
+    if (!obj || hwloc_set_cpubind(topo, obj->cpuset, HWLOC_CPUBIND_PROCESS) != 0)
+        torxp_log(NULL, 0, "warning: rank %d: could not bind to core %d; running unbound",
+                  ctx->rank, core);
+    return TORX_OK;
+}
+
+torx_status_t torxm_bind(torx_ctx_t *ctx)
+{
+    hwloc_topology_t topo;
+    if (hwloc_topology_init(&topo) != 0)
+        return TORX_OK; /* no topology: binding is an optimisation, skip it */
+    torx_status_t rc = TORX_OK;
+    if (hwloc_topology_load(topo) == 0)
+        rc = bind_with(ctx, topo);
+    hwloc_topology_destroy(topo);
+    return rc;
+}

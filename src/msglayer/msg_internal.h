@@ -1,0 +1,444 @@
+/* Message-layer internals. Prefix: torxm_.
+ *
+ * Shape of the layer:
+ *  - one send funnel (torx_send, msg_send.c) picks a protocol from the limits
+ *    and either injects at once or appends to the destination's pending
+ *    queue. A queue drains head first, one message at a time, so messages to
+ *    one destination never interleave packet-wise; while it is non-empty new
+ *    messages wait behind it (order kept under backpressure);
+ *  - protocols are an enum (torx_protocol_t) bound in one table
+ *    (torxm_protocols, msg.c) to their name, their push function (inject
+ *    what the FIFOs take of one message) and the packet types they receive;
+ *  - reception is peek -> ctx->rx[type] -> consume (torx_advance, msg.c).
+ *
+ * Wire format. The packet header's 8 software bytes are two little-endian
+ * words: sw[0..3] = type | source rank << 8 (ranks are below 2^24), and
+ * sw[4..7] = a per-type word (handler | hdr_len << 8 | flags << 16 on a
+ * message's first packet, the byte offset on data packets). Payloads:
+ *
+ *   ONEPKT        hdr, data                                 deterministic
+ *   EAGER_FIRST   u32 total, hdr, data                      deterministic
+ *   EAGER_MORE    data                     (word: offset)   deterministic
+ *   ADAPT_FIRST   u32 total, u32 seq, hdr, data             adaptive
+ *   ADAPT_MORE    u32 seq, data            (word: offset)   adaptive
+ *   ADAPT_TOKEN   -                        (word: seq)      deterministic
+ *   RZV_SCOUT     u64 total, u64 addr, u64 cookie, hdr      deterministic
+ *   RZV_CTS       u64 cookie, u64 rcookie, u64 want         deterministic
+ *   RZV_DATA      u64 rcookie, data        (word: offset)   adaptive
+ *   RZV_ACK       u64 cookie                                deterministic
+ *   VN_SCOUT      as RZV_SCOUT                              deterministic
+ *   VN_ACK        as RZV_ACK                                deterministic
+ *
+ * Ordering. Deterministic packets keep their order per sender/receiver pair,
+ * so one-packet, eager and scouts are matched in send order for free. An
+ * adaptive message's first packet may overtake earlier deterministic ones,
+ * so it carries seq, the count of messages the sender started to that peer
+ * before it; the receiver counts the messages it matched from each source
+ * (rx_seq) and parks an adaptive first packet that is early. Nothing can
+ * overtake the adaptive message itself: the sender holds its next message
+ * until the receiver's token says it was matched. Data packets that beat
+ * their first packet are parked the same way, keyed by seq.
+ */
+#ifndef TORXM_INTERNAL_H
+#define TORXM_INTERNAL_H
+
+#include <torx/msg.h>
+
+#include "packet/pkt_internal.h"
+
+#include <assert.h>
+#include <stdint.h>
+#include <string.h>
+
+#define TORXM_LIKELY TORXP_LIKELY
+#define TORXM_UNLIKELY TORXP_UNLIKELY
+
+/* Offsets and totals of packet-streamed messages are 32-bit on the wire. */
+#define TORXM_STREAM_MAX ((uint64_t)UINT32_MAX)
+#define TORXM_RANK_MAX ((1 << 24) - 1)
+
+/* ---- Wire ------------------------------------------------------------------ */
+
+enum torxm_pkt_type {
+    TORXM_PKT_INVALID = 0, /* a zeroed sw is never a valid packet */
+    TORXM_PKT_ONEPKT,
+    TORXM_PKT_EAGER_FIRST,
+    TORXM_PKT_EAGER_MORE,
+    TORXM_PKT_ADAPT_FIRST,
+    TORXM_PKT_ADAPT_MORE,
+    TORXM_PKT_ADAPT_TOKEN,
+    TORXM_PKT_RZV_SCOUT,
+    TORXM_PKT_RZV_CTS,
+    TORXM_PKT_RZV_DATA,
+    TORXM_PKT_RZV_ACK,
+    TORXM_PKT_VN_SCOUT,
+    TORXM_PKT_VN_ACK,
+    TORXM_PKT_NTYPES
+};
+
+/* Scout flag: the receiver sends a clear-to-send and the data comes as
+ * adaptive packets (TORX_RZV_DATA=packets) instead of a bulk get. */
+#define TORXM_SCOUT_PACKETS 0x1u
+
+#define TORXM_EAGER_FIRST_PREFIX 4u  /* u32 total */
+#define TORXM_ADAPT_FIRST_PREFIX 8u  /* u32 total, u32 seq */
+#define TORXM_ADAPT_MORE_PREFIX 4u   /* u32 seq */
+#define TORXM_SCOUT_PREFIX 24u       /* u64 total, addr, cookie */
+#define TORXM_RZV_DATA_PREFIX 8u     /* u64 rcookie */
+
+static_assert(TORX_MSG_ONEPKT_MAX == TORX_PKT_MAX_PAYLOAD, "one-packet uses the whole payload");
+static_assert(TORXM_SCOUT_PREFIX + TORX_MSG_MAX_HDR <= TORX_PKT_MAX_PAYLOAD,
+              "a scout carries the largest header");
+static_assert(TORXM_ADAPT_FIRST_PREFIX + TORX_MSG_MAX_HDR < TORX_PKT_MAX_PAYLOAD,
+              "a first packet carries the largest header and some data");
+static_assert(TORX_MSG_HANDLERS <= 256 && TORX_MSG_MAX_HDR <= 255, "they fit a byte of word");
+
+static inline void torxm_sw_set(torx_pkt_hdr_t *h, unsigned type, uint32_t src, uint32_t word)
+{
+    const uint32_t a = (uint32_t)type | src << 8;
+    memcpy(h->sw, &a, 4);
+    memcpy(h->sw + 4, &word, 4);
+}
+
+static inline unsigned torxm_sw_type(const torx_pkt_hdr_t *h)
+{
+    return h->sw[0];
+}
+
+static inline uint32_t torxm_sw_src(const torx_pkt_hdr_t *h)
+{
+    uint32_t a;
+    memcpy(&a, h->sw, 4);
+    return a >> 8;
+}
+
+static inline uint32_t torxm_sw_word(const torx_pkt_hdr_t *h)
+{
+    uint32_t w;
+    memcpy(&w, h->sw + 4, 4);
+    return w;
+}
+
+static inline uint32_t torxm_first_word(unsigned handler, unsigned hdr_len, unsigned flags)
+{
+    return (uint32_t)handler | (uint32_t)hdr_len << 8 | (uint32_t)flags << 16;
+}
+
+static inline uint32_t torxm_ld32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+static inline uint64_t torxm_ld64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/* ---- Send side --------------------------------------------------------------- */
+
+enum torxm_msg_state {
+    TORXM_MSG_IDLE = 0,    /* not held by the layer */
+    TORXM_MSG_QUEUED,      /* waiting in its peer's queue, not started */
+    TORXM_MSG_FIRST,       /* started (seq given), first packet not injected */
+    TORXM_MSG_MORE,        /* first packet injected, data packets follow */
+    TORXM_MSG_AWAIT,       /* scout injected, waiting for ack or clear-to-send */
+    TORXM_MSG_STREAM,      /* rendezvous data packets, after the clear-to-send */
+    TORXM_MSG_DONE_PENDING /* on the completion list */
+};
+
+#define TORXM_MSG_MAGIC 0x746d7367u /* "tmsg" */
+
+/* The private layout of torx_msg_t. */
+typedef struct torxm_msg {
+    struct torxm_msg *next; /* peer queue or completion list */
+    const uint8_t *data;
+    uint64_t len;
+    uint64_t off;     /* data bytes injected so far */
+    uint64_t want;    /* rendezvous packets: bytes the receiver asked for */
+    uint64_t rcookie; /* rendezvous packets: the receiver's cookie */
+    uint64_t cookie;  /* rendezvous, vn: our cookie, 0 when none */
+    torx_send_done_fn done;
+    void *arg;
+    uint32_t magic;
+    int32_t dest;
+    uint32_t seq;
+    uint8_t proto;
+    uint8_t state;
+    uint8_t handler;
+    uint8_t hdr_len;
+    uint8_t hdr[TORX_MSG_MAX_HDR];
+} torxm_msg_t;
+static_assert(sizeof(torxm_msg_t) <= sizeof(torx_msg_t), "private message fits torx_msg_t");
+static_assert(_Alignof(torxm_msg_t) <= _Alignof(torx_msg_t), "and its alignment");
+
+static inline torxm_msg_t *torxm_msg(torx_msg_t *m)
+{
+    return (torxm_msg_t *)(void *)m;
+}
+
+/* ---- Receive side ------------------------------------------------------------ */
+
+/* A message being received: eager and adaptive reassembly, rendezvous and
+ * vn transfers. Allocated from a free list; never on the one-packet path. */
+typedef struct torxm_rx {
+    struct torxm_rx *next;
+    uint8_t *buf;       /* NULL: discard */
+    uint64_t cap;       /* the handler's len */
+    uint64_t total;     /* the sender's len */
+    uint64_t want;      /* bytes that will arrive here */
+    uint64_t arrived;
+    torx_recv_done_fn done;
+    void *arg;
+    torx_status_t status; /* an error of the transfer, else TORX_OK */
+    int src;
+    uint32_t seq;        /* adaptive: the message's seq */
+    uint8_t proto;
+    uint8_t ack_type;    /* rendezvous, vn: the packet type of the ack */
+    uint8_t pooled;      /* 1: from the free list; 0: a peer's embedded eager record */
+    uint64_t scookie;    /* rendezvous, vn: the sender's cookie */
+    uint64_t rcookie;    /* rendezvous packets: ours */
+    torx_bulk_t bulk;
+} torxm_rx_t;
+
+/* A copy of an adaptive packet that came before its turn (see Ordering). */
+typedef struct torxm_early {
+    struct torxm_early *next;
+    uint32_t seq;
+    _Alignas(8) torx_pkt_hdr_t pkt; /* header then payload, as in a FIFO */
+    uint8_t payload[TORX_PKT_MAX_PAYLOAD];
+} torxm_early_t;
+static_assert(offsetof(torxm_early_t, payload) ==
+                  offsetof(torxm_early_t, pkt) + sizeof(torx_pkt_hdr_t),
+              "payload follows the copied header, as torx_pkt_payload expects");
+
+/* Per-peer state: both directions. */
+typedef struct torxm_peer {
+    /* send */
+    torxm_msg_t *head, **tail; /* pending queue; tail valid when head != NULL */
+    struct torxm_peer *busy_next;
+    uint8_t busy;           /* on ctx->busy */
+    uint32_t tx_seq;        /* messages started to this peer */
+    uint32_t tokens_owed;   /* adaptive messages not yet matched there */
+    torx_coord_t coord;
+    /* receive */
+    uint32_t rx_seq;        /* messages matched from this peer */
+    torxm_rx_t *eager;      /* the eager message being reassembled, or NULL */
+    torxm_rx_t eager_rec;   /* its record: one at a time per source, never allocated */
+    torxm_rx_t *adapt;      /* adaptive messages being reassembled */
+    torxm_early_t *early;   /* adaptive packets parked before their turn */
+} torxm_peer_t;
+
+/* A control packet (token, ack, clear-to-send) the FIFOs had no room for. */
+typedef struct torxm_ctrl {
+    struct torxm_ctrl *next;
+    int dest;
+    uint8_t type, proto;
+    uint8_t len;
+    uint32_t word;
+    uint8_t payload[24];
+} torxm_ctrl_t;
+
+/* Cookies name rendezvous operations on the wire: (generation << 32 | slot)
+ * in a table, so a stale or bogus cookie is caught before anything is
+ * dereferenced. Cookie 0 is never valid. */
+typedef struct torxm_cookie_slot {
+    void *p; /* NULL when free */
+    uint32_t gen;
+    uint32_t next_free;
+    int owned; /* p is a receive record of ours (freed at finalize), not a send */
+} torxm_cookie_slot_t;
+
+typedef void (*torxm_rx_fn)(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
+
+struct torx_ctx {
+    torx_pkt_dev_t *dev;
+    int rank, size;
+    torx_coord_t self;
+    torxm_peer_t *peers; /* by rank */
+
+    /* Reception dispatch, built at init from torxm_protocols. */
+    struct {
+        torxm_rx_fn fn;
+        uint8_t proto;
+    } rx[TORXM_PKT_NTYPES];
+
+    struct {
+        torx_handler_fn fn;
+        void *arg;
+    } handlers[TORX_MSG_HANDLERS];
+    uint64_t warned_handlers; /* bit per id: an unregistered-id warning printed */
+
+    torx_limits_t limits;
+    torxm_peer_t *busy;                    /* peers with a non-empty queue */
+    torxm_msg_t *done_head, **done_tail;   /* sends whose done is due */
+    torxm_ctrl_t *ctrl_head, **ctrl_tail, *ctrl_free;
+    torxm_rx_t *bulk;                      /* receives with a bulk get running */
+    torxm_rx_t *rx_free;
+    torxm_early_t *early_free;
+    torxm_cookie_slot_t *cookies;
+    uint32_t ncookies, cookie_free;
+    uint64_t awaiting; /* sends whose scout is out, waiting for the receiver */
+    uint64_t inflight_rx; /* rendezvous and vn receives not yet finished */
+    uint64_t parked;      /* adaptive packets that came before their turn (tests read it) */
+
+    int in_advance;
+    int costarted;      /* work units run by torx_costart */
+    int cores_per_node; /* TORX_CORES_PER_NODE */
+    int oversubscribed; /* more tasks than online CPUs: waits yield at once */
+    int stats_print;    /* TORX_STATS */
+    torx_proto_stats_t stats[TORX_PROTO_COUNT];
+
+    torx_mode_t mode;
+    int tasks_per_node;
+    torx_map_t map;
+    torx_boot_t *boot;
+    torx_boot_t own_boot; /* when torx_init started PMI itself */
+    int owns_boot;
+};
+
+/* Binds the task to its core with hwloc (msg_bind.c): in vn mode task t of
+ * a node takes the node's core t, in heater mode the node's first core. A
+ * task already bound by its launcher keeps that binding. More tasks than
+ * cores: a warning, no binding. A node larger than the host: TORX_ERR_ENV
+ * naming TORX_CORES_PER_NODE. */
+torx_status_t torxm_bind(torx_ctx_t *ctx);
+
+/* ---- Protocol table ------------------------------------------------------------ */
+
+typedef struct torxm_proto {
+    const char *name;
+    /* Injects what the FIFOs take of m, the head of peer's queue. TORX_OK:
+     * m leaves the queue (completed, or waiting for the receiver);
+     * TORX_NO_ROOM: m stays at the head; an error: m leaves the queue and
+     * completes (the error is logged). */
+    torx_status_t (*push)(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m);
+    struct {
+        uint8_t type;
+        torxm_rx_fn fn;
+    } rx[4]; /* packet types this protocol receives; type 0 ends the list */
+} torxm_proto_t;
+
+extern const torxm_proto_t torxm_protocols[TORX_PROTO_COUNT];
+
+/* Push and receive functions (proto_*.c). */
+torx_status_t torxm_onepkt_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m);
+void torxm_onepkt_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
+torx_status_t torxm_eager_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m);
+void torxm_eager_first_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
+void torxm_eager_more_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
+torx_status_t torxm_adapt_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m);
+void torxm_adapt_first_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
+void torxm_adapt_more_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
+void torxm_adapt_token_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
+torx_status_t torxm_rzv_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m);
+torx_status_t torxm_vn_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m);
+void torxm_scout_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
+void torxm_cts_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
+void torxm_rzv_data_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
+void torxm_ack_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
+/* Tests the running bulk gets; returns how many finished. */
+int torxm_bulk_progress(torx_ctx_t *ctx);
+
+/* ---- Shared helpers (msg_send.c, msg_recv.c) ------------------------------------ */
+
+/* Queues m's completion: its done runs at the next advance. */
+static inline void torxm_complete(torx_ctx_t *ctx, torxm_msg_t *m)
+{
+    if (!m->done) {
+        m->state = TORXM_MSG_IDLE;
+        return;
+    }
+    m->state = TORXM_MSG_DONE_PENDING;
+    m->next = NULL;
+    *ctx->done_tail = m;
+    ctx->done_tail = &m->next;
+}
+
+/* Injects one packet to peer and counts it under proto. */
+static inline torx_status_t torxm_inject(torx_ctx_t *ctx, const torx_pkt_hdr_t *h,
+                                         const struct iovec *iov, int iovcnt, unsigned proto)
+{
+    torx_status_t rc = torx_pkt_inject(ctx->dev, h, iov, iovcnt);
+    if (TORXM_LIKELY(rc == TORX_OK))
+        ctx->stats[proto].packets_sent++;
+    return rc;
+}
+
+/* Appends m to peer's queue (and peer to the busy list). */
+void torxm_enqueue(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m);
+/* Drains peer's queue as far as the FIFOs and tokens allow. */
+void torxm_peer_push(torx_ctx_t *ctx, torxm_peer_t *peer);
+/* Drains every busy peer; returns the number of messages that left queues. */
+int torxm_push_all(torx_ctx_t *ctx);
+
+/* Sends a control packet now, or queues it when the FIFO is full. */
+void torxm_ctrl_send(torx_ctx_t *ctx, int dest, unsigned type, uint32_t word,
+                     const void *payload, size_t len, unsigned proto);
+int torxm_ctrl_drain(torx_ctx_t *ctx);
+
+torx_status_t torxm_cookie_new(torx_ctx_t *ctx, void *p, int owned, uint64_t *cookie);
+void *torxm_cookie_get(const torx_ctx_t *ctx, uint64_t cookie);
+void torxm_cookie_free(torx_ctx_t *ctx, uint64_t cookie);
+
+/* Runs the handler of a newly matched message (or discards it when the id is
+ * unregistered) and counts it; recv comes back filled. */
+void torxm_match(torx_ctx_t *ctx, int src, unsigned handler, const void *hdr, size_t hdr_len,
+                 size_t total, const void *data, unsigned proto, torx_recv_t *recv);
+/* Processes the parked adaptive first packet whose turn has come, if any. */
+void torxm_release_due(torx_ctx_t *ctx, torxm_peer_t *peer);
+
+/* After a message from peer was matched: counts it and lets a parked
+ * adaptive message whose turn has come go next. */
+static inline void torxm_matched(torx_ctx_t *ctx, torxm_peer_t *peer)
+{
+    peer->rx_seq++;
+    if (TORXM_UNLIKELY(peer->early != NULL))
+        torxm_release_due(ctx, peer);
+}
+
+/* A receive record for a matched message (want = total). Aborts the task,
+ * with a message, when memory runs out: the message's packets keep coming and
+ * could be neither placed nor told apart from the next message's. */
+torxm_rx_t *torxm_rx_new(torx_ctx_t *ctx, int src, const torx_recv_t *recv, uint64_t total,
+                         unsigned proto);
+void torxm_rx_init(torxm_rx_t *rx, int src, const torx_recv_t *recv, uint64_t total,
+                   unsigned proto);
+/* Writes n bytes that belong at off of the message (the part below cap). */
+static inline void torxm_rx_put(torxm_rx_t *rx, uint64_t off, const void *src, uint64_t n)
+{
+    if (rx->buf && off < rx->cap) {
+        const uint64_t k = n < rx->cap - off ? n : rx->cap - off;
+        memcpy(rx->buf + off, src, k);
+    }
+    rx->arrived += n;
+}
+/* Runs rx's done with the right status and frees it. */
+void torxm_rx_finish(torx_ctx_t *ctx, torxm_rx_t *rx);
+
+/* Records why a message was truncated and returns TORX_ERR_TRUNCATE. */
+torx_status_t torxm_truncated(int src, uint64_t total, uint64_t cap);
+
+/* Finishes a receive whose data was all in its first packet. */
+static inline void torxm_recv_now(torx_ctx_t *ctx, int src, const torx_recv_t *recv,
+                                  const void *data, size_t total)
+{
+    torx_status_t st = TORX_OK;
+    size_t n = 0;
+    if (recv->buf) {
+        n = total;
+        if (TORXM_UNLIKELY(total > recv->len)) {
+            n = recv->len;
+            st = torxm_truncated(src, total, recv->len);
+        }
+        if (n)
+            memcpy(recv->buf, data, n);
+    }
+    if (recv->done)
+        recv->done(ctx, recv->arg, st, n);
+}
+
+#endif /* TORXM_INTERNAL_H */

@@ -1,0 +1,137 @@
+/* Reception shared by the protocols: matching (the handler upcall), receive
+ * records, truncation, and the one-packet protocol. */
+#include "msg_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+torx_status_t torxm_truncated(int src, uint64_t total, uint64_t cap)
+{
+    return torxp_error(TORX_ERR_TRUNCATE,
+                       "torx: a message of %llu bytes from rank %d was truncated to the %llu "
+                       "bytes of its receive buffer",
+                       (unsigned long long)total, src, (unsigned long long)cap);
+}
+
+static void __attribute__((noinline, cold))
+warn_unregistered(torx_ctx_t *ctx, int src, unsigned handler)
+{
+    if (handler < 64 && (ctx->warned_handlers & (1ull << handler)))
+        return;
+    if (handler < 64)
+        ctx->warned_handlers |= 1ull << handler;
+    torxp_log(ctx->dev, 0,
+              "a message from rank %d names handler %u, which is not registered here "
+              "(torx_register); discarding it (further ones for this id silently)",
+              src, handler);
+}
+
+void torxm_match(torx_ctx_t *ctx, int src, unsigned handler, const void *hdr, size_t hdr_len,
+                 size_t total, const void *data, unsigned proto, torx_recv_t *recv)
+{
+    *recv = (torx_recv_t){.buf = NULL};
+    torx_proto_stats_t *s = &ctx->stats[proto];
+    s->received++;
+    s->bytes_received += total;
+    if (TORXM_LIKELY(handler < TORX_MSG_HANDLERS && ctx->handlers[handler].fn)) {
+        const torx_recv_info_t info = {.src = src,
+                                       .hdr = hdr,
+                                       .hdr_len = hdr_len,
+                                       .data_len = total,
+                                       .data = data,
+                                       .protocol = (torx_protocol_t)proto};
+        ctx->handlers[handler].fn(ctx, ctx->handlers[handler].arg, &info, recv);
+        return;
+    }
+    warn_unregistered(ctx, src, handler);
+}
+
+/* ---- Receive records --------------------------------------------------------------- */
+
+void torxm_rx_init(torxm_rx_t *rx, int src, const torx_recv_t *recv, uint64_t total,
+                   unsigned proto)
+{
+    *rx = (torxm_rx_t){.buf = recv->buf,
+                       .cap = recv->buf ? recv->len : 0,
+                       .total = total,
+                       .want = total,
+                       .done = recv->done,
+                       .arg = recv->arg,
+                       .status = TORX_OK,
+                       .src = src,
+                       .proto = (uint8_t)proto};
+}
+
+torxm_rx_t *torxm_rx_new(torx_ctx_t *ctx, int src, const torx_recv_t *recv, uint64_t total,
+                         unsigned proto)
+{
+    torxm_rx_t *rx = ctx->rx_free;
+    if (rx) {
+        ctx->rx_free = rx->next;
+    } else if (!(rx = malloc(sizeof *rx))) {
+        torxp_log(ctx->dev, 0,
+                  "out of memory for the receive record of a %s message of %llu bytes from rank "
+                  "%d; aborting (its packets could be neither placed nor skipped)",
+                  torx_protocol_name((torx_protocol_t)proto), (unsigned long long)total, src);
+        abort();
+    }
+    torxm_rx_init(rx, src, recv, total, proto);
+    rx->pooled = 1;
+    return rx;
+}
+
+void torxm_rx_finish(torx_ctx_t *ctx, torxm_rx_t *rx)
+{
+    torx_status_t st = rx->status;
+    size_t n = 0;
+    if (st == TORX_OK && rx->buf) {
+        n = (size_t)(rx->total < rx->cap ? rx->total : rx->cap);
+        if (rx->total > rx->cap)
+            st = torxm_truncated(rx->src, rx->total, rx->cap);
+    }
+    const torx_recv_done_fn done = rx->done;
+    void *arg = rx->arg;
+    if (rx->pooled) {
+        rx->next = ctx->rx_free;
+        ctx->rx_free = rx;
+    }
+    if (done)
+        done(ctx, arg, st, n);
+}
+
+/* ---- One-packet ------------------------------------------------------------------- */
+
+torx_status_t torxm_onepkt_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m)
+{
+    torx_pkt_hdr_t h;
+    torx_pkt_hdr_init(&h, peer->coord, 0);
+    torxm_sw_set(&h, TORXM_PKT_ONEPKT, (uint32_t)ctx->rank,
+                 torxm_first_word(m->handler, m->hdr_len, 0));
+    const struct iovec iov[2] = {{m->hdr, m->hdr_len}, {(void *)m->data, (size_t)m->len}};
+    const torx_status_t rc = torxm_inject(ctx, &h, iov, 2, TORX_PROTO_ONEPKT);
+    if (rc != TORX_OK)
+        return rc;
+    ctx->stats[TORX_PROTO_ONEPKT].sent++;
+    ctx->stats[TORX_PROTO_ONEPKT].bytes_sent += m->len;
+    torxm_complete(ctx, m);
+    return TORX_OK;
+}
+
+void torxm_onepkt_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt)
+{
+    const uint32_t w = torxm_sw_word(pkt);
+    const unsigned hl = (w >> 8) & 0xffu;
+    const int src = (int)(peer - ctx->peers);
+    if (TORXM_UNLIKELY(hl > pkt->payload_len)) {
+        torxp_log(ctx->dev, 0, "one-packet message from rank %d: header of %u bytes in a payload "
+                  "of %u; dropped",
+                  src, hl, pkt->payload_len);
+        return;
+    }
+    const uint8_t *p = torx_pkt_payload(pkt);
+    const size_t dl = pkt->payload_len - hl;
+    torx_recv_t recv;
+    torxm_match(ctx, src, w & 0xffu, p, hl, dl, p + hl, TORX_PROTO_ONEPKT, &recv);
+    torxm_matched(ctx, peer);
+    torxm_recv_now(ctx, src, &recv, p + hl, dl);
+}

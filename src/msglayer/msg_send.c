@@ -1,0 +1,342 @@
+/* The send funnel, the per-destination pending queues, control packets and
+ * rendezvous cookies. */
+#include "msg_internal.h"
+
+#include <stdlib.h>
+
+static int same_node(const torx_ctx_t *ctx, int dest)
+{
+    const torx_coord_t a = ctx->self, b = ctx->peers[dest].coord;
+    return a.x == b.x && a.y == b.y && a.z == b.z;
+}
+
+torx_protocol_t torx_choose_protocol(const torx_ctx_t *ctx, int dest, size_t hdr_len, size_t len)
+{
+    if (hdr_len + len <= TORX_MSG_ONEPKT_MAX)
+        return TORX_PROTO_ONEPKT;
+    if (ctx->mode == TORX_MODE_VN && dest >= 0 && dest < ctx->size && same_node(ctx, dest))
+        return TORX_PROTO_VN;
+    if (len <= ctx->limits.adaptive_limit)
+        return TORX_PROTO_ADAPTIVE;
+    if (len <= ctx->limits.eager_limit)
+        return TORX_PROTO_EAGER;
+    return TORX_PROTO_RZV;
+}
+
+static torx_status_t __attribute__((noinline, cold))
+send_check(const torx_ctx_t *ctx, const torx_msg_t *msg, int dest, int handler, const void *hdr,
+           size_t hdr_len, const void *data, size_t len, torx_protocol_t protocol)
+{
+    if (!ctx || !msg)
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_send: %s is NULL", ctx ? "msg" : "ctx");
+    if (dest < 0 || dest >= ctx->size)
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_send: destination rank %d is not in the "
+                                           "job (0..%d)",
+                           dest, ctx->size - 1);
+    if (handler < 0 || handler >= TORX_MSG_HANDLERS)
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_send: handler id %d is not in 0..%d",
+                           handler, TORX_MSG_HANDLERS - 1);
+    if (hdr_len > TORX_MSG_MAX_HDR || (hdr_len && !hdr))
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: torx_send: header of %zu bytes at %p (at most %d bytes, "
+                           "non-NULL when not empty)",
+                           hdr_len, hdr, TORX_MSG_MAX_HDR);
+    if (len && !data)
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_send: %zu data bytes at NULL", len);
+    switch (protocol) {
+    case TORX_PROTO_AUTO:
+    case TORX_PROTO_RZV:
+        return TORX_OK;
+    case TORX_PROTO_ONEPKT:
+        if (hdr_len + len > TORX_MSG_ONEPKT_MAX)
+            return torxp_error(TORX_ERR_INVAL,
+                               "torx: torx_send: one-packet protocol forced for %zu header and "
+                               "%zu data bytes; at most %d fit one packet",
+                               hdr_len, len, TORX_MSG_ONEPKT_MAX);
+        return TORX_OK;
+    case TORX_PROTO_EAGER:
+    case TORX_PROTO_ADAPTIVE:
+        if ((uint64_t)len > TORXM_STREAM_MAX)
+            return torxp_error(TORX_ERR_INVAL,
+                               "torx: torx_send: %s protocol forced for %zu bytes; its offsets "
+                               "are 32-bit (below 4 GiB), use rendezvous",
+                               torx_protocol_name(protocol), len);
+        return TORX_OK;
+    case TORX_PROTO_VN:
+        if (ctx->mode != TORX_MODE_VN || !same_node(ctx, dest))
+            return torxp_error(TORX_ERR_INVAL,
+                               "torx: torx_send: virtual-node protocol forced to rank %d, which "
+                               "is not on this task's node in vn mode (TORX_MODE=vn)",
+                               dest);
+        return TORX_OK;
+    default:
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_send: unknown protocol %d", (int)protocol);
+    }
+}
+
+torx_status_t torx_send(torx_ctx_t *ctx, torx_msg_t *msg, int dest, int handler, const void *hdr,
+                        size_t hdr_len, const void *data, size_t len, torx_protocol_t protocol,
+                        torx_send_done_fn done, void *arg)
+{
+    if (TORXM_UNLIKELY(!ctx || !msg || (unsigned)dest >= (unsigned)ctx->size ||
+                       (unsigned)handler >= TORX_MSG_HANDLERS || hdr_len > TORX_MSG_MAX_HDR ||
+                       (hdr_len && !hdr) || (len && !data) ||
+                       (protocol == TORX_PROTO_ONEPKT && hdr_len + len > TORX_MSG_ONEPKT_MAX) ||
+                       (protocol != TORX_PROTO_AUTO && protocol != TORX_PROTO_ONEPKT &&
+                        protocol != TORX_PROTO_RZV))) {
+        torx_status_t rc = send_check(ctx, msg, dest, handler, hdr, hdr_len, data, len, protocol);
+        if (rc != TORX_OK)
+            return rc;
+    }
+    /* Empty buffers may be NULL; the copies into the FIFO take valid
+     * pointers even for zero bytes. */
+    static const uint8_t nothing[1];
+    if (!hdr)
+        hdr = nothing;
+    if (!data)
+        data = nothing;
+    torxm_peer_t *peer = &ctx->peers[dest];
+    torxm_msg_t *m = torxm_msg(msg);
+    const torx_protocol_t p =
+        protocol == TORX_PROTO_AUTO ? torx_choose_protocol(ctx, dest, hdr_len, len) : protocol;
+
+    /* The one-packet fast path: nothing queued ahead, no token awaited. The
+     * header and data go straight from the caller's memory to the FIFO. */
+    if (p == TORX_PROTO_ONEPKT && !peer->head && !peer->tokens_owed) {
+        torx_pkt_hdr_t h;
+        torx_pkt_hdr_init(&h, peer->coord, 0);
+        torxm_sw_set(&h, TORXM_PKT_ONEPKT, (uint32_t)ctx->rank,
+                     torxm_first_word((unsigned)handler, (unsigned)hdr_len, 0));
+        const struct iovec iov[2] = {{(void *)hdr, hdr_len}, {(void *)data, len}};
+        const torx_status_t rc = torx_pkt_inject(ctx->dev, &h, iov, 2);
+        if (TORXM_LIKELY(rc == TORX_OK)) {
+            torx_proto_stats_t *s = &ctx->stats[TORX_PROTO_ONEPKT];
+            s->sent++;
+            s->bytes_sent += len;
+            s->packets_sent++;
+            peer->tx_seq++;
+            m->magic = TORXM_MSG_MAGIC;
+            m->done = done;
+            m->arg = arg;
+            torxm_complete(ctx, m);
+            return TORX_OK;
+        }
+        if (rc != TORX_NO_ROOM)
+            return rc;
+    }
+
+    m->magic = TORXM_MSG_MAGIC;
+    m->data = data;
+    m->len = len;
+    m->off = 0;
+    m->want = 0;
+    m->rcookie = 0;
+    m->cookie = 0;
+    m->done = done;
+    m->arg = arg;
+    m->dest = dest;
+    m->proto = (uint8_t)p;
+    m->state = TORXM_MSG_QUEUED;
+    m->handler = (uint8_t)handler;
+    m->hdr_len = (uint8_t)hdr_len;
+    if (hdr_len)
+        memcpy(m->hdr, hdr, hdr_len);
+    torxm_enqueue(ctx, peer, m);
+    if (peer->head == m)
+        torxm_peer_push(ctx, peer);
+    return TORX_OK;
+}
+
+int torx_msg_pending(const torx_msg_t *msg)
+{
+    const torxm_msg_t *m = (const torxm_msg_t *)(const void *)msg;
+    return m->magic == TORXM_MSG_MAGIC && m->state != TORXM_MSG_IDLE;
+}
+
+/* ---- Pending queues --------------------------------------------------------------- */
+
+void torxm_enqueue(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m)
+{
+    m->next = NULL;
+    if (peer->head)
+        *peer->tail = m;
+    else
+        peer->head = m;
+    peer->tail = &m->next;
+    if (!peer->busy) {
+        peer->busy = 1;
+        peer->busy_next = ctx->busy;
+        ctx->busy = peer;
+    }
+}
+
+static int peer_push_count(torx_ctx_t *ctx, torxm_peer_t *peer)
+{
+    int left = 0;
+    torxm_msg_t *m;
+    while ((m = peer->head)) {
+        if (m->state == TORXM_MSG_QUEUED) {
+            /* A new message waits until every adaptive message before it
+             * was matched (see Ordering in msg_internal.h). */
+            if (peer->tokens_owed)
+                break;
+            m->seq = peer->tx_seq++;
+            m->state = TORXM_MSG_FIRST;
+        }
+        torxm_msg_t *next = m->next; /* push may put m on the completion list */
+        const torx_status_t rc = torxm_protocols[m->proto].push(ctx, peer, m);
+        if (rc == TORX_NO_ROOM)
+            break;
+        peer->head = next;
+        left++;
+        if (TORXM_UNLIKELY(rc < 0)) {
+            torxp_log(ctx->dev, 0, "%s send of %llu bytes to rank %d failed and was dropped: %s",
+                      torxm_protocols[m->proto].name, (unsigned long long)m->len, m->dest,
+                      torx_last_error());
+            if (m->cookie) {
+                torxm_cookie_free(ctx, m->cookie);
+                m->cookie = 0;
+            }
+            torxm_complete(ctx, m);
+        }
+    }
+    return left;
+}
+
+void torxm_peer_push(torx_ctx_t *ctx, torxm_peer_t *peer)
+{
+    peer_push_count(ctx, peer);
+}
+
+int torxm_push_all(torx_ctx_t *ctx)
+{
+    int n = 0;
+    torxm_peer_t **pp = &ctx->busy;
+    while (*pp) {
+        torxm_peer_t *p = *pp;
+        n += peer_push_count(ctx, p);
+        if (!p->head) {
+            *pp = p->busy_next;
+            p->busy = 0;
+        } else {
+            pp = &p->busy_next;
+        }
+    }
+    return n;
+}
+
+/* ---- Control packets ----------------------------------------------------------------- */
+
+static torx_status_t ctrl_inject(torx_ctx_t *ctx, int dest, unsigned type, uint32_t word,
+                                 const void *payload, size_t len, unsigned proto)
+{
+    torx_pkt_hdr_t h;
+    torx_pkt_hdr_init(&h, ctx->peers[dest].coord, 0);
+    torxm_sw_set(&h, type, (uint32_t)ctx->rank, word);
+    const struct iovec iov = {(void *)payload, len};
+    return torxm_inject(ctx, &h, &iov, len ? 1 : 0, proto);
+}
+
+void torxm_ctrl_send(torx_ctx_t *ctx, int dest, unsigned type, uint32_t word,
+                     const void *payload, size_t len, unsigned proto)
+{
+    if (!ctx->ctrl_head) {
+        const torx_status_t rc = ctrl_inject(ctx, dest, type, word, payload, len, proto);
+        if (rc == TORX_OK)
+            return;
+        if (rc < 0) {
+            torxp_log(ctx->dev, 0, "control packet to rank %d lost: %s", dest, torx_last_error());
+            return;
+        }
+    }
+    /* Full FIFO (or older control packets waiting): keep it, in order. */
+    torxm_ctrl_t *c = ctx->ctrl_free;
+    if (c)
+        ctx->ctrl_free = c->next;
+    else if (!(c = malloc(sizeof *c))) {
+        torxp_log(ctx->dev, 0,
+                  "out of memory queuing a control packet to rank %d; that peer's transfer "
+                  "will not complete",
+                  dest);
+        return;
+    }
+    assert(len <= sizeof c->payload);
+    *c = (torxm_ctrl_t){.dest = dest, .type = (uint8_t)type, .proto = (uint8_t)proto,
+                        .len = (uint8_t)len, .word = word};
+    if (len)
+        memcpy(c->payload, payload, len);
+    if (!ctx->ctrl_head)
+        ctx->ctrl_head = c;
+    else
+        *ctx->ctrl_tail = c;
+    ctx->ctrl_tail = &c->next;
+}
+
+int torxm_ctrl_drain(torx_ctx_t *ctx)
+{
+    int n = 0;
+    torxm_ctrl_t *c;
+    while ((c = ctx->ctrl_head)) {
+        const torx_status_t rc = ctrl_inject(ctx, c->dest, c->type, c->word, c->payload, c->len,
+                                             c->proto);
+        if (rc == TORX_NO_ROOM)
+            break;
+        if (rc < 0)
+            torxp_log(ctx->dev, 0, "control packet to rank %d lost: %s", c->dest,
+                      torx_last_error());
+        ctx->ctrl_head = c->next;
+        c->next = ctx->ctrl_free;
+        ctx->ctrl_free = c;
+        n++;
+    }
+    return n;
+}
+
+/* ---- Cookies ------------------------------------------------------------------------ */
+
+#define COOKIE_NONE UINT32_MAX
+
+torx_status_t torxm_cookie_new(torx_ctx_t *ctx, void *p, int owned, uint64_t *cookie)
+{
+    if (ctx->cookie_free == COOKIE_NONE) {
+        const uint32_t n = ctx->ncookies ? ctx->ncookies * 2 : 64;
+        if (n <= ctx->ncookies || n >= COOKIE_NONE)
+            return torxp_error(TORX_ERR_NOMEM, "torx: %u rendezvous transfers in flight",
+                               ctx->ncookies);
+        torxm_cookie_slot_t *t = realloc(ctx->cookies, (size_t)n * sizeof *t);
+        if (!t)
+            return torxp_error(TORX_ERR_NOMEM,
+                               "torx: out of memory growing the rendezvous table to %u", n);
+        for (uint32_t i = ctx->ncookies; i < n; i++)
+            t[i] = (torxm_cookie_slot_t){.next_free = i + 1 < n ? i + 1 : COOKIE_NONE};
+        ctx->cookie_free = ctx->ncookies;
+        ctx->cookies = t;
+        ctx->ncookies = n;
+    }
+    const uint32_t i = ctx->cookie_free;
+    torxm_cookie_slot_t *e = &ctx->cookies[i];
+    ctx->cookie_free = e->next_free;
+    e->gen = e->gen + 1 ? e->gen + 1 : 1; /* never 0: cookie 0 means none */
+    e->p = p;
+    e->owned = owned;
+    *cookie = (uint64_t)e->gen << 32 | i;
+    return TORX_OK;
+}
+
+void *torxm_cookie_get(const torx_ctx_t *ctx, uint64_t cookie)
+{
+    const uint32_t i = (uint32_t)cookie, gen = (uint32_t)(cookie >> 32);
+    if (i >= ctx->ncookies || ctx->cookies[i].gen != gen)
+        return NULL;
+    return ctx->cookies[i].p;
+}
+
+void torxm_cookie_free(torx_ctx_t *ctx, uint64_t cookie)
+{
+    const uint32_t i = (uint32_t)cookie;
+    if (i >= ctx->ncookies || ctx->cookies[i].gen != (uint32_t)(cookie >> 32))
+        return;
+    ctx->cookies[i].p = NULL;
+    ctx->cookies[i].next_free = ctx->cookie_free;
+    ctx->cookie_free = i;
+}
