@@ -38,7 +38,7 @@
  * rendezvous messages always use the bulk get.
  *
  * Environment (read by torx_init):
- *   TORX_MODE              heater (default) | vn   (co: not in this build)
+ *   TORX_MODE              heater (default) | co | vn
  *   TORX_CORES_PER_NODE    cores per node, the tasks per node of vn mode (2)
  *   TORX_TORUS, TORX_MAPPING   see <torx/map.h>
  *   TORX_EAGER_LIMIT, TORX_ADAPTIVE_LIMIT, TORX_RZV_DATA  see torx_limits_t
@@ -64,7 +64,7 @@ typedef struct torx_ctx torx_ctx_t;
 
 typedef enum torx_mode {
     TORX_MODE_HEATER, /* one task per node, second core idle */
-    TORX_MODE_CO,     /* one task per node plus a communication thread (not yet) */
+    TORX_MODE_CO,     /* one task per node plus a communication thread */
     TORX_MODE_VN      /* one task per core, sharing the node's network */
 } torx_mode_t;
 
@@ -108,9 +108,10 @@ typedef struct torx_init_attr {
 
 /* Starts the message layer: reads and checks the environment, builds the
  * rank map (a bad mapping file stops here, with file, line and reason),
- * opens the packet device. Collective over the job. attr may be NULL (all
- * defaults). TORX_MODE=co gives TORX_ERR_UNSUPPORTED: this build has no
- * communication thread yet. */
+ * opens the packet device and, in co mode, starts the communication thread
+ * (bound to the node's second core; a warning, not an error, when the host
+ * has too few cores). Collective over the job. attr may be NULL (all
+ * defaults). */
 torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **ctx);
 
 /* Drains this task's outstanding sends (keeping the network moving for the
@@ -212,8 +213,11 @@ int torx_msg_pending(const torx_msg_t *msg);
 int torx_advance(torx_ctx_t *ctx);
 
 /* Advances until *flag becomes non-zero (set by a callback). Spins for a
- * while, then yields the CPU, then sleeps in short naps, so an idle waiter
- * does not burn a core (an oversubscribed job yields from the start). */
+ * while, then yields the CPU, then sleeps until a packet comes (the packet
+ * layer's doorbell; in co mode, until the communication thread has something
+ * for the task), so an idle waiter does not burn a core (an oversubscribed
+ * job yields from the start). While its own sends wait for room at a busy
+ * peer, it naps instead. */
 torx_status_t torx_wait(torx_ctx_t *ctx, volatile int *flag);
 
 /* torx_wait with a limit: TORX_AGAIN when *flag is still zero after
@@ -222,12 +226,25 @@ torx_status_t torx_wait_timeout(torx_ctx_t *ctx, volatile int *flag, double time
 
 /* ---- Coprocessor mode ----------------------------------------------------- */
 
+/* In co mode a communication thread runs beside the task. It reads the
+ * network and moves rendezvous and vn data into the buffers handlers chose,
+ * while the task computes; handlers and callbacks still run only in the
+ * task's torx_advance / torx_wait, so a program that is single-threaded
+ * towards torx stays correct. A rendezvous receive whose handler has run
+ * completes without the task advancing; its done runs at the next advance. */
+
 typedef void (*torx_cowork_fn)(void *arg);
-/* Starts fn(arg) on the communication thread in co mode. In heater and vn
- * modes (the only ones this build runs) there is none: fn runs at once, in
- * the caller, and the handle is already complete. */
+/* Starts fn(arg) as a transient work unit on the communication thread in co
+ * mode; units run one at a time, in the order started, between the thread's
+ * network work. fn runs concurrently with the task: it must not call torx_*
+ * functions and must synchronise with the task only through torx_cojoin
+ * (what fn wrote is visible after it). A full queue of units makes
+ * costart wait (advancing). *handle (may be NULL) names the unit for
+ * torx_cojoin. In heater and vn modes there is no thread: fn runs at once,
+ * in the caller, and the handle is already complete. */
 torx_status_t torx_costart(torx_ctx_t *ctx, torx_cowork_fn fn, void *arg, int *handle);
-/* Waits for a work unit started by torx_costart. */
+/* Waits (advancing, and sleeping when idle) until the work unit handle and
+ * every unit started before it have finished. */
 torx_status_t torx_cojoin(torx_ctx_t *ctx, int handle);
 
 /* ---- Counters ------------------------------------------------------------- */

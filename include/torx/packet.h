@@ -16,7 +16,11 @@
  *
  * Threading: one thread at a time per device for each of inject, receive,
  * collective and bulk operations; inject and receive may run concurrently in
- * two threads (the coprocessor-mode split).
+ * two threads (the coprocessor-mode split). Bulk operations belong to the
+ * receiving thread (they drive reception). The device injects packets of its
+ * own from the receiving thread (bulk transfers over the FIFOs), so a task
+ * that injects from one thread and receives in another opens the device with
+ * TORX_PKT_SHARED_INJECT.
  *
  * Environment (read by torx_pkt_open):
  *   TORX_DEVICE        shm (default) | ofi
@@ -143,11 +147,19 @@ static inline const void *torx_pkt_payload(const torx_pkt_hdr_t *h)
 
 typedef struct torx_pkt_dev torx_pkt_dev_t;
 
+/* torx_pkt_attr_t.flags */
+/* Two threads inject: the application's and the device's own (bulk replies
+ * from the receiving thread). Injection is then serialised by a lock, which
+ * stays uncontended unless both really inject at once; without this flag
+ * injection takes no lock at all. */
+#define TORX_PKT_SHARED_INJECT 0x1u
+
 typedef struct torx_pkt_attr {
     torx_boot_t *boot;  /* job bootstrap (rank, size, allgather, barrier) */
     torx_shape_t shape; /* all tasks must pass the same shape */
     torx_coord_t self;  /* this task's coordinate, unique in the job */
     const char *device; /* NULL: $TORX_DEVICE, default "shm" */
+    unsigned flags;     /* TORX_PKT_* attribute flags above; 0 for none */
 } torx_pkt_attr_t;
 
 /* Collective over the job: opens the device, creates or attaches the job's
@@ -182,6 +194,21 @@ static inline torx_status_t torx_pkt_inject1(torx_pkt_dev_t *dev, const torx_pkt
 /* Advances the device (pending injections, device-internal traffic) and
  * returns 1 when a packet is waiting, 0 otherwise. */
 int torx_pkt_poll(torx_pkt_dev_t *dev);
+
+/* Sleeps until a packet may be waiting for this task, at most timeout_ms
+ * milliseconds (negative: no limit), without using the CPU: the doorbell.
+ * TORX_OK: poll now (a packet came, torx_pkt_wake was called, or the sleep
+ * was interrupted; when the device has injections of its own waiting for
+ * room at a peer, which no doorbell announces, it naps only briefly and
+ * returns TORX_OK). TORX_AGAIN: the time ran out and nothing came. Call it
+ * from the receiving thread, after polling found nothing. An injector rings
+ * the destination's doorbell only when its receiver sleeps, so a busy
+ * receiver costs the senders nothing but a load of a flag. */
+torx_status_t torx_pkt_wait(torx_pkt_dev_t *dev, int timeout_ms);
+
+/* Makes this task's current or next torx_pkt_wait return TORX_OK at once;
+ * for another thread of the task that has work for the receiving thread. */
+void torx_pkt_wake(torx_pkt_dev_t *dev);
 
 /* The header of the waiting packet, left in the FIFO, or NULL. Repeated
  * peeks return the same packet until torx_pkt_consume(). The header and its

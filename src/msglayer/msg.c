@@ -43,11 +43,13 @@ const torxm_proto_t torxm_protocols[TORX_PROTO_COUNT] = {
  * send queues and control packets get their turn. */
 #define ADVANCE_BUDGET 64
 
-/* Waiting: idle advances spun before yielding, yields before napping, and
- * the nap. A true doorbell (futex on the FIFO) would need a packet-layer
- * hook; until then a napping waiter answers within about a timer slack. */
+/* Waiting: idle advances spun before yielding, yields before sleeping on
+ * the device's doorbell (torx_pkt_wait), and the longest sleep (deadlines
+ * and the bulk liveness checks run between sleeps). Naps serve where no
+ * doorbell rings: sends waiting for room at a peer, the final barrier. */
 #define WAIT_SPINS 4096u
 #define WAIT_YIELDS 4096u
+#define WAIT_SLEEP_MS 20
 #define WAIT_NAP_NS 20000L     /* first naps */
 #define WAIT_NAP_MAX_NS 200000L /* naps grow to this the longer the wait stays idle */
 
@@ -107,10 +109,6 @@ static torx_status_t read_mode(const torx_init_attr_t *attr, torx_mode_t *mode, 
     } else if ((rc = torx_env_choice("TORX_MODE", mode_names, TORX_MODE_HEATER, &m)) != TORX_OK) {
         return rc;
     }
-    if (m == TORX_MODE_CO)
-        return torxp_error(TORX_ERR_UNSUPPORTED,
-                           "torx: coprocessor mode (TORX_MODE=co) needs the communication "
-                           "thread, which this build does not have yet; use heater or vn");
     long cores;
     if ((rc = torx_env_int("TORX_CORES_PER_NODE", 1, 255, 2, &cores)) != TORX_OK)
         return rc;
@@ -136,6 +134,7 @@ static void build_dispatch(torx_ctx_t *ctx)
 
 static void ctx_free(torx_ctx_t *ctx)
 {
+    torxm_co_stop(ctx); /* before the device closes: the thread uses it */
     if (ctx->dev)
         torx_pkt_close(ctx->dev);
     for (torxm_ctrl_t *c = ctx->ctrl_head, *n; c; c = n) {
@@ -235,7 +234,12 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
     if ((rc = torxm_bind(ctx)) != TORX_OK)
         goto fail;
 
-    const torx_pkt_attr_t pattr = {.boot = ctx->boot, .shape = ctx->map.shape, .self = ctx->self};
+    /* co: the communication thread injects the device's own bulk packets
+     * while the task injects its sends. */
+    const torx_pkt_attr_t pattr = {.boot = ctx->boot,
+                                   .shape = ctx->map.shape,
+                                   .self = ctx->self,
+                                   .flags = ctx->mode == TORX_MODE_CO ? TORX_PKT_SHARED_INJECT : 0};
     if ((rc = torx_pkt_open(&pattr, &ctx->dev)) != TORX_OK)
         goto fail;
 
@@ -249,6 +253,8 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
     /* The shm device runs every task on this host. */
     const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     ctx->oversubscribed = cpus > 0 && ctx->size > cpus;
+    if (ctx->mode == TORX_MODE_CO && (rc = torxm_co_start(ctx)) != TORX_OK)
+        goto fail;
     torxp_log(ctx->dev, 1,
               "message layer: mode %s, %d task(s) per node, eager limit %zu, adaptive limit %zu, "
               "rendezvous data by %s",
@@ -290,6 +296,18 @@ static int run_completions(torx_ctx_t *ctx)
     return n;
 }
 
+void torxm_dispatch(torx_ctx_t *ctx, const torx_pkt_hdr_t *pkt)
+{
+    const unsigned type = torxm_sw_type(pkt);
+    const uint32_t src = torxm_sw_src(pkt);
+    if (TORXM_LIKELY(type < TORXM_PKT_NTYPES && ctx->rx[type].fn && src < (uint32_t)ctx->size)) {
+        ctx->stats[ctx->rx[type].proto].packets_received++;
+        ctx->rx[type].fn(ctx, &ctx->peers[src], pkt);
+    } else {
+        bad_dispatch(ctx, pkt);
+    }
+}
+
 int torx_advance(torx_ctx_t *ctx)
 {
     if (TORXM_UNLIKELY(ctx->in_advance))
@@ -300,24 +318,22 @@ int torx_advance(torx_ctx_t *ctx)
         n += torxm_ctrl_drain(ctx);
     if (TORXM_UNLIKELY(ctx->busy != NULL))
         n += torxm_push_all(ctx);
-    if (TORXM_UNLIKELY(ctx->bulk != NULL))
-        n += torxm_bulk_progress(ctx);
-    if (torx_pkt_poll(ctx->dev)) {
-        for (int i = 0; i < ADVANCE_BUDGET; i++) {
-            const torx_pkt_hdr_t *pkt = torx_pkt_peek(ctx->dev);
-            if (!pkt)
-                break;
-            const unsigned type = torxm_sw_type(pkt);
-            const uint32_t src = torxm_sw_src(pkt);
-            if (TORXM_LIKELY(type < TORXM_PKT_NTYPES && ctx->rx[type].fn &&
-                             src < (uint32_t)ctx->size)) {
-                ctx->stats[ctx->rx[type].proto].packets_received++;
-                ctx->rx[type].fn(ctx, &ctx->peers[src], pkt);
-            } else {
-                bad_dispatch(ctx, pkt);
+    if (ctx->co) {
+        /* co: the communication thread reads the network; take what it
+         * staged and finished. */
+        n += torxm_co_advance(ctx);
+    } else {
+        if (TORXM_UNLIKELY(ctx->bulk != NULL))
+            n += torxm_bulk_progress(ctx);
+        if (torx_pkt_poll(ctx->dev)) {
+            for (int i = 0; i < ADVANCE_BUDGET; i++) {
+                const torx_pkt_hdr_t *pkt = torx_pkt_peek(ctx->dev);
+                if (!pkt)
+                    break;
+                torxm_dispatch(ctx, pkt);
+                torx_pkt_consume(ctx->dev);
+                n++;
             }
-            torx_pkt_consume(ctx->dev);
-            n++;
         }
     }
     if (ctx->done_head)
@@ -326,13 +342,31 @@ int torx_advance(torx_ctx_t *ctx)
     return n;
 }
 
-/* One idle round of a wait: spin, then yield, then nap. */
-static void idle_backoff(const torx_ctx_t *ctx, unsigned idle)
+/* One idle round of a wait: spin, then yield, then sleep until a packet
+ * comes (doorbell: waiting for packets), or nap (!doorbell, or our sends wait
+ * for room at a peer). deadline < 0: none. */
+static void idle_backoff(torx_ctx_t *ctx, unsigned idle, double deadline, int doorbell)
 {
+    if (ctx->co && doorbell) {
+        torxm_co_idle(ctx, idle, deadline);
+        return;
+    }
     if (!ctx->oversubscribed && idle < WAIT_SPINS)
         return;
     if (idle < WAIT_SPINS + WAIT_YIELDS) {
         sched_yield();
+        return;
+    }
+    if (doorbell && !ctx->busy && !ctx->ctrl_head) {
+        int ms = WAIT_SLEEP_MS;
+        if (deadline >= 0) {
+            const double left = deadline - now_s();
+            if (left <= 0)
+                return;
+            if (left * 1e3 < ms)
+                ms = (int)(left * 1e3) + 1;
+        }
+        torx_pkt_wait(ctx->dev, ms);
         return;
     }
     /* Every 256 naps the nap grows by WAIT_NAP_NS: a waiter idle for long
@@ -355,7 +389,7 @@ torx_status_t torx_wait_timeout(torx_ctx_t *ctx, volatile int *flag, double time
             idle = 0;
             continue;
         }
-        idle_backoff(ctx, idle);
+        idle_backoff(ctx, idle, deadline, 1);
         if (idle < UINT32_MAX)
             idle++;
         /* The clock only while idle, and rarely while spinning. */
@@ -375,7 +409,8 @@ torx_status_t torx_wait(torx_ctx_t *ctx, volatile int *flag)
 
 static int has_work(const torx_ctx_t *ctx)
 {
-    return ctx->busy || ctx->ctrl_head || ctx->awaiting || ctx->inflight_rx || ctx->done_head;
+    return ctx->busy || ctx->ctrl_head || ctx->awaiting || ctx->inflight_rx || ctx->done_head ||
+           ctx->co_wait;
 }
 
 static void print_stats(const torx_ctx_t *ctx)
@@ -409,7 +444,7 @@ torx_status_t torx_finalize(torx_ctx_t *ctx)
             idle = 0;
             continue;
         }
-        idle_backoff(ctx, idle++);
+        idle_backoff(ctx, idle++, deadline, 1);
         if ((idle & 255) == 0 && now_s() > deadline) {
             rc = torxp_error(TORX_ERR_PEER,
                              "torx: torx_finalize on rank %d: after %.0f s, %s%s%s%s still "
@@ -430,7 +465,7 @@ torx_status_t torx_finalize(torx_ctx_t *ctx)
                 idle = 0;
                 continue;
             }
-            idle_backoff(ctx, idle++);
+            idle_backoff(ctx, idle++, deadline, 0); /* the barrier rings no doorbell */
             if ((idle & 255) == 0 && now_s() > deadline) {
                 rc = torxp_error(TORX_ERR_PEER,
                                  "torx: torx_finalize on rank %d: the final barrier did not "
@@ -511,6 +546,8 @@ torx_status_t torx_costart(torx_ctx_t *ctx, torx_cowork_fn fn, void *arg, int *h
     if (!ctx || !fn)
         return torxp_error(TORX_ERR_INVAL, "torx: torx_costart: %s is NULL",
                            ctx ? "fn" : "ctx");
+    if (ctx->co)
+        return torxm_co_costart(ctx, fn, arg, handle);
     /* No communication thread in heater and vn modes: the work runs here. */
     fn(arg);
     if (handle)
@@ -520,6 +557,8 @@ torx_status_t torx_costart(torx_ctx_t *ctx, torx_cowork_fn fn, void *arg, int *h
 
 torx_status_t torx_cojoin(torx_ctx_t *ctx, int handle)
 {
+    if (ctx && ctx->co)
+        return torxm_co_cojoin(ctx, handle);
     if (!ctx || handle < 1 || handle > ctx->costarted)
         return torxp_error(TORX_ERR_INVAL,
                            "torx: torx_cojoin: handle %d was not returned by torx_costart",

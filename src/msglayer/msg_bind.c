@@ -69,3 +69,63 @@ torx_status_t torxm_bind(torx_ctx_t *ctx)
     hwloc_topology_destroy(topo);
     return rc;
 }
+
+/* The communication thread of co mode: the node's second core. */
+static void bind_comm_with(torx_ctx_t *ctx, hwloc_topology_t topo, pthread_t thread)
+{
+    const int cpn = ctx->cores_per_node;
+    if (cpn < 2) {
+        if (ctx->rank == 0)
+            torxp_log(NULL, 0,
+                      "warning: TORX_MODE=co with TORX_CORES_PER_NODE=%d: the communication "
+                      "thread shares the task's core",
+                      cpn);
+        return;
+    }
+    hwloc_obj_type_t unit = HWLOC_OBJ_CORE;
+    int ncores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+    if (ncores <= 0) {
+        unit = HWLOC_OBJ_PU;
+        ncores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
+    }
+    const torx_shape_t s = ctx->map.shape;
+    const long nodes = (long)s.x * s.y * s.z;
+    if (ncores <= 0 || nodes * cpn > ncores) {
+        if (ctx->rank == 0)
+            torxp_log(NULL, 0,
+                      "warning: TORX_MODE=co: %ld node%s x %d cores need %ld cores, this host has "
+                      "%d: oversubscribed, communication threads are left unbound",
+                      nodes, nodes == 1 ? "" : "s", cpn, nodes * cpn, ncores);
+        return;
+    }
+    /* A task its launcher bound keeps its threads where the launcher put
+     * them: the thread inherited that binding. */
+    hwloc_bitmap_t cur = hwloc_bitmap_alloc();
+    if (!cur)
+        return;
+    const int got = hwloc_get_cpubind(topo, cur, HWLOC_CPUBIND_PROCESS);
+    const torx_coord_t c = ctx->self;
+    const long node = ((long)c.z * s.y + c.y) * s.x + c.x;
+    hwloc_obj_t first = hwloc_get_obj_by_type(topo, unit, (unsigned)(node * cpn));
+    const int ours = got == 0 && first && hwloc_bitmap_isequal(cur, first->cpuset);
+    hwloc_bitmap_free(cur);
+    if (!ours)
+        return; /* bound by a launcher, or left unbound: not ours to change */
+    const int core = (int)(node * cpn + 1);
+    hwloc_obj_t obj = hwloc_get_obj_by_type(topo, unit, (unsigned)core);
+    if (!obj || hwloc_set_thread_cpubind(topo, thread, obj->cpuset, 0) != 0)
+        torxp_log(NULL, 0,
+                  "warning: rank %d: could not bind the communication thread to core %d; it runs "
+                  "unbound",
+                  ctx->rank, core);
+}
+
+void torxm_bind_comm(torx_ctx_t *ctx, pthread_t thread)
+{
+    hwloc_topology_t topo;
+    if (hwloc_topology_init(&topo) != 0)
+        return;
+    if (hwloc_topology_load(topo) == 0)
+        bind_comm_with(ctx, topo, thread);
+    hwloc_topology_destroy(topo);
+}

@@ -47,6 +47,7 @@
 #include "packet/pkt_internal.h"
 
 #include <assert.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -201,6 +202,7 @@ typedef struct torxm_rx {
     uint8_t pooled;      /* 1: from the free list; 0: a peer's embedded eager record */
     uint64_t scookie;    /* rendezvous, vn: the sender's cookie */
     uint64_t rcookie;    /* rendezvous packets: ours */
+    uint64_t raddr;      /* rendezvous, vn in co mode: the sender's buffer, for the get */
     torx_bulk_t bulk;
 } torxm_rx_t;
 
@@ -286,7 +288,9 @@ struct torx_ctx {
     uint64_t parked;      /* adaptive packets that came before their turn (tests read it) */
 
     int in_advance;
-    int costarted;      /* work units run by torx_costart */
+    int costarted;      /* heater, vn: work units run by torx_costart */
+    struct torxm_co *co; /* co mode: the scratchpad shared with the communication thread */
+    torxm_rx_t *co_wait, **co_wait_tail; /* co: gets not yet handed to the thread */
     int cores_per_node; /* TORX_CORES_PER_NODE */
     int oversubscribed; /* more tasks than online CPUs: waits yield at once */
     int stats_print;    /* TORX_STATS */
@@ -306,6 +310,10 @@ struct torx_ctx {
  * cores: a warning, no binding. A node larger than the host: TORX_ERR_ENV
  * naming TORX_CORES_PER_NODE. */
 torx_status_t torxm_bind(torx_ctx_t *ctx);
+/* Binds co mode's communication thread to the node's second core; warns and
+ * leaves it unbound when the node has one core or the host is
+ * oversubscribed. */
+void torxm_bind_comm(torx_ctx_t *ctx, pthread_t thread);
 
 /* ---- Protocol table ------------------------------------------------------------ */
 
@@ -342,6 +350,33 @@ void torxm_rzv_data_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t
 void torxm_ack_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
 /* Tests the running bulk gets; returns how many finished. */
 int torxm_bulk_progress(torx_ctx_t *ctx);
+/* A rendezvous or vn get of rx finished with st: acks the sender, finishes rx. */
+void torxm_bulk_done(torx_ctx_t *ctx, torxm_rx_t *rx, torx_status_t st);
+
+/* ---- Coprocessor mode (msg_co.c) ------------------------------------------------- */
+
+/* Starts the communication thread (after the device is open) and binds it
+ * to the node's second core. */
+torx_status_t torxm_co_start(torx_ctx_t *ctx);
+/* Stops and joins the thread and frees the scratchpad; safe when not started. */
+void torxm_co_stop(torx_ctx_t *ctx);
+/* Hands the get of rx (rx->raddr at rx->src, rx->want bytes into rx->buf)
+ * to the communication thread. */
+void torxm_co_get(torx_ctx_t *ctx, torxm_rx_t *rx);
+/* The task's side of torx_advance in co mode: finished gets, gets to hand
+ * over, staged packets dispatched. Returns the events handled. */
+int torxm_co_advance(torx_ctx_t *ctx);
+/* One idle round of a wait in co mode (spin, yield, then sleep until the
+ * thread has something for the task). */
+void torxm_co_idle(torx_ctx_t *ctx, unsigned idle, double deadline);
+torx_status_t torxm_co_costart(torx_ctx_t *ctx, torx_cowork_fn fn, void *arg, int *handle);
+torx_status_t torxm_co_cojoin(torx_ctx_t *ctx, int handle);
+/* Gets the thread has finished (for tests: proof it worked while the task
+ * did not advance). */
+uint64_t torxm_co_gets_done(const torx_ctx_t *ctx);
+
+/* Dispatches one received packet by type (msg.c). */
+void torxm_dispatch(torx_ctx_t *ctx, const torx_pkt_hdr_t *pkt);
 
 /* ---- Shared helpers (msg_send.c, msg_recv.c) ------------------------------------ */
 

@@ -11,6 +11,10 @@
  *   virtual node    the bulk variant between the two tasks of one node
  *                   (VN_SCOUT / VN_ACK), counted as its own protocol.
  *
+ * In co mode the get is the communication thread's (torxm_co_get): the
+ * handler's choice of buffer is handed to it, it moves the data while the
+ * task computes, and the task's next advance sends the ack and runs done.
+ *
  * Asking for no more than the buffer holds is how truncation stays inside
  * the buffer, for the get and for the stream alike. */
 #include "msg_internal.h"
@@ -148,7 +152,7 @@ void torxm_cts_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt
 
 /* ---- Receiver --------------------------------------------------------------------- */
 
-static void bulk_done(torx_ctx_t *ctx, torxm_rx_t *rx, torx_status_t st)
+void torxm_bulk_done(torx_ctx_t *ctx, torxm_rx_t *rx, torx_status_t st)
 {
     if (st < 0)
         rx->status = st;
@@ -215,12 +219,17 @@ void torxm_scout_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *p
     rx->want = want;
     rx->scookie = scookie;
     rx->ack_type = (uint8_t)ack_type;
+    if (ctx->co) { /* co mode: the communication thread moves the data */
+        rx->raddr = addr;
+        torxm_co_get(ctx, rx);
+        return;
+    }
     torx_status_t rc = torx_bulk_get(ctx->dev, &rx->bulk, peer->coord,
                                      (const void *)(uintptr_t)addr, rx->buf, (size_t)want);
     if (rc == TORX_OK)
         rc = torx_bulk_test(ctx->dev, &rx->bulk); /* cross-memory attach is done already */
     if (rc != TORX_AGAIN) {
-        bulk_done(ctx, rx, rc);
+        torxm_bulk_done(ctx, rx, rc);
         return;
     }
     rx->next = ctx->bulk;
@@ -240,7 +249,7 @@ int torxm_bulk_progress(torx_ctx_t *ctx)
         }
         *pp = rx->next;
         ctx->inflight_rx--;
-        bulk_done(ctx, rx, st);
+        torxm_bulk_done(ctx, rx, st);
         n++;
     }
     return n;

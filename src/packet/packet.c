@@ -21,6 +21,9 @@ static torx_status_t check_attr(const torx_pkt_attr_t *attr)
                            "torx: torus shape %ux%ux%u x %u tasks per node has %u slots, fewer "
                            "than the job's %d tasks",
                            s.x, s.y, s.z, s.t, torx_shape_slots(s), attr->boot->size);
+    if (attr->flags & ~TORX_PKT_SHARED_INJECT)
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_pkt_open: unknown attribute flags 0x%x",
+                           attr->flags & ~TORX_PKT_SHARED_INJECT);
     if (!torx_coord_in_shape(s, attr->self))
         return torxp_error(TORX_ERR_INVAL,
                            "torx: rank %d's coordinate (%u,%u,%u,%u) is outside the torus "
@@ -115,6 +118,16 @@ void torx_pkt_consume(torx_pkt_dev_t *dev)
 int torx_pkt_room(torx_pkt_dev_t *dev, torx_coord_t dest)
 {
     return dev->ops->room(dev, dest);
+}
+
+torx_status_t torx_pkt_wait(torx_pkt_dev_t *dev, int timeout_ms)
+{
+    return dev->ops->wait(dev, timeout_ms);
+}
+
+void torx_pkt_wake(torx_pkt_dev_t *dev)
+{
+    dev->ops->wake(dev);
 }
 
 torx_status_t torx_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_type_t type,

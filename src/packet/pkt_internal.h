@@ -22,6 +22,8 @@ typedef struct torxp_dev_ops {
     const torx_pkt_hdr_t *(*peek)(torx_pkt_dev_t *dev);
     void (*consume)(torx_pkt_dev_t *dev);
     int (*room)(torx_pkt_dev_t *dev, torx_coord_t dest);
+    torx_status_t (*wait)(torx_pkt_dev_t *dev, int timeout_ms);
+    void (*wake)(torx_pkt_dev_t *dev);
     torx_status_t (*cn_inject)(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_type_t type,
                                int is_root, const void *data);
     torx_status_t (*cn_read)(torx_pkt_dev_t *dev, void *result);

@@ -19,10 +19,11 @@
 
 #include <assert.h>
 #include <stdalign.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define TORXP_SHM_MAGIC 0x746f72787368ULL /* "torxsh" */
-#define TORXP_SHM_VERSION 1u
+#define TORXP_SHM_VERSION 2u
 #define TORXP_SHM_NAME_MAX 64
 
 /* Every task's probe word holds this, so a peer can test cross-memory
@@ -58,13 +59,25 @@ typedef struct torxp_shm_seg_hdr {
 
 enum { TORXP_SHM_TASK_EMPTY = 0, TORXP_SHM_TASK_ATTACHED = 1 };
 
+/* One line per task slot. Injectors read it on every packet (state), so the
+ * doorbell lives here too: testing sleeping costs no extra cache miss, and
+ * the line is written only when the task goes to sleep or is woken. */
 typedef struct torxp_shm_task {
     alignas(TORXP_CACHELINE) uint32_t state; /* TORXP_SHM_TASK_*; claimed by CAS */
     int32_t pid;
     int32_t rank;
-    uint32_t pad;
+    /* Doorbell (torxp_shm_wait): non-zero while the task's receiving thread
+     * sleeps or is about to; an injector that sees it bumps doorbell and
+     * wakes the futex on it. */
+    uint32_t sleeping;
     uint64_t probe_word; /* address in the task of a known word, for the CMA probe */
+    uint32_t doorbell;   /* futex word: bumped by every wake */
+    uint32_t flags;      /* TORXP_SHM_TASK_F_* */
 } torxp_shm_task_t;
+
+/* torxp_shm_task_t.flags: registered for membarrier(GLOBAL_EXPEDITED), so a
+ * waiter's membarrier is a full barrier in this task's threads too. */
+#define TORXP_SHM_TASK_F_MEMBARRIER 0x1u
 
 static_assert(sizeof(torxp_shm_task_t) == TORXP_CACHELINE, "task entry is one cache line");
 static_assert(sizeof(torxp_shm_seg_hdr_t) % TORXP_CACHELINE == 0, "header fills lines");
@@ -98,18 +111,32 @@ struct torxp_shm_dev {
     int cur_fifo;            /* FIFO holding the peeked packet, -1 when none */
     unsigned next_fifo;      /* where the next scan starts */
     unsigned burst;          /* packets taken in a row from next_fifo */
-    uint64_t chaos;          /* xorshift state; 0 = chaos off */
+    uint64_t chaos_rx;       /* xorshift state of the reception scan; 0 = chaos off */
+    uint32_t bell_seen;      /* doorbell value at the end of the last wait */
+    /* 1: every task registered for membarrier(GLOBAL_EXPEDITED), so a sleep
+     * is exact (see shm_torus.c); 0: sleeps are cut into short slices. */
+    int bell_exact;
+
+    /* Injection state: cached heads (above), the chaos of pick_fifo and the
+     * stash. With TORX_PKT_SHARED_INJECT two threads inject, and all of it
+     * is touched only under tx_lock, which sits on its own line. */
+    int shared_inject;       /* TORX_PKT_SHARED_INJECT: take tx_lock */
+    alignas(TORXP_CACHELINE) uint32_t tx_lock; /* 0 free, 1 held */
     /* A deposit packet whose line is only partly delivered: the rest waits
-     * here and everything injected after it waits too, so order holds. */
+     * in stash and everything injected after it waits too, so order holds.
+     * stash_active is written under the lock but read (atomically) without
+     * it, so a poll in the other thread takes the lock only when needed. */
+    uint32_t stash_active;
+    uint64_t chaos; /* xorshift state of pick_fifo; 0 = chaos off */
     struct {
-        int active;
         unsigned next_hop, hops;
         torx_pkt_hdr_t hdr;
         uint8_t payload[TORX_PKT_MAX_PAYLOAD];
     } stash;
 
-    /* collective network and global interrupt (shm_cn.c) */
-    void *cn;
+    /* collective network and global interrupt (shm_cn.c); a new line, away
+     * from the injection state */
+    alignas(TORXP_CACHELINE) void *cn;
     uint64_t cn_injected, cn_read;
     void *gi;
     uint64_t gi_armed;
@@ -119,6 +146,10 @@ struct torxp_shm_dev {
     struct torxp_shm_serve *serve; /* fifo path: get requests being streamed */
     uint64_t probe_word;
 };
+
+static_assert(offsetof(torxp_shm_dev_t, tx_lock) % TORXP_CACHELINE == 0 &&
+                  offsetof(torxp_shm_dev_t, cn) % TORXP_CACHELINE == 0,
+              "the injection state has cache lines of its own");
 
 static inline torxp_shm_dev_t *torxp_shm_of(torx_pkt_dev_t *dev)
 {
@@ -162,12 +193,21 @@ const char *torxp_shm_bulk_path(const torx_pkt_dev_t *dev);
 void torxp_shm_bulk_on_sys(torxp_shm_dev_t *d, const torx_pkt_hdr_t *pkt);
 /* Streams pending fifo-path get replies; called from poll. */
 void torxp_shm_bulk_progress(torxp_shm_dev_t *d);
+/* Whether bulk packets wait for room in a peer's FIFO. */
+bool torxp_shm_bulk_pending(const torxp_shm_dev_t *d);
 void torxp_shm_bulk_fini(torxp_shm_dev_t *d);
 
 /* Torus (shm_torus.c); shm_bulk.c injects its device-internal packets
  * through torxp_shm_inject too. */
 torx_status_t torxp_shm_inject(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
                                const struct iovec *iov, int iovcnt);
+/* Doorbell: registration at open (before the start-up vote; sets the task's
+ * TORXP_SHM_TASK_F_MEMBARRIER), the job-wide choice after it, sleep until a
+ * packet may have come, wake this task's sleeper. */
+void torxp_shm_bell_register(torxp_shm_dev_t *d);
+void torxp_shm_bell_setup(torxp_shm_dev_t *d);
+torx_status_t torxp_shm_wait(torx_pkt_dev_t *dev, int timeout_ms);
+void torxp_shm_wake(torx_pkt_dev_t *dev);
 int torxp_shm_poll(torx_pkt_dev_t *dev);
 const torx_pkt_hdr_t *torxp_shm_peek(torx_pkt_dev_t *dev);
 void torxp_shm_consume(torx_pkt_dev_t *dev);

@@ -206,6 +206,7 @@ static torx_status_t claim_slot(torxp_shm_dev_t *d)
     me->rank = d->base.rank;
     d->probe_word = TORXP_SHM_PROBE_VALUE;
     me->probe_word = (uint64_t)(uintptr_t)&d->probe_word;
+    torxp_shm_bell_register(d);
     return TORX_OK;
 }
 
@@ -226,6 +227,8 @@ static const torxp_dev_ops_t shm_ops = {
     .peek = torxp_shm_peek,
     .consume = torxp_shm_consume,
     .room = torxp_shm_room,
+    .wait = torxp_shm_wait,
+    .wake = torxp_shm_wake,
     .cn_inject = torxp_shm_cn_inject,
     .cn_read = torxp_shm_cn_read,
     .gi_arm = torxp_shm_gi_arm,
@@ -247,15 +250,18 @@ torx_status_t torxp_shm_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
                              torx_pkt_dev_t **out)
 {
     torx_boot_t *boot = attr->boot;
-    torxp_shm_dev_t *d = calloc(1, sizeof *d);
+    /* Aligned: the injection state has cache lines of its own. */
+    torxp_shm_dev_t *d = aligned_alloc(TORXP_CACHELINE, sizeof *d);
     if (!d)
         return torxp_error(TORX_ERR_NOMEM, "torx: out of memory opening the shm device");
+    memset(d, 0, sizeof *d);
     d->base = (torx_pkt_dev_t){.ops = &shm_ops,
                                .shape = attr->shape,
                                .self = attr->self,
                                .rank = boot->rank,
                                .size = boot->size,
                                .verbose = (int)env->verbose};
+    d->shared_inject = (attr->flags & TORX_PKT_SHARED_INJECT) != 0;
     d->nslots = torx_shape_slots(attr->shape);
     d->self_index = torx_coord_index(attr->shape, attr->self);
     d->cur_fifo = -1;
@@ -318,8 +324,10 @@ torx_status_t torxp_shm_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
                              "message)",
                              r, torx_status_str((torx_status_t)statuses[r]));
     free(statuses);
-    if (rc == TORX_OK)
+    if (rc == TORX_OK) {
+        torxp_shm_bell_setup(d);
         rc = torxp_shm_bulk_setup(d, env->bulk_mode);
+    }
     if (rc != TORX_OK)
         goto fail;
     free(all);

@@ -1,9 +1,47 @@
 /* The shm device's torus: injection straight into the destination task's
  * reception FIFO, FIFO pinning for deterministic packets, chaos for adaptive
- * ones, and deposit-bit line broadcast. */
+ * ones, deposit-bit line broadcast, and the doorbell a receiver sleeps on.
+ *
+ * Doorbell. A receiver that found nothing may sleep (torxp_shm_wait):
+ *
+ *   waiter                                 injector
+ *   b = doorbell                           publish packet (release tag)
+ *   sleeping = 1                           compiler barrier
+ *   membarrier(GLOBAL_EXPEDITED)           if sleeping: doorbell++, FUTEX_WAKE
+ *   recheck FIFOs; if a packet: return
+ *   FUTEX_WAIT(doorbell, b)
+ *
+ * This is a Dekker pair that needs a StoreLoad barrier on both sides: either
+ * the injector's load sees sleeping, or the waiter's recheck sees the packet.
+ * A seq_cst fence in the injector would be that barrier, but it stalls every
+ * injection until the packet's stores have left the store buffer (measured:
+ * about +8% on the one-packet ping-pong, and it serialises streaming). So the
+ * barrier is asymmetric, as in liburcu: the waiter, which is about to sleep
+ * anyway, runs membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED), a full barrier on
+ * every CPU running a thread of a registered task (every task registers at
+ * open), and the injector needs only a compiler barrier. FUTEX_WAIT sleeps
+ * only while doorbell still equals b, so a bump between the recheck and the
+ * sleep is not lost either.
+ *
+ * Where membarrier is missing or refused (old kernels, seccomp), a task's
+ * registration fails and the whole job falls back: the waiter uses a plain
+ * fence and sleeps in slices of WAIT_SLICE_MS, so a wakeup lost to the race
+ * costs at most that, and injectors still pay nothing. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* syscall */
+#endif
+
 #include "shm.h"
 
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <linux/membarrier.h>
+#include <sched.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 /* A FIFO drained this many packets in a row yields to the others, so one
  * flooding sender cannot starve the rest. */
@@ -22,9 +60,110 @@ static inline uint64_t chaos_next(uint64_t *state)
 
 void torxp_shm_chaos_seed(torxp_shm_dev_t *d, long seed)
 {
+    /* Two streams: the injecting and the receiving thread may differ. */
     d->chaos = seed ? ((uint64_t)seed * 0x9E3779B97F4A7C15ULL) ^ (d->self_index + 1) : 0;
     if (seed && !d->chaos)
         d->chaos = 1;
+    d->chaos_rx = d->chaos ? d->chaos ^ 0xD1B54A32D192ED03ULL : 0;
+    if (d->chaos && !d->chaos_rx)
+        d->chaos_rx = 1;
+}
+
+/* ---- Doorbell ------------------------------------------------------------------ */
+
+/* Without membarrier: the longest sleep, which bounds a lost wakeup. */
+#define WAIT_SLICE_MS 2
+
+static long futex(uint32_t *word, int op, uint32_t val, const struct timespec *ts)
+{
+    /* Not FUTEX_PRIVATE_FLAG: the word is in a segment shared by processes. */
+    return syscall(SYS_futex, word, op, val, ts, NULL, 0);
+}
+
+/* Bumps the doorbell of the task in slot and wakes its sleeper. */
+static void __attribute__((noinline, cold)) ring(torxp_shm_dev_t *d, unsigned slot)
+{
+    torxp_shm_task_t *t = &d->tasks[slot];
+    /* release: pairs with the waiter's acquire load of doorbell; orders
+     * nothing essential (the packet's tag carries its own release) but
+     * keeps the bump after what the ringer published. */
+    __atomic_add_fetch(&t->doorbell, 1, __ATOMIC_RELEASE);
+    futex(&t->doorbell, FUTEX_WAKE, INT_MAX, NULL);
+}
+
+/* After publishing a packet to slot: wakes its receiver if it sleeps. */
+static inline void ring_if_sleeping(torxp_shm_dev_t *d, unsigned slot)
+{
+    /* Compiler barrier only: the load of sleeping stays after the publish in
+     * program order; the waiter's membarrier supplies the StoreLoad barrier
+     * on this CPU when it matters (see the top). */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    /* relaxed: ordered by the waiter's membarrier (see the top). */
+    if (TORXP_UNLIKELY(__atomic_load_n(&d->tasks[slot].sleeping, __ATOMIC_RELAXED)))
+        ring(d, slot);
+}
+
+void torxp_shm_bell_register(torxp_shm_dev_t *d)
+{
+    const long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    if (cmds < 0 || !(cmds & MEMBARRIER_CMD_GLOBAL_EXPEDITED) ||
+        syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) != 0) {
+        torxp_log(&d->base, 1, "membarrier(GLOBAL_EXPEDITED) unavailable (%s)",
+                  cmds < 0 ? strerror(errno) : "not offered or refused");
+        return;
+    }
+    d->tasks[d->self_index].flags |= TORXP_SHM_TASK_F_MEMBARRIER;
+}
+
+void torxp_shm_bell_setup(torxp_shm_dev_t *d)
+{
+    /* The start-up vote ordered every task's flags before this. */
+    d->bell_exact = 1;
+    for (unsigned i = 0; i < d->nslots; i++)
+        if (__atomic_load_n(&d->tasks[i].state, __ATOMIC_ACQUIRE) == TORXP_SHM_TASK_ATTACHED &&
+            !(d->tasks[i].flags & TORXP_SHM_TASK_F_MEMBARRIER))
+            d->bell_exact = 0;
+    if (d->bell_exact)
+        torxp_log(&d->base, 1, "doorbell: exact (membarrier)");
+    else
+        torxp_log(&d->base, 1, "doorbell: sleeps in slices of %d ms (a task has no membarrier)",
+                  WAIT_SLICE_MS);
+}
+
+/* ---- Injection lock (TORX_PKT_SHARED_INJECT) ----------------------------------- */
+
+static inline void tx_lock(torxp_shm_dev_t *d)
+{
+    unsigned spins = 0;
+    /* acquire: the previous holder's writes to the injection state (cached
+     * heads, stash, chaos) happen before ours. */
+    while (__atomic_exchange_n(&d->tx_lock, 1u, __ATOMIC_ACQUIRE)) {
+        /* relaxed: only a hint that the lock may be free; the exchange
+         * decides. The holder may be preempted on a busy host: yield. */
+        while (__atomic_load_n(&d->tx_lock, __ATOMIC_RELAXED))
+            if ((++spins & 127) == 0)
+                sched_yield();
+    }
+}
+
+static inline void tx_unlock(torxp_shm_dev_t *d)
+{
+    /* release: our writes to the injection state happen before the next
+     * holder's acquire. */
+    __atomic_store_n(&d->tx_lock, 0u, __ATOMIC_RELEASE);
+}
+
+static inline int stash_active(const torxp_shm_dev_t *d)
+{
+    /* relaxed: a hint read without the lock; the lock holder rechecks. */
+    return (int)__atomic_load_n(&d->stash_active, __ATOMIC_RELAXED);
+}
+
+static inline void set_stash_active(torxp_shm_dev_t *d, uint32_t v)
+{
+    /* relaxed: written under the lock (or by the only injecting thread);
+     * the lock orders the stash contents. */
+    __atomic_store_n(&d->stash_active, v, __ATOMIC_RELAXED);
 }
 
 /* The reception FIFO a packet from this task takes at its destination:
@@ -37,9 +176,9 @@ static inline unsigned pick_fifo(torxp_shm_dev_t *d, unsigned ctl)
     return d->self_index % TORXP_SHM_FIFOS_PER_TASK;
 }
 
-static inline torx_status_t deliver(torxp_shm_dev_t *d, unsigned slot, unsigned fifo,
-                                    const torx_pkt_hdr_t *hdr, const struct iovec *iov, int iovcnt,
-                                    size_t len)
+static inline __attribute__((always_inline)) torx_status_t
+deliver(torxp_shm_dev_t *d, unsigned slot, unsigned fifo, const torx_pkt_hdr_t *hdr,
+        const struct iovec *iov, int iovcnt, size_t len)
 {
     torxp_fifo_t *f = torxp_shm_fifo(d, slot, fifo);
     uint64_t pos;
@@ -54,6 +193,7 @@ static inline torx_status_t deliver(torxp_shm_dev_t *d, unsigned slot, unsigned 
         p += iov[i].iov_len;
     }
     torxp_fifo_publish(s, pos, d->geom);
+    ring_if_sleeping(d, slot);
     return TORX_OK;
 }
 
@@ -92,7 +232,7 @@ static void drain_stash(torxp_shm_dev_t *d)
             return;
         d->stash.next_hop++;
     }
-    d->stash.active = 0;
+    set_stash_active(d, 0);
 }
 
 static torx_status_t inject_deposit(torxp_shm_dev_t *d, const torx_pkt_hdr_t *hdr,
@@ -134,7 +274,7 @@ static torx_status_t inject_deposit(torxp_shm_dev_t *d, const torx_pkt_hdr_t *hd
         }
     }
     if (k <= hops) { /* taken, but the rest of the line must wait */
-        d->stash.active = 1;
+        set_stash_active(d, 1);
         d->stash.next_hop = k;
         d->stash.hops = hops;
         d->stash.hdr = *hdr;
@@ -148,14 +288,15 @@ static torx_status_t inject_deposit(torxp_shm_dev_t *d, const torx_pkt_hdr_t *hd
     return TORX_OK;
 }
 
-torx_status_t torxp_shm_inject(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
-                               const struct iovec *iov, int iovcnt)
+/* The injection proper; the caller holds tx_lock when injection is shared. */
+static inline __attribute__((always_inline)) torx_status_t
+inject_body(torxp_shm_dev_t *d, const torx_pkt_hdr_t *hdr, const struct iovec *iov, int iovcnt)
 {
-    torxp_shm_dev_t *d = torxp_shm_of(dev);
-    if (TORXP_UNLIKELY(d->stash.active)) {
+    torx_pkt_dev_t *dev = &d->base;
+    if (TORXP_UNLIKELY(stash_active(d))) {
         /* Everything queues behind a partly delivered deposit line. */
         drain_stash(d);
-        if (d->stash.active)
+        if (stash_active(d))
             return TORX_NO_ROOM;
     }
     size_t len = 0;
@@ -176,13 +317,32 @@ torx_status_t torxp_shm_inject(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
     return deliver(d, slot, pick_fifo(d, hdr->ctl), hdr, iov, iovcnt, len);
 }
 
+static torx_status_t __attribute__((noinline))
+inject_shared(torxp_shm_dev_t *d, const torx_pkt_hdr_t *hdr, const struct iovec *iov, int iovcnt)
+{
+    tx_lock(d);
+    const torx_status_t rc = inject_body(d, hdr, iov, iovcnt);
+    tx_unlock(d);
+    return rc;
+}
+
+torx_status_t torxp_shm_inject(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
+                               const struct iovec *iov, int iovcnt)
+{
+    torxp_shm_dev_t *d = torxp_shm_of(dev);
+    if (TORXP_UNLIKELY(d->shared_inject))
+        return inject_shared(d, hdr, iov, iovcnt);
+    return inject_body(d, hdr, iov, iovcnt);
+}
+
 const torx_pkt_hdr_t *torxp_shm_peek(torx_pkt_dev_t *dev)
 {
     torxp_shm_dev_t *d = torxp_shm_of(dev);
     if (d->cur_fifo >= 0)
         return torxp_fifo_front(torxp_shm_fifo(d, d->self_index, (unsigned)d->cur_fifo), d->geom);
     for (;;) {
-        const unsigned start = d->chaos ? (unsigned)(chaos_next(&d->chaos) >> 33) : d->next_fifo;
+        const unsigned start =
+            d->chaos_rx ? (unsigned)(chaos_next(&d->chaos_rx) >> 33) : d->next_fifo;
         torx_pkt_hdr_t *pkt = NULL;
         unsigned fi = 0;
         for (unsigned i = 0; i < TORXP_SHM_FIFOS_PER_TASK && !pkt; i++) {
@@ -218,11 +378,24 @@ void torxp_shm_consume(torx_pkt_dev_t *dev)
     d->cur_fifo = -1;
 }
 
+/* Delivers what the FIFOs now take of a stashed deposit line. */
+static void progress_stash(torxp_shm_dev_t *d)
+{
+    if (!d->shared_inject) {
+        drain_stash(d);
+        return;
+    }
+    tx_lock(d);
+    if (stash_active(d))
+        drain_stash(d);
+    tx_unlock(d);
+}
+
 int torxp_shm_poll(torx_pkt_dev_t *dev)
 {
     torxp_shm_dev_t *d = torxp_shm_of(dev);
-    if (TORXP_UNLIKELY(d->stash.active))
-        drain_stash(d);
+    if (TORXP_UNLIKELY(stash_active(d)))
+        progress_stash(d);
     if (TORXP_UNLIKELY(d->serve != NULL))
         torxp_shm_bulk_progress(d);
     return torxp_shm_peek(dev) != NULL;
@@ -236,4 +409,109 @@ int torxp_shm_room(torx_pkt_dev_t *dev, torx_coord_t dest)
     const unsigned slot = torx_coord_index(dev->shape, dest);
     return (int)torxp_fifo_room(
         torxp_shm_fifo(d, slot, d->self_index % TORXP_SHM_FIFOS_PER_TASK), d->geom);
+}
+
+/* ---- Waiting -------------------------------------------------------------------- */
+
+/* Whether any of this task's reception FIFOs holds a published packet. */
+static int any_packet(torxp_shm_dev_t *d)
+{
+    if (d->cur_fifo >= 0)
+        return 1;
+    for (unsigned f = 0; f < TORXP_SHM_FIFOS_PER_TASK; f++)
+        if (torxp_fifo_front(torxp_shm_fifo(d, d->self_index, f), d->geom))
+            return 1;
+    return 0;
+}
+
+/* Injections the device itself must retry when a peer makes room: a stashed
+ * deposit line, bulk packets queued behind a full FIFO. */
+static int tx_pending(const torxp_shm_dev_t *d)
+{
+    return stash_active(d) || torxp_shm_bulk_pending(d);
+}
+
+/* A nap for tx_pending: no doorbell rings when a peer makes room. */
+#define WAIT_ROOM_NAP_NS 50000L
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+torx_status_t torxp_shm_wait(torx_pkt_dev_t *dev, int timeout_ms)
+{
+    torxp_shm_dev_t *d = torxp_shm_of(dev);
+    torxp_shm_task_t *me = &d->tasks[d->self_index];
+    /* acquire: pairs with ring()'s release; a bump since the last wait
+     * (torx_pkt_wake, or a late injector) means work may be waiting. */
+    const uint32_t bell = __atomic_load_n(&me->doorbell, __ATOMIC_ACQUIRE);
+    if (bell != d->bell_seen) {
+        d->bell_seen = bell;
+        return TORX_OK;
+    }
+    if (any_packet(d))
+        return TORX_OK;
+    /* How long one futex sleep may last (ms, -1: no limit). */
+    int nap = 0;
+    long slice_ns = timeout_ms < 0 ? -1 : (long)timeout_ms * 1000000L;
+    if (tx_pending(d) && (slice_ns < 0 || slice_ns > WAIT_ROOM_NAP_NS)) {
+        slice_ns = WAIT_ROOM_NAP_NS;
+        nap = 1;
+    }
+    if (!d->bell_exact && (slice_ns < 0 || slice_ns > WAIT_SLICE_MS * 1000000L))
+        slice_ns = WAIT_SLICE_MS * 1000000L;
+    const double deadline = timeout_ms < 0 ? -1 : mono_s() + timeout_ms * 1e-3;
+
+    /* relaxed: ordered by the barrier below. */
+    __atomic_store_n(&me->sleeping, 1u, __ATOMIC_RELAXED);
+    /* The waiter's half of the StoreLoad pair (see the top): membarrier runs a
+     * full barrier on every CPU that runs an injector; without it, a seq_cst
+     * fence orders at least our side and the slices bound what is lost. */
+    if (d->bell_exact && syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) != 0) {
+        /* Refused after all: sliced sleeps from now on. */
+        d->bell_exact = 0;
+        torxp_log(dev, 1, "membarrier: %s; the doorbell sleeps in slices of %d ms",
+                  strerror(errno), WAIT_SLICE_MS);
+        if (slice_ns < 0 || slice_ns > WAIT_SLICE_MS * 1000000L)
+            slice_ns = WAIT_SLICE_MS * 1000000L;
+    }
+    if (!d->bell_exact)
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    int woken = 0;
+    for (;;) {
+        if (any_packet(d)) {
+            woken = 1;
+            break;
+        }
+        struct timespec ts, *tsp = NULL;
+        if (slice_ns >= 0) {
+            ts = (struct timespec){slice_ns / 1000000000L, slice_ns % 1000000000L};
+            tsp = &ts;
+        }
+        const long rc = futex(&me->doorbell, FUTEX_WAIT, bell, tsp);
+        if (rc == 0 || errno != ETIMEDOUT) { /* woken, bumped already, or a signal */
+            woken = 1;
+            break;
+        }
+        if (nap || (deadline >= 0 && mono_s() >= deadline))
+            break;
+        /* A sliced sleep ran out: look again (a wakeup may have been lost). */
+    }
+    /* relaxed: a late injector that still sees 1 only bumps the doorbell,
+     * which makes the next wait return at once. */
+    __atomic_store_n(&me->sleeping, 0u, __ATOMIC_RELAXED);
+    /* acquire: as above. */
+    d->bell_seen = __atomic_load_n(&me->doorbell, __ATOMIC_ACQUIRE);
+    if (woken || nap || d->bell_seen != bell || any_packet(d))
+        return TORX_OK;
+    return TORX_AGAIN;
+}
+
+void torxp_shm_wake(torx_pkt_dev_t *dev)
+{
+    torxp_shm_dev_t *d = torxp_shm_of(dev);
+    ring(d, d->self_index);
 }

@@ -1,0 +1,125 @@
+/*
+ * torx netmod: start-up and shut-down.
+ *
+ * The message layer is started in init_world with a torx_boot_t whose
+ * allgather and barrier are MPICH's own PMI calls (MPIR_pmi_allgather,
+ * MPIR_pmi_barrier): MPICH already holds the PMI-1 connection hydra passes
+ * in PMI_FD, and a second PMI client on the same socket would interleave its
+ * requests with MPICH's.
+ */
+#include "mpidimpl.h"
+#include "torx_impl.h"
+
+static torx_status_t boot_allgather(torx_boot_t * boot, const void *mine, void *all, size_t len)
+{
+    int mpi_errno = MPIR_pmi_allgather(mine, (int) len, all, (int) len, MPIR_PMI_DOMAIN_ALL);
+    return mpi_errno == MPI_SUCCESS ? TORX_OK : TORX_ERR_PEER;
+}
+
+static torx_status_t boot_barrier(torx_boot_t * boot)
+{
+    return MPIR_pmi_barrier() == MPI_SUCCESS ? TORX_OK : TORX_ERR_PEER;
+}
+
+int MPIDI_TORX_init_local(int *tag_bits)
+{
+    /* AM-only for now: MPIDIG carries the tag, any width works */
+    *tag_bits = MPIR_TAG_BITS_DEFAULT;
+
+    /* the MPIDIG eager limit; unexpected eager data must fit a pack buffer */
+    MPI_Aint lim = MPIDI_TORX_AM_EAGER_LIMIT_DEFAULT;
+    const char *s = getenv("TORX_AM_EAGER_LIMIT");
+    if (s && *s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (*end == '\0' && v >= 0)
+            lim = v;
+    }
+    MPI_Aint cap = MPIR_CVAR_CH4_AM_PACK_BUFFER_SIZE - MPIDI_TORX_AM_HDR_MAX;
+    if (lim > cap)
+        lim = cap;
+    MPIDI_TORX_global.am_eager_limit = lim;
+    return MPI_SUCCESS;
+}
+
+int MPIDI_TORX_init_world(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_TORX_global_t *g = &MPIDI_TORX_global;
+
+    g->rank = MPIR_Process.rank;
+    g->size = MPIR_Process.size;
+    const char *job = MPIR_pmi_job_id();
+    snprintf(g->job_id, sizeof g->job_id, "%s", job && *job ? job : "mpich-singleton");
+    g->boot.rank = g->rank;
+    g->boot.size = g->size;
+    g->boot.allgather = boot_allgather;
+    g->boot.barrier = boot_barrier;
+    g->boot.finalize = NULL;
+    g->boot.impl = g->job_id;   /* torx_boot_job_id() reads the string at impl */
+
+    g->pending_head = MPL_calloc(g->size, sizeof(*g->pending_head), MPL_MEM_OTHER);
+    g->pending_tail = MPL_calloc(g->size, sizeof(*g->pending_tail), MPL_MEM_OTHER);
+    MPIR_ERR_CHKANDJUMP(!g->pending_head || !g->pending_tail, mpi_errno, MPI_ERR_OTHER, "**nomem");
+
+    torx_init_attr_t attr = {.boot = &g->boot, .mode = -1, .mapping = NULL, .limits = NULL };
+    torx_status_t st = torx_init(&attr, &g->ctx);
+    if (st != TORX_OK) {
+        /* a bad TORX_* variable or mapping file: say so and stop the job */
+        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**notimpl", "**notimpl %s",
+                             torx_last_error());
+    }
+    MPIR_Assert(torx_rank(g->ctx) == g->rank && torx_size(g->ctx) == g->size);
+    st = torx_register(g->ctx, MPIDI_TORX_AM_HANDLER, MPIDI_TORX_am_handler, NULL);
+    if (st != TORX_OK)
+        MPIDI_TORX_fatal("torx_register", st);
+
+    /* world rank i is torx rank i */
+    for (int i = 0; i < g->size; i++)
+        MPIDI_TORX_AV(&MPIDIU_get_av(0, i)).rank = i;
+
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+int MPIDI_TORX_post_init(void)
+{
+    return MPI_SUCCESS;
+}
+
+int MPIDI_TORX_mpi_finalize_hook(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_TORX_global_t *g = &MPIDI_TORX_global;
+
+    if (g->ctx) {
+        if (getenv("TORX_STATS") && atoi(getenv("TORX_STATS")) > 0)
+            fprintf(stderr, "torx netmod rank %d: active messages sent %llu, received %llu, "
+                    "deferred %llu\n", g->rank, (unsigned long long) g->am_sent,
+                    (unsigned long long) g->am_received, (unsigned long long) g->am_deferred);
+        torx_status_t st = torx_finalize(g->ctx);
+        g->ctx = NULL;
+        if (st != TORX_OK)
+            MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**notimpl", "**notimpl %s",
+                                 torx_last_error());
+    }
+  fn_exit:
+    MPL_free(g->pending_head);
+    MPL_free(g->pending_tail);
+    g->pending_head = g->pending_tail = NULL;
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+void *MPIDI_TORX_mpi_alloc_mem(MPI_Aint size, MPIR_Info * info_ptr)
+{
+    return MPIDIG_mpi_alloc_mem(size, info_ptr);
+}
+
+int MPIDI_TORX_mpi_free_mem(void *ptr)
+{
+    return MPIDIG_mpi_free_mem(ptr);
+}

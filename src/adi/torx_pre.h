@@ -1,0 +1,58 @@
+/*
+ * torx netmod (ch4:torx): the types ch4 embeds in its objects.
+ * Included by ch4's netmodpre.h (generated from @ch4_netmod_pre_include@).
+ */
+#ifndef TORX_PRE_H_INCLUDED
+#define TORX_PRE_H_INCLUDED
+
+#include <torx/msg.h>
+
+/* netmod-global state lives in MPIDI_TORX_global (torx_impl.h) */
+typedef struct {
+    int dummy;
+} MPIDI_TORX_Global_t;
+
+/* An AM send (am_isend/am_isend_reply) in flight: the message-layer object
+ * lives inside the MPICH request, so sending allocates nothing when the data
+ * is contiguous and the AM header fits the torx header. The same struct,
+ * allocated (is_heap), serves a request that is already sending. */
+typedef struct MPIDI_TORX_am_slot {
+    torx_msg_t msg;
+    struct MPIR_Request *sreq;
+    void *pack_buf;             /* packed data (non-contiguous, or header in data) */
+    int handler_id;             /* MPIDIG handler: origin_cbs[handler_id] at completion */
+    int in_flight;
+    int is_heap;
+} MPIDI_TORX_am_request_t;
+
+/* Native pt2pt requests (later: matching in src/adi/). */
+typedef struct {
+    int dummy;
+} MPIDI_TORX_request_t;
+
+typedef struct {
+    int dummy;
+} MPIDI_TORX_comm_t;
+
+typedef struct {
+    int dummy;
+} MPIDI_TORX_dt_t;
+
+typedef struct {
+    int dummy;
+} MPIDI_TORX_op_t;
+
+typedef struct {
+    int dummy;
+} MPIDI_TORX_win_t;
+
+/* Address vector entry: the torx rank (job-wide task number) of a process. */
+typedef struct {
+    int rank;
+} MPIDI_TORX_addr_t;
+
+typedef struct {
+    int dummy;
+} MPIDI_TORX_part_t;
+
+#endif /* TORX_PRE_H_INCLUDED */

@@ -1,0 +1,304 @@
+/* Coprocessor mode (TORX_MODE=co): the protocol runs of test_msg and the
+ * chaos ordering run of test_msg_order with a communication thread per
+ * task; transient work units (costart/cojoin); a rendezvous that completes
+ * while the task computes without advancing; an idle co job that sleeps. */
+#include "harness.h"
+#include "msg_test.h"
+
+#include <sys/resource.h>
+
+/* ---- Protocols -------------------------------------------------------------------- */
+
+static const variant_t co_variants[] = {
+    {"co-onepkt", TORX_PROTO_ONEPKT, NULL, NULL, NULL, "co", NULL, 0, 0, 2},
+    {"co-eager", TORX_PROTO_EAGER, NULL, NULL, NULL, "co", NULL, 1, 0, 2},
+    {"co-adaptive", TORX_PROTO_ADAPTIVE, NULL, NULL, NULL, "co", NULL, 0, 0, 2},
+    {"co-rzv", TORX_PROTO_RZV, NULL, NULL, NULL, "co", NULL, 1, 0, 2},
+    {"co-rzv-packets", TORX_PROTO_RZV, NULL, NULL, "packets", "co", NULL, 1, 0, 2},
+    {"co-rzv-fifo-bulk", TORX_PROTO_RZV, NULL, NULL, NULL, "co", "fifo", 0, 0, 2},
+    {"co-auto-240", TORX_PROTO_AUTO, "240", NULL, NULL, "co", NULL, 0, 0, 3},
+    {"co-auto-65536", TORX_PROTO_AUTO, "65536", NULL, NULL, "co", NULL, 0, 0, 3},
+    {"co-auto-adaptive-1000", TORX_PROTO_AUTO, "65536", "1000", NULL, "co", NULL, 0, 0, 3},
+    {"co-cut-eager", TORX_PROTO_EAGER, NULL, NULL, NULL, "co", NULL, 0, 1, 2},
+    {"co-cut-rzv", TORX_PROTO_RZV, NULL, NULL, NULL, "co", NULL, 0, 1, 2},
+    {"co-cut-rzv-fifo", TORX_PROTO_RZV, NULL, NULL, NULL, "co", "fifo", 0, 1, 2},
+    {"co-cut-auto-1000", TORX_PROTO_AUTO, "1000", NULL, NULL, "co", NULL, 0, 1, 3},
+};
+#define NCO_VARIANTS ((int)(sizeof co_variants / sizeof co_variants[0]))
+
+START_TEST(co_protocol_variant)
+{
+    const variant_t *v = &co_variants[_i];
+    ck_assert_msg(test_run_variant(v) == 0, "variant %s failed", v->name);
+}
+END_TEST
+
+/* ---- Ordering under chaos ------------------------------------------------------------ */
+
+START_TEST(co_mixed_protocols_ordered_under_chaos)
+{
+    setenv("TORX_MODE", "co", 1);
+    setenv("TORX_CHAOS", "4242", 1);
+    setenv("TORX_ADAPTIVE_LIMIT", "2000", 1);
+    if (_i == 1)
+        setenv("TORX_RZV_DATA", "packets", 1);
+    uint32_t per_peer = 600 / SCALE;
+    const double t0 = test_now();
+    RUN_JOB(4, mix_task, &per_peer);
+    fprintf(stderr, "co: mixed protocols under chaos (rzv data by %s): %.2f s\n",
+            _i ? "packets" : "bulk get", test_now() - t0);
+}
+END_TEST
+
+/* ---- Work units ------------------------------------------------------------------------ */
+
+#define UNITS 3000 /* more than the thread's queue holds */
+
+typedef struct unit_arg {
+    uint64_t in, out;
+    uint32_t order;       /* the unit's place in the run order */
+    uint32_t *next_order; /* shared counter: only the communication thread runs units */
+    pthread_t *ran_on;
+} unit_arg_t;
+
+static void unit_fn(void *p)
+{
+    unit_arg_t *u = p;
+    uint64_t x = u->in;
+    for (int i = 0; i < 100; i++)
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    u->out = x;
+    u->order = (*u->next_order)++;
+    *u->ran_on = pthread_self();
+}
+
+static int units_task(torx_boot_t *boot, void *argp)
+{
+    (void)argp;
+    torx_ctx_t *ctx;
+    torx_init_attr_t attr = {.boot = boot, .mode = TORX_MODE_CO};
+    TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
+    TASK_CHECK(torx_mode(ctx) == TORX_MODE_CO && torx_tasks_per_node(ctx) == 1, "mode");
+    unit_arg_t *u = calloc(UNITS, sizeof *u);
+    pthread_t *ran_on = calloc(UNITS, sizeof *ran_on);
+    int *handles = calloc(UNITS, sizeof *handles);
+    uint32_t next_order = 0;
+    for (int i = 0; i < UNITS; i++) {
+        u[i] = (unit_arg_t){.in = (uint64_t)i * 977 + (uint64_t)boot->rank,
+                            .next_order = &next_order,
+                            .ran_on = &ran_on[i]};
+        TASK_CHECK(torx_costart(ctx, unit_fn, &u[i], &handles[i]) == TORX_OK, "costart %d: %s", i,
+                   torx_last_error());
+        TASK_CHECK(i == 0 || handles[i] > handles[i - 1], "handles grow");
+        if (i % 500 == 499) /* join some on the way, the rest at the end */
+            TASK_CHECK(torx_cojoin(ctx, handles[i - 250]) == TORX_OK, "cojoin");
+    }
+    TASK_CHECK(torx_cojoin(ctx, handles[UNITS - 1]) == TORX_OK, "%s", torx_last_error());
+    for (int i = 0; i < UNITS; i++) {
+        uint64_t x = u[i].in;
+        for (int k = 0; k < 100; k++)
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        TASK_CHECK(u[i].out == x, "unit %d computed %llx, expected %llx", i,
+                   (unsigned long long)u[i].out, (unsigned long long)x);
+        TASK_CHECK(u[i].order == (uint32_t)i, "unit %d ran as number %u", i, u[i].order);
+        TASK_CHECK(!pthread_equal(ran_on[i], pthread_self()), "unit %d ran in the task's thread",
+                   i);
+    }
+    TASK_CHECK(torx_cojoin(ctx, handles[UNITS - 1] + 1) == TORX_ERR_INVAL, "bad handle");
+    TASK_CHECK(torx_cojoin(ctx, 0) == TORX_ERR_INVAL, "handle 0");
+    TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
+    free(u);
+    free(ran_on);
+    free(handles);
+    return 0;
+}
+
+START_TEST(co_work_units)
+{
+    RUN_JOB(2, units_task, NULL);
+}
+END_TEST
+
+/* ---- Overlap: the rendezvous data moves while the task computes ---------------------- */
+
+#define OVERLAP_BYTES ((size_t)64 << 20)
+#define OVERLAP_HANDLER 9
+
+typedef struct overlap {
+    volatile int matched, done;
+    torx_status_t status;
+    size_t received;
+    uint8_t *buf;
+} overlap_t;
+
+static void overlap_done(torx_ctx_t *ctx, void *arg, torx_status_t status, size_t received)
+{
+    (void)ctx;
+    overlap_t *o = arg;
+    o->status = status;
+    o->received = received;
+    o->done = 1;
+}
+
+static void overlap_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info,
+                            torx_recv_t *recv)
+{
+    (void)ctx;
+    overlap_t *o = harg;
+    recv->buf = o->buf;
+    recv->len = info->data_len;
+    recv->done = overlap_done;
+    recv->arg = o;
+    o->matched = 1;
+}
+
+static int overlap_task(torx_boot_t *boot, void *argp)
+{
+    (void)argp;
+    torx_ctx_t *ctx;
+    torx_init_attr_t attr = {.boot = boot, .mode = TORX_MODE_CO};
+    TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
+    overlap_t o = {0};
+    o.buf = calloc(1, OVERLAP_BYTES);
+    TASK_CHECK(o.buf, "memory");
+    TASK_CHECK(torx_register(ctx, OVERLAP_HANDLER, overlap_handler, &o) == TORX_OK, "register");
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    if (boot->rank == 1) {
+        for (size_t i = 0; i < OVERLAP_BYTES; i++)
+            o.buf[i] = test_pattern(1, 0, i);
+        torx_msg_t m;
+        int sent = 0;
+        TASK_CHECK(torx_send(ctx, &m, 0, OVERLAP_HANDLER, NULL, 0, o.buf, OVERLAP_BYTES,
+                             TORX_PROTO_RZV, test_count_msg, &sent) == TORX_OK,
+                   "%s", torx_last_error());
+        volatile int *flag = &sent;
+        TASK_CHECK(torx_wait_timeout(ctx, flag, 60) == TORX_OK, "send not done");
+    } else {
+        /* Advance until the scout is matched: the handler has chosen the
+         * buffer and the get is handed to the communication thread. */
+        TASK_CHECK(torx_wait_timeout(ctx, &o.matched, 60) == TORX_OK, "no scout");
+        const uint64_t before = torxm_co_gets_done(ctx);
+        /* Compute, never advancing, until the thread says the get is done. */
+        const double t0 = test_now();
+        uint64_t sum = 0, iters = 0;
+        while (torxm_co_gets_done(ctx) == before && test_now() - t0 < 60) {
+            for (int k = 0; k < 1000; k++)
+                sum = sum * 31 + (uint64_t)k;
+            iters++;
+        }
+        const double t_compute = test_now() - t0;
+        TASK_CHECK(torxm_co_gets_done(ctx) == before + 1,
+                   "the get did not finish in %.1f s of computing (%llu rounds, sum %llx)",
+                   t_compute, (unsigned long long)iters, (unsigned long long)sum);
+        /* The data is all there although the task has not advanced since the
+         * match; the done callback waits for the task's next advance. */
+        TASK_CHECK(!o.done, "done ran without an advance");
+        for (size_t i = 0; i < OVERLAP_BYTES; i++)
+            if (o.buf[i] != test_pattern(1, 0, i))
+                TASK_CHECK(0, "byte %zu is %u, expected %u", i, o.buf[i], test_pattern(1, 0, i));
+        TASK_CHECK(torx_wait_timeout(ctx, &o.done, 60) == TORX_OK, "done never ran");
+        TASK_CHECK(o.status == TORX_OK && o.received == OVERLAP_BYTES, "status %s, %zu bytes",
+                   torx_status_str(o.status), o.received);
+        fprintf(stderr, "co overlap: 64 MiB arrived during %.1f ms of computing\n",
+                t_compute * 1e3);
+    }
+    TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
+    free(o.buf);
+    return 0;
+}
+
+START_TEST(co_rendezvous_during_compute)
+{
+    RUN_JOB(2, overlap_task, NULL);
+}
+END_TEST
+
+/* ---- An idle co job sleeps, and wakes promptly -------------------------------------- */
+
+static double cpu_seconds(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru); /* every thread of the task: the communication one too */
+    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
+           ru.ru_stime.tv_usec * 1e-6;
+}
+
+typedef struct idle_arg {
+    volatile int flag;
+    double sent_at;
+} idle_arg_t;
+
+static void idle_wake(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info, torx_recv_t *recv)
+{
+    (void)ctx;
+    (void)recv;
+    idle_arg_t *ia = harg;
+    if (info->data && info->data_len == sizeof ia->sent_at)
+        memcpy(&ia->sent_at, info->data, sizeof ia->sent_at);
+    ia->flag = 1;
+}
+
+static int idle_task(torx_boot_t *boot, void *argp)
+{
+    (void)argp;
+    idle_arg_t ia = {0};
+    torx_ctx_t *ctx;
+    torx_init_attr_t attr = {.boot = boot, .mode = TORX_MODE_CO};
+    TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
+    TASK_CHECK(torx_register(ctx, 5, idle_wake, &ia) == TORX_OK, "register");
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    if (boot->rank == 0) {
+        const double w0 = test_now(), c0 = cpu_seconds();
+        TASK_CHECK(torx_wait(ctx, &ia.flag) == TORX_OK, "wait");
+        const double woke = test_now(), wall = woke - w0, cpu = cpu_seconds() - c0;
+        const double latency = woke - ia.sent_at;
+        fprintf(stderr,
+                "co idle wait: %.3f s wall, %.3f s CPU (both threads), woken %.2f ms "
+                "after the send\n",
+                wall, cpu, latency * 1e3);
+        TASK_CHECK(wall > 0.5, "woken too early (%.3f s)", wall);
+        TASK_CHECK(cpu < 0.1 * wall, "an idle co task burned %.0f%% of a core", 100 * cpu / wall);
+        TASK_CHECK(latency < 0.05, "woken %.1f ms after the send", latency * 1e3);
+    } else {
+        const struct timespec pause = {0, 800 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+        torx_msg_t m;
+        const double now = test_now(); /* CLOCK_MONOTONIC: one host, one clock */
+        TASK_CHECK(torx_send(ctx, &m, 0, 5, NULL, 0, &now, sizeof now, TORX_PROTO_AUTO, NULL,
+                             NULL) == TORX_OK,
+                   "%s", torx_last_error());
+    }
+    TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
+    return 0;
+}
+
+START_TEST(co_idle_wait_sleeps)
+{
+    RUN_JOB(2, idle_task, NULL);
+}
+END_TEST
+
+Suite *msg_co_suite(void);
+
+Suite *msg_co_suite(void)
+{
+    Suite *s = suite_create("msg_co");
+    TCase *tc = tcase_create("co");
+    tcase_set_timeout(tc, 200);
+    tcase_add_loop_test(tc, co_protocol_variant, 0, NCO_VARIANTS);
+    tcase_add_loop_test(tc, co_mixed_protocols_ordered_under_chaos, 0, 2);
+    tcase_add_test(tc, co_work_units);
+    tcase_add_test(tc, co_rendezvous_during_compute);
+    tcase_add_test(tc, co_idle_wait_sleeps);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(msg_co_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    const int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
