@@ -34,25 +34,59 @@ struct torx_boot {
     void *impl; /* bootstrap-private */
 };
 
-/* PMI-1 over the PMI_FD socket hydra passes; a singleton job when the PMI_*
- * variables are absent. Malformed PMI_* values give TORX_ERR_ENV. */
+/* NAME     torx_boot_pmi_init - bootstrap from hydra's PMI-1
+ * DESCRIPTION
+ *   Fills *boot for a task started by hydra's mpiexec: PMI-1 over the
+ *   PMI_FD socket (or a connection to PMI_PORT), with PMI_RANK and
+ *   PMI_SIZE. Without any PMI_* variable the task is a singleton job (rank
+ *   0 of 1). Every wait on the PMI server is bounded by TORX_BOOT_TIMEOUT
+ *   (seconds, 1..86400, default 300). Release with boot->finalize.
+ * RETURN VALUE
+ *   TORX_OK. TORX_ERR_ENV: malformed or incomplete PMI_* variables, PMI_FD
+ *   not open, a bad TORX_BOOT_TIMEOUT. TORX_ERR_PEER: the PMI server cannot
+ *   be reached, closed the connection, answered badly or not in time.
+ *   TORX_ERR_SYS: a socket call failed. TORX_ERR_INVAL: boot NULL.
+ *   TORX_ERR_NOMEM: no memory.
+ * SEE ALSO torx_boot_fork_run, torx_boot_job_id, torx_init
+ */
 torx_status_t torx_boot_pmi_init(torx_boot_t *boot);
 
-/* The unique name of this job (PMI kvsname, or a fork job's id), usable as a
- * key for per-job resources. Never NULL after a successful init. */
+/* NAME     torx_boot_job_id - the unique name of a job
+ * DESCRIPTION
+ *   The job's name, the same in every task: the PMI kvsname,
+ *   "singleton-<pid>-<hex>", or a fork job's "fork-<pid>-<hex>". Usable as
+ *   a key for per-job resources.
+ * RETURN VALUE
+ *   The name, valid until boot->finalize; never NULL after a successful
+ *   init ("" for a boot that was never initialized).
+ * SEE ALSO torx_boot_pmi_init, torx_boot_fork_run
+ */
 const char *torx_boot_job_id(const torx_boot_t *boot);
 
 /* Entry point of one task of a fork job. Its return value is the task's exit
  * status (0 for success). */
 typedef int (*torx_task_main_fn)(torx_boot_t *boot, void *arg);
 
-/* Runs task_main in ntasks forked processes (ranks 0..ntasks-1) and waits
- * for all of them. The calling process is not a task. Returns 0 when every
- * task exited 0; otherwise the number of tasks that failed, were killed, or
- * were still running after timeout_s seconds (those are killed, so a wedged
- * job never hangs the caller). Each child dies with its parent. When
- * cpus_per_task > 0, task r is pinned to CPU (r * cpus_per_task) modulo the
- * CPUs available. */
+/* NAME     torx_boot_fork_run - run a job of forked tasks on this host
+ * DESCRIPTION
+ *   Forks ntasks processes (ranks 0..ntasks-1), each running
+ *   task_main(boot, arg) with a fork bootstrap valid during the call, and
+ *   waits for all of them; the calling process is not a task. A task's
+ *   return value is its exit status. Tasks still running after timeout_s
+ *   seconds are killed, so a wedged job never hangs the caller; each child
+ *   dies with its parent. When cpus_per_task > 0, task r is pinned to
+ *   cpus_per_task CPUs from CPU (r * cpus_per_task) modulo the CPUs it may use.
+ * RETURN VALUE
+ *   0 when every task exited 0. > 0: the number of tasks that failed, were
+ *   killed or timed out (each reported on stderr; torx_last_error sums up).
+ *   < 0, a torx_status_t, when no job ran: TORX_ERR_INVAL (ntasks outside
+ *   1..4096, task_main NULL, timeout_s not in (0, 1e7], cpus_per_task < 0),
+ *   TORX_ERR_NOMEM, TORX_ERR_SYS (fork failed; the started tasks are killed).
+ * NOTES
+ *   stdio is flushed before forking and at each task's exit. The bootstrap's
+ *   allgather takes at most 4096 bytes per task.
+ * SEE ALSO torx_boot_pmi_init, torx_init
+ */
 int torx_boot_fork_run(int ntasks, torx_task_main_fn task_main, void *arg, double timeout_s,
                        int cpus_per_task);
 

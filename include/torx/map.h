@@ -19,8 +19,9 @@
  * or too many rank lines. An empty or unreadable file has no line to name:
  * "torx: path: reason".
  *
- * On error every constructor leaves *map zeroed, so torx_map_free() on it is
- * harmless; torx_last_error() holds the message.
+ * On error every constructor leaves *map holding no memory (ntasks 0,
+ * pointers NULL), so torx_map_free() on it is harmless; torx_last_error()
+ * holds the message.
  */
 #ifndef TORX_MAP_H
 #define TORX_MAP_H
@@ -41,49 +42,130 @@ typedef struct torx_map {
     char *path;          /* the mapping file, NULL for an order */
 } torx_map_t;
 
-/* 1 when s is a permutation of XYZT (exactly four letters, any case). */
+/* NAME     torx_map_order_valid - whether a string is a mapping order
+ * DESCRIPTION
+ *   Checks that s is a permutation of XYZT: exactly four letters, each of
+ *   X, Y, Z and T once, in any case. s may be NULL.
+ * RETURN VALUE
+ *   1 when it is, 0 otherwise (NULL and "" included).
+ * SEE ALSO torx_map_from_order, torx_map_from_spec
+ */
 int torx_map_order_valid(const char *s);
 
-/* Maps ntasks ranks onto shape by an order string (any case, e.g. "txyz").
- * Errors name the string and why (not a permutation of XYZT, or the shape
- * has fewer slots than ranks). */
+/* NAME     torx_map_from_order - map ranks by an order string
+ * DESCRIPTION
+ *   Maps ranks 0..ntasks-1 onto shape by order (any case, e.g. "txyz"): rank
+ *   r, decomposed in mixed radix with the first letter varying fastest,
+ *   takes the first ntasks positions. Free *map with torx_map_free.
+ * RETURN VALUE
+ *   TORX_OK: *map is the map. TORX_ERR_INVAL: map NULL; order not a
+ *   permutation of XYZT (the message names it and why); a zero extent;
+ *   ntasks < 1 or above the shape's slots. TORX_ERR_NOMEM: no memory.
+ * SEE ALSO torx_map_from_spec, torx_map_free, torx_map_order_valid
+ */
 torx_status_t torx_map_from_order(const char *order, torx_shape_t shape, int ntasks,
                                   torx_map_t *map);
 
-/* Reads a mapping file for ntasks ranks on shape; ntasks 0 takes as many
- * ranks as the file has lines. Errors carry "path:line:". */
+/* NAME     torx_map_from_file - read a mapping file
+ * DESCRIPTION
+ *   Reads the file at path (one "x y z t" line per rank, in rank order; see
+ *   the top of this header) for ntasks ranks on shape; ntasks 0 takes as
+ *   many ranks as the file has rank lines. Free *map with torx_map_free.
+ * RETURN VALUE
+ *   TORX_OK: *map is the map, map->path the file. TORX_ERR_INVAL: path or
+ *   map NULL; a zero extent or more ranks than slots; the file cannot be
+ *   opened or read; a bad line ("torx: path:line: reason": fields,
+ *   numbers, range, t beyond the tasks per node, duplicates, too few or too
+ *   many rank lines); no rank line at all. TORX_ERR_NOMEM: no memory.
+ * SEE ALSO torx_map_from_spec, torx_map_write, torx-map(1) (mapping/README.md)
+ */
 torx_status_t torx_map_from_file(const char *path, torx_shape_t shape, int ntasks, torx_map_t *map);
 
-/* An order string when spec is a permutation of XYZT, else a mapping file
- * (ntasks 0 as for torx_map_from_file; for an order it means every slot).
- * When spec is neither an order nor a readable file, the error names the
- * variable `name` (e.g. "TORX_MAPPING"; NULL for none) and the value. */
+/* NAME     torx_map_from_spec - map ranks by an order string or a file
+ * DESCRIPTION
+ *   torx_map_from_order when spec is a permutation of XYZT (NULL or "":
+ *   XYZT), else torx_map_from_file on the path spec. ntasks 0 means as
+ *   many ranks as the file has, or for an order every slot of the shape.
+ *   name (e.g. "TORX_MAPPING", or NULL) is where spec came from, for the
+ *   message.
+ * RETURN VALUE
+ *   As torx_map_from_order or torx_map_from_file. When spec is neither an
+ *   order nor a readable file: TORX_ERR_ENV naming the variable name and
+ *   the value, or TORX_ERR_INVAL when name is NULL; the message gives both
+ *   reasons. TORX_ERR_INVAL also when map is NULL.
+ * SEE ALSO torx_map_from_env, torx_map_from_order, torx_map_from_file
+ */
 torx_status_t torx_map_from_spec(const char *spec, const char *name, torx_shape_t shape, int ntasks,
                                  torx_map_t *map);
 
-/* The job's map from the environment: TORX_TORUS (or the derived shape) and
- * TORX_MAPPING (an order string, or else a file path; unset or empty: XYZT). */
+/* NAME     torx_map_from_env - the job's map from the environment
+ * DESCRIPTION
+ *   The shape from TORX_TORUS (or derived from the job size, see
+ *   torx_env_shape) with t = tasks_per_node, and the ranks 0..ntasks-1 by
+ *   TORX_MAPPING (an order string, else a file path; unset or empty: XYZT).
+ *   This is what torx_init does.
+ * RETURN VALUE
+ *   TORX_OK. TORX_ERR_ENV: a bad TORX_TORUS, or a TORX_MAPPING that is
+ *   neither an order nor a readable file. Otherwise as
+ *   torx_map_from_spec (TORX_ERR_INVAL for a bad file line, map NULL, or
+ *   ntasks or tasks_per_node out of range; TORX_ERR_NOMEM).
+ * SEE ALSO torx_map_from_spec, torx_env_shape, torx_init
+ */
 torx_status_t torx_map_from_env(int ntasks, int tasks_per_node, torx_map_t *map);
 
+/* NAME     torx_map_free - release a map
+ * DESCRIPTION
+ *   Frees what a torx_map_from_* call allocated and zeroes *map. map may be
+ *   NULL, or a map a constructor failed on.
+ * RETURN VALUE
+ *   None.
+ * SEE ALSO torx_map_from_spec
+ */
 void torx_map_free(torx_map_t *map);
 
-/* Coordinate of rank (0 <= rank < map->ntasks). */
+/* NAME     torx_map_coord - the coordinate of a rank
+ * DESCRIPTION
+ *   The torus coordinate (x,y,z,t) of rank, 0 <= rank < map->ntasks (not
+ *   checked). Inline.
+ * RETURN VALUE
+ *   The coordinate.
+ * SEE ALSO torx_map_rank, torx_ctx_map
+ */
 static inline torx_coord_t torx_map_coord(const torx_map_t *map, int rank)
 {
     return map->coord[rank];
 }
 
-/* Rank at a coordinate, or -1 when none (or c is outside the shape). */
+/* NAME     torx_map_rank - the rank at a coordinate
+ * DESCRIPTION
+ *   The inverse of torx_map_coord.
+ * RETURN VALUE
+ *   The rank at c, or -1 when no rank sits there or c is outside the shape.
+ * SEE ALSO torx_map_coord
+ */
 int torx_map_rank(const torx_map_t *map, torx_coord_t c);
 
-/* Hops between the nodes of ranks a and b (both in 0..ntasks-1): Manhattan
- * distance on the torus, each dimension the shorter way round (wraparound
- * links). 0 for the same node; t does not count. */
+/* NAME     torx_map_distance - torus hops between two ranks
+ * DESCRIPTION
+ *   The hops between the nodes of ranks a and b (both in 0..ntasks-1, not
+ *   checked): the Manhattan distance on the torus, each dimension the
+ *   shorter way round (wraparound links).
+ * RETURN VALUE
+ *   The hop count; 0 for two tasks of one node (t does not count).
+ * SEE ALSO torx_map_coord
+ */
 unsigned torx_map_distance(const torx_map_t *map, int a, int b);
 
-/* Writes the map in mapping-file form, with a '#' header naming the shape,
- * the tasks per node, the rank count and where the map came from. A write
- * error (e.g. a full disk) gives TORX_ERR_SYS. */
+/* NAME     torx_map_write - write a map as a mapping file
+ * DESCRIPTION
+ *   Writes map to out in mapping-file form: '#' header lines naming the
+ *   shape, the tasks per node, the rank count and where the map came from,
+ *   then one "x y z t" line per rank. Flushes out; does not close it.
+ * RETURN VALUE
+ *   TORX_OK. TORX_ERR_INVAL: map or out NULL, or map empty. TORX_ERR_SYS:
+ *   a write or flush failed (e.g. a full disk).
+ * SEE ALSO torx_map_from_file, torx-map(1) (mapping/README.md)
+ */
 torx_status_t torx_map_write(const torx_map_t *map, FILE *out);
 
 #ifdef __cplusplus

@@ -106,22 +106,61 @@ typedef struct torx_init_attr {
     const torx_limits_t *limits; /* NULL: from TORX_* */
 } torx_init_attr_t;
 
-/* Starts the message layer: reads and checks the environment, builds the
- * rank map (a bad mapping file stops here, with file, line and reason),
- * opens the packet device and, in co mode, starts the communication thread
- * (bound to the node's second core; a warning, not an error, when the host
- * has too few cores). Collective over the job. attr may be NULL (all
- * defaults). */
+/* NAME     torx_init - start the message layer on this task
+ * DESCRIPTION
+ *   Collective. Reads the environment (see the top of this header), builds
+ *   the rank map, binds the task to its core with hwloc (a launcher's
+ *   binding stands), opens the packet device and, in co mode, starts the
+ *   communication thread. attr NULL: all defaults; its fields override the
+ *   environment. attr->boot NULL: PMI (hydra's mpiexec, or a singleton job),
+ *   which torx_finalize ends; a caller's boot is only used here.
+ * RETURN VALUE
+ *   TORX_OK: *ctx is the context. Otherwise *ctx is NULL, nothing stays open
+ *   and torx_last_error() says why: TORX_ERR_ENV for a bad TORX_* or PMI_*
+ *   value, TORX_TORUS too small, TORX_CORES_PER_NODE above the host's
+ *   cores; TORX_ERR_INVAL for ctx NULL, attr->mode > 2, a limit above
+ *   2^32-1, a bad mapping ("path:line: reason"), over 2^24 tasks;
+ *   TORX_ERR_PEER/_PROTO/_SYS/_NOMEM/_UNSUPPORTED from the bootstrap or
+ *   torx_pkt_open (e.g. a task died during start-up).
+ * NOTES
+ *   Too few cores only warns (tasks, threads left unbound). One thread per ctx.
+ * SEE ALSO torx_finalize, torx_register, torx_boot_fork_run, torx_pkt_open
+ */
 torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **ctx);
 
-/* Drains this task's outstanding sends (keeping the network moving for the
- * others), meets every task in a final barrier (the global interrupt),
- * prints TORX_STATS, closes the device and frees ctx. Collective. Messages
- * that arrive but that the application never waited for may be dropped.
- * TORX_ERR_PEER when the drain or the barrier does not finish within 120 s
- * (a peer died or stopped advancing); ctx is freed anyway. */
+/* NAME     torx_finalize - stop the message layer and free the context
+ * DESCRIPTION
+ *   Collective. Drains this task's queued sends and the rendezvous it takes
+ *   part in (advancing, so the peers are served too), meets every task in a
+ *   final barrier on the global interrupt, prints the TORX_STATS lines,
+ *   stops the communication thread, closes the device, ends a bootstrap
+ *   that torx_init started, and frees ctx. Messages that arrive but that the
+ *   application never waited for may be dropped.
+ * RETURN VALUE
+ *   TORX_OK         done; ctx is freed.
+ *   TORX_ERR_PEER   the drain or the barrier did not finish within 120 s (a
+ *                   peer died or stopped advancing); ctx is freed anyway.
+ *   TORX_ERR_INVAL  ctx NULL, or called from a handler or callback: nothing
+ *                   happened and ctx stays valid.
+ * SEE ALSO torx_init, torx_stats
+ */
 torx_status_t torx_finalize(torx_ctx_t *ctx);
 
+/* NAME     torx_rank, torx_size, torx_mode, torx_tasks_per_node, torx_ctx_map,
+ *          torx_ctx_device, torx_ctx_limits - what torx_init settled
+ * DESCRIPTION
+ *   torx_rank: this task's rank, 0..size-1. torx_size: the tasks of the job.
+ *   torx_mode: heater, co or vn. torx_tasks_per_node: 1 in heater and co
+ *   mode, TORX_CORES_PER_NODE in vn mode. torx_ctx_map: the rank map (each
+ *   rank's torus coordinate, <torx/map.h>). torx_ctx_device: the packet
+ *   device underneath, for the collectives (src/coll/); torus packets on it
+ *   belong to torx_advance, which consumes every one. torx_ctx_limits: the
+ *   protocol size limits in force.
+ * RETURN VALUE
+ *   As above; they cannot fail (ctx must be live: it is not checked).
+ *   Returned pointers are valid until torx_finalize.
+ * SEE ALSO torx_init, torx_map_coord, torx_choose_protocol
+ */
 int torx_rank(const torx_ctx_t *ctx);
 int torx_size(const torx_ctx_t *ctx);
 torx_mode_t torx_mode(const torx_ctx_t *ctx);
@@ -130,8 +169,17 @@ const torx_map_t *torx_ctx_map(const torx_ctx_t *ctx);
 torx_pkt_dev_t *torx_ctx_device(torx_ctx_t *ctx); /* for src/coll/ */
 const torx_limits_t *torx_ctx_limits(const torx_ctx_t *ctx);
 
-/* The protocol TORX_PROTO_AUTO picks for a message of hdr_len + len bytes
- * to dest. */
+/* NAME     torx_choose_protocol - the protocol TORX_PROTO_AUTO picks
+ * DESCRIPTION
+ *   For a message of hdr_len header and len data bytes to rank dest, applies
+ *   the rule of torx_limits_t with this context's limits and mode:
+ *   one-packet, else virtual node (vn mode and dest on this task's node),
+ *   else adaptive eager, eager or rendezvous by len.
+ * RETURN VALUE
+ *   A protocol other than TORX_PROTO_AUTO. It cannot fail; a dest outside
+ *   the job only rules out virtual node.
+ * SEE ALSO torx_send, torx_limits_t, torx_protocol_name
+ */
 torx_protocol_t torx_choose_protocol(const torx_ctx_t *ctx, int dest, size_t hdr_len,
                                      size_t len);
 
@@ -174,9 +222,23 @@ typedef struct torx_recv {
 typedef void (*torx_handler_fn)(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info,
                                 torx_recv_t *recv);
 
-/* Registers handler id (0..TORX_MSG_HANDLERS-1); fn NULL unregisters.
- * Re-registering replaces. A message for an unregistered id is discarded
- * with a warning (its sender still completes). */
+/* NAME     torx_register - install the handler for a handler id
+ * DESCRIPTION
+ *   Makes fn(ctx, harg, info, recv) the handler of id (0..TORX_MSG_HANDLERS
+ *   - 1) at this task; fn NULL removes it, re-registering replaces it. The
+ *   handler runs once per message, inside this task's torx_advance or
+ *   torx_wait, as soon as the message's first packet is in: it reads info
+ *   (valid during the call only) and fills recv, which starts zeroed.
+ * RETURN VALUE
+ *   TORX_OK; TORX_ERR_INVAL when ctx is NULL or id is out of range.
+ * NOTES
+ *   Register before the first advance that may see messages for id: packets
+ *   wait in the network until then, so none is lost. A message for an
+ *   unregistered id is discarded with a warning on stderr (once per id until
+ *   it is registered again); its sender still completes. Handlers may call
+ *   torx_send, not torx_advance, torx_wait or torx_finalize.
+ * SEE ALSO torx_recv_t, torx_recv_info_t, torx_send
+ */
 torx_status_t torx_register(torx_ctx_t *ctx, int id, torx_handler_fn fn, void *harg);
 
 /* ---- Sending -------------------------------------------------------------- */
@@ -189,39 +251,90 @@ typedef struct torx_msg {
 
 typedef void (*torx_send_done_fn)(torx_ctx_t *ctx, torx_msg_t *msg, void *arg);
 
-/* Sends hdr (copied now) and len bytes of data (read until done runs) to
- * handler at rank dest. protocol TORX_PROTO_AUTO picks by size
- * (torx_choose_protocol); a forced protocol must suit the message
- * (one-packet: it fits; virtual node: dest shares this task's node in vn
- * mode; packet-streamed: len < 4 GiB), else TORX_ERR_INVAL. Returns TORX_OK
- * once the message is queued (never TORX_NO_ROOM: a full network queues it);
- * done (may be NULL) runs when data may be reused (for rendezvous and
- * virtual node: after the receiver has taken it). Messages to one
- * destination go out one after another, never interleaved. */
+/* NAME     torx_send - send an active message
+ * DESCRIPTION
+ *   Sends hdr (hdr_len <= TORX_MSG_MAX_HDR bytes, copied now) and len data
+ *   bytes in msg (caller's storage) to handler id handler at rank dest;
+ *   TORX_PROTO_AUTO picks the protocol by size. done(ctx, msg, arg), or NULL,
+ *   runs in a later advance, never inside torx_send, once data may be reused:
+ *   when injected; for bulk-get rendezvous and vn, once the receiver took it.
+ * RETURN VALUE
+ *   TORX_OK once queued (never TORX_NO_ROOM: a full network queues it).
+ *   TORX_ERR_INVAL: ctx or msg NULL, dest not in the job, handler or hdr_len
+ *   out of range, hdr or data NULL with a length, or a forced protocol that
+ *   is unknown or does not suit (one-packet: too big; virtual node: dest not
+ *   on this node in vn mode; eager, adaptive: len >= 4 GiB).
+ * NOTES
+ *   msg and data stay untouched until done has run (done NULL: while
+ *   torx_msg_pending); msg must not be pending when passed. Sends to one
+ *   dest arrive in order. A later failure (out of memory) is logged to
+ *   stderr and drops the message; done still runs.
+ * SEE ALSO torx_register, torx_msg_pending, torx_wait, torx_choose_protocol
+ */
 torx_status_t torx_send(torx_ctx_t *ctx, torx_msg_t *msg, int dest, int handler, const void *hdr,
                         size_t hdr_len, const void *data, size_t len, torx_protocol_t protocol,
                         torx_send_done_fn done, void *arg);
 
-/* Non-zero while the message layer still holds msg (from torx_send until
- * just before its done callback runs). */
+/* NAME     torx_msg_pending - whether a send still holds its torx_msg_t
+ * DESCRIPTION
+ *   Tells whether the message layer still owns msg: from torx_send until
+ *   just before its done callback runs (done NULL: until done would have
+ *   run). It does not advance.
+ * RETURN VALUE
+ *   Non-zero while pending; 0 once msg (and its data) may be reused.
+ * NOTES
+ *   A torx_msg_t that was never sent must be zeroed for a defined answer.
+ * SEE ALSO torx_send, torx_advance
+ */
 int torx_msg_pending(const torx_msg_t *msg);
 
 /* ---- Progress ------------------------------------------------------------- */
 
-/* Polls the network once: pushes queued sends, runs handlers and completion
- * callbacks. Returns the number of events handled (0 when idle). */
+/* NAME     torx_advance - make progress once, without blocking
+ * DESCRIPTION
+ *   Pushes queued sends and control packets, reads up to 64 packets from the
+ *   network (co mode: takes what the communication thread staged and
+ *   finished), runs the handlers of arriving messages and the completion
+ *   callbacks that are due.
+ * RETURN VALUE
+ *   The number of events handled (packets, sends pushed, callbacks run); 0
+ *   when idle, and always 0 when called from a handler or callback.
+ * NOTES
+ *   Handlers and callbacks run only here, in the calling thread, and in the
+ *   calls that advance: torx_wait(_timeout), torx_finalize, and torx_costart
+ *   and torx_cojoin while they wait.
+ * SEE ALSO torx_wait, torx_register, torx_send
+ */
 int torx_advance(torx_ctx_t *ctx);
 
-/* Advances until *flag becomes non-zero (set by a callback). Spins for a
- * while, then yields the CPU, then sleeps until a packet comes (the packet
- * layer's doorbell; in co mode, until the communication thread has something
- * for the task), so an idle waiter does not burn a core (an oversubscribed
- * job yields from the start). While its own sends wait for room at a busy
- * peer, it naps instead. */
+/* NAME     torx_wait - advance until a flag is set
+ * DESCRIPTION
+ *   Calls torx_advance until *flag is non-zero (set by a handler or
+ *   callback). Idle, it spins for a while, then yields the CPU, then sleeps
+ *   until a packet comes (the packet layer's doorbell; in co mode, until the
+ *   communication thread has something for the task), so an idle waiter does
+ *   not burn a core; an oversubscribed job (more tasks, or in co mode
+ *   threads, than CPUs) yields from the start. While its own sends wait for
+ *   room at a busy peer, it naps instead.
+ * RETURN VALUE
+ *   TORX_OK once *flag is non-zero (at once if it already is);
+ *   TORX_ERR_INVAL when ctx or flag is NULL.
+ * NOTES
+ *   No time limit (see torx_wait_timeout). Not from a handler or callback:
+ *   there it cannot advance and never returns.
+ * SEE ALSO torx_wait_timeout, torx_advance
+ */
 torx_status_t torx_wait(torx_ctx_t *ctx, volatile int *flag);
 
-/* torx_wait with a limit: TORX_AGAIN when *flag is still zero after
- * timeout_s seconds. */
+/* NAME     torx_wait_timeout - torx_wait with a time limit
+ * DESCRIPTION
+ *   As torx_wait, for about timeout_s seconds at most (negative: no limit).
+ * RETURN VALUE
+ *   TORX_OK once *flag is non-zero. TORX_AGAIN when it is still zero after
+ *   timeout_s seconds; nothing is cancelled, a later advance may still set
+ *   it. TORX_ERR_INVAL when ctx or flag is NULL.
+ * SEE ALSO torx_wait, torx_advance
+ */
 torx_status_t torx_wait_timeout(torx_ctx_t *ctx, volatile int *flag, double timeout_s);
 
 /* ---- Coprocessor mode ----------------------------------------------------- */
@@ -234,17 +347,36 @@ torx_status_t torx_wait_timeout(torx_ctx_t *ctx, volatile int *flag, double time
  * completes without the task advancing; its done runs at the next advance. */
 
 typedef void (*torx_cowork_fn)(void *arg);
-/* Starts fn(arg) as a transient work unit on the communication thread in co
- * mode; units run one at a time, in the order started, between the thread's
- * network work. fn runs concurrently with the task: it must not call torx_*
- * functions and must synchronise with the task only through torx_cojoin
- * (what fn wrote is visible after it). A full queue of units makes
- * costart wait (advancing). *handle (may be NULL) names the unit for
- * torx_cojoin. In heater and vn modes there is no thread: fn runs at once,
- * in the caller, and the handle is already complete. */
+
+/* NAME     torx_costart - run a work unit on the communication thread
+ * DESCRIPTION
+ *   In co mode, starts fn(arg) as a transient work unit on the communication
+ *   thread; units run one at a time, in the order started, between the
+ *   thread's network work, concurrently with the task. fn must not call
+ *   torx_* functions and must synchronise with the task only through
+ *   torx_cojoin (what fn wrote is visible after it). A full queue (256
+ *   units) makes costart wait, advancing. In heater and vn modes there is no
+ *   thread: fn runs at once, in the caller, and its handle is complete.
+ * RETURN VALUE
+ *   TORX_OK, with *handle (handle may be NULL) naming the unit for
+ *   torx_cojoin; handles count up from 1.
+ *   TORX_ERR_INVAL  ctx or fn is NULL.
+ *   TORX_ERR_NOMEM  co mode: INT_MAX units started, the handles are used up.
+ * SEE ALSO torx_cojoin, torx_mode
+ */
 torx_status_t torx_costart(torx_ctx_t *ctx, torx_cowork_fn fn, void *arg, int *handle);
-/* Waits (advancing, and sleeping when idle) until the work unit handle and
- * every unit started before it have finished. */
+
+/* NAME     torx_cojoin - wait for work units to finish
+ * DESCRIPTION
+ *   Waits until the unit handle and every unit started before it have
+ *   finished, advancing (handlers and callbacks may run) and sleeping when
+ *   idle. What the units wrote is visible afterwards. In heater and vn modes
+ *   the units have already run: it returns at once.
+ * RETURN VALUE
+ *   TORX_OK; TORX_ERR_INVAL when ctx is NULL or handle was not returned by
+ *   torx_costart on this ctx.
+ * SEE ALSO torx_costart
+ */
 torx_status_t torx_cojoin(torx_ctx_t *ctx, int handle);
 
 /* ---- Counters ------------------------------------------------------------- */
@@ -258,9 +390,27 @@ typedef struct torx_proto_stats {
     uint64_t packets_sent, packets_received;
 } torx_proto_stats_t;
 
-/* Per-protocol counters of this task (index TORX_PROTO_AUTO stays zero). */
+/* NAME     torx_stats - per-protocol counters of this task
+ * DESCRIPTION
+ *   Copies this task's counters into out, indexed by torx_protocol_t (index
+ *   TORX_PROTO_AUTO stays zero). A message counts as sent when its first
+ *   packet (or scout) leaves, as received when that packet is matched
+ *   (handler called, or discarded), both with the whole data length.
+ *   TORX_STATS=1 prints the same at torx_finalize.
+ * RETURN VALUE
+ *   None; it cannot fail.
+ * SEE ALSO torx_protocol_name, torx_finalize
+ */
 void torx_stats(const torx_ctx_t *ctx, torx_proto_stats_t out[TORX_PROTO_COUNT]);
-/* "one-packet", "eager", "adaptive", "rendezvous", "vn"; "auto" for AUTO. */
+
+/* NAME     torx_protocol_name - the printable name of a protocol
+ * DESCRIPTION
+ *   The name of protocol p, as the TORX_STATS lines print it.
+ * RETURN VALUE
+ *   A static string: "auto", "one-packet", "eager", "adaptive",
+ *   "rendezvous" or "vn"; "unknown" for a value outside torx_protocol_t.
+ * SEE ALSO torx_stats, torx_choose_protocol
+ */
 const char *torx_protocol_name(torx_protocol_t p);
 
 #ifdef __cplusplus

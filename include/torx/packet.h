@@ -58,13 +58,22 @@ typedef struct torx_shape {
 #define TORX_DIM_Y 1
 #define TORX_DIM_Z 2
 
-/* Task slots in a shape: x*y*z*t. */
+/* NAME     torx_shape_slots, torx_coord_index, torx_coord_in_shape,
+ *          torx_coord_equal - coordinate arithmetic
+ * DESCRIPTION
+ *   torx_shape_slots: the task slots of a shape, x*y*z*t. torx_coord_index:
+ *   the linear index of c in s, x varying fastest, then y, z, t (c must be
+ *   in s). torx_coord_in_shape: whether c lies in s. torx_coord_equal:
+ *   whether a and b are the same coordinate.
+ * RETURN VALUE
+ *   As above; 1 for true and 0 for false. Pure, inline, cannot fail.
+ * SEE ALSO torx_map_coord, torx_map_rank
+ */
 static inline unsigned torx_shape_slots(torx_shape_t s)
 {
     return (unsigned)s.x * s.y * s.z * s.t;
 }
 
-/* Linear index of a coordinate, x varying fastest, then y, z, t. */
 static inline unsigned torx_coord_index(torx_shape_t s, torx_coord_t c)
 {
     return ((unsigned)c.t * s.z + c.z) * ((unsigned)s.x * s.y) + (unsigned)c.y * s.x + c.x;
@@ -109,16 +118,36 @@ typedef struct torx_pkt_hdr {
 
 _Static_assert(sizeof(torx_pkt_hdr_t) == TORX_PKT_HDR_BYTES, "torus header is 16 bytes");
 
-/* Fills a header for a deterministic packet to dest, with zeroed sw bytes. */
+/* NAME     torx_pkt_hdr_init - fill a packet header
+ * DESCRIPTION
+ *   Sets *h to a header for dest with the routing bits ctl (0: a
+ *   deterministic packet; TORX_PKT_ADAPTIVE: adaptive) and zeroed software
+ *   bytes sw[], which the caller then fills. chunks and payload_len are set
+ *   by torx_pkt_inject.
+ * RETURN VALUE
+ *   None.
+ * SEE ALSO torx_pkt_hdr_set_deposit, torx_pkt_inject
+ */
 static inline void torx_pkt_hdr_init(torx_pkt_hdr_t *h, torx_coord_t dest, unsigned ctl)
 {
     *h = (torx_pkt_hdr_t){.dest = dest, .ctl = (uint8_t)ctl};
 }
 
-/* Sets the deposit bit: the packet is copied to every node from the sender
- * to dest along dim, stepping in direction dir (+1 or -1) with wraparound.
- * dest must differ from the sender only in dim. Deposit packets are
- * deterministic. */
+/* NAME     torx_pkt_hdr_set_deposit, torx_pkt_hdr_deposit_dim - line broadcast
+ * DESCRIPTION
+ *   set_deposit sets the deposit bit: the packet is copied to every node
+ *   from the sender to dest along dim (TORX_DIM_X/Y/Z), stepping in
+ *   direction dir (+1 or -1) with wraparound, the task t of dest on each.
+ *   It clears TORX_PKT_ADAPTIVE: deposit packets are deterministic.
+ *   deposit_dim reads the dimension back.
+ * RETURN VALUE
+ *   set_deposit: none. deposit_dim: the dimension, 0..2 (3 in a malformed
+ *   header).
+ * NOTES
+ *   dest must differ from the sender only in dim, and not equal it;
+ *   torx_pkt_inject checks (TORX_ERR_INVAL).
+ * SEE ALSO torx_pkt_hdr_init, torx_pkt_inject
+ */
 static inline void torx_pkt_hdr_set_deposit(torx_pkt_hdr_t *h, int dim, int dir)
 {
     h->ctl = (uint8_t)((h->ctl & ~(TORX_PKT_ADAPTIVE | TORX_PKT_DEPOSIT_NEG |
@@ -132,7 +161,15 @@ static inline int torx_pkt_hdr_deposit_dim(const torx_pkt_hdr_t *h)
     return (h->ctl & TORX_PKT_DEPOSIT_DIM_MASK) >> TORX_PKT_DEPOSIT_DIM_SHIFT;
 }
 
-/* Chunks needed for a payload of len bytes (len <= 240). */
+/* NAME     torx_pkt_chunks_for, torx_pkt_payload - packet size and payload
+ * DESCRIPTION
+ *   torx_pkt_chunks_for: the 32-byte chunks a packet with a payload of len
+ *   bytes (len <= 240) occupies, header included. torx_pkt_payload: the
+ *   address of the payload that follows the header h in the FIFO.
+ * RETURN VALUE
+ *   chunks_for: 1..8. payload: a pointer valid as long as h is.
+ * SEE ALSO torx_pkt_peek, torx_pkt_read
+ */
 static inline unsigned torx_pkt_chunks_for(size_t len)
 {
     return (unsigned)((TORX_PKT_HDR_BYTES + len + TORX_PKT_CHUNK - 1) / TORX_PKT_CHUNK);
@@ -162,28 +199,80 @@ typedef struct torx_pkt_attr {
     unsigned flags;     /* TORX_PKT_* attribute flags above; 0 for none */
 } torx_pkt_attr_t;
 
-/* Collective over the job: opens the device, creates or attaches the job's
- * state, and returns once every task has attached. Checks the environment
- * (TORX_* values named in the error), the shape (x*y*z*t >= job size) and the
- * coordinates (in range, unique). */
+/* NAME     torx_pkt_open - open the packet device of this task
+ * DESCRIPTION
+ *   Collective over the job (attr->boot). Reads the environment (TORX_DEVICE
+ *   unless attr->device names one, TORX_CHAOS, TORX_FIFO_PACKETS, TORX_BULK,
+ *   TORX_VERBOSE), creates (rank 0) or attaches the job's shared state,
+ *   claims attr->self and returns once every task has attached. All tasks
+ *   pass the same shape, each its own coordinate.
+ * RETURN VALUE
+ *   TORX_OK: *dev is open. Otherwise (one task failing to attach fails all):
+ *   TORX_ERR_INVAL   no attr or boot; a zero extent; fewer slots than tasks;
+ *                    unknown flags or device name; self outside the shape or
+ *                    taken by another task
+ *   TORX_ERR_ENV     a bad TORX_* value (named in the message)
+ *   TORX_ERR_UNSUPPORTED  TORX_DEVICE=ofi (not built yet); TORX_BULK=cma
+ *                    where cross-memory attach is forbidden
+ *   TORX_ERR_NOMEM   memory or /dev/shm space; TORX_ERR_SYS: shm_open, mmap
+ *   TORX_ERR_PROTO   tasks disagree on shape, TORX_FIFO_PACKETS or version
+ *   TORX_ERR_PEER    another task failed (see its message) or died
+ * SEE ALSO torx_pkt_close, torx_boot_pmi_init, torx_boot_fork_run, torx_init
+ */
 torx_status_t torx_pkt_open(const torx_pkt_attr_t *attr, torx_pkt_dev_t **dev);
 
-/* Releases the device. Not collective; pending bulk operations are abandoned. */
+/* NAME     torx_pkt_close - close the packet device
+ * DESCRIPTION
+ *   Releases dev and unmaps the job's state. Not collective: finish the
+ *   traffic first (a global-interrupt barrier), since packets sent to a
+ *   closed task are never read. Pending bulk operations are abandoned. dev
+ *   may be NULL.
+ * RETURN VALUE
+ *   None.
+ * SEE ALSO torx_pkt_open, torx_gi_arm
+ */
 void torx_pkt_close(torx_pkt_dev_t *dev);
 
-/* Device name ("shm") and this task's coordinate. */
+/* NAME     torx_pkt_device_name, torx_pkt_self, torx_pkt_shape - device facts
+ * DESCRIPTION
+ *   The device's name, this task's coordinate and the torus shape, as
+ *   torx_pkt_open settled them.
+ * RETURN VALUE
+ *   "shm" (a static string); the coordinate; the shape. They cannot fail.
+ * SEE ALSO torx_pkt_open
+ */
 const char *torx_pkt_device_name(const torx_pkt_dev_t *dev);
 torx_coord_t torx_pkt_self(const torx_pkt_dev_t *dev);
 torx_shape_t torx_pkt_shape(const torx_pkt_dev_t *dev);
 
-/* Injects one packet: header fields dest, ctl and sw from *hdr, the payload
- * gathered from iov (at most 240 bytes in all). TORX_OK: accepted, will be
- * delivered exactly once. TORX_NO_ROOM: nothing taken, retry later.
- * TORX_ERR_INVAL: no task at dest, payload too long, or bad deposit line. */
+/* NAME     torx_pkt_inject - send one torus packet
+ * DESCRIPTION
+ *   Injects a packet with the fields dest, ctl and sw of *hdr and a payload
+ *   gathered from iov[0..iovcnt-1] (at most 240 bytes in all; copied before
+ *   the call returns). Deterministic packets from one task to another
+ *   arrive in order; adaptive ones may not (TORX_CHAOS).
+ * RETURN VALUE
+ *   TORX_OK          accepted; it will be delivered exactly once.
+ *   TORX_NO_ROOM     the FIFO is full, or a deposit line is still being
+ *                    delivered: nothing taken, poll and retry.
+ *   TORX_ERR_INVAL   payload above 240 bytes, dest outside the torus or
+ *                    without a task, or a bad deposit line.
+ * NOTES
+ *   One injecting thread at a time, unless the device was opened with
+ *   TORX_PKT_SHARED_INJECT.
+ * SEE ALSO torx_pkt_inject1, torx_pkt_hdr_init, torx_pkt_room, torx_pkt_poll
+ */
 torx_status_t torx_pkt_inject(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
                               const struct iovec *iov, int iovcnt);
 
-/* Injects with one contiguous payload. */
+/* NAME     torx_pkt_inject1 - send one torus packet from one buffer
+ * DESCRIPTION
+ *   torx_pkt_inject with the payload in one buffer of len bytes (payload
+ *   may be NULL when len is 0).
+ * RETURN VALUE
+ *   As torx_pkt_inject.
+ * SEE ALSO torx_pkt_inject
+ */
 static inline torx_status_t torx_pkt_inject1(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
                                              const void *payload, size_t len)
 {
@@ -191,39 +280,91 @@ static inline torx_status_t torx_pkt_inject1(torx_pkt_dev_t *dev, const torx_pkt
     return torx_pkt_inject(dev, hdr, &iov, len ? 1 : 0);
 }
 
-/* Advances the device (pending injections, device-internal traffic) and
- * returns 1 when a packet is waiting, 0 otherwise. */
+/* NAME     torx_pkt_poll - advance the device and look for a packet
+ * DESCRIPTION
+ *   Moves the device's own work on (the rest of a deposit line, bulk
+ *   transfers over the FIFOs, device-internal packets, which it consumes)
+ *   and looks for a packet for this task.
+ * RETURN VALUE
+ *   1 when a packet is waiting (torx_pkt_peek returns it), 0 otherwise.
+ * NOTES
+ *   Receiving thread only. Keep polling while peers may send: otherwise
+ *   their injections find the FIFOs full, and FIFO-path bulk transfers
+ *   with this task stall.
+ * SEE ALSO torx_pkt_peek, torx_pkt_wait
+ */
 int torx_pkt_poll(torx_pkt_dev_t *dev);
 
-/* Sleeps until a packet may be waiting for this task, at most timeout_ms
- * milliseconds (negative: no limit), without using the CPU: the doorbell.
- * TORX_OK: poll now (a packet came, torx_pkt_wake was called, or the sleep
- * was interrupted; when the device has injections of its own waiting for
- * room at a peer, which no doorbell announces, it naps only briefly and
- * returns TORX_OK). TORX_AGAIN: the time ran out and nothing came. Call it
- * from the receiving thread, after polling found nothing. An injector rings
- * the destination's doorbell only when its receiver sleeps, so a busy
- * receiver costs the senders nothing but a load of a flag. */
+/* NAME     torx_pkt_wait - sleep until a packet may be waiting (the doorbell)
+ * DESCRIPTION
+ *   Sleeps without using the CPU until a packet may be waiting for this
+ *   task, at most timeout_ms milliseconds (negative: no limit). Call it from
+ *   the receiving thread, after polling found nothing. An injector rings the
+ *   destination's doorbell only when its receiver sleeps, so a busy
+ *   receiver costs the senders nothing but a load of a flag.
+ * RETURN VALUE
+ *   TORX_OK     poll now: a packet came, torx_pkt_wake was called, or the
+ *               sleep was interrupted; also after a brief nap when the
+ *               device's own injections wait for room at a peer (no
+ *               doorbell announces that).
+ *   TORX_AGAIN  the time ran out and nothing came.
+ * SEE ALSO torx_pkt_wake, torx_pkt_poll, torx_wait
+ */
 torx_status_t torx_pkt_wait(torx_pkt_dev_t *dev, int timeout_ms);
 
-/* Makes this task's current or next torx_pkt_wait return TORX_OK at once;
- * for another thread of the task that has work for the receiving thread. */
+/* NAME     torx_pkt_wake - ring this task's own doorbell
+ * DESCRIPTION
+ *   Makes this task's current or next torx_pkt_wait return TORX_OK at once;
+ *   for another thread of the task that has work for the receiving thread.
+ * RETURN VALUE
+ *   None.
+ * SEE ALSO torx_pkt_wait
+ */
 void torx_pkt_wake(torx_pkt_dev_t *dev);
 
-/* The header of the waiting packet, left in the FIFO, or NULL. Repeated
- * peeks return the same packet until torx_pkt_consume(). The header and its
- * payload (torx_pkt_payload) stay valid until then. */
+/* NAME     torx_pkt_peek - look at the next packet without unloading it
+ * DESCRIPTION
+ *   Returns the header of the waiting packet, left in its FIFO. Repeated
+ *   peeks return the same packet until torx_pkt_consume; the header and its
+ *   payload (torx_pkt_payload) stay valid until then. Device-internal
+ *   packets are handled on the way and never returned.
+ * RETURN VALUE
+ *   The header, or NULL when no packet is waiting.
+ * SEE ALSO torx_pkt_read, torx_pkt_consume, torx_pkt_poll
+ */
 const torx_pkt_hdr_t *torx_pkt_peek(torx_pkt_dev_t *dev);
 
-/* Copies len payload bytes starting at off from the peeked packet to dst,
- * which may have any alignment. */
+/* NAME     torx_pkt_read - copy payload bytes out of a peeked packet
+ * DESCRIPTION
+ *   Copies len payload bytes starting at off from pkt (as torx_pkt_peek
+ *   returned it) to dst, which may have any alignment. off + len must not
+ *   exceed pkt->payload_len (not checked).
+ * RETURN VALUE
+ *   None.
+ * SEE ALSO torx_pkt_peek, torx_pkt_payload
+ */
 void torx_pkt_read(const torx_pkt_hdr_t *pkt, void *dst, size_t off, size_t len);
 
-/* Unloads (discards) the peeked packet, freeing its FIFO slot. */
+/* NAME     torx_pkt_consume - unload the peeked packet
+ * DESCRIPTION
+ *   Discards the packet torx_pkt_peek returned, freeing its FIFO slot; its
+ *   header and payload are no longer valid. Does nothing when no packet is
+ *   peeked.
+ * RETURN VALUE
+ *   None.
+ * SEE ALSO torx_pkt_peek
+ */
 void torx_pkt_consume(torx_pkt_dev_t *dev);
 
-/* Free packet slots in the reception FIFO that deterministic packets from
- * this task to dest use (a lower bound; other senders share it). */
+/* NAME     torx_pkt_room - free slots on the way to a destination
+ * DESCRIPTION
+ *   The free packet slots in the reception FIFO that deterministic packets
+ *   from this task to dest use.
+ * RETURN VALUE
+ *   The number of slots, a lower bound (other senders share the FIFO and
+ *   the receiver frees slots); 0 when dest is outside the torus.
+ * SEE ALSO torx_pkt_inject
+ */
 int torx_pkt_room(torx_pkt_dev_t *dev, torx_coord_t dest);
 
 /* ---- Collective network -------------------------------------------------- */
@@ -249,32 +390,81 @@ typedef enum torx_cn_type {
     TORX_CN_NTYPES
 } torx_cn_type_t;
 
-/* Contributes one 256-byte packet to the job's next collective round. Every
- * task of the job injects once per round, with the same op and type, in the
- * same order. For TORX_CN_BCAST, is_root marks the one task whose data
- * counts; the others may pass data == NULL. TORX_NO_ROOM when this task is
- * as many rounds ahead as the device pipelines. */
+/* NAME     torx_cn_inject - contribute to the next collective-network round
+ * DESCRIPTION
+ *   Contributes the 256 bytes at data to this task's next round. Every task
+ *   of the job injects once per round, with the same op and type, in the
+ *   same order; the ALU combines lanes of type (32 or 64 bits). For
+ *   TORX_CN_BCAST, is_root marks the one task whose data counts; the others
+ *   may pass data == NULL. Rounds pipeline: up to 4 may be in flight.
+ * RETURN VALUE
+ *   TORX_OK          contributed; read the result with torx_cn_read.
+ *   TORX_NO_ROOM     this task is as many rounds ahead of the slowest reader
+ *                    as the device pipelines: read, then retry.
+ *   TORX_ERR_INVAL   op or type out of range; data NULL where it counts.
+ * SEE ALSO torx_cn_read, torx_cn_allreduce_sum_double
+ */
 torx_status_t torx_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_type_t type,
                              int is_root, const void *data);
 
-/* Reads the result of this task's oldest unread round into result (256
- * bytes). TORX_AGAIN until every task has contributed; TORX_ERR_PROTO when
- * tasks disagreed on op, type or root (torx_last_error names them). */
+/* NAME     torx_cn_read - read the result of a collective-network round
+ * DESCRIPTION
+ *   Reads the result of this task's oldest unread round into result (256
+ *   bytes) once every task has contributed to it.
+ * RETURN VALUE
+ *   TORX_OK          result holds the combined packet.
+ *   TORX_AGAIN       not every task has contributed yet.
+ *   TORX_ERR_PROTO   tasks disagreed on op, type or root (torx_last_error
+ *                    names them); the round is consumed all the same, on
+ *                    every task, so the pipeline stays in step.
+ *   TORX_ERR_INVAL   no unread round (inject first), or result is NULL.
+ * SEE ALSO torx_cn_inject
+ */
 torx_status_t torx_cn_read(torx_pkt_dev_t *dev, void *result);
 
-/* Bitwise reproducible sum of n doubles (n <= 32 per call) over the job, on
- * the integer ALU: a max of exponents, then an integer sum of mantissas
- * aligned to it. The result does not depend on which task holds which value.
- * Blocking (drives the device until done). */
+/* NAME     torx_cn_allreduce_sum_double - reproducible sum of doubles
+ * DESCRIPTION
+ *   Sums in[0..n-1] (n <= 32 per call) element-wise over the job into out
+ *   (which may alias in) on the integer ALU: a max of exponents, then an
+ *   integer sum of mantissas aligned to it, so the result does not depend
+ *   on which task holds which value. Collective, blocking: two rounds,
+ *   driving the device until done. Every task passes the same n.
+ * RETURN VALUE
+ *   TORX_OK (at once for n == 0). TORX_ERR_INVAL: n outside 0..32, in or
+ *   out NULL. TORX_ERR_UNSUPPORTED: 2^21 tasks or more. TORX_ERR_PROTO:
+ *   the tasks disagreed (as torx_cn_read).
+ * NOTES
+ *   No collective-network round of this task may be unread when it starts.
+ *   Values far below the largest lose low-order bits (bound, inf and nan
+ *   rules: src/packet/fpsum_internal.h).
+ * SEE ALSO torx_cn_inject, torx_cn_read
+ */
 torx_status_t torx_cn_allreduce_sum_double(torx_pkt_dev_t *dev, const double *in,
                                            double *out, int n);
 
 /* ---- Global interrupt (barrier) ------------------------------------------ */
 
-/* Enters the next barrier round. */
+/* NAME     torx_gi_arm - enter the next global-interrupt barrier round
+ * DESCRIPTION
+ *   Marks this task as arrived at its next barrier round; what it did
+ *   before is visible to every task once they leave the round. Poll the
+ *   round to completion with torx_gi_poll before arming the next.
+ * RETURN VALUE
+ *   TORX_OK; TORX_ERR_INVAL when the previous round was not yet polled to
+ *   completion.
+ * SEE ALSO torx_gi_poll
+ */
 torx_status_t torx_gi_arm(torx_pkt_dev_t *dev);
-/* TORX_OK once every task has entered the round this task armed, TORX_AGAIN
- * before. */
+/* NAME     torx_gi_poll - whether the armed barrier round is complete
+ * DESCRIPTION
+ *   Checks whether every task has entered the round this task armed.
+ *   Nonblocking: loop on it, and keep polling the torus meanwhile if peers
+ *   may still send to this task.
+ * RETURN VALUE
+ *   TORX_OK once every task has entered the round (and on later calls);
+ *   TORX_AGAIN before; TORX_ERR_INVAL when no round was ever armed.
+ * SEE ALSO torx_gi_arm
+ */
 torx_status_t torx_gi_poll(torx_pkt_dev_t *dev);
 
 /* ---- Bulk transfer ------------------------------------------------------- */
@@ -284,34 +474,101 @@ typedef struct torx_bulk {
     uint64_t priv[8];
 } torx_bulk_t;
 
-/* Starts copying len bytes from remote (an address in the task at peer) to
- * local. Single-copy through cross-memory attach where the kernel allows it,
- * else streamed through the FIFOs (the peer must keep polling). */
+/* NAME     torx_bulk_get - start copying memory from another task
+ * DESCRIPTION
+ *   Starts copying len bytes from remote (an address in the task at peer)
+ *   to local, in op (the caller's, untouched until the operation completes).
+ *   Single-copy through cross-memory attach (process_vm_readv) where the
+ *   kernel allows it, done before the call returns; else streamed through
+ *   the FIFOs, and the peer must keep polling. Zero bytes, or peer == self,
+ *   complete at once.
+ * RETURN VALUE
+ *   TORX_OK: started (or done); finish with torx_bulk_test.
+ *   TORX_ERR_INVAL   op NULL or still in flight, no task at peer, a NULL
+ *                    address with len > 0, a range that wraps, or (cma) an
+ *                    unmapped range.
+ *   TORX_ERR_PEER (peer dead), _NOMEM, _SYS: the copy failed or could not
+ *                    be queued; torx_last_error says why.
+ * SEE ALSO torx_bulk_test, torx_bulk_put, torx_bulk_path
+ */
 torx_status_t torx_bulk_get(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
                             const void *remote, void *local, size_t len);
 
-/* Starts copying len bytes from local to remote in the task at peer. */
+/* NAME     torx_bulk_put - start copying memory into another task
+ * DESCRIPTION
+ *   Starts copying len bytes from local to remote (an address in the task
+ *   at peer), as torx_bulk_get in the other direction (process_vm_writev on
+ *   the cma path).
+ * RETURN VALUE
+ *   As torx_bulk_get.
+ * SEE ALSO torx_bulk_test, torx_bulk_get
+ */
 torx_status_t torx_bulk_put(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer, void *remote,
                             const void *local, size_t len);
 
-/* TORX_OK when op is complete, TORX_AGAIN while it runs (and advances it). */
+/* NAME     torx_bulk_test - advance a bulk operation and test for completion
+ * DESCRIPTION
+ *   Polls the device (which moves FIFO transfers on) and tests op; now and
+ *   then checks that the peer is still alive. Receiving thread only.
+ * RETURN VALUE
+ *   TORX_OK          op is complete; its memory may be reused.
+ *   TORX_AGAIN       still running.
+ *   TORX_ERR_PEER, _INVAL, _NOMEM, _SYS  op failed (e.g. the peer died);
+ *                    every later test returns the same.
+ *   TORX_ERR_INVAL   also: op was never started by torx_bulk_get or _put.
+ * SEE ALSO torx_bulk_get, torx_bulk_put
+ */
 torx_status_t torx_bulk_test(torx_pkt_dev_t *dev, torx_bulk_t *op);
 
-/* "cma" or "fifo": the path bulk transfers take on this device. */
+/* NAME     torx_bulk_path - the path bulk transfers take
+ * DESCRIPTION
+ *   Which path torx_pkt_open chose for bulk transfers (TORX_BULK, and
+ *   whether the kernel allows cross-memory attach).
+ * RETURN VALUE
+ *   "cma" or "fifo", a static string.
+ * SEE ALSO torx_bulk_get
+ */
 const char *torx_bulk_path(const torx_pkt_dev_t *dev);
 
 /* ---- Environment helpers (used by every layer) --------------------------- */
 
-/* Parses TORX_TORUS ("XxYxZ") or derives a near-cubic shape for nnodes nodes
- * when unset. tasks_per_node becomes shape->t. Errors name the variable,
- * value and reason (e.g. too few slots for the job). */
+/* NAME     torx_env_shape - the torus shape of a job
+ * DESCRIPTION
+ *   Parses TORX_TORUS ("X", "XxY" or "XxYxZ", each 1..255) or, when unset or
+ *   empty, derives the most balanced shape for ceil(ntasks /
+ *   tasks_per_node) nodes. tasks_per_node becomes shape->t.
+ * RETURN VALUE
+ *   TORX_OK: *shape is set. TORX_ERR_ENV: TORX_TORUS malformed or with too
+ *   few slots for the job, or no shape up to 255x255x255 fits (the message
+ *   names the variable, value and reason). TORX_ERR_INVAL: shape NULL,
+ *   ntasks < 1, or tasks_per_node outside 1..255.
+ * SEE ALSO torx_map_from_env, torx_init
+ */
 torx_status_t torx_env_shape(int ntasks, int tasks_per_node, torx_shape_t *shape);
 
-/* Integer environment value within [lo, hi]; def when unset or empty.
- * TORX_ERR_ENV with a message naming the variable and value otherwise. */
+/* NAME     torx_env_int - read an integer environment variable strictly
+ * DESCRIPTION
+ *   Reads the variable name as a decimal integer in [lo, hi] into *out;
+ *   def when it is unset or empty. The whole value must be the number (no
+ *   blanks, no trailing characters).
+ * RETURN VALUE
+ *   TORX_OK. TORX_ERR_ENV: not an integer, or out of range (the message
+ *   names the variable, its value and the range). TORX_ERR_INVAL: name or
+ *   out NULL, or lo > hi.
+ * SEE ALSO torx_env_choice
+ */
 torx_status_t torx_env_int(const char *name, long lo, long hi, long def, long *out);
 
-/* One of a list of words; *index is the position in choices, def when unset. */
+/* NAME     torx_env_choice - read a word from a list in the environment
+ * DESCRIPTION
+ *   Looks the variable name up in the NULL-terminated list choices
+ *   (case-sensitive) and sets *index to its position; def when it is unset
+ *   or empty.
+ * RETURN VALUE
+ *   TORX_OK. TORX_ERR_ENV: not in the list (the message lists the choices).
+ *   TORX_ERR_INVAL: name, choices or index NULL, or choices empty.
+ * SEE ALSO torx_env_int
+ */
 torx_status_t torx_env_choice(const char *name, const char *const *choices, int def, int *index);
 
 #ifdef __cplusplus

@@ -27,11 +27,27 @@ typedef enum torx_status {
     TORX_ERR_TRUNCATE = -8     /* a message was longer than its receive buffer */
 } torx_status_t;
 
-/* Short constant name of a status, e.g. "TORX_NO_ROOM". */
+/* NAME     torx_status_str - the name of a status code
+ * DESCRIPTION
+ *   The constant's name for status, e.g. "TORX_NO_ROOM", for messages.
+ * RETURN VALUE
+ *   A static string; "TORX_UNKNOWN_STATUS" for a value outside the enum.
+ * SEE ALSO torx_last_error
+ */
 const char *torx_status_str(torx_status_t status);
 
-/* The detailed message of the last error raised by libtorx in this thread,
- * or "" when none was. Valid until the next libtorx call in this thread. */
+/* NAME     torx_last_error - what the last error was about
+ * DESCRIPTION
+ *   The detailed message (at most 511 characters) of the last error libtorx
+ *   raised in the calling thread: each thread has its own, so the co-mode
+ *   thread never overwrites the application's.
+ * RETURN VALUE
+ *   The message, or "" when no error was raised in this thread yet.
+ * NOTES
+ *   Successful calls do not clear it, and any later libtorx call may
+ *   replace it: read it right after the call that returned the error.
+ * SEE ALSO torx_status_str
+ */
 const char *torx_last_error(void);
 
 #ifdef __cplusplus
