@@ -33,9 +33,9 @@ set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.85 border -1
 set boxwidth 0.9
-set key inside top left maxrows 3 width -3 samplen 2 font ",9"
+set key inside top left Left reverse maxrows 5 samplen 2 font ",9"
 set yrange [0:*]
-set offsets 0, 0, graph 0.35, 0   # headroom above the bars for the key
+set offsets 0, 0, graph 0.5, 0   # headroom above the bars for the key
 set xrange [-0.6:3.6]
 plot latdat using 5:xtic(1) title "torx deterministic" lc rgb "#1f77b4", \
      ''     using 6          title "torx adaptive" lc rgb "#6baed6", \
@@ -65,7 +65,7 @@ unset xtics
 set xtics
 
 # ---- 3: collectives vs the floor ------------------------------------------
-set title "Collectives, 2 tasks (best of rounds)"
+set title "Collectives, 2 tasks (min, best of rounds)"
 set ylabel "ns per operation"
 set xlabel ""
 set style data histograms
@@ -74,8 +74,8 @@ set boxwidth 0.8
 set yrange [0:*]
 set autoscale x
 set offsets 0, 0, graph 0.2, 0
-set key inside top left samplen 2 font ",9"
-plot colldat using 2:xtic(1) lc rgb "#1f77b4" title "ns per operation, best of rounds", \
+set key inside top left Left reverse samplen 2 font ",9"
+plot colldat using 2:xtic(1) lc rgb "#1f77b4" title "ns per operation", \
      cnhandoff with lines lw 2 dt 2 lc rgb "#d62728" title sprintf("cache-line handoff (paired) %.0f ns", cnhandoff)
 
 unset multiplot

@@ -270,7 +270,7 @@ table=$work/table.txt
     for op in allreduce:"collective-network allreduce, 1 packet" dsum:"reproducible double sum, 1 double" \
               barrier:"global-interrupt barrier"; do
         k=${op%%:*}; label=${op#*:}
-        cmin=$(v cn.${k}_ns_min); cmed=$(v cn.${k}_ns_med)
+        cmin=$(v "cn.${k}_ns_min"); cmed=$(v "cn.${k}_ns_med")
         printf '  %-44s %8s %8s %10s %8s\n' "$label" "$(fmt "$cmin")" "$(fmt "$cmed")" \
             "$(ratio "$cmin" "$cn_ho")" "$(ratio "$cmed" "$cn_ho_med")"
     done
