@@ -109,6 +109,13 @@ struct torxp_shm_dev {
     torxp_fifo_geom_t geom;
     uint64_t *cached_head;   /* per destination FIFO (nslots*fifos): last head seen */
     int cur_fifo;            /* FIFO holding the peeked packet, -1 when none */
+    /* This task's reading position in each of its reception FIFOs, and how
+     * many pops it has not yet published to the producers. */
+    struct {
+        uint64_t head;
+        uint32_t unpublished;
+    } rx[TORXP_SHM_FIFOS_PER_TASK];
+    uint32_t rx_batch; /* pops per head publication */
     unsigned next_fifo;      /* where the next scan starts */
     unsigned burst;          /* packets taken in a row from next_fifo */
     uint64_t chaos_rx;       /* xorshift state of the reception scan; 0 = chaos off */

@@ -103,11 +103,13 @@ static inline void torxp_fifo_publish(torx_pkt_hdr_t *slot, uint64_t pos, torxp_
     __atomic_store_n(&slot->dev_tag, torxp_fifo_lap_tag(pos, g.log2), __ATOMIC_RELEASE);
 }
 
-/* Consumer: the packet at head, or NULL when it has not been published. */
-static inline torx_pkt_hdr_t *torxp_fifo_front(torxp_fifo_t *f, torxp_fifo_geom_t g)
+/* Consumer: the packet at position head, or NULL when it has not been
+ * published. The consumer keeps head privately and publishes it with
+ * torxp_fifo_release, which it may do lazily, a batch of pops at a time:
+ * every publication is a store to a line the producers read. */
+static inline torx_pkt_hdr_t *torxp_fifo_front_at(torxp_fifo_t *f, torxp_fifo_geom_t g,
+                                                  uint64_t head)
 {
-    /* relaxed: only this consumer writes head. */
-    uint64_t head = __atomic_load_n(&f->head, __ATOMIC_RELAXED);
     torx_pkt_hdr_t *slot = torxp_fifo_slot(f, g, head);
     /* acquire: pairs with torxp_fifo_publish. */
     if (__atomic_load_n(&slot->dev_tag, __ATOMIC_ACQUIRE) != torxp_fifo_lap_tag(head, g.log2))
@@ -115,13 +117,26 @@ static inline torx_pkt_hdr_t *torxp_fifo_front(torxp_fifo_t *f, torxp_fifo_geom_
     return slot;
 }
 
-/* Consumer: frees the slot at head. */
+/* Consumer: publishes head, freeing every slot before it. */
+static inline void torxp_fifo_release(torxp_fifo_t *f, uint64_t head)
+{
+    /* release: our reads of the freed slots happen before a producer that
+     * acquires the new head overwrites them. */
+    __atomic_store_n(&f->head, head, __ATOMIC_RELEASE);
+}
+
+/* Consumer without a private head (tests, simple loops): the packet at the
+ * published head. */
+static inline torx_pkt_hdr_t *torxp_fifo_front(torxp_fifo_t *f, torxp_fifo_geom_t g)
+{
+    /* relaxed: only this consumer writes head. */
+    return torxp_fifo_front_at(f, g, __atomic_load_n(&f->head, __ATOMIC_RELAXED));
+}
+
+/* Consumer without a private head: frees the slot at the published head. */
 static inline void torxp_fifo_pop(torxp_fifo_t *f)
 {
-    uint64_t head = __atomic_load_n(&f->head, __ATOMIC_RELAXED);
-    /* release: our reads of the slot happen before a producer that acquires
-     * the new head overwrites it. */
-    __atomic_store_n(&f->head, head + 1, __ATOMIC_RELEASE);
+    torxp_fifo_release(f, __atomic_load_n(&f->head, __ATOMIC_RELAXED) + 1);
 }
 
 /* Free slots, as any task sees them now (a snapshot). */

@@ -265,6 +265,9 @@ torx_status_t torxp_shm_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
     d->nslots = torx_shape_slots(attr->shape);
     d->self_index = torx_coord_index(attr->shape, attr->self);
     d->cur_fifo = -1;
+    /* A quarter of a FIFO, at most 32 packets: producers see room in big
+     * enough steps, and a full FIFO still frees up well before it drains. */
+    d->rx_batch = (uint32_t)(env->fifo_packets / 4 < 32 ? env->fifo_packets / 4 : 32);
     torxp_shm_chaos_seed(d, env->chaos_seed);
     uint32_t log2 = 0;
     while ((1L << log2) < env->fifo_packets)

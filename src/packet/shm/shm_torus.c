@@ -335,11 +335,38 @@ torx_status_t torxp_shm_inject(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
     return inject_body(d, hdr, iov, iovcnt);
 }
 
+static inline torx_pkt_hdr_t *rx_front(torxp_shm_dev_t *d, unsigned fi)
+{
+    return torxp_fifo_front_at(torxp_shm_fifo(d, d->self_index, fi), d->geom, d->rx[fi].head);
+}
+
+/* Pops the packet at the front of FIFO fi. Producers learn of the room a
+ * batch at a time (and whenever the FIFO runs empty, see rx_flush), which
+ * keeps the head line from bouncing on every packet of a stream. */
+static inline void rx_pop(torxp_shm_dev_t *d, unsigned fi)
+{
+    d->rx[fi].head++;
+    if (++d->rx[fi].unpublished >= d->rx_batch) {
+        torxp_fifo_release(torxp_shm_fifo(d, d->self_index, fi), d->rx[fi].head);
+        d->rx[fi].unpublished = 0;
+    }
+}
+
+/* Publishes every pop of FIFO fi: it ran empty, or the task may sleep, and
+ * a producer may be waiting for room. */
+static inline void rx_flush(torxp_shm_dev_t *d, unsigned fi)
+{
+    if (d->rx[fi].unpublished) {
+        torxp_fifo_release(torxp_shm_fifo(d, d->self_index, fi), d->rx[fi].head);
+        d->rx[fi].unpublished = 0;
+    }
+}
+
 const torx_pkt_hdr_t *torxp_shm_peek(torx_pkt_dev_t *dev)
 {
     torxp_shm_dev_t *d = torxp_shm_of(dev);
     if (d->cur_fifo >= 0)
-        return torxp_fifo_front(torxp_shm_fifo(d, d->self_index, (unsigned)d->cur_fifo), d->geom);
+        return rx_front(d, (unsigned)d->cur_fifo);
     for (;;) {
         const unsigned start =
             d->chaos_rx ? (unsigned)(chaos_next(&d->chaos_rx) >> 33) : d->next_fifo;
@@ -347,14 +374,15 @@ const torx_pkt_hdr_t *torxp_shm_peek(torx_pkt_dev_t *dev)
         unsigned fi = 0;
         for (unsigned i = 0; i < TORXP_SHM_FIFOS_PER_TASK && !pkt; i++) {
             fi = (start + i) % TORXP_SHM_FIFOS_PER_TASK;
-            pkt = torxp_fifo_front(torxp_shm_fifo(d, d->self_index, fi), d->geom);
+            pkt = rx_front(d, fi);
+            if (!pkt)
+                rx_flush(d, fi);
         }
         if (!pkt)
             return NULL;
-        torxp_fifo_t *f = torxp_shm_fifo(d, d->self_index, fi);
         if (TORXP_UNLIKELY(pkt->ctl & TORX_PKT_SYS)) {
             torxp_shm_bulk_on_sys(d, pkt);
-            torxp_fifo_pop(f);
+            rx_pop(d, fi);
             continue;
         }
         if (fi != d->next_fifo) {
@@ -374,7 +402,7 @@ void torxp_shm_consume(torx_pkt_dev_t *dev)
     torxp_shm_dev_t *d = torxp_shm_of(dev);
     if (d->cur_fifo < 0)
         return;
-    torxp_fifo_pop(torxp_shm_fifo(d, d->self_index, (unsigned)d->cur_fifo));
+    rx_pop(d, (unsigned)d->cur_fifo);
     d->cur_fifo = -1;
 }
 
@@ -418,9 +446,11 @@ static int any_packet(torxp_shm_dev_t *d)
 {
     if (d->cur_fifo >= 0)
         return 1;
-    for (unsigned f = 0; f < TORXP_SHM_FIFOS_PER_TASK; f++)
-        if (torxp_fifo_front(torxp_shm_fifo(d, d->self_index, f), d->geom))
+    for (unsigned f = 0; f < TORXP_SHM_FIFOS_PER_TASK; f++) {
+        if (rx_front(d, f))
             return 1;
+        rx_flush(d, f); /* about to sleep: give waiting producers their room */
+    }
     return 0;
 }
 
