@@ -38,7 +38,16 @@ AM_COND_IF([BUILD_CH4_NETMOD_TORX],[
         AC_MSG_ERROR([ch4:torx needs libtorx (torx_init): pass --with-torx=PREFIX or --with-torx-lib=DIR])
     fi
     dnl libtorx is linked dynamically: a rebuilt libtorx.so needs no MPICH rebuild.
+    dnl libmpi.so carries a run path to it, so programs (whose own RUNPATH
+    dnl does not apply to libmpi's dependencies) find it.
     PAC_LIBS_ADD([-ltorx])
+    torx_rpath_dir="${with_torx_lib}"
+    if test -z "$torx_rpath_dir" -a -n "$with_torx" -a "$with_torx" != "yes" ; then
+        torx_rpath_dir="${with_torx}/lib"
+    fi
+    if test -n "$torx_rpath_dir" ; then
+        PAC_APPEND_FLAG([-Wl,-rpath,${torx_rpath_dir}],[LDFLAGS])
+    fi
 ])dnl end AM_COND_IF(BUILD_CH4_NETMOD_TORX,...)
 ])dnl end _BODY
 

@@ -1,0 +1,279 @@
+#!/usr/bin/env bash
+# Builds MPICH with the torx netmod (--with-device=ch4:torx) from MPICH's own
+# source, overlaid with this repository's src/adi/, and installs it.
+#
+#   scripts/build-mpich.sh [--mpich-src DIR|TARBALL] [--prefix DIR] [--jobs N]
+#                          [--print-prefix] [-- EXTRA_CONFIGURE_ARGS...]
+#
+#   --mpich-src   an unpacked MPICH source tree or a release tarball (never
+#                 modified: it is copied). Default: Debian's source package
+#                 (`apt-get source mpich`, bookworm: 4.0.2), fetched once into
+#                 $TORX_CACHE/src/.
+#   --prefix      where to install. Default: $TORX_CACHE/mpich-<ver>-<key>/install
+#   --jobs        make -j (default $TORX_JOBS or 2)
+#   --print-prefix  print the install prefix this command line maps to, and exit
+#
+# Caching. Everything lives under $TORX_CACHE (default ~/.cache/torx):
+#   src/                      the pristine MPICH source (apt-get source / tarball)
+#   mpich-<ver>-<key>/src     a copy, overlaid and regenerated (autoreconf)
+#   mpich-<ver>-<key>/build   the configured VPATH build tree
+#   mpich-<ver>-<key>/install the default prefix
+#   current-prefix            the prefix of the last successful build (test/mpi/run.sh)
+# <key> hashes the MPICH version and source, the configure line and the
+# overlay's build files (src/adi/subconfigure.m4, src/adi/Makefile.mk). A run
+# with the same key only re-runs `make` (incremental) and `make install`.
+# The netmod sources are symlinked into the MPICH tree, so an edited
+# src/adi/*.c or *.h rebuilds just what depends on it. libtorx is linked
+# dynamically (libtorx.so is copied into PREFIX/lib on every run): a libtorx
+# change needs no MPICH rebuild at all.
+#
+# libtorx itself comes from scripts/build.sh (build/, or $TORX_BUILD_DIR).
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+# Bump when the overlay/patch recipe below changes: it invalidates the cache.
+RECIPE=4
+
+cache=${TORX_CACHE:-$HOME/.cache/torx}
+jobs=${TORX_JOBS:-2}
+torx_build=${TORX_BUILD_DIR:-$top/build}
+mpich_src=""
+prefix=""
+print_prefix=0
+extra=()
+
+log() { echo "build-mpich: $*"; }
+die() {
+    echo "build-mpich: error: $*" >&2
+    exit 1
+}
+t0=$SECONDS
+phase_t=$SECONDS
+phase() {
+    log "[$((SECONDS - phase_t)) s] $*"
+    phase_t=$SECONDS
+}
+
+while [ $# -gt 0 ]; do
+    case $1 in
+    --mpich-src) mpich_src=${2:?--mpich-src needs DIR or TARBALL}; shift 2 ;;
+    --mpich-src=*) mpich_src=${1#*=}; shift ;;
+    --prefix) prefix=${2:?--prefix needs DIR}; shift 2 ;;
+    --prefix=*) prefix=${1#*=}; shift ;;
+    --jobs) jobs=${2:?--jobs needs N}; shift 2 ;;
+    --jobs=*) jobs=${1#*=}; shift ;;
+    --print-prefix) print_prefix=1; shift ;;
+    --) shift; extra=("$@"); break ;;
+    -h | --help) sed -n '2,30p' "$0"; exit 0 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
+    esac
+done
+
+mkdir -p "$cache/src"
+
+# ---- 1. the pristine MPICH source --------------------------------------------
+if [ -z "$mpich_src" ]; then
+    pristine=$(find "$cache/src" -maxdepth 1 -type d -name 'mpich-[0-9]*' | sort -V | tail -n 1)
+    if [ -z "$pristine" ]; then
+        command -v dpkg-source >/dev/null || die "apt-get source needs dpkg-dev (scripts/install-deps.sh)"
+        log "fetching Debian's MPICH source (apt-get source mpich) into $cache/src/"
+        (cd "$cache/src" && apt-get source mpich) >"$cache/src/apt-source.log" 2>&1 ||
+            die "apt-get source mpich failed (is a deb-src entry configured? scripts/install-deps.sh adds one); see $cache/src/apt-source.log"
+        pristine=$(find "$cache/src" -maxdepth 1 -type d -name 'mpich-[0-9]*' | sort -V | tail -n 1)
+        [ -n "$pristine" ] || die "apt-get source mpich left no mpich-* directory in $cache/src"
+    fi
+elif [ -d "$mpich_src" ]; then
+    pristine=$(cd "$mpich_src" && pwd)
+elif [ -f "$mpich_src" ]; then
+    tb=$(cd "$(dirname "$mpich_src")" && pwd)/$(basename "$mpich_src")
+    topdir=$(tar tf "$tb" | head -n 1 | cut -d/ -f1)
+    [ -n "$topdir" ] || die "cannot read tarball $tb"
+    tsum=$(sha256sum "$tb" | cut -c1-12)
+    pristine=$cache/src/tarball-$tsum/$topdir
+    if [ ! -d "$pristine" ]; then
+        log "unpacking $tb"
+        mkdir -p "$cache/src/tarball-$tsum"
+        tar xf "$tb" -C "$cache/src/tarball-$tsum"
+    fi
+else
+    die "--mpich-src $mpich_src: no such directory or file"
+fi
+[ -f "$pristine/configure.ac" ] && [ -f "$pristine/maint/gen_ch4_api.py" ] &&
+    [ -d "$pristine/src/mpid/ch4/netmod" ] || die "$pristine does not look like an MPICH (>= 4) source tree"
+version=$(sed -n 's/^m4_define(\[MPICH_VERSION_m4\],\[\([^]]*\)\].*/\1/p' "$pristine/maint/version.m4")
+[ -n "$version" ] || die "cannot read the MPICH version from $pristine/maint/version.m4"
+
+# ---- 2. the cache key ---------------------------------------------------------
+# The configure line, except the prefix when it is the default (which itself
+# depends on the key).
+conf_common=(
+    --with-device=ch4:torx
+    --with-ch4-shmmods=none
+    --with-datatype-engine=dataloop
+    --with-pm=hydra
+    --with-hwloc
+    --enable-fortran=all
+    --enable-romio
+    FFLAGS=-fallow-argument-mismatch
+    FCFLAGS=-fallow-argument-mismatch
+)
+conf_common+=(${extra[@]+"${extra[@]}"})
+key=$({
+    echo "recipe $RECIPE"
+    echo "mpich $version $pristine"
+    echo "torx $top"
+    printf '%s\n' "${conf_common[@]}"
+    echo "prefix ${prefix:-default}"
+    cat "$top/src/adi/subconfigure.m4" "$top/src/adi/Makefile.mk"
+} | sha256sum | cut -c1-12)
+kdir=$cache/mpich-$version-$key
+[ -n "$prefix" ] || prefix=$kdir/install
+mkdir -p "$prefix" && prefix=$(cd "$prefix" && pwd)
+if [ $print_prefix = 1 ]; then
+    echo "$prefix"
+    exit 0
+fi
+# libtorx and its headers are copied into PREFIX (below) and MPICH is built
+# against those copies: every MPICH object includes <torx/msg.h> (through the
+# netmod's inline headers), so pointing at the live include/ would rebuild
+# all of MPICH whenever anyone touches a torx header; the copy changes only
+# when a header's content does (and then a full rebuild is right).
+conf=(--prefix="$prefix" "${conf_common[@]}" --with-torx-include="$prefix/include"
+    --with-torx-lib="$prefix/lib")
+log "MPICH $version from $pristine"
+log "cache $kdir"
+log "prefix $prefix"
+
+# ---- 3. libtorx -----------------------------------------------------------------
+if [ "${TORX_BUILD_DIR:-}" = "" ]; then
+    "$top/scripts/build.sh" >"$cache/libtorx-build.log" 2>&1 || {
+        tail -n 40 "$cache/libtorx-build.log" >&2
+        die "scripts/build.sh failed (log: $cache/libtorx-build.log)"
+    }
+fi
+so=$(find "$torx_build/.libs" -maxdepth 1 -name 'libtorx.so.*' -type f 2>/dev/null | head -n 1)
+[ -n "$so" ] || die "no $torx_build/.libs/libtorx.so.* (run scripts/build.sh)"
+syms=$(nm -D --defined-only "$so")
+grep -q ' T torx_init$' <<<"$syms" ||
+    die "$so has no torx_init: the message layer (src/msglayer/) is not built into libtorx yet"
+mkdir -p "$prefix/lib" "$prefix/include/torx"
+# Copy (not symlink): the install stays usable when build/ is cleaned. Only
+# when changed, so make sees no new timestamps.
+for f in "$torx_build"/.libs/libtorx.so*; do
+    b=$(basename "$f")
+    if [ -L "$f" ]; then
+        ln -sfn "$(readlink "$f")" "$prefix/lib/$b"
+    elif ! cmp -s "$f" "$prefix/lib/$b"; then
+        cp -f "$f" "$prefix/lib/$b.tmp" && mv -f "$prefix/lib/$b.tmp" "$prefix/lib/$b"
+    fi
+done
+hdr_changed=()
+for h in "$top"/include/torx/*.h; do
+    if ! cmp -s "$h" "$prefix/include/torx/$(basename "$h")"; then
+        cp -f "$h" "$prefix/include/torx/"
+        hdr_changed+=("$(basename "$h")")
+    fi
+done
+[ ${#hdr_changed[@]} = 0 ] || [ ! -f "$kdir/build/.configured" ] ||
+    log "torx headers changed (${hdr_changed[*]}): all of MPICH recompiles (the netmod is inline)"
+phase "libtorx ready ($(basename "$so"))"
+
+# ---- 4. copy, overlay, regenerate -------------------------------------------------
+src=$kdir/src
+nmdir=$src/src/mpid/ch4/netmod/torx
+if [ ! -f "$kdir/.regen-done" ]; then
+    log "copying the MPICH source into $src"
+    rm -rf "$kdir/src" "$kdir/build" && mkdir -p "$kdir"
+    cp -a "$pristine" "$src"
+    phase "copied"
+
+    # Register the netmod with automake.
+    mk=$src/src/mpid/ch4/netmod/Makefile.mk
+    grep -q 'netmod/torx/Makefile.mk' "$mk" ||
+        echo 'include $(top_srcdir)/src/mpid/ch4/netmod/torx/Makefile.mk' >>"$mk"
+
+    # The gen_ch4_api.py trap: it hardcodes __netmod_inline_<nm>__ numbers for
+    # ofi/ucx/stubnm; without a torx entry NETMOD_INLINE==__netmod_inline_stubnm__
+    # compares 0 with 0 and the build silently uses stubnm's stubs.
+    python3 - "$src/maint/gen_ch4_api.py" <<'PY'
+import sys
+p = sys.argv[1]
+s = open(p).read()
+if "__netmod_inline_torx__" not in s:
+    a = 'print("#define __netmod_inline_ucx__   2", file=Out)'
+    b = 'print("#include \\"../ucx/netmod_inline.h\\"", file=Out)'
+    assert s.count(a) == 1 and s.count(b) == 1, "gen_ch4_api.py: unexpected layout"
+    ind = s[:s.index(a)].rsplit("\n", 1)[1]
+    s = s.replace(a, a + "\n" + ind + 'print("#define __netmod_inline_torx__   3", file=Out)')
+    s = s.replace(b, b + "\n" + ind + 'print("#elif NETMOD_INLINE==__netmod_inline_torx__", file=Out)'
+                  + "\n" + ind + 'print("#include \\"../torx/netmod_inline.h\\"", file=Out)')
+    open(p, "w").write(s)
+PY
+    mkdir -p "$nmdir"
+    for f in "$top"/src/adi/*; do ln -sfn "$f" "$nmdir/$(basename "$f")"; done
+
+    log "regenerating (gen_subcfg_m4, gen_ch4_api.py, autoreconf)"
+    (
+        cd "$src"
+        ./maint/gen_subcfg_m4
+        python3 maint/gen_ch4_api.py
+        autoreconf -if
+    ) >"$kdir/regen.log" 2>&1 || {
+        tail -n 40 "$kdir/regen.log" >&2
+        die "regeneration failed (log: $kdir/regen.log)"
+    }
+    grep -q '__netmod_inline_torx__' "$src/src/mpid/ch4/netmod/include/netmod_impl.h" ||
+        die "netmod_impl.h has no __netmod_inline_torx__ (gen_ch4_api.py patch failed)"
+    grep -q 'src_mpid_ch4_netmod_torx' "$src/subsys_include.m4" ||
+        die "gen_subcfg_m4 did not pick up src/mpid/ch4/netmod/torx/subconfigure.m4"
+    touch "$kdir/.regen-done"
+    phase "regenerated"
+fi
+# Refresh the symlinks: new files in src/adi/, removed ones.
+for l in "$nmdir"/*; do [ -L "$l" ] && [ ! -e "$l" ] && rm -f "$l"; done
+for f in "$top"/src/adi/*; do
+    [ "$(readlink "$nmdir/$(basename "$f")" 2>/dev/null)" = "$f" ] || ln -sfn "$f" "$nmdir/$(basename "$f")"
+done
+
+# ---- 5. configure --------------------------------------------------------------------
+bdir=$kdir/build
+if [ ! -f "$bdir/config.status" ] || [ ! -f "$bdir/.configured" ]; then
+    log "configuring in $bdir (log: $kdir/configure.log)"
+    rm -rf "$bdir" && mkdir -p "$bdir"
+    printf '%q ' "$src/configure" "${conf[@]}" >"$kdir/configure-line"
+    echo >>"$kdir/configure-line"
+    (cd "$bdir" && "$src/configure" "${conf[@]}") >"$kdir/configure.log" 2>&1 || {
+        tail -n 40 "$kdir/configure.log" >&2
+        die "configure failed (log: $kdir/configure.log; config.log in $bdir)"
+    }
+    touch "$bdir/.configured"
+    phase "configured"
+fi
+
+# ---- 6. make, install -------------------------------------------------------------------
+log "make -j$jobs (log: $kdir/make.log)"
+make -C "$bdir" -j"$jobs" >"$kdir/make.log" 2>&1 || {
+    grep -n -B2 -A6 'error' "$kdir/make.log" | head -n 60 >&2
+    die "make failed (log: $kdir/make.log)"
+}
+phase "make done"
+make -C "$bdir" -j"$jobs" install >"$kdir/install.log" 2>&1 || {
+    tail -n 30 "$kdir/install.log" >&2
+    die "make install failed (log: $kdir/install.log)"
+}
+phase "installed"
+
+# ---- 7. checks ----------------------------------------------------------------------------
+dev=$("$prefix/bin/mpichversion" | sed -n 's/^MPICH Device:[[:space:]]*//p')
+[ "$dev" = "ch4:torx" ] || die "$prefix/bin/mpichversion says device '$dev', not ch4:torx"
+libmpi=$(ls "$prefix"/lib/libmpi.so.* 2>/dev/null | head -n 1)
+[ -n "$libmpi" ] || die "no $prefix/lib/libmpi.so.*"
+dyn=$(readelf -d "$libmpi")
+grep -q 'NEEDED.*libtorx\.so' <<<"$dyn" || die "$libmpi does not link libtorx.so"
+# The netmod's own code is in libmpi (not stubnm's stubs): its symbols are
+# hidden, so look in the static symbol table.
+ntorx=$(nm "$libmpi" 2>/dev/null | grep -c 'MPIDI_TORX_' || true)
+[ "${ntorx:-0}" -gt 0 ] || log "warning: no MPIDI_TORX_ symbols found in $libmpi (stripped?)"
+echo "$prefix" >"$cache/current-prefix"
+log "done in $((SECONDS - t0)) s: $prefix (device $dev)"
+log "  $prefix/bin/mpicc, mpif90, mpiexec; test with test/mpi/run.sh"
