@@ -27,7 +27,8 @@
  *   TORX_CHAOS         seed > 0: adaptive packets really reorder; 0/unset: off
  *   TORX_FIFO_PACKETS  packets per reception FIFO, power of two, 16..65536 (128)
  *   TORX_BULK          auto (default) | cma | fifo: force the bulk path
- *   TORX_VERBOSE       0..3, log start-up choices to stderr
+ *   TORX_VERBOSE       -1..3, log start-up choices to stderr (-1: not even
+ *                      warnings)
  */
 #ifndef TORX_PACKET_H
 #define TORX_PACKET_H

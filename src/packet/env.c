@@ -207,7 +207,7 @@ torx_status_t torxp_env_read(torxp_env_t *env)
                            getenv("TORX_FIFO_PACKETS"));
     if ((rc = torx_env_choice("TORX_BULK", bulk_words, TORXP_BULK_AUTO, &e.bulk_mode)) != TORX_OK)
         return rc;
-    if ((rc = torx_env_int("TORX_VERBOSE", 0, 3, 0, &e.verbose)) != TORX_OK)
+    if ((rc = torx_env_int("TORX_VERBOSE", -1, 3, 0, &e.verbose)) != TORX_OK)
         return rc;
     *env = e;
     return TORX_OK;

@@ -73,15 +73,18 @@ torx_status_t torxp_error(torx_status_t status, const char *fmt, ...)
 
 /* TORX_VERBOSE for logs that have no device yet. Parsed quietly (a bad value
  * means 0): logging must not overwrite the caller's last error, and
- * torx_pkt_open reports bad values properly. -1 = not read yet. Relaxed
+ * torx_pkt_open reports bad values properly. TORX_VERBOSE=-1 silences even
+ * warnings (test suites that count stderr lines as failures). ENV_UNREAD =
+ * not read yet. Relaxed
  * atomics suffice: every thread computes the same value from the same
  * environment, so a racing first read only repeats the work. */
-static int env_verbose = -1;
+#define ENV_UNREAD (-100)
+static int env_verbose = ENV_UNREAD;
 
 static int verbose_from_env(void)
 {
     int v = __atomic_load_n(&env_verbose, __ATOMIC_RELAXED);
-    if (v >= 0)
+    if (v != ENV_UNREAD)
         return v;
     v = 0;
     const char *s = getenv("TORX_VERBOSE");
@@ -89,7 +92,7 @@ static int verbose_from_env(void)
         char *end;
         errno = 0;
         long l = strtol(s, &end, 10);
-        if (errno == 0 && *end == '\0' && l >= 0 && l <= 3)
+        if (errno == 0 && *end == '\0' && l >= -1 && l <= 3)
             v = (int)l;
     }
     __atomic_store_n(&env_verbose, v, __ATOMIC_RELAXED);

@@ -308,7 +308,7 @@ static const read_case_t read_cases[] = {
     {"TORX_FIFO_PACKETS", "128k", "is not an integer"},
     {"TORX_BULK", "dma", "auto, cma, fifo"},
     {"TORX_BULK", "FIFO", "auto, cma, fifo"},
-    {"TORX_VERBOSE", "4", "is out of range (expected 0..3)"},
+    {"TORX_VERBOSE", "4", "is out of range (expected -1..3)"},
     {"TORX_VERBOSE", "yes", "is not an integer"},
     {"TORX_CHAOS", "-1", "is out of range (expected 0..2147483647)"},
     {"TORX_CHAOS", "2147483648", "is out of range"},
@@ -419,6 +419,20 @@ START_TEST(log_levels)
 }
 END_TEST
 
+static void log_with_quiet_dev(void)
+{
+    torx_pkt_dev_t dev = {.rank = 3, .verbose = -1};
+    torxp_log(&dev, 0, "warning %d", 0);
+}
+
+START_TEST(log_silenced)
+{
+    ck_assert_str_eq(capture_stderr(log_with_quiet_dev), "");
+    setenv("TORX_VERBOSE", "-1", 1); /* no device: even warnings are silent */
+    ck_assert_str_eq(capture_stderr(log_without_dev), "");
+}
+END_TEST
+
 START_TEST(log_bad_verbose_is_quiet)
 {
     setenv("TORX_VERBOSE", "lots", 1);
@@ -457,6 +471,7 @@ static Suite *env_suite(void)
     tc = tcase_create("status");
     tcase_add_test(tc, status_names_and_errors);
     tcase_add_test(tc, log_levels);
+    tcase_add_test(tc, log_silenced);
     tcase_add_test(tc, log_bad_verbose_is_quiet);
     suite_add_tcase(s, tc);
     return s;
