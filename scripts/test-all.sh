@@ -4,6 +4,8 @@
 #   build/       -Werror build           make check         (every unit test)
 #   build-asan/  AddressSanitizer+UBSan   make check         (every unit test)
 #   build-tsan/  ThreadSanitizer          make check-tsan    (threaded / lock-free tests)
+#   mpi          MPICH with ch4:torx       test/mpi/run.sh    (MPI programs over torx;
+#                (scripts/build-mpich.sh, cached in ~/.cache/torx)
 #
 # Tests run one after another (no -j for make check: they fork up to 16 tasks
 # and measure ordering under load); compiling uses -j$TORX_JOBS (default 2).
@@ -12,7 +14,7 @@
 # anything failed, after printing the failing tests' logs.
 #
 # Environment:
-#   TORX_TEST_BUILDS    which builds to run (default "normal asan tsan")
+#   TORX_TEST_BUILDS    which builds to run (default "normal asan tsan mpi")
 #   TORX_JOBS           parallel compile jobs (default 2)
 #   TORX_CHECK_TIMEOUT  seconds one build's test run may take (default 1800)
 set -uo pipefail
@@ -20,7 +22,7 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 
-builds=${TORX_TEST_BUILDS:-normal asan tsan}
+builds=${TORX_TEST_BUILDS:-normal asan tsan mpi}
 jobs=${TORX_JOBS:-2}
 check_timeout=${TORX_CHECK_TIMEOUT:-1800}
 
@@ -102,13 +104,42 @@ run_build() {
         "${failing:+ failing: $failing}")")
 }
 
+# The MPI level: MPICH built with the torx netmod (incremental when cached),
+# then torx's own MPI programs, which also prove torx carried the traffic.
+run_mpi() {
+    local start=$SECONDS log rc pass=0 fail=0
+    banner "mpi: MPICH with ch4:torx (scripts/build-mpich.sh), then test/mpi/run.sh"
+    if ! scripts/build-mpich.sh </dev/null; then
+        summary+=("$(printf '%-7s %-12s BUILD FAILED (see above)' mpi "MPICH")")
+        total_fail=$((total_fail + 1))
+        status=1
+        return
+    fi
+    log=$(mktemp)
+    test/mpi/run.sh </dev/null 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    read -r pass fail < <(sed -n 's/^run\.sh: \([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' "$log")
+    rm -f "$log"
+    pass=${pass:-0}
+    fail=${fail:-0}
+    if [ "$rc" != 0 ]; then
+        status=1
+        [ "$fail" -gt 0 ] || fail=1
+    fi
+    total_pass=$((total_pass + pass))
+    total_fail=$((total_fail + fail))
+    summary+=("$(printf '%-7s %-12s test/mpi/run.sh %s: %d passed, %d failed (%d s)' mpi "MPICH" \
+        "$([ "$rc" = 0 ] && echo ok || echo FAILED)" "$pass" "$fail" $((SECONDS - start)))")
+}
+
 for b in $builds; do
     case $b in
     normal) run_build normal build check --enable-werror ;;
     asan) run_build asan build-asan check --enable-sanitizers=asan ;;
     tsan) run_build tsan build-tsan check-tsan --enable-sanitizers=tsan ;;
+    mpi) run_mpi ;;
     *)
-        echo "test-all: unknown build '$b' in TORX_TEST_BUILDS (normal, asan, tsan)" >&2
+        echo "test-all: unknown build '$b' in TORX_TEST_BUILDS (normal, asan, tsan, mpi)" >&2
         summary+=("$b: unknown build")
         total_fail=$((total_fail + 1))
         status=1
