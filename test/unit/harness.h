@@ -5,7 +5,10 @@
 #include <torx/packet.h>
 
 #include <check.h>
+#include <dirent.h>
 #include <sched.h>
+#include <string.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -57,6 +60,30 @@ static inline void test_relax(unsigned *spins)
 {
     if ((++*spins & 63) == 0)
         sched_yield();
+}
+
+/* Number of this user's torx shared segments named in /dev/shm. */
+static inline int test_count_segments(void)
+{
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "torx-%u-", (unsigned)getuid());
+    DIR *dir = opendir("/dev/shm");
+    int n = 0;
+    for (struct dirent *e; dir && (e = readdir(dir));)
+        n += !strncmp(e->d_name, prefix, strlen(prefix));
+    if (dir)
+        closedir(dir);
+    return n;
+}
+
+/* Runs a suite, prints Check's summary, and gives main()'s exit status. */
+static inline int test_run_suite(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    const int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
 #define RUN_JOB(n, fn, arg) ck_assert_int_eq(torx_boot_fork_run((n), (fn), (arg), TEST_JOB_TIMEOUT, 0), 0)

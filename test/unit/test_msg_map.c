@@ -74,19 +74,6 @@ START_TEST(mapping_file_places_ranks)
 }
 END_TEST
 
-static int count_segments(void)
-{
-    char prefix[32];
-    snprintf(prefix, sizeof prefix, "torx-%u-", (unsigned)getuid());
-    DIR *dir = opendir("/dev/shm");
-    int n = 0;
-    for (struct dirent *e; dir && (e = readdir(dir));)
-        n += !strncmp(e->d_name, prefix, strlen(prefix));
-    if (dir)
-        closedir(dir);
-    return n;
-}
-
 typedef struct {
     const char *needle[3];
 } bad_arg_t;
@@ -102,13 +89,13 @@ static int bad_map_task(torx_boot_t *boot, void *argp)
         TASK_CHECK(strstr(torx_last_error(), a->needle[i]), "message '%s' lacks '%s'",
                    torx_last_error(), a->needle[i]);
     /* No device was opened, so no segment was ever created. */
-    TASK_CHECK(count_segments() == 0, "a shared segment exists: traffic could have started");
+    TASK_CHECK(test_count_segments() == 0, "a shared segment exists: traffic could have started");
     return 0;
 }
 
 START_TEST(bad_mapping_file_stops_init)
 {
-    ck_assert_int_eq(count_segments(), 0);
+    ck_assert_int_eq(test_count_segments(), 0);
     setenv("TORX_TORUS", "2x2x1", 1);
     static const struct {
         const char *text, *line, *reason;
@@ -169,9 +156,5 @@ int main(void)
     tcase_add_test(tc, order_string_txyz_in_vn);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return test_run_suite(s);
 }

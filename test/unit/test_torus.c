@@ -512,20 +512,6 @@ END_TEST
 
 /* ---- /dev/shm hygiene ------------------------------------------------------ */
 
-/* Number of this user's torx segments in /dev/shm. */
-static int count_segments(void)
-{
-    char prefix[32];
-    snprintf(prefix, sizeof prefix, "torx-%u-", (unsigned)getuid());
-    DIR *dir = opendir("/dev/shm");
-    int n = 0;
-    for (struct dirent *e; dir && (e = readdir(dir));)
-        n += !strncmp(e->d_name, prefix, strlen(prefix));
-    if (dir)
-        closedir(dir);
-    return n;
-}
-
 static int crash_task(torx_boot_t *boot, void *argp)
 {
     const int when = *(const int *)argp; /* 0: after open, 1: before open */
@@ -539,7 +525,7 @@ static int crash_task(torx_boot_t *boot, void *argp)
         return 0;
     }
     TASK_CHECK(rc == TORX_OK, "%s", torx_last_error());
-    TASK_CHECK(count_segments() == 0, "segment still named after every task attached");
+    TASK_CHECK(test_count_segments() == 0, "segment still named after every task attached");
     if (boot->rank == 1)
         raise(SIGKILL);
     return 0;
@@ -547,14 +533,14 @@ static int crash_task(torx_boot_t *boot, void *argp)
 
 START_TEST(crash_leaves_nothing)
 {
-    const int before = count_segments();
+    const int before = test_count_segments();
     int when = 0;
     /* rank 1 dies after open: exactly one task failed, nothing left behind. */
     ck_assert_int_eq(torx_boot_fork_run(2, crash_task, &when, TEST_JOB_TIMEOUT, 0), 1);
-    ck_assert_int_eq(count_segments(), before);
+    ck_assert_int_eq(test_count_segments(), before);
     when = 1; /* rank 1 dies before attaching: rank 0 cleans up */
     ck_assert_int_eq(torx_boot_fork_run(2, crash_task, &when, TEST_JOB_TIMEOUT, 0), 1);
-    ck_assert_int_eq(count_segments(), before);
+    ck_assert_int_eq(test_count_segments(), before);
 }
 END_TEST
 
@@ -641,9 +627,5 @@ int main(void)
     tcase_add_test(tc, segment_mode_0600);
     tcase_set_timeout(tc, 300);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return test_run_suite(s);
 }
