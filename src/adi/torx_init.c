@@ -9,6 +9,46 @@
  */
 #include "mpidimpl.h"
 #include "torx_impl.h"
+#include <sched.h>
+#include <unistd.h>
+
+/* Oversubscribed hosts (more ranks here than cores we may run on, as when
+ * MPICH's test suite runs 4 ranks on 2 cores): MPICH's progress loop polls
+ * without ever giving up the core (its MPIDI_PROGRESS_YIELD does nothing in
+ * a single-threaded run), so a rank waiting for a message spins through the
+ * time slice that the rank that would send it needs. Then a progress hook
+ * (MPIR_Progress_hook_register: it runs before every netmod progress call)
+ * yields the core whenever the previous poll brought nothing new.
+ * TORX_PROGRESS_YIELD: auto (default: when oversubscribed) | 0 | 1. */
+static int yield_hook_id = -1;
+static uint64_t yield_seen = UINT64_MAX;
+
+static int yield_hook(int *made_progress)
+{
+    (void) made_progress;
+    uint64_t now = MPIDI_TORX_global.am_sent + MPIDI_TORX_global.am_received;
+    if (now == yield_seen)
+        sched_yield();
+    yield_seen = now;
+    return MPI_SUCCESS;
+}
+
+/* Before torx_init, which may bind this task to one core. */
+static int want_yield_hook(void)
+{
+    const char *s = getenv("TORX_PROGRESS_YIELD");
+    if (s && *s && strcmp(s, "auto") != 0)
+        return atoi(s) != 0;
+    long ncpu = 0;
+#ifdef CPU_COUNT
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        ncpu = CPU_COUNT(&set);
+#endif
+    if (ncpu <= 0)
+        ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    return ncpu > 0 && MPIR_Process.local_size > ncpu;
+}
 
 static torx_status_t boot_allgather(torx_boot_t * boot, const void *mine, void *all, size_t len)
 {
@@ -62,6 +102,7 @@ int MPIDI_TORX_init_world(void)
     g->pending_tail = MPL_calloc(g->size, sizeof(*g->pending_tail), MPL_MEM_OTHER);
     MPIR_ERR_CHKANDJUMP(!g->pending_head || !g->pending_tail, mpi_errno, MPI_ERR_OTHER, "**nomem");
 
+    int yield = want_yield_hook();
     torx_init_attr_t attr = {.boot = &g->boot, .mode = -1, .mapping = NULL, .limits = NULL };
     torx_status_t st = torx_init(&attr, &g->ctx);
     if (st != TORX_OK) {
@@ -73,6 +114,13 @@ int MPIDI_TORX_init_world(void)
     st = torx_register(g->ctx, MPIDI_TORX_AM_HANDLER, MPIDI_TORX_am_handler, NULL);
     if (st != TORX_OK)
         MPIDI_TORX_fatal("torx_register", st);
+
+    if (yield) {
+        mpi_errno = MPIR_Progress_hook_register(yield_hook, &yield_hook_id);
+        MPIR_ERR_CHECK(mpi_errno);
+        mpi_errno = MPIR_Progress_hook_activate(yield_hook_id);
+        MPIR_ERR_CHECK(mpi_errno);
+    }
 
     /* world rank i is torx rank i */
     for (int i = 0; i < g->size; i++)
@@ -94,6 +142,10 @@ int MPIDI_TORX_mpi_finalize_hook(void)
     int mpi_errno = MPI_SUCCESS;
     MPIDI_TORX_global_t *g = &MPIDI_TORX_global;
 
+    if (yield_hook_id >= 0) {
+        MPIR_Progress_hook_deregister(yield_hook_id);
+        yield_hook_id = -1;
+    }
     if (g->ctx) {
         if (getenv("TORX_STATS") && atoi(getenv("TORX_STATS")) > 0)
             fprintf(stderr, "torx netmod rank %d: active messages sent %llu, received %llu, "

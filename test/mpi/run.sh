@@ -31,7 +31,7 @@ pass=0
 fail=0
 failed=()
 
-for t in hello ring pingpong rma_coll; do
+for t in hello ring pingpong rma_coll probe_unexp; do
     if ! "$prefix/bin/mpicc" -O2 -Wall -o "$out/$t" "$here/$t.c" 2>"$out/$t.cc.log"; then
         echo "FAIL: $t (compile)"
         cat "$out/$t.cc.log"
@@ -72,6 +72,9 @@ run rma_coll 2
 run rma_coll "$np"
 run ring "$np" TORX_MODE=vn
 run pingpong 2 TORX_EAGER_LIMIT=100000
+run probe_unexp 2
+run probe_unexp "$np"
+run probe_unexp "$np" TORX_MODE=vn
 
 # Proof that torx carried the traffic: the message layer's per-protocol
 # counters (TORX_STATS=1, printed at finalize) and the netmod's AM counts.
