@@ -33,6 +33,11 @@
 #                 busy ("other load").
 #   Counts pass through: MSG_PP_ITERS, MSG_BW_*, MSG_OV_*, MSG_CO_PLACEMENT,
 #   CG_N.
+#   FROM_REPORT   a report this script wrote (msg-<stamp>.txt): run nothing,
+#                 rebuild the tables, the PNGs and msg-section.md from the raw
+#                 program outputs kept in it (its date, machine, command and
+#                 per-run loads stay those of the original run); the report
+#                 and its PNGs are rewritten in place.
 #
 # Writes $RESULTS_DIR/msg-<stamp>.txt (tables, then every program's raw
 # output), msg-<stamp>-lat.png, msg-<stamp>-bw.png, msg-<stamp>-overlap.png
@@ -63,8 +68,14 @@ done
 run_ids=(pp bwh bwp bwc ov)
 declare -A run_cmd=([pp]="msg_pingpong" [bwh]="msg_bw heater" [bwp]="msg_bw packets"
                     [bwc]="msg_bw co" [ov]="msg_overlap")
+from=${FROM_REPORT:-}
+if [[ -n $from && ! -f $from ]]; then
+    echo "run-msg-bench: FROM_REPORT='$from' is not a file" >&2
+    exit 2
+fi
 declare -A bin
 for p in msg_pingpong msg_bw msg_overlap msg_onepkt_cg; do
+    [[ -n $from ]] && break
     for cand in "$build/bench/$p" "$build/$p"; do
         if [[ -x $cand && -f $cand ]]; then bin[$p]=$cand; break; fi
     done
@@ -84,7 +95,24 @@ ncpu=$(lscpu 2>/dev/null | sed -n 's/^CPU(s): *//p' | head -1)
 hyper=$(lscpu 2>/dev/null | sed -n 's/^Hypervisor vendor: *//p' | head -1)
 machine="${model:-unknown CPU}, $ncpu CPUs${hyper:+ ($hyper guest)}, Linux $(uname -r)"
 rev=$(git -C "$root" describe --always --dirty 2>/dev/null || echo "no commit")
-cmd="ROUNDS=$rounds bench/run-msg-bench.sh   (TORX_BUILD=${TORX_BUILD:-build})"
+cmd="ROUNDS=$rounds QUIET_WAIT_S=$quiet_wait bench/run-msg-bench.sh   (TORX_BUILD=${TORX_BUILD:-build})"
+total_note=""
+if [[ -n $from ]]; then
+    # The original run's identity, from the report's header.
+    b=$(basename "$from" .txt)
+    stamp=${b#msg-}
+    results=$(cd "$(dirname "$from")" && pwd)
+    when=$(sed -n 's/^date: *\(.*[^ ]\) *torx: .*/\1/p' "$from" | head -1)
+    rev=$(sed -n 's/^date:.*torx: *//p' "$from" | head -1)
+    machine=$(sed -n 's/^machine: *//p' "$from" | head -1)
+    cmd=$(sed -n 's/^command: *//p' "$from" | head -1)
+    rounds=$(sed -n 's/^---- round \([0-9]*\): .*/\1/p' "$from" | sort -n | tail -1)
+    total_note=$(sed -n 's/^  total \([0-9]*\) s$/\1/p' "$from" | head -1)
+    if [[ -z $when || -z $rounds ]]; then
+        echo "run-msg-bench: $from is not a report of this script" >&2
+        exit 2
+    fi
+fi
 report=$results/msg-$stamp.txt
 png_lat=$results/msg-$stamp-lat.png
 png_bw=$results/msg-$stamp-bw.png
@@ -119,53 +147,77 @@ wait_quiet() {
     return $rc
 }
 
-echo "== torx message-layer benchmarks: $rounds rounds of: ${run_ids[*]/#/ }" | tr -s ' '
-echo "== $machine; $when; torx $rev"
-
-# ---- Run, interleaved ----------------------------------------------------------------
-# Each run records the load average before and after, and "other load": the
-# CPU time other processes used meanwhile, in % of all CPUs (busy time from
-# /proc/stat minus the run's own user+system time).
 failed=0
-declare -A broken
-: >"$work/load.txt"
-TIMEFORMAT='%R %U %S'
-for ((r = 1; r <= rounds; r++)); do
-    for id in "${run_ids[@]}"; do
-        [[ -n ${broken[$id]:-} ]] && continue
-        quiet=yes
-        wait_quiet || quiet=no
-        read -r prog args <<<"${run_cmd[$id]}"
-        out=$work/round$r-$id.out
-        la0=$(loadavg)
-        read -r b0 _ < <(cpu_ticks)
-        # shellcheck disable=SC2086 # args is a word list on purpose
-        { time "${bin[$prog]}" $args >"$out" 2>"$work/round$r-$id.err"; } 2>"$work/time"
-        rc=$?
-        read -r b1 _ < <(cpu_ticks)
-        la1=$(loadavg)
-        read -r wall usr sys <"$work/time"
-        other=$(awk -v b="$((b1 - b0))" -v hz="$hz" -v w="$wall" -v u="$usr" -v s="$sys" -v n="$ncpu" \
-            'BEGIN { o = (b / hz - u - s) / (w * n) * 100; if (o < 0) o = 0; printf "%.0f", o }')
-        echo "$r $id $other $quiet $wall ${la0// /,} ${la1// /,}" >>"$work/load.txt"
-        if ((rc == 0)); then
-            printf '   round %d  %-16s ok  %6.1f s   other load %3s%%   loadavg %s -> %s%s\n' "$r" \
-                "${run_cmd[$id]}" "$wall" "$other" "$la0" "$la1" \
-                "$([[ $quiet == no ]] && echo "  (machine busy at start)")"
-        else
-            echo "   round $r  ${run_cmd[$id]} FAILED (exit $rc); its stderr:" >&2
-            sed 's/^/     /' "$work/round$r-$id.err" >&2
-            broken[$id]=1
-            failed=1
-        fi
-    done
-done
+if [[ -n $from ]]; then
+    echo "== re-rendering $from ($rounds rounds, run $when)"
+    # Raw outputs: "---- round R: CMD" blocks (stderr after "-- stderr"), and
+    # the callgrind block.
+    awk -v dir="$work" '
+        BEGIN { id["msg_pingpong"] = "pp"; id["msg_bw heater"] = "bwh"; id["msg_bw packets"] = "bwp"
+                id["msg_bw co"] = "bwc"; id["msg_overlap"] = "ov" }
+        # The report puts a blank line before each header: hold blank lines
+        # back until the block goes on.
+        /^---- round [0-9]+: / { r = $3; sub(/:$/, "", r); c = $0; sub(/^---- round [0-9]+: /, "", c)
+                                 out = dir "/round" r "-" id[c] ".out"; printf "" > out; held = 0; next }
+        /^---- callgrind-onepkt.sh$/ { out = dir "/cg.out"; printf "" > out; held = 0; next }
+        /^---- / { out = ""; next }
+        /^-- stderr$/ && out ~ /\.out$/ { sub(/\.out$/, ".err", out); printf "" > out; held = 0; next }
+        out == "" { next }
+        /^$/ { held++; next }
+        { while (held > 0) { print "" > out; held-- } print > out }' "$from"
+    # Loads: the "Runs" lines of the report.
+    sed -n -E 's/^  ([0-9]+) (msg_[a-z_]+( [a-z]+)?) +([0-9.]+) s  other load +([0-9]+)%  loadavg ([0-9.,]+) -> ([0-9.,]+)(.*)$/\1|\2|\5|\8|\4|\6|\7/p' "$from" |
+        awk -F'|' 'BEGIN { id["msg_pingpong"] = "pp"; id["msg_bw heater"] = "bwh"; id["msg_bw packets"] = "bwp"
+                          id["msg_bw co"] = "bwc"; id["msg_overlap"] = "ov" }
+                   { print $1, id[$2], $3, ($4 ~ /busy/) ? "no" : "yes", $5, $6, $7 }' >"$work/load.txt"
+else
+    echo "== torx message-layer benchmarks: $rounds rounds of: ${run_ids[*]/#/ }" | tr -s ' '
+    echo "== $machine; $when; torx $rev"
 
-echo "   callgrind-onepkt.sh (once: instruction counts do not vary) ..."
-if ! TORX_BUILD=$build "$here/callgrind-onepkt.sh" >"$work/cg.out" 2>"$work/cg.err"; then
-    echo "   callgrind-onepkt.sh FAILED:" >&2
-    sed 's/^/     /' "$work/cg.err" >&2
-    failed=1
+    # ---- Run, interleaved ----------------------------------------------------------------
+    # Each run records the load average before and after, and "other load": the
+    # CPU time other processes used meanwhile, in % of all CPUs (busy time from
+    # /proc/stat minus the run's own user+system time).
+    declare -A broken
+    : >"$work/load.txt"
+    TIMEFORMAT='%R %U %S'
+    for ((r = 1; r <= rounds; r++)); do
+        for id in "${run_ids[@]}"; do
+            [[ -n ${broken[$id]:-} ]] && continue
+            quiet=yes
+            wait_quiet || quiet=no
+            read -r prog args <<<"${run_cmd[$id]}"
+            out=$work/round$r-$id.out
+            la0=$(loadavg)
+            read -r b0 _ < <(cpu_ticks)
+            # shellcheck disable=SC2086 # args is a word list on purpose
+            { time "${bin[$prog]}" $args >"$out" 2>"$work/round$r-$id.err"; } 2>"$work/time"
+            rc=$?
+            read -r b1 _ < <(cpu_ticks)
+            la1=$(loadavg)
+            read -r wall usr sys <"$work/time"
+            other=$(awk -v b="$((b1 - b0))" -v hz="$hz" -v w="$wall" -v u="$usr" -v s="$sys" -v n="$ncpu" \
+                'BEGIN { o = (b / hz - u - s) / (w * n) * 100; if (o < 0) o = 0; printf "%.0f", o }')
+            echo "$r $id $other $quiet $wall ${la0// /,} ${la1// /,}" >>"$work/load.txt"
+            if ((rc == 0)); then
+                printf '   round %d  %-16s ok  %6.1f s   other load %3s%%   loadavg %s -> %s%s\n' "$r" \
+                    "${run_cmd[$id]}" "$wall" "$other" "$la0" "$la1" \
+                    "$([[ $quiet == no ]] && echo "  (machine busy at start)")"
+            else
+                echo "   round $r  ${run_cmd[$id]} FAILED (exit $rc); its stderr:" >&2
+                sed 's/^/     /' "$work/round$r-$id.err" >&2
+                broken[$id]=1
+                failed=1
+            fi
+        done
+    done
+
+    echo "   callgrind-onepkt.sh (once: instruction counts do not vary) ..."
+    if ! TORX_BUILD=$build "$here/callgrind-onepkt.sh" >"$work/cg.out" 2>"$work/cg.err"; then
+        echo "   callgrind-onepkt.sh FAILED:" >&2
+        sed 's/^/     /' "$work/cg.err" >&2
+        failed=1
+    fi
 fi
 max_other=$(awk '$3 > m { m = $3 } END { print m + 0 }' "$work/load.txt")
 
@@ -417,7 +469,7 @@ table=$work/table.txt
                  name["bwc"] = "msg_bw co"; name["ov"] = "msg_overlap" }
          { printf "  %s %-16s %6.1f s  other load %3s%%  loadavg %s -> %s%s\n", $1, name[$2], $5, $3, $6, $7,
                   ($4 == "no") ? "  (busy at start)" : "" }' "$work/load.txt"
-    echo "  total $((SECONDS - start_s)) s"
+    echo "  total ${total_note:-$((SECONDS - start_s))} s"
 } >"$table"
 echo
 cat "$table"
