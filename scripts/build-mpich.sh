@@ -265,6 +265,49 @@ if mark not in s:
         print("build-mpich: note: handle_unexp_cmpl differs from MPICH 4.0.2's; not patched")
 PY
 
+#  2. Hydra (pm/pmiserv): when a process dies, hydra's proxy kills the rest
+#     of the job, and mpiexec's "BAD TERMINATION" banner then shows the PID
+#     of whichever process it reaps first, often a survivor it killed, and
+#     never a rank. The proxy knows the dead process's rank: it now says
+#     which rank died, and how, before it cleans up (once per proxy: the
+#     processes it kills itself are not reported).
+python3 - "$src/src/pm/hydra/pm/pmiserv/pmip_cb.c" "$src/src/pm/hydra/pm/pmiserv/pmip.c" <<'PY' || die "patching hydra failed"
+import sys
+cb, main = sys.argv[1], sys.argv[2]
+mark = "/* torx build: name the dead rank */"
+s = open(cb).read()
+if mark not in s:
+    a = ("            if (HYD_pmcd_pmip.user_global.auto_cleanup) {\n"
+         "                /* kill all processes */\n"
+         "                HYD_pmcd_pmip_send_signal(SIGKILL);\n")
+    if s.count(a) == 1:
+        s = s.replace(a, "            " + mark + "\n"
+                      "            if (!HYD_pmcd_pmip.downstream.forced_cleanup)\n"
+                      "                HYDU_dump_noprefix(stderr, \"[mpiexec] rank %d (pid %d) "
+                      "ended without MPI_Finalize (its PMI connection closed); ending the job\\n\",\n"
+                      "                                   HYD_pmcd_pmip.downstream.pmi_rank[pid],\n"
+                      "                                   HYD_pmcd_pmip.downstream.pid[pid]);\n" + a)
+        open(cb, "w").write(s)
+        print("build-mpich: patched hydra's proxy to name a rank that ends without MPI_Finalize")
+    else:
+        print("build-mpich: note: hydra's pmip_cb.c differs from MPICH 4.0.2's; not patched")
+s = open(main).read()
+if mark not in s:
+    a = ("                    if (WIFSIGNALED(ret_status)) {\n"
+         "                        /* kill all processes */\n")
+    if s.count(a) == 1:
+        s = s.replace(a, a + "                        " + mark + "\n"
+                      "                        if (!HYD_pmcd_pmip.downstream.forced_cleanup)\n"
+                      "                            HYDU_dump_noprefix(stderr, \"[mpiexec] rank %d "
+                      "(pid %d) was killed by signal %d; ending the job\\n\",\n"
+                      "                                               HYD_pmcd_pmip.downstream.pmi_rank[i],\n"
+                      "                                               pid, WTERMSIG(ret_status));\n")
+        open(main, "w").write(s)
+        print("build-mpich: patched hydra's proxy to name a rank killed by a signal")
+    else:
+        print("build-mpich: note: hydra's pmip.c differs from MPICH 4.0.2's; not patched")
+PY
+
 # ---- 5. configure --------------------------------------------------------------------
 bdir=$kdir/build
 if [ ! -f "$bdir/config.status" ] || [ ! -f "$bdir/.configured" ]; then

@@ -1,10 +1,13 @@
 /*
  * torx netmod (ch4:torx): the inline half of the netmod interface.
  *
- * One header per feature, as the ucx netmod is split. Today every MPI
- * feature (pt2pt, probe, RMA, collectives, partitioned) uses ch4's
- * active-message fallback (MPIDIG over torx active messages, torx_am.h);
- * a native implementation replaces the fallback one header at a time.
+ * One header per feature, as the ucx netmod is split. Point-to-point and
+ * probe are native (torx_send.h, torx_recv.h, torx_probe.h over
+ * torx_p2p.c). RMA, collectives and partitioned communication use ch4's
+ * active-message fallback: MPIDIG over torx active messages (torx_am.h),
+ * with collectives running MPICH's algorithms over native point-to-point.
+ * The inline headers only forward: the work lives in .c files, so most
+ * changes rebuild one object instead of all of MPICH.
  */
 #ifndef NETMOD_INLINE_H_INCLUDED
 #define NETMOD_INLINE_H_INCLUDED

@@ -37,6 +37,36 @@ typedef struct {
 
 typedef struct MPIDI_TORX_pending MPIDI_TORX_pending_t;
 
+/* ---- Native point-to-point (torx_p2p.c) ---------------------------------- */
+
+/* The message-layer handler id of MPI point-to-point messages. */
+#define MPIDI_TORX_P2P_HANDLER 1
+
+/* The torx header of a point-to-point message: the MPI envelope. 12 bytes,
+ * so one-packet messages carry up to 228 data bytes. A synchronous send
+ * appends its request (8 bytes), which the receiver's ack echoes. */
+typedef struct {
+    int32_t tag;
+    int32_t rank;               /* the sender's rank in the communicator */
+    uint16_t context_id;
+    uint8_t kind;               /* MPIDI_TORX_P2P_* */
+    uint8_t error_bits;         /* a collective's MPIR_Errflag_t */
+} MPIDI_TORX_p2p_hdr_t;
+
+enum {
+    MPIDI_TORX_P2P_SEND = 0,    /* standard, ready, buffered (via MPIR) */
+    MPIDI_TORX_P2P_SSEND,       /* synchronous: ack once matched */
+    MPIDI_TORX_P2P_SSEND_ACK    /* header followed by the sender's request */
+};
+
+/* MPIDI_TORX_request_t.flags */
+#define MPIDI_TORX_REQ_F_POSTED 1       /* in the posted queue */
+
+typedef struct MPIDI_TORX_unexp MPIDI_TORX_unexp_t;
+
+/* Short aliases for the netmod fields of a point-to-point request. */
+#define MPIDI_TORX_REQ(req)     ((req)->dev.ch4.netmod.torx)
+
 typedef struct {
     torx_ctx_t *ctx;
     torx_boot_t boot;
@@ -48,6 +78,13 @@ typedef struct {
      * known once all its data is in). */
     MPIDI_TORX_pending_t **pending_head, **pending_tail;
     uint64_t am_sent, am_received, am_deferred;
+    /* Matching: posted receives in posting order, unexpected messages in
+     * arrival order (per sender, that is send order). One of each per
+     * process, as ch3 keeps them: ANY_SOURCE needs one order across
+     * senders, and queues stay short in the codes we serve. */
+    MPIR_Request *posted_head, *posted_tail;
+    MPIDI_TORX_unexp_t *unexp_head, *unexp_tail;
+    uint64_t p2p_sent, p2p_received, p2p_unexpected, p2p_deferred, p2p_inject;
 } MPIDI_TORX_global_t;
 
 extern MPIDI_TORX_global_t MPIDI_TORX_global;
@@ -59,5 +96,19 @@ void MPIDI_TORX_am_isend_done(torx_ctx_t * ctx, torx_msg_t * msg, void *arg);
 int MPIDI_TORX_am_send_copy(int dest, int handler_id, const void *am_hdr, MPI_Aint am_hdr_sz,
                             const void *data, MPI_Aint data_sz);
 void MPIDI_TORX_fatal(const char *what, torx_status_t st);
+
+/* torx_p2p.c */
+void MPIDI_TORX_p2p_handler(torx_ctx_t * ctx, void *harg, const torx_recv_info_t * info,
+                            torx_recv_t * recv);
+int MPIDI_TORX_isend(const void *buf, MPI_Aint count, MPI_Datatype datatype, int rank, int tag,
+                     MPIR_Comm * comm, int context_offset, MPIDI_av_entry_t * addr,
+                     MPIR_Request ** request, int kind, MPIR_Errflag_t error_bits);
+int MPIDI_TORX_irecv(void *buf, MPI_Aint count, MPI_Datatype datatype, int rank, int tag,
+                     MPIR_Comm * comm, int context_offset, MPIR_Request ** request);
+int MPIDI_TORX_imrecv(void *buf, MPI_Aint count, MPI_Datatype datatype, MPIR_Request * message);
+int MPIDI_TORX_cancel_recv(MPIR_Request * rreq);
+int MPIDI_TORX_probe(int source, int tag, MPIR_Comm * comm, int context_offset, int *flag,
+                     MPIR_Request ** message, MPI_Status * status);
+void MPIDI_TORX_p2p_finalize(void);
 
 #endif /* TORX_IMPL_H_INCLUDED */

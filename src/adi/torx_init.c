@@ -26,7 +26,9 @@ static uint64_t yield_seen = UINT64_MAX;
 static int yield_hook(int *made_progress)
 {
     (void) made_progress;
-    uint64_t now = MPIDI_TORX_global.am_sent + MPIDI_TORX_global.am_received;
+    uint64_t now = MPIDI_TORX_global.am_sent + MPIDI_TORX_global.am_received +
+        MPIDI_TORX_global.p2p_sent + MPIDI_TORX_global.p2p_received +
+        MPIDI_TORX_global.p2p_unexpected;
     if (now == yield_seen)
         sched_yield();
     yield_seen = now;
@@ -50,6 +52,34 @@ static int want_yield_hook(void)
     return ncpu > 0 && MPIR_Process.local_size > ncpu;
 }
 
+/* TORX_VERBOSE >= 1: rank 0 says which protocol an MPI message of each size
+ * takes (the message layer's limits minus the MPI envelope). */
+static void print_thresholds(void)
+{
+    const char *v = getenv("TORX_VERBOSE");
+    if (!v || atoi(v) < 1 || MPIDI_TORX_global.rank != 0)
+        return;
+    torx_ctx_t *ctx = MPIDI_TORX_global.ctx;
+    const torx_limits_t *lim = torx_ctx_limits(ctx);
+    const size_t env = sizeof(MPIDI_TORX_p2p_hdr_t);
+    static const char *const modes[] = { "heater", "co", "vn" };
+    char onepkt[64], adaptive[64];
+    if (lim->onepkt_limit > env)
+        snprintf(onepkt, sizeof onepkt, "one-packet <= %zu B, ", lim->onepkt_limit - env);
+    else
+        snprintf(onepkt, sizeof onepkt, "one-packet off, ");
+    if (lim->adaptive_limit)
+        snprintf(adaptive, sizeof adaptive, "adaptive eager <= %zu B, ", lim->adaptive_limit);
+    else
+        adaptive[0] = '\0';
+    fprintf(stderr, "torx netmod: %d tasks, mode %s (%d per node); MPI messages: %s%s"
+            "eager <= %zu B, rendezvous above (%s)%s; RMA active messages eager <= %ld B\n",
+            MPIDI_TORX_global.size, modes[torx_mode(ctx)], torx_tasks_per_node(ctx), onepkt,
+            adaptive, lim->eager_limit, lim->rzv_packets ? "adaptive packets" : "bulk get",
+            torx_mode(ctx) == TORX_MODE_VN ? ", virtual node within a node above one packet" : "",
+            (long) MPIDI_TORX_global.am_eager_limit);
+}
+
 static torx_status_t boot_allgather(torx_boot_t * boot, const void *mine, void *all, size_t len)
 {
     int mpi_errno = MPIR_pmi_allgather(mine, (int) len, all, (int) len, MPIR_PMI_DOMAIN_ALL);
@@ -63,7 +93,7 @@ static torx_status_t boot_barrier(torx_boot_t * boot)
 
 int MPIDI_TORX_init_local(int *tag_bits)
 {
-    /* AM-only for now: MPIDIG carries the tag, any width works */
+    /* the envelope carries a full 32-bit tag */
     *tag_bits = MPIR_TAG_BITS_DEFAULT;
 
     /* the MPIDIG eager limit; unexpected eager data must fit a pack buffer */
@@ -112,8 +142,11 @@ int MPIDI_TORX_init_world(void)
     }
     MPIR_Assert(torx_rank(g->ctx) == g->rank && torx_size(g->ctx) == g->size);
     st = torx_register(g->ctx, MPIDI_TORX_AM_HANDLER, MPIDI_TORX_am_handler, NULL);
+    if (st == TORX_OK)
+        st = torx_register(g->ctx, MPIDI_TORX_P2P_HANDLER, MPIDI_TORX_p2p_handler, NULL);
     if (st != TORX_OK)
         MPIDI_TORX_fatal("torx_register", st);
+    print_thresholds();
 
     if (yield) {
         mpi_errno = MPIR_Progress_hook_register(yield_hook, &yield_hook_id);
@@ -147,10 +180,17 @@ int MPIDI_TORX_mpi_finalize_hook(void)
         yield_hook_id = -1;
     }
     if (g->ctx) {
-        if (getenv("TORX_STATS") && atoi(getenv("TORX_STATS")) > 0)
+        MPIDI_TORX_p2p_finalize();
+        if (getenv("TORX_STATS") && atoi(getenv("TORX_STATS")) > 0) {
+            fprintf(stderr, "torx netmod rank %d: point-to-point sent %llu (injected at once "
+                    "%llu), received %llu, unexpected %llu (rendezvous deferred %llu)\n",
+                    g->rank, (unsigned long long) g->p2p_sent, (unsigned long long) g->p2p_inject,
+                    (unsigned long long) g->p2p_received, (unsigned long long) g->p2p_unexpected,
+                    (unsigned long long) g->p2p_deferred);
             fprintf(stderr, "torx netmod rank %d: active messages sent %llu, received %llu, "
                     "deferred %llu\n", g->rank, (unsigned long long) g->am_sent,
                     (unsigned long long) g->am_received, (unsigned long long) g->am_deferred);
+        }
         torx_status_t st = torx_finalize(g->ctx);
         g->ctx = NULL;
         if (st != TORX_OK)

@@ -25,9 +25,29 @@ typedef struct MPIDI_TORX_am_slot {
     int is_heap;
 } MPIDI_TORX_am_request_t;
 
-/* Native pt2pt requests (later: matching in src/adi/). */
-typedef struct {
-    int dummy;
+/* A native point-to-point request (torx_p2p.c). Sends keep their
+ * message-layer object here, so a send allocates nothing unless its data
+ * must be packed; receives keep what was posted, for matching. The whole
+ * struct must stay below MPIDIG_req_t's `req` field, which ch4 reads on
+ * every request (torx_p2p.c asserts it). */
+typedef struct MPIDI_TORX_request {
+    union {
+        struct {
+            torx_msg_t msg;     /* the message in flight */
+            void *pack;         /* packed non-contiguous data */
+        } send;
+        struct {
+            struct MPIR_Request *next, *prev;   /* posted queue */
+            void *buf;          /* what was posted */
+            MPI_Aint count;
+            MPI_Datatype datatype;
+            int rank, tag;      /* match (wildcards allowed) */
+            int context_id;
+            void *bounce;       /* non-contiguous data, until unpacked */
+            struct MPIDI_TORX_unexp *unexp;     /* mprobe'd message */
+        } recv;
+    } u;
+    int flags;                  /* MPIDI_TORX_REQ_F_* */
 } MPIDI_TORX_request_t;
 
 typedef struct {
