@@ -49,6 +49,9 @@ set -u -o pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
+bench_name=run-msg-bench
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
 build=${TORX_BUILD:-$root/build}
 case $build in /*) ;; *) build=$root/$build ;; esac
 rounds=${ROUNDS:-5}
@@ -56,13 +59,7 @@ results=${RESULTS_DIR:-$here/results}
 quiet_wait=${QUIET_WAIT_S:-20}
 quiet_each=${QUIET_WAIT_EACH_S:-5}
 
-for pair in ROUNDS:rounds QUIET_WAIT_S:quiet_wait QUIET_WAIT_EACH_S:quiet_each; do
-    var=${pair#*:}
-    if ! [[ ${!var} =~ ^[0-9]+$ ]] || [[ $var == rounds && ${!var} == 0 ]]; then
-        echo "run-msg-bench: ${pair%%:*}='${!var}' is not a valid count" >&2
-        exit 2
-    fi
-done
+bench_check_counts ROUNDS:rounds QUIET_WAIT_S:quiet_wait QUIET_WAIT_EACH_S:quiet_each
 
 # Runs of a round: id, then the command line (program and arguments).
 run_ids=(pp bwh bwp bwc ov)
@@ -76,25 +73,12 @@ fi
 declare -A bin
 for p in msg_pingpong msg_bw msg_overlap msg_onepkt_cg; do
     [[ -n $from ]] && break
-    for cand in "$build/bench/$p" "$build/$p"; do
-        if [[ -x $cand && -f $cand ]]; then bin[$p]=$cand; break; fi
-    done
-    if [[ -z ${bin[$p]:-} ]]; then
-        echo "run-msg-bench: no '$p' in $build/bench or $build;" \
-             "build the benchmarks there first (scripts/build.sh), or point TORX_BUILD at them" >&2
-        exit 2
-    fi
+    bin[$p]=$(bench_find_prog "$build" "$p" \
+        "build the benchmarks there first (scripts/build.sh), or point TORX_BUILD at them") || exit 2
 done
 
 mkdir -p "$results" || exit 2
-stamp=$(date +%Y%m%d-%H%M%S)
-when=$(date '+%Y-%m-%d %H:%M:%S %Z')
-model=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1)
-ncpu=$(lscpu 2>/dev/null | sed -n 's/^CPU(s): *//p' | head -1)
-[[ $ncpu =~ ^[0-9]+$ ]] || ncpu=$(nproc)
-hyper=$(lscpu 2>/dev/null | sed -n 's/^Hypervisor vendor: *//p' | head -1)
-machine="${model:-unknown CPU}, $ncpu CPUs${hyper:+ ($hyper guest)}, Linux $(uname -r)"
-rev=$(git -C "$root" describe --always --dirty 2>/dev/null || echo "no commit")
+bench_machine
 cmd="ROUNDS=$rounds QUIET_WAIT_S=$quiet_wait bench/run-msg-bench.sh   (TORX_BUILD=${TORX_BUILD:-build})"
 total_note=""
 if [[ -n $from ]]; then
@@ -124,28 +108,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/torx-msgbench.XXXXXX") || exit 2
 trap 'rm -rf "$work"' EXIT
 start_s=$SECONDS
 
-# ---- Machine load ------------------------------------------------------------------
-# /proc/stat "cpu" line: busy ticks (user nice system irq softirq steal) and
-# idle ticks (idle iowait).
-cpu_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6; exit }' /proc/stat; }
-hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
-loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
-
+# Machine load: wait_quiet (lib.sh) spends at most the QUIET_WAIT_S budget.
 quiet_left=$quiet_wait
-wait_quiet() {
-    local start=$SECONDS limit=$((quiet_left < quiet_each ? quiet_left : quiet_each)) b0 i0 b1 i1 busy tot rc=1
-    while :; do
-        read -r b0 i0 < <(cpu_ticks)
-        sleep 0.5
-        read -r b1 i1 < <(cpu_ticks)
-        busy=$((b1 - b0)); tot=$((busy + i1 - i0))
-        if ((tot > 0 && busy * 100 <= tot * 5)); then rc=0; break; fi
-        ((SECONDS - start >= limit)) && break
-    done
-    quiet_left=$((quiet_left - (SECONDS - start)))
-    ((quiet_left < 0)) && quiet_left=0
-    return $rc
-}
 
 failed=0
 if [[ -n $from ]]; then
@@ -180,31 +144,21 @@ else
     # /proc/stat minus the run's own user+system time).
     declare -A broken
     : >"$work/load.txt"
-    TIMEFORMAT='%R %U %S'
     for ((r = 1; r <= rounds; r++)); do
         for id in "${run_ids[@]}"; do
             [[ -n ${broken[$id]:-} ]] && continue
             quiet=yes
             wait_quiet || quiet=no
             read -r prog args <<<"${run_cmd[$id]}"
-            out=$work/round$r-$id.out
-            la0=$(loadavg)
-            read -r b0 _ < <(cpu_ticks)
             # shellcheck disable=SC2086 # args is a word list on purpose
-            { time "${bin[$prog]}" $args >"$out" 2>"$work/round$r-$id.err"; } 2>"$work/time"
-            rc=$?
-            read -r b1 _ < <(cpu_ticks)
-            la1=$(loadavg)
-            read -r wall usr sys <"$work/time"
-            other=$(awk -v b="$((b1 - b0))" -v hz="$hz" -v w="$wall" -v u="$usr" -v s="$sys" -v n="$ncpu" \
-                'BEGIN { o = (b / hz - u - s) / (w * n) * 100; if (o < 0) o = 0; printf "%.0f", o }')
-            echo "$r $id $other $quiet $wall ${la0// /,} ${la1// /,}" >>"$work/load.txt"
-            if ((rc == 0)); then
+            bench_run_timed "$work/round$r-$id.out" "$work/round$r-$id.err" "${bin[$prog]}" $args
+            echo "$r $id $run_other $quiet $run_wall ${run_la0// /,} ${run_la1// /,}" >>"$work/load.txt"
+            if ((run_rc == 0)); then
                 printf '   round %d  %-16s ok  %6.1f s   other load %3s%%   loadavg %s -> %s%s\n' "$r" \
-                    "${run_cmd[$id]}" "$wall" "$other" "$la0" "$la1" \
+                    "${run_cmd[$id]}" "$run_wall" "$run_other" "$run_la0" "$run_la1" \
                     "$([[ $quiet == no ]] && echo "  (machine busy at start)")"
             else
-                echo "   round $r  ${run_cmd[$id]} FAILED (exit $rc); its stderr:" >&2
+                echo "   round $r  ${run_cmd[$id]} FAILED (exit $run_rc); its stderr:" >&2
                 sed 's/^/     /' "$work/round$r-$id.err" >&2
                 broken[$id]=1
                 failed=1
@@ -248,11 +202,7 @@ v() { awk -v k="$1" '$1 == k { print $2; f = 1 } END { if (!f) print "NaN" }' "$
 vm() { awk -v k="$1" '$1 == k { print $3; f = 1 } END { if (!f) print "NaN" }' "$work/agg.txt"; }
 # vr ROUND KEY: the value in one round (first occurrence), or NaN.
 vr() { awk -v r="$1" -v k="$2" '$1 == r && $3 == k { print $4; f = 1; exit } END { if (!f) print "NaN" }' "$work/all.txt"; }
-ratio() {
-    awk -v a="$1" -v b="$2" -v d="${3:-2}" 'BEGIN {
-        if (a == "NaN" || b == "NaN" || b + 0 == 0) print "n/a"; else printf "%.*f\n", d, a / b }'
-}
-fmt() { awk -v x="$1" -v d="${2:-1}" 'BEGIN { if (x == "NaN" || x == "") print "-"; else printf "%.*f\n", d, x }'; }
+# (ratio, fmt and verdict come from lib.sh.)
 # per_round KEY_A KEY_B: A/B within each round (same program run).
 per_round() {
     local r out=""
@@ -335,9 +285,6 @@ rzv4bi=$(v "bw.heater_rzv_bi_${M4}_gbs_max"); cma4bi=$(v "bw.heater_cma_bi_${M4}
 co4=$(v "bw.co_rzv_uni_${M4}_gbs_max"); cocma4=$(v "bw.co_cma_uni_${M4}_gbs_max")
 co4_rounds=$(per_round bw.co_rzv_uni_${M4}_gbs_max bw.co_cma_uni_${M4}_gbs_max)
 pk4=$(v "bw.packets_rzv_uni_${M4}_gbs_max"); pkcma4=$(v "bw.packets_cma_uni_${M4}_gbs_max")
-verdict() {
-    awk -v x="$1" -v lim="$2" 'BEGIN { if (x == "n/a") print "not measured"; else if (x + 0 >= lim) print "met"; else print "MISSED" }'
-}
 # Half-bandwidth point: the smallest size reaching half the protocol's best
 # one-way figure (the original: half of peak at 500-byte messages).
 half_point() { # column
@@ -489,19 +436,14 @@ cat "$table"
     done
 } >"$work/lat.dat"
 have_plot=0
-if ! command -v gnuplot >/dev/null 2>&1; then
-    echo "run-msg-bench: gnuplot not found; no PNG (apt-get install gnuplot-nox)" >&2
+if ! bench_have_gnuplot; then
+    :
 elif [[ $ho_med == NaN || -z $sizes ]]; then
     echo "run-msg-bench: figures missing; no PNG" >&2
 else
-    if gnuplot -e "latdat='$work/lat.dat'; bwuni='$work/bw-uni.dat'; bwbi='$work/bw-bi.dat'; \
+    bench_gnuplot "latdat='$work/lat.dat'; bwuni='$work/bw-uni.dat'; bwbi='$work/bw-bi.dat'; \
 ovdat='$work/ov.dat'; handoff=$ho_med; outlat='$png_lat'; outbw='$png_bw'; outov='$png_ov'; \
-subtitle='$machine, $when, best of $rounds rounds'" "$here/plot-msg.gp" 2>"$work/gnuplot.err"; then
-        have_plot=1
-    else
-        echo "run-msg-bench: gnuplot failed; no PNG:" >&2
-        cat "$work/gnuplot.err" >&2
-    fi
+subtitle='$machine, $when, best of $rounds rounds'" "$here/plot-msg.gp" && have_plot=1
 fi
 
 # ---- The section for bench/RESULTS.md ------------------------------------------------------------

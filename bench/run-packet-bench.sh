@@ -37,6 +37,9 @@ set -u -o pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
+bench_name=run-packet-bench
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
 build=${TORX_BUILD:-$root/build}
 case $build in /*) ;; *) build=$root/$build ;; esac
 rounds=${ROUNDS:-5}
@@ -45,35 +48,16 @@ quiet_wait=${QUIET_WAIT_S:-30}
 quiet_each=${QUIET_WAIT_EACH_S:-10}
 progs=(floors pkt_pingpong pkt_stream cn_bench)
 
-for pair in ROUNDS:rounds QUIET_WAIT_S:quiet_wait QUIET_WAIT_EACH_S:quiet_each; do
-    var=${pair#*:}
-    if ! [[ ${!var} =~ ^[0-9]+$ ]] || [[ $var == rounds && ${!var} == 0 ]]; then
-        echo "run-packet-bench: ${pair%%:*}='${!var}' is not a valid count" >&2
-        exit 2
-    fi
-done
+bench_check_counts ROUNDS:rounds QUIET_WAIT_S:quiet_wait QUIET_WAIT_EACH_S:quiet_each
 
 declare -A bin
 for p in "${progs[@]}"; do
-    for cand in "$build/bench/$p" "$build/$p"; do
-        if [[ -x $cand && -f $cand ]]; then bin[$p]=$cand; break; fi
-    done
-    if [[ -z ${bin[$p]:-} ]]; then
-        echo "run-packet-bench: no '$p' in $build/bench or $build;" \
-             "build the benchmarks there first (make), or point TORX_BUILD at the build directory" >&2
-        exit 2
-    fi
+    bin[$p]=$(bench_find_prog "$build" "$p" \
+        "build the benchmarks there first (make), or point TORX_BUILD at the build directory") || exit 2
 done
 
 mkdir -p "$results" || exit 2
-stamp=$(date +%Y%m%d-%H%M%S)
-when=$(date '+%Y-%m-%d %H:%M:%S %Z')
-model=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1)
-ncpu=$(lscpu 2>/dev/null | sed -n 's/^CPU(s): *//p' | head -1)
-[[ $ncpu =~ ^[0-9]+$ ]] || ncpu=$(nproc)
-hyper=$(lscpu 2>/dev/null | sed -n 's/^Hypervisor vendor: *//p' | head -1)
-machine="${model:-unknown CPU}, $ncpu CPUs${hyper:+ ($hyper guest)}, Linux $(uname -r)"
-rev=$(git -C "$root" describe --always --dirty 2>/dev/null || echo "no commit")
+bench_machine
 cmd="ROUNDS=$rounds bench/run-packet-bench.sh   (TORX_BUILD=${TORX_BUILD:-build})"
 report=$results/packet-$stamp.txt
 png=$results/packet-$stamp.png
@@ -81,30 +65,8 @@ shown=${results#"$root"/} # as RESULTS.md should name it: relative to the reposi
 work=$(mktemp -d "${TMPDIR:-/tmp}/torx-pktbench.XXXXXX") || exit 2
 trap 'rm -rf "$work"' EXIT
 
-# ---- Machine load ---------------------------------------------------------------
-# /proc/stat "cpu" line: busy ticks (user nice system irq softirq steal) and
-# idle ticks (idle iowait). Steal counts as busy: the hypervisor took the CPU.
-cpu_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6; exit }' /proc/stat; }
-hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
-
-# Waits until a 0.5 s window is at least 95% idle, for at most quiet_each s and
-# what is left of the QUIET_WAIT_S budget. Returns 1 when the machine
-# stayed busy.
+# Machine load: wait_quiet (lib.sh) spends at most the QUIET_WAIT_S budget.
 quiet_left=$quiet_wait
-wait_quiet() {
-    local start=$SECONDS limit=$((quiet_left < quiet_each ? quiet_left : quiet_each)) b0 i0 b1 i1 busy tot rc=1
-    while :; do
-        read -r b0 i0 < <(cpu_ticks)
-        sleep 0.5
-        read -r b1 i1 < <(cpu_ticks)
-        busy=$((b1 - b0)); tot=$((busy + i1 - i0))
-        if ((tot > 0 && busy * 100 <= tot * 5)); then rc=0; break; fi
-        ((SECONDS - start >= limit)) && break
-    done
-    quiet_left=$((quiet_left - (SECONDS - start)))
-    ((quiet_left < 0)) && quiet_left=0
-    return $rc
-}
 
 echo "== torx packet-layer benchmarks: $rounds rounds of ${progs[*]}"
 echo "== $machine; $when; torx $rev"
@@ -116,26 +78,18 @@ echo "== $machine; $when; torx $rev"
 failed=0
 declare -A broken
 : >"$work/load.txt"
-TIMEFORMAT='%R %U %S'
 for ((r = 1; r <= rounds; r++)); do
     for p in "${progs[@]}"; do
         [[ -n ${broken[$p]:-} ]] && continue
         quiet=yes
         wait_quiet || quiet=no
-        out=$work/round$r-$p.out
-        read -r b0 _ < <(cpu_ticks)
-        { time "${bin[$p]}" >"$out" 2>"$work/round$r-$p.err"; } 2>"$work/time"
-        rc=$?
-        read -r b1 _ < <(cpu_ticks)
-        read -r wall usr sys <"$work/time"
-        other=$(awk -v b="$((b1 - b0))" -v hz="$hz" -v w="$wall" -v u="$usr" -v s="$sys" -v n="$ncpu" \
-            'BEGIN { o = (b / hz - u - s) / (w * n) * 100; if (o < 0) o = 0; printf "%.0f", o }')
-        echo "$r $p $other $quiet" >>"$work/load.txt"
-        if ((rc == 0)); then
-            printf '   round %d  %-13s ok  %6.1f s   other load %3s%%%s\n' "$r" "$p" "$wall" "$other" \
+        bench_run_timed "$work/round$r-$p.out" "$work/round$r-$p.err" "${bin[$p]}"
+        echo "$r $p $run_other $quiet" >>"$work/load.txt"
+        if ((run_rc == 0)); then
+            printf '   round %d  %-13s ok  %6.1f s   other load %3s%%%s\n' "$r" "$p" "$run_wall" "$run_other" \
                 "$([[ $quiet == no ]] && echo "  (machine busy at start)")"
         else
-            echo "   round $r  $p FAILED (exit $rc); its stderr:" >&2
+            echo "   round $r  $p FAILED (exit $run_rc); its stderr:" >&2
             sed 's/^/     /' "$work/round$r-$p.err" >&2
             broken[$p]=1
             failed=1
@@ -163,19 +117,8 @@ for ((r = 1; r <= rounds; r++)); do
 done
 
 # v KEY [FILE]: the value of KEY (best of rounds), or "NaN" when absent.
+# (ratio, fmt and verdict come from lib.sh.)
 v() { awk -v k="$1" '$1 == k { print $2; found = 1 } END { if (!found) print "NaN" }' "${2:-$work/best.txt}"; }
-# ratio A B [digits]: A/B, or "n/a".
-ratio() {
-    awk -v a="$1" -v b="$2" -v d="${3:-2}" 'BEGIN {
-        if (a == "NaN" || b == "NaN" || b + 0 == 0) print "n/a"; else printf "%.*f\n", d, a / b }'
-}
-fmt() { awk -v x="$1" -v d="${2:-1}" 'BEGIN { if (x == "NaN") print "-"; else printf "%.*f\n", d, x }'; }
-verdict() {
-    awk -v x="$1" -v lim="$2" -v dir="$3" 'BEGIN {
-        if (x == "n/a") print "not measured";
-        else if ((dir == "le" && x + 0 <= lim) || (dir == "ge" && x + 0 >= lim)) print "met";
-        else print "MISSED" }'
-}
 # per_round KEY_A KEY_B [digits]: A/B in each round, space-separated.
 per_round() {
     local r out=""
@@ -352,22 +295,17 @@ have_plot=0
     echo "\"double sum\" $(v cn.dsum_ns_min)"
     echo "\"barrier\" $(v cn.barrier_ns_min)"
 } >"$work/coll.dat"
-if ! command -v gnuplot >/dev/null 2>&1; then
-    echo "run-packet-bench: gnuplot not found; no PNG (apt-get install gnuplot-nox)" >&2
+if ! bench_have_gnuplot; then
+    :
 elif [[ $ho == NaN || $ho_med == NaN || $memcpy == NaN ]]; then
     echo "run-packet-bench: the references are missing; no PNG" >&2
 else
     cma_plot=$(v floor.cma_4m_gbs_max)
     [[ $cma_ok == 1 && $cma_plot != NaN ]] || cma_plot=0
     [[ $cn_ho != NaN ]] || cn_ho=$ho
-    if gnuplot -e "latdat='$work/lat.dat'; bwdat='$work/bw.dat'; colldat='$work/coll.dat'; \
+    bench_gnuplot "latdat='$work/lat.dat'; bwdat='$work/bw.dat'; colldat='$work/coll.dat'; \
 handoff=$ho; handoffmed=$ho_med; cnhandoff=$cn_ho; memcpy=$memcpy; cma=$cma_plot; outfile='$png'; \
-subtitle='$machine, $when, best of $rounds rounds'" "$here/plot-packet.gp" 2>"$work/gnuplot.err"; then
-        have_plot=1
-    else
-        echo "run-packet-bench: gnuplot failed; no PNG:" >&2
-        cat "$work/gnuplot.err" >&2
-    fi
+subtitle='$machine, $when, best of $rounds rounds'" "$here/plot-packet.gp" && have_plot=1
 fi
 
 # ---- Report file --------------------------------------------------------------------

@@ -1,0 +1,148 @@
+# bench/lib.sh: shell helpers shared by bench/run-packet-bench.sh,
+# bench/run-msg-bench.sh and bench/run-mpi-bench.sh. Sourced, not run:
+#
+#   bench_name=run-foo-bench          # prefix of this script's messages
+#   . "$here/lib.sh"
+#
+# Some helpers use the caller's globals, named where they are used: $work
+# (the script's temporary directory), $root (the repository),
+# $quiet_left / $quiet_each (wait_quiet), $ncpu and $hz (bench_run_timed).
+# shellcheck shell=bash
+# The helpers set and read the callers' globals on purpose:
+# shellcheck disable=SC2034,SC2154
+
+# ---- Arguments ------------------------------------------------------------------
+
+# bench_check_counts ENV:var ...: each variable must hold a count (digits);
+# the one named "rounds" must also be at least 1. Exits 2 otherwise.
+bench_check_counts() {
+    local pair var
+    for pair in "$@"; do
+        var=${pair#*:}
+        if ! [[ ${!var} =~ ^[0-9]+$ ]] || [[ $var == rounds && ${!var} == 0 ]]; then
+            echo "$bench_name: ${pair%%:*}='${!var}' is not a valid count" >&2
+            exit 2
+        fi
+    done
+}
+
+# bench_find_prog BUILD PROG HINT: prints BUILD/bench/PROG or BUILD/PROG,
+# whichever is an executable file; otherwise says so (HINT: how to build
+# it) and returns 1.
+bench_find_prog() {
+    local cand
+    for cand in "$1/bench/$2" "$1/$2"; do
+        if [[ -x $cand && -f $cand ]]; then
+            echo "$cand"
+            return 0
+        fi
+    done
+    echo "$bench_name: no '$2' in $1/bench or $1; $3" >&2
+    return 1
+}
+
+# ---- The machine ------------------------------------------------------------------
+
+# bench_machine: sets stamp (file names), when (date), model, ncpu, hyper,
+# machine (one line for the report) and rev (git describe of $root).
+bench_machine() {
+    stamp=$(date +%Y%m%d-%H%M%S)
+    when=$(date '+%Y-%m-%d %H:%M:%S %Z')
+    model=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1)
+    ncpu=$(lscpu 2>/dev/null | sed -n 's/^CPU(s): *//p' | head -1)
+    [[ $ncpu =~ ^[0-9]+$ ]] || ncpu=$(nproc)
+    hyper=$(lscpu 2>/dev/null | sed -n 's/^Hypervisor vendor: *//p' | head -1)
+    machine="${model:-unknown CPU}, $ncpu CPUs${hyper:+ ($hyper guest)}, Linux $(uname -r)"
+    rev=$(git -C "$root" describe --always --dirty 2>/dev/null || echo "no commit")
+}
+
+# ---- Machine load -----------------------------------------------------------------
+
+# /proc/stat "cpu" line: busy ticks (user nice system irq softirq steal) and
+# idle ticks (idle iowait). Steal counts as busy: the hypervisor took the CPU.
+cpu_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6; exit }' /proc/stat; }
+hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+
+# Waits until a 0.5 s window is at least 95% idle, for at most quiet_each s
+# and what is left of the caller's quiet_left budget (seconds; the caller
+# sets it, usually from QUIET_WAIT_S). Returns 1 when the machine stayed busy.
+wait_quiet() {
+    local start=$SECONDS limit=$((quiet_left < quiet_each ? quiet_left : quiet_each)) b0 i0 b1 i1 busy tot rc=1
+    while :; do
+        read -r b0 i0 < <(cpu_ticks)
+        sleep 0.5
+        read -r b1 i1 < <(cpu_ticks)
+        busy=$((b1 - b0)); tot=$((busy + i1 - i0))
+        if ((tot > 0 && busy * 100 <= tot * 5)); then rc=0; break; fi
+        ((SECONDS - start >= limit)) && break
+    done
+    quiet_left=$((quiet_left - (SECONDS - start)))
+    ((quiet_left < 0)) && quiet_left=0
+    return $rc
+}
+
+# bench_run_timed OUT ERR CMD...: runs CMD with stdout to OUT and stderr to
+# ERR, and sets run_rc (its exit status), run_wall, run_usr, run_sys
+# (seconds; user and system time include the waited-for descendants, so an
+# mpiexec's ranks count), run_la0 / run_la1 (load average before / after)
+# and run_other: the CPU time other processes used meanwhile, in % of all
+# CPUs (busy time from /proc/stat minus the command's own user+system time).
+bench_run_timed() {
+    local out=$1 err=$2 b0 b1 TIMEFORMAT='%R %U %S'
+    shift 2
+    run_la0=$(loadavg)
+    read -r b0 _ < <(cpu_ticks)
+    { time "$@" >"$out" 2>"$err"; } 2>"$work/time"
+    run_rc=$?
+    read -r b1 _ < <(cpu_ticks)
+    run_la1=$(loadavg)
+    read -r run_wall run_usr run_sys <"$work/time"
+    run_other=$(awk -v b="$((b1 - b0))" -v hz="$hz" -v w="$run_wall" -v u="$run_usr" -v s="$run_sys" -v n="$ncpu" \
+        'BEGIN { o = (b / hz - u - s) / (w * n) * 100; if (o < 0) o = 0; printf "%.0f", o }')
+}
+
+# ---- Numbers ----------------------------------------------------------------------
+
+# ratio A B [digits]: A/B, or "n/a".
+ratio() {
+    awk -v a="$1" -v b="$2" -v d="${3:-2}" 'BEGIN {
+        if (a == "NaN" || b == "NaN" || b + 0 == 0) print "n/a"; else printf "%.*f\n", d, a / b }'
+}
+# fmt X [digits]: X rounded, or "-" when NaN or empty.
+fmt() { awk -v x="$1" -v d="${2:-1}" 'BEGIN { if (x == "NaN" || x == "") print "-"; else printf "%.*f\n", d, x }'; }
+# verdict RATIO LIMIT [ge|le]: "met" when RATIO >= LIMIT (ge, the default)
+# or <= LIMIT (le); "MISSED" otherwise; "not measured" for n/a.
+verdict() {
+    awk -v x="$1" -v lim="$2" -v dir="${3:-ge}" 'BEGIN {
+        if (x == "n/a") print "not measured";
+        else if ((dir == "le" && x + 0 <= lim) || (dir == "ge" && x + 0 >= lim)) print "met";
+        else print "MISSED" }'
+}
+# median_of: the median of the numbers on stdin, one or more per line
+# ("NaN", "n/a" and empty words skipped), or NaN when there are none.
+median_of() {
+    awk '{ for (i = 1; i <= NF; i++) if ($i != "NaN" && $i != "n/a") a[++n] = $i + 0 }
+         END { if (!n) { print "NaN"; exit }
+               for (i = 2; i <= n; i++) { x = a[i]; j = i - 1; while (j >= 1 && a[j] > x) { a[j + 1] = a[j]; j-- } a[j + 1] = x }
+               printf "%.6g\n", (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }'
+}
+
+# ---- Plots ------------------------------------------------------------------------
+
+# bench_have_gnuplot: true when gnuplot is installed; otherwise says so.
+bench_have_gnuplot() {
+    command -v gnuplot >/dev/null 2>&1 && return 0
+    echo "$bench_name: gnuplot not found; no PNG (apt-get install gnuplot-nox)" >&2
+    return 1
+}
+# bench_gnuplot DEFINITIONS SCRIPT: gnuplot -e DEFINITIONS SCRIPT; on
+# failure prints gnuplot's errors and returns 1.
+bench_gnuplot() {
+    if gnuplot -e "$1" "$2" 2>"$work/gnuplot.err"; then
+        return 0
+    fi
+    echo "$bench_name: gnuplot failed; no PNG:" >&2
+    cat "$work/gnuplot.err" >&2
+    return 1
+}

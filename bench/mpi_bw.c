@@ -1,0 +1,89 @@
+/* mpi_bw: one-way streaming bandwidth between two ranks, per message size
+ * (1 B to 4 MiB by powers of two; -m 16M for more, -s for chosen sizes), as
+ * osu_bw measures it.
+ *
+ * One window: rank 0 posts WINDOW (64) MPI_Isend of size bytes from one
+ * buffer and waits for them; rank 1 posts as many MPI_Irecv into one buffer,
+ * waits for them, and sends a 1-byte acknowledgement, which rank 0 receives.
+ * Each size: warm-up windows (untimed), then batches of windows, each timed
+ * by rank 0 as one sample (bytes / time); then a verified window of 4
+ * messages, each with its own pattern and its own buffer slice, checked
+ * byte by byte by rank 1.
+ *
+ * Pure MPI-3.1 C (mpi_bench.h): built unchanged by the mpicc of torx MPICH,
+ * Debian's MPICH and Open MPI; run by bench/run-mpi-bench.sh.
+ *
+ *   mpiexec -n 2 -bind-to core ./mpi_bw [-s 1M,4M] [-n 1000] [-W 64] ...
+ *
+ * Output: "# " lines, then one row per size (mpi_bench.h):
+ *   bw size_B windows window batch samples best_MBps med_MBps worst_MBps
+ *      best_GBps med_GBps ok
+ */
+#include "mpi_bench.h"
+
+int main(int argc, char **argv)
+{
+    mb_opts_t o;
+    int rank;
+
+    mb_parse(&o, argc, argv, "mpi_bw", 1, 1000, 64);
+    mb_init(&o, &argc, &argv, &rank);
+    if (rank == 0)
+        mb_bw_header("one way: rank 0 sends windows, rank 1 acknowledges each window with 1 byte");
+
+    unsigned char *sbuf = mb_alloc(&o, (size_t)MB_CHECK_MSGS * o.max_size);
+    unsigned char *rbuf = mb_alloc(&o, (size_t)MB_CHECK_MSGS * o.max_size);
+    MPI_Request *req = malloc((size_t)o.window * sizeof *req);
+    unsigned char ack = 0;
+    int peer = 1 - rank;
+    if (!req)
+        mb_die(&o, "out of memory");
+
+    for (int i = 0; i < o.nsizes; i++) {
+        size_t size = o.sizes[i];
+        int n = (int)size;
+        long iters = mb_iters(&o, size), batch = mb_batch(&o, iters);
+        long nb = iters / batch, warm = mb_warmup(&o, iters);
+        double *gbs = malloc((size_t)nb * sizeof *gbs);
+        if (!gbs)
+            mb_die(&o, "out of memory");
+        iters = nb * batch;
+
+        mb_fill(sbuf, size, mb_seed(size, rank, 0, 1));
+        MB_CALL(&o, MPI_Barrier(MPI_COMM_WORLD));
+        for (long b = -1; b < nb; b++) { /* b == -1: the warm-up */
+            long reps = b < 0 ? warm : batch;
+            double t0 = mb_now_ns();
+            for (long k = 0; k < reps; k++) {
+                if (rank == 0) {
+                    for (int w = 0; w < o.window; w++)
+                        MB_CALL(&o, MPI_Isend(sbuf, n, MPI_BYTE, peer, MB_TAG, MPI_COMM_WORLD,
+                                              &req[w]));
+                    mb_waitall(&o, o.window, req);
+                    MB_CALL(&o, MPI_Recv(&ack, 1, MPI_BYTE, peer, MB_ACK_TAG, MPI_COMM_WORLD,
+                                         MPI_STATUS_IGNORE));
+                } else {
+                    for (int w = 0; w < o.window; w++)
+                        MB_CALL(&o, MPI_Irecv(rbuf, n, MPI_BYTE, peer, MB_TAG, MPI_COMM_WORLD,
+                                              &req[w]));
+                    mb_waitall(&o, o.window, req);
+                    MB_CALL(&o, MPI_Send(&ack, 1, MPI_BYTE, peer, MB_ACK_TAG, MPI_COMM_WORLD));
+                }
+            }
+            if (b >= 0)
+                gbs[b] = (double)reps * o.window * (double)size / (mb_now_ns() - t0);
+        }
+
+        mb_verify(&o, rank, size, sbuf, rbuf, MB_CHECK_MSGS, rank == 0, rank == 1, 2, "bw");
+
+        if (rank == 0)
+            mb_bw_row("bw", size, iters, o.window, batch, gbs, nb);
+        free(gbs);
+    }
+
+    free(req);
+    free(sbuf);
+    free(rbuf);
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,612 @@
+#!/usr/bin/env bash
+# MPI-level benchmarks, run the way /work/shared/BENCHMARKING.md says: the
+# same benchmark source (bench/mpi_latency.c, mpi_bw.c, mpi_bibw.c) built
+# with the mpicc of each of three MPIs, run with 2 ranks bound one per core,
+# in interleaved rounds (round r: floors, message layer, torx per protocol,
+# then latency torx / Debian MPICH / Open MPI, bandwidth torx / MPICH /
+# Open MPI, bidirectional torx / MPICH / Open MPI; then round r+1), so
+# machine noise hits every candidate alike. Every figure is the median over
+# the rounds of each run's median over timed batches.
+#
+#   torx     torx MPICH (ch4:torx): $TORX_PREFIX/bin/mpicc, and
+#            $TORX_PREFIX/bin/mpiexec -n 2 -bind-to core
+#   mpich    Debian's MPICH (ch4:ucx): mpicc.mpich, mpiexec.mpich -n 2 -bind-to core
+#   openmpi  Debian's Open MPI: mpicc.openmpi, and
+#            OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+#            mpirun.openmpi -n 2 --bind-to core
+#
+# Also, in every round:
+#   floors        bench/floors: one-way cache-line handoff (the latency
+#                 floor), memcpy and process_vm_readv (the bandwidth floors)
+#   msg_pingpong  the torx message layer's 1-byte half round trip per
+#                 protocol (forced through the API)
+#   torx per protocol  torx MPICH mpi_latency at 1 byte with the protocol
+#                 forced by environment (-genv), and TORX_STATS=1:
+#                   one-packet  (default)
+#                   eager       TORX_ONEPKT_LIMIT=0
+#                   adaptive    TORX_ONEPKT_LIMIT=0 TORX_ADAPTIVE_LIMIT=4096
+#                   rendezvous  TORX_ONEPKT_LIMIT=0 TORX_EAGER_LIMIT=0
+#                 beside the message layer's figure for the same protocol:
+#                 the original's Table 1 at MPI level, with the MPI overhead
+#                 per protocol. The forced protocol's TORX_STATS counter must
+#                 have carried the benchmark's messages on both ranks, or the
+#                 row says WARNING.
+#
+# Usage: bench/run-mpi-bench.sh
+#   ROUNDS        rounds (default 5; with QUICK=1, 2)
+#   QUICK=1       smoke test, under a minute: a few sizes (0/1, 8, 64, 1K,
+#                 8K, 64K, 1M, 4M), few iterations, short floors
+#   FROM_REPORT   a report this script wrote (mpi-<stamp>.txt): run nothing,
+#                 rebuild the summary and the PNGs from the raw outputs kept
+#                 in it; the report and its PNGs are rewritten in place
+#   TORX_PREFIX   torx MPICH install prefix (default: the path in
+#                 ~/.cache/torx/current-prefix; waited for up to
+#                 PREFIX_WAIT_S, default 300, while a rebuild replaces it)
+#   TORX_BUILD    torx build directory holding bench/floors and
+#                 bench/msg_pingpong (default ./build; scripts/build.sh)
+#   MPI_BENCH_BUILD  where the MPI programs are built, one directory per MPI
+#                 (default build/mpi-bench; rebuilt on every run)
+#   RESULTS_DIR   where the report, the PNGs and mpi-section.md go (default
+#                 bench/results)
+#   MPI_BW_MAX    largest bandwidth size (default 4M; e.g. 16M)
+#   OMPI_ARGS     extra mpirun.openmpi arguments (default none; e.g.
+#                 "--mca btl self,vader")
+#   RUN_TIMEOUT_S a run taking longer is killed and counts as failed
+#                 (default 600; QUICK: 120)
+#   QUIET_WAIT_S  total seconds the script may spend waiting, before each
+#                 run (at most QUIET_WAIT_EACH_S, default 5, each), for the
+#                 machine to be idle (default 20; QUICK: 0). Runs go ahead
+#                 anyway; the report says how busy ("other load").
+#
+# Writes $RESULTS_DIR/mpi-<stamp>.txt (the summary, then every run's load
+# and raw output), mpi-<stamp>-lat.png, -bw.png, -bibw.png, and
+# mpi-section.md (the summary, for bench/RESULTS.md); prints the summary.
+# Exit status: 0 when every run worked (targets are reported, not
+# enforced); 1 when a run failed; 2 when something is missing or an
+# argument is bad.
+set -u -o pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(dirname "$here")
+bench_name=run-mpi-bench
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
+
+quick=${QUICK:-0}
+[[ $quick == 1 ]] || quick=0
+rounds=${ROUNDS:-$((quick ? 2 : 5))}
+build=${TORX_BUILD:-$root/build}
+case $build in /*) ;; *) build=$root/$build ;; esac
+mbuild=${MPI_BENCH_BUILD:-$root/build/mpi-bench}
+case $mbuild in /*) ;; *) mbuild=$root/$mbuild ;; esac
+results=${RESULTS_DIR:-$here/results}
+quiet_wait=${QUIET_WAIT_S:-$((quick ? 0 : 20))}
+quiet_each=${QUIET_WAIT_EACH_S:-5}
+run_timeout=${RUN_TIMEOUT_S:-$((quick ? 120 : 600))}
+prefix_wait=${PREFIX_WAIT_S:-300}
+bw_max=${MPI_BW_MAX:-4M}
+ompi_args=${OMPI_ARGS:-}
+bench_check_counts ROUNDS:rounds QUIET_WAIT_S:quiet_wait QUIET_WAIT_EACH_S:quiet_each \
+    RUN_TIMEOUT_S:run_timeout PREFIX_WAIT_S:prefix_wait
+if ! [[ $bw_max =~ ^[0-9]+[KMG]?$ ]]; then
+    echo "$bench_name: MPI_BW_MAX='$bw_max' is not a size such as 4M or 16M" >&2
+    exit 2
+fi
+
+impls=(torx mpich openmpi)
+progs=(mpi_latency mpi_bw mpi_bibw)
+protos=(onepkt eager adaptive rzv)
+declare -A proto_name=([onepkt]="one-packet" [eager]="eager" [adaptive]="adaptive eager" [rzv]="rendezvous")
+declare -A proto_stat=([onepkt]="one-packet" [eager]="eager" [adaptive]="adaptive" [rzv]="rendezvous")
+declare -A proto_env=([onepkt]="" [eager]="TORX_ONEPKT_LIMIT=0"
+                      [adaptive]="TORX_ONEPKT_LIMIT=0 TORX_ADAPTIVE_LIMIT=4096"
+                      [rzv]="TORX_ONEPKT_LIMIT=0 TORX_EAGER_LIMIT=0")
+# Runs of a round, in order (see the top).
+run_ids=(floors msgpp)
+for p in "${protos[@]}"; do run_ids+=("p_$p"); done
+for k in lat bw bibw; do for i in "${impls[@]}"; do run_ids+=("${k}_$i"); done; done
+
+# Program arguments and counts.
+if ((quick)); then
+    lat_args="-s 0,1,8,64,1K,8K,64K,1M,4M -n 2000"
+    bw_args="-s 1,8,64,1K,8K,64K,1M,4M -n 100"
+    proto_args="-s 1 -n 2000"
+    floors_env=(FLOORS_PINGPONG_ITERS=20000 FLOORS_STREAM_PACKETS=32768 FLOORS_STREAM_REPS=3)
+    msg_env=(MSG_PP_ITERS=5000)
+else
+    lat_args=""
+    bw_args="-m $bw_max"
+    proto_args="-s 1 -n 50000"
+    floors_env=()
+    msg_env=()
+fi
+
+from=${FROM_REPORT:-}
+if [[ -n $from && ! -f $from ]]; then
+    echo "$bench_name: FROM_REPORT='$from' is not a file" >&2
+    exit 2
+fi
+
+mkdir -p "$results" || exit 2
+bench_machine
+cmd="ROUNDS=$rounds QUICK=$quick bench/run-mpi-bench.sh"
+[[ -n ${MPI_BW_MAX:-} ]] && cmd="MPI_BW_MAX=$bw_max $cmd"
+[[ -n $ompi_args ]] && cmd="OMPI_ARGS='$ompi_args' $cmd"
+work=$(mktemp -d "${TMPDIR:-/tmp}/torx-mpibench.XXXXXX") || exit 2
+trap 'rm -rf "$work"' EXIT
+start_s=$SECONDS
+failed=0
+
+# ---- Setup: the torx prefix, the peers, the programs ------------------------------------
+
+# Waits for the torx MPICH prefix to be complete (a rebuild may replace it
+# for a while); sets prefix. Returns 1 after prefix_wait seconds.
+find_prefix() {
+    local t0=$SECONDS said=0
+    while :; do
+        prefix=${TORX_PREFIX:-$(cat "$HOME/.cache/torx/current-prefix" 2>/dev/null)}
+        if [[ -n $prefix && -x $prefix/bin/mpicc && -x $prefix/bin/mpiexec && -x $prefix/bin/mpichversion ]]; then
+            return 0
+        fi
+        ((SECONDS - t0 >= prefix_wait)) && return 1
+        if ((!said)); then
+            echo "   waiting for torx MPICH in '${prefix:-?}' (bin/mpicc, bin/mpiexec; up to $prefix_wait s) ..." >&2
+            said=1
+        fi
+        sleep 5
+    done
+}
+
+# Command line of run ID into the array "argv".
+make_argv() {
+    local id=$1 impl kind pr kv
+    case $id in
+    floors) argv=(env "${floors_env[@]}" "$bin_floors") ;;
+    msgpp) argv=(env "${msg_env[@]}" "$bin_msgpp") ;;
+    p_*)
+        pr=${id#p_}
+        argv=("$prefix/bin/mpiexec" -n 2 -bind-to core -genv TORX_STATS 1)
+        for kv in ${proto_env[$pr]}; do argv+=(-genv "${kv%%=*}" "${kv#*=}"); done
+        # shellcheck disable=SC2206 # word lists on purpose
+        argv+=("$mbuild/torx/mpi_latency" $proto_args)
+        ;;
+    *)
+        kind=${id%_*}; impl=${id#*_}
+        # shellcheck disable=SC2206 # ompi_args is a word list on purpose
+        case $impl in
+        torx) argv=("$prefix/bin/mpiexec" -n 2 -bind-to core) ;;
+        mpich) argv=(mpiexec.mpich -n 2 -bind-to core) ;;
+        openmpi) argv=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+                       mpirun.openmpi -n 2 --bind-to core $ompi_args) ;;
+        esac
+        # shellcheck disable=SC2206 # the argument strings are word lists on purpose
+        case $kind in
+        lat) argv+=("$mbuild/$impl/mpi_latency" $lat_args) ;;
+        bw) argv+=("$mbuild/$impl/mpi_bw" $bw_args) ;;
+        bibw) argv+=("$mbuild/$impl/mpi_bibw" $bw_args) ;;
+        esac
+        ;;
+    esac
+}
+
+if [[ -z $from ]]; then
+    la_start=$(loadavg)
+    echo "== MPI-level benchmarks: $rounds rounds (QUICK=$quick) of ${#run_ids[@]} runs: ${run_ids[*]}"
+    echo "== $machine; $when; torx $rev; loadavg $la_start"
+
+    bin_floors=$(bench_find_prog "$build" floors \
+        "build the benchmarks there first (scripts/build.sh), or point TORX_BUILD at them") || exit 2
+    bin_msgpp=$(bench_find_prog "$build" msg_pingpong \
+        "build the benchmarks there first (scripts/build.sh), or point TORX_BUILD at them") || exit 2
+    if ! find_prefix; then
+        echo "$bench_name: no torx MPICH at '${prefix:-?}' (bin/mpicc, bin/mpiexec);" \
+             "run scripts/build-mpich.sh, or set TORX_PREFIX" >&2
+        exit 2
+    fi
+    for t in mpicc.mpich mpiexec.mpich mpicc.openmpi mpirun.openmpi timeout; do
+        if ! command -v "$t" >/dev/null 2>&1; then
+            echo "$bench_name: '$t' not found (Debian packages mpich, openmpi-bin, libopenmpi-dev, coreutils)" >&2
+            exit 2
+        fi
+    done
+
+    # Which MPI each one is. torx MPICH must say ch4:torx, or every "torx"
+    # figure would be somebody else's.
+    ver_torx="$("$prefix/bin/mpichversion" 2>/dev/null | awk -F'\t' '/^MPICH (Version|Device):/ { gsub(/ +$/, "", $1); printf "%s%s %s", sep, $1, $NF; sep = ", " }')"
+    if ! "$prefix/bin/mpichversion" 2>/dev/null | grep -q '^MPICH Device:.*ch4:torx'; then
+        echo "$bench_name: $prefix/bin/mpichversion does not show ch4:torx ($ver_torx); not a torx MPICH" >&2
+        exit 2
+    fi
+    ver_mpich="$(mpichversion 2>/dev/null | awk -F'\t' '/^MPICH (Version|Device):/ { gsub(/ +$/, "", $1); printf "%s%s %s", sep, $1, $NF; sep = ", " }')"
+    ver_ompi="Open MPI $(ompi_info --parsable 2>/dev/null | sed -n 's/^ompi:version:full://p' | head -1)"
+
+    # ---- Build: the same source with each MPI's mpicc ----------------------------------
+    echo "   building ${progs[*]} with 3 mpicc into $mbuild ..."
+    declare -A mpicc=([torx]="$prefix/bin/mpicc" [mpich]=mpicc.mpich [openmpi]=mpicc.openmpi)
+    for i in "${impls[@]}"; do
+        mkdir -p "$mbuild/$i" || exit 2
+        for p in "${progs[@]}"; do
+            rm -f "$mbuild/$i/$p"
+            if ! "${mpicc[$i]}" -O2 -std=c11 -Wall -Wextra -o "$mbuild/$i/$p" "$here/$p.c" \
+                    >"$work/cc.log" 2>&1; then
+                echo "$bench_name: building $p with ${mpicc[$i]} failed:" >&2
+                cat "$work/cc.log" >&2
+                exit 2
+            fi
+            [[ -s $work/cc.log ]] && sed "s/^/   $i $p: /" "$work/cc.log" >&2
+        done
+    done
+    # torx's binaries must load torx MPICH's libmpi (RUNPATH), not Debian's.
+    libs_torx=$(ldd "$mbuild/torx/mpi_latency" 2>/dev/null | awk '/libmpi|libtorx/ { printf "%s%s => %s", sep, $1, $3; sep = ", " }')
+    if [[ $libs_torx != *"$prefix"* ]]; then
+        echo "$bench_name: $mbuild/torx/mpi_latency does not load libmpi from $prefix ($libs_torx)" >&2
+        exit 2
+    fi
+
+    {
+        echo "date: $when"
+        echo "machine: $machine"
+        echo "command: $cmd"
+        echo "torx: $rev"
+        echo "quick: $quick"
+        echo "prefix: $prefix"
+        echo "version torx: $ver_torx"
+        echo "version mpich: $ver_mpich"
+        echo "version openmpi: $ver_ompi"
+        echo "libs torx: $libs_torx"
+        for id in "${run_ids[@]}"; do
+            make_argv "$id"
+            echo "run $id: ${argv[*]}"
+        done
+    } >"$work/meta.txt"
+
+    # ---- Run, interleaved ------------------------------------------------------------
+    quiet_left=$quiet_wait
+    declare -A broken
+    : >"$work/runs.txt"
+    for ((r = 1; r <= rounds; r++)); do
+        for id in "${run_ids[@]}"; do
+            [[ -n ${broken[$id]:-} ]] && continue
+            quiet=yes
+            wait_quiet || quiet=no
+            note=""
+            for attempt in 1 2; do
+                # a rebuild of torx MPICH may be replacing the prefix: wait for it
+                [[ $id == p_* || $id == *_torx ]] && { find_prefix || true; }
+                make_argv "$id"
+                bench_run_timed "$work/round$r-$id.out" "$work/round$r-$id.err" \
+                    timeout -k 10 "$run_timeout" "${argv[@]}"
+                ((run_rc == 0)) && break
+                ((attempt == 1)) && note="  (retried after exit $run_rc)"
+            done
+            echo "run $r $id $run_wall $run_other $quiet ${run_la0// /,} ${run_la1// /,} $run_rc" >>"$work/runs.txt"
+            if ((run_rc == 0)); then
+                printf '   round %d  %-14s ok  %6.1f s   other load %3s%%   loadavg %s -> %s%s%s\n' "$r" "$id" \
+                    "$run_wall" "$run_other" "$run_la0" "$run_la1" \
+                    "$([[ $quiet == no ]] && echo "  (machine busy at start)")" "$note"
+            else
+                echo "   round $r  $id FAILED twice (exit $run_rc$( ((run_rc == 124)) && echo ": timed out after $run_timeout s")); its stderr:" >&2
+                sed 's/^/     /' "$work/round$r-$id.err" | tail -30 >&2
+                broken[$id]=1
+                failed=1
+            fi
+        done
+    done
+    la_end=$(loadavg)
+    total_s=$((SECONDS - start_s))
+    {
+        echo "loadavg start: $la_start"
+        echo "loadavg end: $la_end"
+        echo "total: $total_s s"
+    } >>"$work/meta.txt"
+else
+    # ---- Re-render a saved report ----------------------------------------------------------
+    awk -v dir="$work" '
+        /^---- meta$/ { out = dir "/meta.txt"; printf "" > out; held = 0; next }
+        /^---- runs$/ { out = dir "/runs.txt"; printf "" > out; held = 0; next }
+        /^---- round [0-9]+: [a-z_]+$/ { r = $3; sub(/:$/, "", r)
+                                         out = dir "/round" r "-" $4 ".out"; printf "" > out; held = 0; next }
+        /^---- / { out = ""; next }
+        /^-- stderr$/ && out ~ /\.out$/ { sub(/\.out$/, ".err", out); printf "" > out; held = 0; next }
+        out == "" { next }
+        /^$/ { held++; next }   # the report puts a blank line before each header
+        { while (held > 0) { print "" > out; held-- } print > out }' "$from"
+    meta() { sed -n "s/^$1: //p" "$work/meta.txt" | head -1; }
+    when=$(meta date); machine=$(meta machine); cmd=$(meta command); rev=$(meta torx)
+    quick=$(meta quick); prefix=$(meta prefix)
+    ver_torx=$(meta "version torx"); ver_mpich=$(meta "version mpich"); ver_ompi=$(meta "version openmpi")
+    libs_torx=$(meta "libs torx")
+    la_start=$(meta "loadavg start"); la_end=$(meta "loadavg end"); total_s=$(meta total); total_s=${total_s% s}
+    rounds=$(awk '$1 == "run" { if ($2 > m) m = $2 } END { print m + 0 }' "$work/runs.txt")
+    if [[ -z $when || $rounds == 0 ]]; then
+        echo "$bench_name: $from is not a report of this script" >&2
+        exit 2
+    fi
+    b=$(basename "$from" .txt)
+    stamp=${b#mpi-}
+    results=$(cd "$(dirname "$from")" && pwd)
+    failed=$(awk '$1 == "run" && $9 != 0 { f = 1 } END { print f + 0 }' "$work/runs.txt")
+    echo "== re-rendering $from ($rounds rounds, run $when)"
+fi
+
+report=$results/mpi-$stamp.txt
+png_lat=$results/mpi-$stamp-lat.png
+png_bw=$results/mpi-$stamp-bw.png
+png_bibw=$results/mpi-$stamp-bibw.png
+section=$results/mpi-section.md
+shown=${results#"$root"/}                 # relative to the repository
+from_results_md=${results#"$root"/bench/} # relative to bench/RESULTS.md when inside bench/
+max_other=$(awk '$1 == "run" && $5 > m { m = $5 } END { print m + 0 }' "$work/runs.txt")
+
+# ---- Collect -------------------------------------------------------------------------------
+# "round key value" for every figure of every run:
+#   floor.<metric>                   bench/floors
+#   msg.<metric>                     msg_pingpong (heater job)
+#   proto.<p>.min|med|iters          torx mpi_latency, 1 byte, protocol p forced
+#   proto.<p>.stat<rank>.<name>      that run's TORX_STATS "sent" per protocol name
+#   lat.<impl>.<size>.min|med        ns
+#   bw.<impl>.<size>.best|med        MB/s; bibw.<impl>.<size>.* likewise
+for f in "$work"/round*.out; do
+    [[ -f $f ]] || continue
+    b=$(basename "$f" .out); r=${b%%-*}; r=${r#round}; id=${b#*-}
+    err=${f%.out}.err
+    [[ -f $err ]] || err=/dev/null
+    awk -v r="$r" -v id="$id" '
+        id == "floors" && /^floor [A-Za-z0-9_]+=[-+0-9.eE]+$/ { split($2, kv, "="); print r, "floor." kv[1], kv[2] }
+        id == "msgpp" && /^msg [A-Za-z0-9_]+=[-+0-9.eE]+$/ { split($2, kv, "="); print r, "msg." kv[1], kv[2] }
+        id ~ /^p_/ && $1 == "lat" && $NF == "ok" { p = substr(id, 3)
+            print r, "proto." p ".min", $6; print r, "proto." p ".med", $7; print r, "proto." p ".iters", $3 }
+        id ~ /^p_/ && FILENAME ~ /\.err$/ && match($0, /torx\[[0-9]+\]: stats +[a-z-]+ +sent=[0-9]+/) {
+            # s: "torx[RANK]: stats NAME sent=COUNT"
+            s = substr($0, RSTART, RLENGTH); split(s, t, / +/)
+            rk = t[1]; sub(/^torx\[/, "", rk); sub(/\].*/, "", rk)
+            name = t[3]; cnt = t[4]; sub(/^sent=/, "", cnt)
+            print r, "proto." substr(id, 3) ".stat" rk "." name, cnt }
+        id ~ /^lat_/ && $1 == "lat" && $NF == "ok" { i = substr(id, 5)
+            print r, "lat." i "." $2 ".min", $6; print r, "lat." i "." $2 ".med", $7 }
+        id ~ /^(bw|bibw)_/ && ($1 == "bw" || $1 == "bibw") && $NF == "ok" { i = id; sub(/^[a-z]+_/, "", i)
+            print r, $1 "." i "." $2 ".best", $7; print r, $1 "." i "." $2 ".med", $8 }
+    ' "$f" "$err"
+done >"$work/all.txt"
+
+# Median over rounds per key, and the best over rounds (lowest for ns and
+# latency keys, highest otherwise): "key median best count".
+awk '{ k = $2; v = $3 + 0; n[k]++; vals[k, n[k]] = v
+       lower = (k ~ /_ns_|^lat\.|^proto\.[a-z]+\.(min|med)$/)
+       if (!(k in b) || (lower && v < b[k]) || (!lower && v > b[k])) b[k] = v }
+     END { for (k in n) {
+             m = n[k]; for (i = 1; i <= m; i++) a[i] = vals[k, i]
+             for (i = 2; i <= m; i++) { x = a[i]; j = i - 1; while (j >= 1 && a[j] > x) { a[j + 1] = a[j]; j-- } a[j + 1] = x }
+             printf "%s %.6g %.6g %d\n", k, (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2, b[k], m } }' \
+    "$work/all.txt" | sort >"$work/agg.txt"
+
+# m KEY: median over rounds, or NaN.  vr ROUND KEY: one round's value, or NaN.
+m() { awk -v k="$1" '$1 == k { print $2; f = 1 } END { if (!f) print "NaN" }' "$work/agg.txt"; }
+vr() { awk -v r="$1" -v k="$2" '$1 == r && $2 == k { print $3; f = 1; exit } END { if (!f) print "NaN" }' "$work/all.txt"; }
+# better LOWER A B: the better of two figures (NaN-aware); LOWER=1 for latency.
+better() {
+    awk -v l="$1" -v a="$2" -v b="$3" 'BEGIN {
+        if (a == "NaN") print b; else if (b == "NaN") print a;
+        else if (l) print (a + 0 <= b + 0) ? a : b; else print (a + 0 >= b + 0) ? a : b }'
+}
+better_name() { # LOWER A B: "Debian MPICH" or "Open MPI" (the better of A, B), or "-"
+    awk -v l="$1" -v a="$2" -v b="$3" 'BEGIN {
+        if (a == "NaN" && b == "NaN") print "-"; else if (a == "NaN") print "Open MPI";
+        else if (b == "NaN") print "Debian MPICH";
+        else if (l) print (a + 0 <= b + 0) ? "Debian MPICH" : "Open MPI";
+        else print (a + 0 >= b + 0) ? "Debian MPICH" : "Open MPI" }'
+}
+# num X: a figure with as many decimals as it needs (2 below 10, 1 below 100).
+num() { awk -v x="$1" 'BEGIN { if (x == "NaN" || x == "") print "-"; else if (x < 10) printf "%.2f\n", x;
+                               else if (x < 100) printf "%.1f\n", x; else printf "%.0f\n", x }'; }
+human() { awk -v s="$1" 'BEGIN { if (s >= 1048576) printf "%g MiB\n", s / 1048576; else if (s >= 1024) printf "%g KiB\n", s / 1024; else printf "%d B\n", s }'; }
+# per_round KIND SIZE FIELD LOWER: torx / better peer in each round.
+per_round() {
+    local r out="" t a b
+    for ((r = 1; r <= rounds; r++)); do
+        t=$(vr "$r" "$1.torx.$2.$3"); a=$(vr "$r" "$1.mpich.$2.$3"); b=$(vr "$r" "$1.openmpi.$2.$3")
+        out+="$(ratio "$t" "$(better "$4" "$a" "$b")") "
+    done
+    echo "${out% }"
+}
+sizes_of() { awk -v k="$1" '{ split($1, p, ".") } p[1] == k && p[4] == "med" { print p[3] }' "$work/agg.txt" | sort -n -u; }
+
+# ---- Summary (markdown) ---------------------------------------------------------------------
+fl_ho=$(m floor.handoff_ns_med)
+fl_mc1=$(m floor.memcpy_1m_gbs_med); fl_mc4=$(m floor.memcpy_4m_gbs_med)
+fl_cma=$(m floor.cma_4m_gbs_med); fl_cmah=$(m floor.cma_4m_huge_gbs_med)
+msg_ho=$(m msg.handoff_ns_med)
+
+target_row() { # label kind size field lower limit dir unit
+    local t a b bp bn rt
+    t=$(m "$2.torx.$3.$4"); a=$(m "$2.mpich.$3.$4"); b=$(m "$2.openmpi.$3.$4")
+    bp=$(better "$5" "$a" "$b"); bn=$(better_name "$5" "$a" "$b"); rt=$(ratio "$t" "$bp")
+    echo "| $1 | $(num "$t") $8 | $(num "$bp") $8 ($bn) | **$rt** | $(per_round "$2" "$3" "$4" "$5") | **$(verdict "$rt" "$6" "$7")** |"
+}
+size_table() { # kind field lower unit
+    local s t a b bp
+    echo "| size | torx MPICH | Debian MPICH | Open MPI | torx / better peer |"
+    echo "|---|---|---|---|---|"
+    for s in $(sizes_of "$1"); do
+        t=$(m "$1.torx.$s.$2"); a=$(m "$1.mpich.$s.$2"); b=$(m "$1.openmpi.$s.$2")
+        bp=$(better "$3" "$a" "$b")
+        echo "| $(human "$s") | $(num "$t") | $(num "$a") | $(num "$b") | $(ratio "$t" "$bp") |"
+    done
+}
+# The forced protocol's check: its TORX_STATS "sent" on both ranks covers
+# the benchmark's timed round trips.
+proto_check() { # proto
+    local p=$1 want s0 s1 top
+    want=$(m "proto.$p.iters")
+    s0=$(m "proto.$p.stat0.${proto_stat[$p]}"); s1=$(m "proto.$p.stat1.${proto_stat[$p]}")
+    top=$(awk -v p="proto.$p.stat0." 'index($1, p) == 1 && $2 > m { m = $2; n = substr($1, length(p) + 1) }
+                                     END { if (n != "") print n " " m }' "$work/agg.txt")
+    if [[ $want == NaN ]]; then
+        echo "not run"
+    elif [[ $s0 == NaN && $s1 == NaN && -z $top ]]; then
+        echo "**WARNING: no TORX_STATS lines: did this run use torx?**"
+    elif awk -v a="$s0" -v b="$s1" -v w="$want" 'BEGIN { exit !(a != "NaN" && b != "NaN" && a + 0 >= w && b + 0 >= w) }'; then
+        echo "ok: ${proto_stat[$p]} sent $(fmt "$s0" 0) / $(fmt "$s1" 0) (ranks 0 / 1) >= $want round trips"
+    else
+        echo "**WARNING: forced ${proto_stat[$p]}, but it sent $(fmt "$s0" 0) / $(fmt "$s1" 0) (ranks 0 / 1) for $want round trips; most sent by ${top% *} (${top#* }): protocol not forced**"
+    fi
+}
+
+summary=$work/summary.md
+{
+    echo "### MPI level"
+    echo
+    echo "#### $when"
+    echo
+    echo "- command: \`$cmd\` (programs \`bench/mpi_latency.c\`, \`mpi_bw.c\`, \`mpi_bibw.c\`, one source" \
+         "built with each MPI's mpicc; \`bench/floors\`, \`bench/msg_pingpong\`), torx $rev"
+    echo "- machine: $machine"
+    echo "- MPIs: torx MPICH ($ver_torx; $prefix; $libs_torx), Debian MPICH ($ver_mpich), $ver_ompi;" \
+         "2 ranks, one per core (\`mpiexec -n 2 -bind-to core\`, \`mpirun.openmpi -n 2 --bind-to core\`)"
+    echo "- $rounds rounds, interleaved (round r: floors, message layer, torx per protocol, then each program" \
+         "with torx, MPICH, Open MPI). Figures: the median over rounds of each run's median over timed batches." \
+         "Other processes' CPU load during runs: up to ${max_other}%; load average ${la_start:-?} at the start," \
+         "${la_end:-?} at the end; ${total_s:-?} s in all."
+    [[ $quick == 1 ]] && echo "- **QUICK=1: a smoke test (few sizes and iterations), not a measurement**"
+    ((max_other > 10)) && echo "- **other processes used up to ${max_other}% of the CPUs during a run: the figures are disturbed**"
+    [[ $failed != 0 ]] && echo "- **some runs failed (see the report); their figures are missing**"
+    echo "- report: \`$shown/mpi-$stamp.txt\`"
+    echo
+    echo "**Targets** (torx / the better of Debian MPICH and Open MPI, medians over rounds; per round: the same ratio in each round)"
+    echo
+    echo "| target | torx MPICH | better peer | ratio | per round | verdict |"
+    echo "|---|---|---|---|---|---|"
+    target_row "8-byte latency <= 1.3 x better peer" lat 8 med 1 1.3 le ns
+    target_row "bandwidth 1 MiB >= better peer" bw 1048576 med 0 1.0 ge MB/s
+    target_row "bandwidth 4 MiB >= better peer" bw 4194304 med 0 1.0 ge MB/s
+    echo
+    echo "**Floors** (bench/floors, same rounds): one-way cache-line handoff $(num "$fl_ho") ns;" \
+         "memcpy 1 MiB $(num "$fl_mc1") GB/s, 4 MiB $(num "$fl_mc4") GB/s;" \
+         "process_vm_readv 4 MiB $(num "$fl_cma") GB/s ($(num "$fl_cmah") GB/s on 2 MiB pages)."
+    echo "8-byte latency / handoff: torx $(ratio "$(m lat.torx.8.med)" "$fl_ho" 1), MPICH $(ratio "$(m lat.mpich.8.med)" "$fl_ho" 1)," \
+         "Open MPI $(ratio "$(m lat.openmpi.8.med)" "$fl_ho" 1). One-way 4 MiB bandwidth / memcpy 4 MiB:" \
+         "torx $(ratio "$(m bw.torx.4194304.med)" "$(awk -v x="$fl_mc4" 'BEGIN { print x == "NaN" ? x : x * 1000 }')")," \
+         "MPICH $(ratio "$(m bw.mpich.4194304.med)" "$(awk -v x="$fl_mc4" 'BEGIN { print x == "NaN" ? x : x * 1000 }')")," \
+         "Open MPI $(ratio "$(m bw.openmpi.4194304.med)" "$(awk -v x="$fl_mc4" 'BEGIN { print x == "NaN" ? x : x * 1000 }')")."
+    echo
+    echo "**Half round trip of a 1-byte message per protocol** (the original's Table 1 at MPI level): torx MPICH's" \
+         "mpi_latency with the protocol forced by environment (\`-genv\`), beside the torx message layer's" \
+         "msg_pingpong with the same protocol forced through the API; medians, ns. The message layer's paired" \
+         "cache-line handoff: $(num "$msg_ho") ns."
+    echo
+    echo "| protocol | environment | MPI | message layer | MPI overhead | MPI / message layer | forced? (TORX_STATS) |"
+    echo "|---|---|---|---|---|---|---|"
+    for p in "${protos[@]}"; do
+        mp=$(m "proto.$p.med"); ml=$(m "msg.pingpong_${p}_1_ns_med")
+        echo "| ${proto_name[$p]} | ${proto_env[$p]:-(default)} | $(num "$mp") | $(num "$ml") |" \
+             "$(awk -v a="$mp" -v b="$ml" 'BEGIN { if (a == "NaN" || b == "NaN") print "-"; else printf "%+.0f ns\n", a - b }') |" \
+             "$(ratio "$mp" "$ml") | $(proto_check "$p") |"
+    done
+    echo
+    echo "**Latency**, half round trip, ns (median over rounds of the median over batches)"
+    echo
+    size_table lat med 1
+    echo
+    echo "**Bandwidth, one way** (window of 64 messages, then a 1-byte acknowledgement), MB/s (10^6 B/s)"
+    echo
+    size_table bw med 0
+    echo
+    echo "**Bandwidth, both ways** (each rank sends and receives a window at once; the sum), MB/s"
+    echo
+    size_table bibw med 0
+} >"$summary"
+
+# ---- Plots ------------------------------------------------------------------------------------
+{
+    echo "# size torx mpich openmpi (half round trip ns, median over rounds)"
+    for s in $(sizes_of lat); do
+        ((s == 0)) && continue # no 0 on a log axis
+        echo "$s $(m "lat.torx.$s.med") $(m "lat.mpich.$s.med") $(m "lat.openmpi.$s.med")"
+    done
+} >"$work/lat.dat"
+for k in bw bibw; do
+    {
+        echo "# size torx mpich openmpi (GB/s, median over rounds)"
+        for s in $(sizes_of $k); do
+            echo "$s $(awk -v a="$(m "$k.torx.$s.med")" -v b="$(m "$k.mpich.$s.med")" -v c="$(m "$k.openmpi.$s.med")" \
+                'function g(x) { return x == "NaN" ? x : x / 1000 } BEGIN { print g(a), g(b), g(c) }')"
+        done
+    } >"$work/$k.dat"
+done
+{
+    echo "# size memcpy_gbs (bench/floors, median over rounds)"
+    for s in 4k:4096 64k:65536 1m:1048576 4m:4194304 16m:16777216 64m:67108864; do
+        echo "${s#*:} $(m "floor.memcpy_${s%%:*}_gbs_med")"
+    done
+} >"$work/memcpy.dat"
+{
+    echo "# label mpi_ns msg_ns"
+    for p in "${protos[@]}"; do
+        echo "\"${proto_name[$p]}\" $(m "proto.$p.med") $(m "msg.pingpong_${p}_1_ns_med")"
+    done
+} >"$work/proto.dat"
+have_plot=0
+if ! bench_have_gnuplot; then
+    :
+elif [[ ! -s $work/lat.dat ]] || ! grep -q '^[0-9]' "$work/lat.dat"; then
+    echo "$bench_name: figures missing; no PNG" >&2
+else
+    nan0() { [[ $1 == NaN ]] && echo 0 || echo "$1"; }
+    bench_gnuplot "latdat='$work/lat.dat'; bwdat='$work/bw.dat'; bibwdat='$work/bibw.dat'; \
+memcpydat='$work/memcpy.dat'; protodat='$work/proto.dat'; handoff=$(nan0 "$fl_ho"); msghandoff=$(nan0 "$msg_ho"); \
+cma=$(nan0 "$fl_cma"); outlat='$png_lat'; outbw='$png_bw'; outbibw='$png_bibw'; \
+subtitle='$machine, $when, median of $rounds rounds$([[ $quick == 1 ]] && echo ", QUICK smoke test")'" \
+        "$here/mpi-plot.gp" && have_plot=1
+fi
+if [[ $have_plot == 1 ]]; then
+    {
+        echo
+        echo "![MPI latency]($from_results_md/$(basename "$png_lat"))"
+        echo "![MPI bandwidth]($from_results_md/$(basename "$png_bw"))"
+        echo "![MPI bidirectional bandwidth]($from_results_md/$(basename "$png_bibw"))"
+    } >>"$summary"
+fi
+cp "$summary" "$section"
+
+# ---- Report ------------------------------------------------------------------------------------
+{
+    cat "$summary"
+    echo
+    echo "---- aggregated: key, median over rounds, best over rounds, rounds"
+    cat "$work/agg.txt"
+    echo
+    echo "---- runs"
+    echo "# run ROUND ID wall_s other_load_% quiet_at_start loadavg_before loadavg_after exit"
+    grep '^run ' "$work/runs.txt"
+    echo
+    echo "---- meta"
+    cat "$work/meta.txt"
+    for ((r = 1; r <= rounds; r++)); do
+        for id in "${run_ids[@]}"; do
+            [[ -f $work/round$r-$id.out ]] || continue
+            echo
+            echo "---- round $r: $id"
+            cat "$work/round$r-$id.out"
+            if [[ -s $work/round$r-$id.err ]]; then
+                echo "-- stderr"
+                cat "$work/round$r-$id.err"
+            fi
+        done
+    done
+} >"$report.new" && mv "$report.new" "$report"
+
+echo
+cat "$summary"
+echo
+echo "Runs (round, run, wall s, other processes' CPU load, loadavg before -> after)"
+awk '$1 == "run" { printf "  %s %-14s %6.1f s  other load %3s%%  loadavg %s -> %s%s%s\n", $2, $3, $4, $5, $7, $8,
+                   ($6 == "no") ? "  (busy at start)" : "", ($9 != 0) ? "  FAILED (exit " $9 ")" : "" }' "$work/runs.txt"
+echo
+echo "report:  $report"
+echo "section: $section"
+[[ $have_plot == 1 ]] && echo "plots:   $png_lat $png_bw $png_bibw"
+if [[ $failed != 0 ]]; then
+    echo "$bench_name: at least one run failed (see above)" >&2
+    exit 1
+fi
+exit 0
