@@ -428,8 +428,10 @@ static int bw_task(torx_boot_t *boot, void *arg)
     g.job = job;
     g.rank = boot->rank;
     g.use_wait = job->cfg == CFG_CO;
-    const torx_limits_t lim = {
-        .eager_limit = 4096, .adaptive_limit = 0, .rzv_packets = job->cfg == CFG_PACKETS};
+    const torx_limits_t lim = {.onepkt_limit = TORX_MSG_ONEPKT_MAX,
+                               .eager_limit = 4096,
+                               .adaptive_limit = 0,
+                               .rzv_packets = job->cfg == CFG_PACKETS};
     torx_init_attr_t attr = {.boot = boot,
                              .mode = job->cfg == CFG_CO ? TORX_MODE_CO : TORX_MODE_HEATER,
                              .limits = &lim};

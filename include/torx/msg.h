@@ -23,7 +23,7 @@
  *
  * Protocols (chosen per message by size from torx_limits_t, or forced):
  *   one-packet     header and data fit one torus packet
- *                  (hdr_len + len <= TORX_MSG_ONEPKT_MAX)
+ *                  (hdr_len + len <= onepkt_limit, at most TORX_MSG_ONEPKT_MAX)
  *   eager          deterministic packets, receiver unpacks by offset
  *   adaptive eager adaptive packets; the receiver returns a token once the
  *                  message is matched and the sender waits for it before its
@@ -41,7 +41,8 @@
  *   TORX_MODE              heater (default) | co | vn
  *   TORX_CORES_PER_NODE    cores per node, the tasks per node of vn mode (2)
  *   TORX_TORUS, TORX_MAPPING   see <torx/map.h>
- *   TORX_EAGER_LIMIT, TORX_ADAPTIVE_LIMIT, TORX_RZV_DATA  see torx_limits_t
+ *   TORX_ONEPKT_LIMIT, TORX_EAGER_LIMIT, TORX_ADAPTIVE_LIMIT, TORX_RZV_DATA
+ *                          see torx_limits_t
  *   TORX_STATS=1           print per-protocol counters at finalize, one line
  *                          per protocol per task, to stderr
  *   plus the packet layer's (TORX_DEVICE, TORX_CHAOS, ...; <torx/packet.h>)
@@ -85,13 +86,16 @@ typedef enum torx_protocol {
 
 /* Size thresholds, one struct for the one send funnel. A message of n data
  * bytes and h header bytes goes
- *   one-packet       when h + n <= TORX_MSG_ONEPKT_MAX, else
+ *   one-packet       when h + n <= onepkt_limit, else
  *   virtual node     between two tasks of one node in vn mode, else
  *   adaptive eager   when n <= adaptive_limit, else
  *   eager            when n <= eager_limit, else
  *   rendezvous.
  * Both limits are at most 2^32 - 1 (the packet-streamed protocols' offsets). */
 typedef struct torx_limits {
+    size_t onepkt_limit;   /* TORX_ONEPKT_LIMIT, default and maximum
+                              TORX_MSG_ONEPKT_MAX: one-packet when
+                              h + n <= onepkt_limit (0 turns it off) */
     size_t eager_limit;    /* TORX_EAGER_LIMIT, default 4096 */
     size_t adaptive_limit; /* TORX_ADAPTIVE_LIMIT, default 0 (off) */
     int rzv_packets;       /* TORX_RZV_DATA=bulk (0, default) | packets (1):
@@ -212,11 +216,21 @@ typedef void (*torx_recv_done_fn)(torx_ctx_t *ctx, void *arg, torx_status_t stat
  * the sender sends more than len bytes (len may be 0), the first len arrive
  * and done gets TORX_ERR_TRUNCATE with received = len; nothing is written
  * past len. */
+typedef struct torx_deferred torx_deferred_t;
+
 typedef struct torx_recv {
     void *buf;
     size_t len;
     torx_recv_done_fn done; /* may be NULL */
     void *arg;
+    /* Rendezvous and virtual node only (info->protocol TORX_PROTO_RZV or
+     * TORX_PROTO_VN, info->data NULL): a handler that cannot choose the
+     * buffer yet (an MPI receive not posted) sets defer to where the message
+     * layer stores a handle; buf, len, done and arg are then ignored, the
+     * data stays at the sender, and torx_accept later says where it goes.
+     * Ignored (NULL is stored) for the other protocols, whose data is
+     * already on its way. */
+    torx_deferred_t **defer;
 } torx_recv_t;
 
 typedef void (*torx_handler_fn)(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info,
@@ -240,6 +254,24 @@ typedef void (*torx_handler_fn)(torx_ctx_t *ctx, void *harg, const torx_recv_inf
  * SEE ALSO torx_recv_t, torx_recv_info_t, torx_send
  */
 torx_status_t torx_register(torx_ctx_t *ctx, int id, torx_handler_fn fn, void *harg);
+
+/* NAME     torx_accept - choose the buffer of a deferred message
+ * DESCRIPTION
+ *   Continues the message whose handler deferred it (torx_recv_t.defer) as
+ *   if the handler had filled recv: the data moves into recv->buf (up to
+ *   recv->len bytes; more is truncation, as for a handler) and recv->done
+ *   runs in a later advance, never inside torx_accept. recv->buf NULL
+ *   discards the data (done still runs, received = 0). recv->defer is
+ *   ignored. The handle is consumed. May be called from a handler or
+ *   callback.
+ * RETURN VALUE
+ *   TORX_OK; TORX_ERR_INVAL when ctx, d or recv is NULL (d stays valid).
+ * NOTES
+ *   Every deferred message must be accepted or discarded before
+ *   torx_finalize: its sender's send does not complete until then.
+ * SEE ALSO torx_recv_t, torx_register
+ */
+torx_status_t torx_accept(torx_ctx_t *ctx, torx_deferred_t *d, const torx_recv_t *recv);
 
 /* ---- Sending -------------------------------------------------------------- */
 
@@ -274,6 +306,25 @@ typedef void (*torx_send_done_fn)(torx_ctx_t *ctx, torx_msg_t *msg, void *arg);
 torx_status_t torx_send(torx_ctx_t *ctx, torx_msg_t *msg, int dest, int handler, const void *hdr,
                         size_t hdr_len, const void *data, size_t len, torx_protocol_t protocol,
                         torx_send_done_fn done, void *arg);
+
+/* NAME     torx_send_inject - send a one-packet message now, or not at all
+ * DESCRIPTION
+ *   Injects hdr and len data bytes to handler id handler at rank dest as
+ *   one packet, immediately, when that keeps the order of sends to dest:
+ *   the message fits one packet (hdr_len + len <= the one-packet limit),
+ *   nothing to dest is queued or waiting for a token, and the network has
+ *   room. Nothing is kept: no message object, no callback; data may be
+ *   reused as soon as it returns TORX_OK.
+ * RETURN VALUE
+ *   TORX_OK         sent; counted as a one-packet message.
+ *   TORX_AGAIN      not sent, nothing changed: use torx_send.
+ *   TORX_ERR_INVAL  as torx_send (ctx NULL, dest, handler, lengths).
+ * NOTES
+ *   For latency-bound senders (an MPI send can then complete at once).
+ * SEE ALSO torx_send
+ */
+torx_status_t torx_send_inject(torx_ctx_t *ctx, int dest, int handler, const void *hdr,
+                               size_t hdr_len, const void *data, size_t len);
 
 /* NAME     torx_msg_pending - whether a send still holds its torx_msg_t
  * DESCRIPTION

@@ -35,20 +35,16 @@ static int yield_hook(int *made_progress)
     return MPI_SUCCESS;
 }
 
-/* Before torx_init, which may bind this task to one core. */
+/* Oversubscribed means more ranks on this host than it has CPUs online.
+ * Not this task's affinity mask: a launcher that binds each rank to its
+ * own core (mpiexec -bind-to core) leaves one CPU in every mask, and a
+ * yield per idle poll would then cost every rank a system call. */
 static int want_yield_hook(void)
 {
     const char *s = getenv("TORX_PROGRESS_YIELD");
     if (s && *s && strcmp(s, "auto") != 0)
         return atoi(s) != 0;
-    long ncpu = 0;
-#ifdef CPU_COUNT
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0)
-        ncpu = CPU_COUNT(&set);
-#endif
-    if (ncpu <= 0)
-        ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     return ncpu > 0 && MPIR_Process.local_size > ncpu;
 }
 
@@ -136,9 +132,13 @@ int MPIDI_TORX_init_world(void)
     torx_init_attr_t attr = {.boot = &g->boot, .mode = -1, .mapping = NULL, .limits = NULL };
     torx_status_t st = torx_init(&attr, &g->ctx);
     if (st != TORX_OK) {
-        /* a bad TORX_* variable or mapping file: say so and stop the job */
-        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**notimpl", "**notimpl %s",
-                             torx_last_error());
+        /* A bad TORX_* variable or mapping file: every task fails alike.
+         * Rank 0 reports first; the others wait a moment, because hydra
+         * kills the job at the first exit and drops output it has not yet
+         * forwarded. */
+        if (g->rank != 0)
+            usleep(300 * 1000);
+        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s", torx_last_error());
     }
     MPIR_Assert(torx_rank(g->ctx) == g->rank && torx_size(g->ctx) == g->size);
     st = torx_register(g->ctx, MPIDI_TORX_AM_HANDLER, MPIDI_TORX_am_handler, NULL);
@@ -194,7 +194,7 @@ int MPIDI_TORX_mpi_finalize_hook(void)
         torx_status_t st = torx_finalize(g->ctx);
         g->ctx = NULL;
         if (st != TORX_OK)
-            MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**notimpl", "**notimpl %s",
+            MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s",
                                  torx_last_error());
     }
   fn_exit:

@@ -73,6 +73,11 @@ static torx_status_t read_limits(const torx_init_attr_t *attr, torx_limits_t *li
 {
     if (attr && attr->limits) {
         *lim = *attr->limits;
+        if (lim->onepkt_limit > TORX_MSG_ONEPKT_MAX)
+            return torxp_error(TORX_ERR_INVAL,
+                               "torx: torx_init: limits onepkt_limit=%zu; it must be at most %d "
+                               "(a packet's payload)",
+                               lim->onepkt_limit, TORX_MSG_ONEPKT_MAX);
         if (lim->eager_limit > TORXM_STREAM_MAX || lim->adaptive_limit > TORXM_STREAM_MAX)
             return torxp_error(TORX_ERR_INVAL,
                                "torx: torx_init: limits eager_limit=%zu adaptive_limit=%zu; each "
@@ -82,14 +87,17 @@ static torx_status_t read_limits(const torx_init_attr_t *attr, torx_limits_t *li
         lim->rzv_packets = lim->rzv_packets != 0;
         return TORX_OK;
     }
-    long eager, adaptive;
+    long onepkt, eager, adaptive;
     int rzv;
     torx_status_t rc;
-    if ((rc = torx_env_int("TORX_EAGER_LIMIT", 0, (long)TORXM_STREAM_MAX, 4096, &eager)) ||
+    if ((rc = torx_env_int("TORX_ONEPKT_LIMIT", 0, TORX_MSG_ONEPKT_MAX, TORX_MSG_ONEPKT_MAX,
+                           &onepkt)) ||
+        (rc = torx_env_int("TORX_EAGER_LIMIT", 0, (long)TORXM_STREAM_MAX, 4096, &eager)) ||
         (rc = torx_env_int("TORX_ADAPTIVE_LIMIT", 0, (long)TORXM_STREAM_MAX, 0, &adaptive)) ||
         (rc = torx_env_choice("TORX_RZV_DATA", rzv_data_names, 0, &rzv)))
         return rc;
-    *lim = (torx_limits_t){.eager_limit = (size_t)eager,
+    *lim = (torx_limits_t){.onepkt_limit = (size_t)onepkt,
+                           .eager_limit = (size_t)eager,
                            .adaptive_limit = (size_t)adaptive,
                            .rzv_packets = rzv};
     return TORX_OK;
@@ -153,6 +161,14 @@ static void ctx_free(torx_ctx_t *ctx)
         n = r->next;
         free(r);
     }
+    for (torxm_rx_t *r = ctx->deferred, *n; r; r = n) {
+        n = r->next;
+        free(r);
+    }
+    for (torxm_rx_t *r = ctx->rx_done_head, *n; r; r = n) {
+        n = r->next;
+        free(r);
+    }
     for (torxm_early_t *e = ctx->early_free, *n; e; e = n) {
         n = e->next;
         free(e);
@@ -192,6 +208,7 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
     if (!ctx)
         return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the message-layer context");
     ctx->done_tail = &ctx->done_head;
+    ctx->rx_done_tail = &ctx->rx_done_head;
     ctx->cookie_free = COOKIE_NONE;
 
     torx_status_t rc = TORX_OK;
@@ -256,10 +273,11 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
     if (ctx->mode == TORX_MODE_CO && (rc = torxm_co_start(ctx)) != TORX_OK)
         goto fail;
     torxp_log(ctx->dev, 1,
-              "message layer: mode %s, %d task(s) per node, eager limit %zu, adaptive limit %zu, "
-              "rendezvous data by %s",
-              mode_names[ctx->mode], ctx->tasks_per_node, ctx->limits.eager_limit,
-              ctx->limits.adaptive_limit, ctx->limits.rzv_packets ? "packets" : "bulk get");
+              "message layer: mode %s, %d task(s) per node, one-packet limit %zu, eager limit "
+              "%zu, adaptive limit %zu, rendezvous data by %s",
+              mode_names[ctx->mode], ctx->tasks_per_node, ctx->limits.onepkt_limit,
+              ctx->limits.eager_limit, ctx->limits.adaptive_limit,
+              ctx->limits.rzv_packets ? "packets" : "bulk get");
     *out = ctx;
     return TORX_OK;
 
@@ -338,6 +356,8 @@ int torx_advance(torx_ctx_t *ctx)
     }
     if (ctx->done_head)
         n += run_completions(ctx);
+    if (TORXM_UNLIKELY(ctx->rx_done_head != NULL))
+        n += torxm_rx_done_run(ctx);
     ctx->in_advance = 0;
     return n;
 }
@@ -409,8 +429,10 @@ torx_status_t torx_wait(torx_ctx_t *ctx, volatile int *flag)
 
 static int has_work(const torx_ctx_t *ctx)
 {
+    /* Deferred messages are not work: only torx_accept moves them (see
+     * torx_finalize). */
     return ctx->busy || ctx->ctrl_head || ctx->awaiting || ctx->inflight_rx || ctx->done_head ||
-           ctx->co_wait;
+           ctx->rx_done_head || ctx->co_wait;
 }
 
 static void print_stats(const torx_ctx_t *ctx)
@@ -437,6 +459,15 @@ torx_status_t torx_finalize(torx_ctx_t *ctx)
     torx_status_t rc = TORX_OK;
     const double deadline = now_s() + FINALIZE_TIMEOUT_S;
     unsigned idle = 0;
+    /* Deferred messages nobody accepted: discarding them lets their senders
+     * complete (they wait for our ack or clear-to-send) instead of timing out
+     * in their own finalize. */
+    const int discarded = torxm_deferred_discard(ctx);
+    if (discarded)
+        torxp_log(ctx->dev, 0,
+                  "torx_finalize: %d deferred message(s) were never accepted (torx_accept); "
+                  "discarded",
+                  discarded);
     /* Drain: everything this task sends must leave, and the rendezvous it
      * takes part in must finish; advancing also serves the peers. */
     while (has_work(ctx)) {

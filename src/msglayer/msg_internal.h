@@ -9,7 +9,18 @@
  *  - protocols are an enum (torx_protocol_t) bound in one table
  *    (torxm_protocols, msg.c) to their name, their push function (inject
  *    what the FIFOs take of one message) and the packet types they receive;
- *  - reception is peek -> ctx->rx[type] -> consume (torx_advance, msg.c).
+ *  - reception is peek -> ctx->rx[type] -> consume (torx_advance, msg.c);
+ *  - torx_send_inject is torx_send's one-packet fast path on its own: it
+ *    injects now or returns TORX_AGAIN, never queues (one shared inline,
+ *    msg_send.c);
+ *  - a rendezvous or vn handler may defer (torx_recv_t.defer): the scout's
+ *    facts wait in a receive record on ctx->deferred, nothing moves, and
+ *    torx_accept later runs the code a handler's answer runs
+ *    (proto_rzv.c). The record does not count as in flight, so the
+ *    receiver's finalize does not wait for it (it discards what was never
+ *    accepted, so that the sender completes). Receives continued by
+ *    torx_accept finish through ctx->rx_done, in the next advance, so that
+ *    done never runs inside torx_accept.
  *
  * Wire format. The packet header's 8 software bytes are two little-endian
  * words: sw[0..3] = type | source rank << 8 (ranks are below 2^24), and
@@ -200,6 +211,10 @@ typedef struct torxm_rx {
     uint8_t proto;
     uint8_t ack_type;    /* rendezvous, vn: the packet type of the ack */
     uint8_t pooled;      /* 1: from the free list; 0: a peer's embedded eager record */
+    uint8_t flags;       /* deferred: the scout's flags (TORXM_SCOUT_PACKETS) */
+    uint8_t deferred;    /* on ctx->deferred, waiting for torx_accept */
+    uint8_t later;       /* continued by torx_accept: finish through ctx->rx_done */
+    struct torxm_rx *prev; /* ctx->deferred is doubly linked: accept unlinks any */
     uint64_t scookie;    /* rendezvous, vn: the sender's cookie */
     uint64_t rcookie;    /* rendezvous packets: ours */
     uint64_t raddr;      /* rendezvous, vn in co mode: the sender's buffer, for the get */
@@ -279,6 +294,8 @@ struct torx_ctx {
     torxm_msg_t *done_head, **done_tail;   /* sends whose done is due */
     torxm_ctrl_t *ctrl_head, **ctrl_tail, *ctrl_free;
     torxm_rx_t *bulk;                      /* receives with a bulk get running */
+    torxm_rx_t *deferred;                  /* scouts whose handler deferred them */
+    torxm_rx_t *rx_done_head, **rx_done_tail; /* accepted receives whose done is due */
     torxm_rx_t *rx_free;
     torxm_early_t *early_free;
     torxm_cookie_slot_t *cookies;
@@ -420,7 +437,9 @@ void *torxm_cookie_get(const torx_ctx_t *ctx, uint64_t cookie);
 void torxm_cookie_free(torx_ctx_t *ctx, uint64_t cookie);
 
 /* Runs the handler of a newly matched message (or discards it when the id is
- * unregistered) and counts it; recv comes back filled. */
+ * unregistered) and counts it; recv comes back filled. A handler's defer is
+ * honoured only for rendezvous and vn data still at the sender (data NULL):
+ * otherwise NULL is stored through it and recv->defer comes back NULL. */
 void torxm_match(torx_ctx_t *ctx, int src, unsigned handler, const void *hdr, size_t hdr_len,
                  size_t total, const void *data, unsigned proto, torx_recv_t *recv);
 /* Processes the parked adaptive first packet whose turn has come, if any. */
@@ -451,8 +470,14 @@ static inline void torxm_rx_put(torxm_rx_t *rx, uint64_t off, const void *src, u
     }
     rx->arrived += n;
 }
-/* Runs rx's done with the right status and frees it. */
+/* Runs rx's done with the right status and frees it; a receive continued by
+ * torx_accept (rx->later) goes to ctx->rx_done instead, for the next advance. */
 void torxm_rx_finish(torx_ctx_t *ctx, torxm_rx_t *rx);
+/* Runs the done of the receives on ctx->rx_done; returns how many. */
+int torxm_rx_done_run(torx_ctx_t *ctx);
+/* torx_finalize: discards the deferred messages never accepted, so that their
+ * senders complete; returns how many. */
+int torxm_deferred_discard(torx_ctx_t *ctx);
 
 /* Records why a message was truncated and returns TORX_ERR_TRUNCATE. */
 torx_status_t torxm_truncated(int src, uint64_t total, uint64_t cap);

@@ -41,6 +41,12 @@ void torxm_match(torx_ctx_t *ctx, int src, unsigned handler, const void *hdr, si
                                        .data = data,
                                        .protocol = (torx_protocol_t)proto};
         ctx->handlers[handler].fn(ctx, ctx->handlers[handler].arg, &info, recv);
+        /* Only data still at the sender can wait; the rest is on its way. */
+        if (TORXM_UNLIKELY(recv->defer != NULL) &&
+            (data || (proto != TORX_PROTO_RZV && proto != TORX_PROTO_VN))) {
+            *recv->defer = NULL;
+            recv->defer = NULL;
+        }
         return;
     }
     warn_unregistered(ctx, src, handler);
@@ -82,6 +88,15 @@ torxm_rx_t *torxm_rx_new(torx_ctx_t *ctx, int src, const torx_recv_t *recv, uint
 
 void torxm_rx_finish(torx_ctx_t *ctx, torxm_rx_t *rx)
 {
+    if (TORXM_UNLIKELY(rx->later)) {
+        /* torx_accept may run this (want 0, a get done at once) and promises
+         * that done never runs inside it. */
+        rx->later = 0;
+        rx->next = NULL;
+        *ctx->rx_done_tail = rx;
+        ctx->rx_done_tail = &rx->next;
+        return;
+    }
     torx_status_t st = rx->status;
     size_t n = 0;
     if (st == TORX_OK && rx->buf) {
@@ -97,6 +112,21 @@ void torxm_rx_finish(torx_ctx_t *ctx, torxm_rx_t *rx)
     }
     if (done)
         done(ctx, arg, st, n);
+}
+
+int torxm_rx_done_run(torx_ctx_t *ctx)
+{
+    torxm_rx_t *rx = ctx->rx_done_head;
+    ctx->rx_done_head = NULL;
+    ctx->rx_done_tail = &ctx->rx_done_head;
+    int n = 0;
+    while (rx) {
+        torxm_rx_t *next = rx->next; /* finish puts rx back on the free list */
+        torxm_rx_finish(ctx, rx);
+        rx = next;
+        n++;
+    }
+    return n;
 }
 
 /* ---- One-packet ------------------------------------------------------------------- */

@@ -10,39 +10,61 @@ static int same_node(const torx_ctx_t *ctx, int dest)
     return a.x == b.x && a.y == b.y && a.z == b.z;
 }
 
+/* Whether n header and data bytes go one-packet by the limit (0: never,
+ * even when n is 0). */
+static inline int onepkt_fits(const torx_ctx_t *ctx, size_t n)
+{
+    return n <= ctx->limits.onepkt_limit && ctx->limits.onepkt_limit != 0;
+}
+
 torx_protocol_t torx_choose_protocol(const torx_ctx_t *ctx, int dest, size_t hdr_len, size_t len)
 {
-    if (hdr_len + len <= TORX_MSG_ONEPKT_MAX)
+    if (onepkt_fits(ctx, hdr_len + len))
         return TORX_PROTO_ONEPKT;
     if (ctx->mode == TORX_MODE_VN && dest >= 0 && dest < ctx->size && same_node(ctx, dest))
         return TORX_PROTO_VN;
-    if (len <= ctx->limits.adaptive_limit)
+    /* adaptive_limit 0 is off, also for the empty messages one-packet used
+     * to take before onepkt_limit could be 0. */
+    if (len <= ctx->limits.adaptive_limit && ctx->limits.adaptive_limit != 0)
         return TORX_PROTO_ADAPTIVE;
     if (len <= ctx->limits.eager_limit)
         return TORX_PROTO_EAGER;
     return TORX_PROTO_RZV;
 }
 
+/* The checks torx_send and torx_send_inject share; fn names the caller. */
+static torx_status_t __attribute__((noinline, cold))
+args_check(const char *fn, const torx_ctx_t *ctx, int dest, int handler, const void *hdr,
+           size_t hdr_len, const void *data, size_t len)
+{
+    if (!ctx)
+        return torxp_error(TORX_ERR_INVAL, "torx: %s: ctx is NULL", fn);
+    if (dest < 0 || dest >= ctx->size)
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: %s: destination rank %d is not in the job (0..%d)", fn, dest,
+                           ctx->size - 1);
+    if (handler < 0 || handler >= TORX_MSG_HANDLERS)
+        return torxp_error(TORX_ERR_INVAL, "torx: %s: handler id %d is not in 0..%d", fn, handler,
+                           TORX_MSG_HANDLERS - 1);
+    if (hdr_len > TORX_MSG_MAX_HDR || (hdr_len && !hdr))
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: %s: header of %zu bytes at %p (at most %d bytes, non-NULL when "
+                           "not empty)",
+                           fn, hdr_len, hdr, TORX_MSG_MAX_HDR);
+    if (len && !data)
+        return torxp_error(TORX_ERR_INVAL, "torx: %s: %zu data bytes at NULL", fn, len);
+    return TORX_OK;
+}
+
 static torx_status_t __attribute__((noinline, cold))
 send_check(const torx_ctx_t *ctx, const torx_msg_t *msg, int dest, int handler, const void *hdr,
            size_t hdr_len, const void *data, size_t len, torx_protocol_t protocol)
 {
-    if (!ctx || !msg)
-        return torxp_error(TORX_ERR_INVAL, "torx: torx_send: %s is NULL", ctx ? "msg" : "ctx");
-    if (dest < 0 || dest >= ctx->size)
-        return torxp_error(TORX_ERR_INVAL, "torx: torx_send: destination rank %d is not in the "
-                                           "job (0..%d)",
-                           dest, ctx->size - 1);
-    if (handler < 0 || handler >= TORX_MSG_HANDLERS)
-        return torxp_error(TORX_ERR_INVAL, "torx: torx_send: handler id %d is not in 0..%d",
-                           handler, TORX_MSG_HANDLERS - 1);
-    if (hdr_len > TORX_MSG_MAX_HDR || (hdr_len && !hdr))
-        return torxp_error(TORX_ERR_INVAL,
-                           "torx: torx_send: header of %zu bytes at %p (at most %d bytes, "
-                           "non-NULL when not empty)",
-                           hdr_len, hdr, TORX_MSG_MAX_HDR);
-    if (len && !data)
-        return torxp_error(TORX_ERR_INVAL, "torx: torx_send: %zu data bytes at NULL", len);
+    if (ctx && !msg)
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_send: msg is NULL");
+    const torx_status_t rc = args_check("torx_send", ctx, dest, handler, hdr, hdr_len, data, len);
+    if (rc != TORX_OK)
+        return rc;
     switch (protocol) {
     case TORX_PROTO_AUTO:
     case TORX_PROTO_RZV:
@@ -74,6 +96,51 @@ send_check(const torx_ctx_t *ctx, const torx_msg_t *msg, int dest, int handler, 
     }
 }
 
+/* Empty buffers may be NULL; the copies into the FIFO take valid pointers
+ * even for zero bytes. */
+static const uint8_t nothing[1];
+
+/* The one-packet fast path of torx_send and torx_send_inject: when nothing
+ * to peer is queued ahead and no token is awaited, the header and data go
+ * straight from the caller's memory to the FIFO and count as a one-packet
+ * message. TORX_AGAIN: order forbids it now; otherwise torx_pkt_inject's
+ * status (TORX_NO_ROOM: the FIFO is full). */
+static inline torx_status_t onepkt_now(torx_ctx_t *ctx, torxm_peer_t *peer, int handler,
+                                       const void *hdr, size_t hdr_len, const void *data,
+                                       size_t len)
+{
+    if (peer->head || peer->tokens_owed)
+        return TORX_AGAIN;
+    torx_pkt_hdr_t h;
+    torx_pkt_hdr_init(&h, peer->coord, 0);
+    torxm_sw_set(&h, TORXM_PKT_ONEPKT, (uint32_t)ctx->rank,
+                 torxm_first_word((unsigned)handler, (unsigned)hdr_len, 0));
+    const struct iovec iov[2] = {{(void *)hdr, hdr_len}, {(void *)data, len}};
+    const torx_status_t rc = torx_pkt_inject(ctx->dev, &h, iov, 2);
+    if (TORXM_LIKELY(rc == TORX_OK)) {
+        torx_proto_stats_t *s = &ctx->stats[TORX_PROTO_ONEPKT];
+        s->sent++;
+        s->bytes_sent += len;
+        s->packets_sent++;
+        peer->tx_seq++;
+    }
+    return rc;
+}
+
+torx_status_t torx_send_inject(torx_ctx_t *ctx, int dest, int handler, const void *hdr,
+                               size_t hdr_len, const void *data, size_t len)
+{
+    if (TORXM_UNLIKELY(!ctx || (unsigned)dest >= (unsigned)ctx->size ||
+                       (unsigned)handler >= TORX_MSG_HANDLERS || hdr_len > TORX_MSG_MAX_HDR ||
+                       (hdr_len && !hdr) || (len && !data)))
+        return args_check("torx_send_inject", ctx, dest, handler, hdr, hdr_len, data, len);
+    if (!onepkt_fits(ctx, hdr_len + len))
+        return TORX_AGAIN;
+    const torx_status_t rc = onepkt_now(ctx, &ctx->peers[dest], handler, hdr ? hdr : nothing,
+                                        hdr_len, data ? data : nothing, len);
+    return rc == TORX_NO_ROOM ? TORX_AGAIN : rc;
+}
+
 torx_status_t torx_send(torx_ctx_t *ctx, torx_msg_t *msg, int dest, int handler, const void *hdr,
                         size_t hdr_len, const void *data, size_t len, torx_protocol_t protocol,
                         torx_send_done_fn done, void *arg)
@@ -88,9 +155,6 @@ torx_status_t torx_send(torx_ctx_t *ctx, torx_msg_t *msg, int dest, int handler,
         if (rc != TORX_OK)
             return rc;
     }
-    /* Empty buffers may be NULL; the copies into the FIFO take valid
-     * pointers even for zero bytes. */
-    static const uint8_t nothing[1];
     if (!hdr)
         hdr = nothing;
     if (!data)
@@ -100,28 +164,16 @@ torx_status_t torx_send(torx_ctx_t *ctx, torx_msg_t *msg, int dest, int handler,
     const torx_protocol_t p =
         protocol == TORX_PROTO_AUTO ? torx_choose_protocol(ctx, dest, hdr_len, len) : protocol;
 
-    /* The one-packet fast path: nothing queued ahead, no token awaited. The
-     * header and data go straight from the caller's memory to the FIFO. */
-    if (p == TORX_PROTO_ONEPKT && !peer->head && !peer->tokens_owed) {
-        torx_pkt_hdr_t h;
-        torx_pkt_hdr_init(&h, peer->coord, 0);
-        torxm_sw_set(&h, TORXM_PKT_ONEPKT, (uint32_t)ctx->rank,
-                     torxm_first_word((unsigned)handler, (unsigned)hdr_len, 0));
-        const struct iovec iov[2] = {{(void *)hdr, hdr_len}, {(void *)data, len}};
-        const torx_status_t rc = torx_pkt_inject(ctx->dev, &h, iov, 2);
+    if (p == TORX_PROTO_ONEPKT) {
+        const torx_status_t rc = onepkt_now(ctx, peer, handler, hdr, hdr_len, data, len);
         if (TORXM_LIKELY(rc == TORX_OK)) {
-            torx_proto_stats_t *s = &ctx->stats[TORX_PROTO_ONEPKT];
-            s->sent++;
-            s->bytes_sent += len;
-            s->packets_sent++;
-            peer->tx_seq++;
             m->magic = TORXM_MSG_MAGIC;
             m->done = done;
             m->arg = arg;
             torxm_complete(ctx, m);
             return TORX_OK;
         }
-        if (rc != TORX_NO_ROOM)
+        if (rc != TORX_NO_ROOM && rc != TORX_AGAIN)
             return rc;
     }
 

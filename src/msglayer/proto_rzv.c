@@ -15,6 +15,10 @@
  * handler's choice of buffer is handed to it, it moves the data while the
  * task computes, and the task's next advance sends the ack and runs done.
  *
+ * Deferred: a handler that cannot choose the buffer yet sets recv->defer;
+ * the scout waits in a record (scout_defer) and torx_accept later runs what
+ * the handler's answer would have run (scout_start), done in a later advance.
+ *
  * Asking for no more than the buffer holds is how truncation stays inside
  * the buffer, for the get and for the stream alike. */
 #include "msg_internal.h"
@@ -163,69 +167,72 @@ void torxm_bulk_done(torx_ctx_t *ctx, torxm_rx_t *rx, torx_status_t st)
     torxm_rx_finish(ctx, rx);
 }
 
-void torxm_scout_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt)
-{
-    const int src = (int)(peer - ctx->peers);
-    const unsigned type = torxm_sw_type(pkt);
-    const unsigned proto = type == TORXM_PKT_VN_SCOUT ? TORX_PROTO_VN : TORX_PROTO_RZV;
-    const unsigned ack_type = type == TORXM_PKT_VN_SCOUT ? TORXM_PKT_VN_ACK : TORXM_PKT_RZV_ACK;
-    const uint32_t w = torxm_sw_word(pkt);
-    const unsigned hl = (w >> 8) & 0xffu, flags = w >> 16;
-    if (TORXM_UNLIKELY(TORXM_SCOUT_PREFIX + hl > pkt->payload_len)) {
-        bad_packet(ctx, src, "a short scout");
-        return;
-    }
-    const uint8_t *p = torx_pkt_payload(pkt);
-    const uint64_t total = torxm_ld64(p), addr = torxm_ld64(p + 8), scookie = torxm_ld64(p + 16);
-    const uint8_t *hdr = p + TORXM_SCOUT_PREFIX;
-    torx_recv_t recv;
-    /* A zero-length message is all here: data is non-NULL, as promised. */
-    torxm_match(ctx, src, w & 0xffu, hdr, hl, (size_t)total, total ? NULL : hdr + hl, proto,
-                &recv);
-    torxm_matched(ctx, peer);
-    const uint64_t want = recv.buf ? (total < recv.len ? total : recv.len) : 0;
+/* What a scout says, all a receive needs once its buffer is chosen. */
+typedef struct scout {
+    int src;
+    unsigned proto, ack_type, flags;
+    uint64_t total, addr, scookie;
+} scout_t;
 
-    if (flags & TORXM_SCOUT_PACKETS) {
-        uint64_t cts[3] = {scookie, 0, want};
+/* The source torxm_recv_now never reads when want is 0 (it must not be NULL). */
+static const uint8_t nothing[1];
+
+/* Moves the data of the scout s into the buffer recv chose: a clear-to-send
+ * for rzv_packets, else a bulk get (the communication thread's in co mode);
+ * with nothing to move (want 0), only the reply that lets the sender
+ * complete and the status. rx: the record of a deferred scout, which
+ * torx_accept continues (its done then runs in a later advance); NULL from
+ * the handler, which allocates one only when data moves. */
+static void scout_start(torx_ctx_t *ctx, const scout_t *s, const torx_recv_t *recv,
+                        torxm_rx_t *rx)
+{
+    const uint64_t total = s->total;
+    const uint64_t want = recv->buf ? (total < recv->len ? total : recv->len) : 0;
+    if (rx) {
+        torxm_rx_init(rx, s->src, recv, total, s->proto);
+        rx->pooled = 1;
+        rx->later = 1;
+    }
+    if (s->flags & TORXM_SCOUT_PACKETS) {
+        uint64_t cts[3] = {s->scookie, 0, want};
         if (want == 0) {
-            torxm_ctrl_send(ctx, src, TORXM_PKT_RZV_CTS, 0, cts, sizeof cts, proto);
-            /* want == 0: nothing to copy, only the status to report */
-            torxm_recv_now(ctx, src, &recv, hdr + hl, (size_t)total);
-            return;
+            torxm_ctrl_send(ctx, s->src, TORXM_PKT_RZV_CTS, 0, cts, sizeof cts, s->proto);
+            goto status_only;
         }
-        torxm_rx_t *rx = torxm_rx_new(ctx, src, &recv, total, proto);
+        if (!rx)
+            rx = torxm_rx_new(ctx, s->src, recv, total, s->proto);
         rx->want = want;
-        rx->scookie = scookie;
+        rx->scookie = s->scookie;
         const torx_status_t rc = torxm_cookie_new(ctx, rx, 1, &rx->rcookie);
         if (rc != TORX_OK) { /* tell the sender to send nothing; fail this receive */
             cts[2] = 0;
-            torxm_ctrl_send(ctx, src, TORXM_PKT_RZV_CTS, 0, cts, sizeof cts, proto);
+            torxm_ctrl_send(ctx, s->src, TORXM_PKT_RZV_CTS, 0, cts, sizeof cts, s->proto);
             rx->status = rc;
             torxm_rx_finish(ctx, rx);
             return;
         }
         cts[1] = rx->rcookie;
-        torxm_ctrl_send(ctx, src, TORXM_PKT_RZV_CTS, 0, cts, sizeof cts, proto);
+        torxm_ctrl_send(ctx, s->src, TORXM_PKT_RZV_CTS, 0, cts, sizeof cts, s->proto);
         ctx->inflight_rx++;
         return;
     }
 
     if (want == 0) {
-        torxm_ctrl_send(ctx, src, ack_type, 0, &scookie, 8, proto);
-        torxm_recv_now(ctx, src, &recv, hdr + hl, (size_t)total); /* want == 0: status only */
-        return;
+        torxm_ctrl_send(ctx, s->src, s->ack_type, 0, &s->scookie, 8, s->proto);
+        goto status_only;
     }
-    torxm_rx_t *rx = torxm_rx_new(ctx, src, &recv, total, proto);
+    if (!rx)
+        rx = torxm_rx_new(ctx, s->src, recv, total, s->proto);
     rx->want = want;
-    rx->scookie = scookie;
-    rx->ack_type = (uint8_t)ack_type;
+    rx->scookie = s->scookie;
+    rx->ack_type = (uint8_t)s->ack_type;
     if (ctx->co) { /* co mode: the communication thread moves the data */
-        rx->raddr = addr;
+        rx->raddr = s->addr;
         torxm_co_get(ctx, rx);
         return;
     }
-    torx_status_t rc = torx_bulk_get(ctx->dev, &rx->bulk, peer->coord,
-                                     (const void *)(uintptr_t)addr, rx->buf, (size_t)want);
+    torx_status_t rc = torx_bulk_get(ctx->dev, &rx->bulk, ctx->peers[s->src].coord,
+                                     (const void *)(uintptr_t)s->addr, rx->buf, (size_t)want);
     if (rc == TORX_OK)
         rc = torx_bulk_test(ctx->dev, &rx->bulk); /* cross-memory attach is done already */
     if (rc != TORX_AGAIN) {
@@ -235,6 +242,105 @@ void torxm_scout_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *p
     rx->next = ctx->bulk;
     ctx->bulk = rx;
     ctx->inflight_rx++;
+    return;
+
+status_only: /* want == 0: nothing is copied, only the status is reported */
+    if (rx)
+        torxm_rx_finish(ctx, rx);
+    else
+        torxm_recv_now(ctx, s->src, recv, nothing, (size_t)total);
+}
+
+/* Keeps what the scout s says in a record on ctx->deferred and hands it out
+ * through defer. It is not in flight: nothing moves until torx_accept. */
+static void scout_defer(torx_ctx_t *ctx, const scout_t *s, torx_deferred_t **defer)
+{
+    static const torx_recv_t none; /* the handler's buf, len, done and arg do not count */
+    torxm_rx_t *rx = torxm_rx_new(ctx, s->src, &none, s->total, s->proto);
+    rx->raddr = s->addr;
+    rx->scookie = s->scookie;
+    rx->flags = (uint8_t)s->flags;
+    rx->ack_type = (uint8_t)s->ack_type;
+    rx->deferred = 1;
+    rx->prev = NULL;
+    rx->next = ctx->deferred;
+    if (ctx->deferred)
+        ctx->deferred->prev = rx;
+    ctx->deferred = rx;
+    *defer = (torx_deferred_t *)(void *)rx;
+}
+
+void torxm_scout_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt)
+{
+    const int src = (int)(peer - ctx->peers);
+    const unsigned type = torxm_sw_type(pkt);
+    const uint32_t w = torxm_sw_word(pkt);
+    const unsigned hl = (w >> 8) & 0xffu;
+    if (TORXM_UNLIKELY(TORXM_SCOUT_PREFIX + hl > pkt->payload_len)) {
+        bad_packet(ctx, src, "a short scout");
+        return;
+    }
+    const uint8_t *p = torx_pkt_payload(pkt);
+    const scout_t s = {
+        .src = src,
+        .proto = type == TORXM_PKT_VN_SCOUT ? TORX_PROTO_VN : TORX_PROTO_RZV,
+        .ack_type = type == TORXM_PKT_VN_SCOUT ? TORXM_PKT_VN_ACK : TORXM_PKT_RZV_ACK,
+        .flags = w >> 16,
+        .total = torxm_ld64(p),
+        .addr = torxm_ld64(p + 8),
+        .scookie = torxm_ld64(p + 16),
+    };
+    const uint8_t *hdr = p + TORXM_SCOUT_PREFIX;
+    torx_recv_t recv;
+    /* A zero-length message is all here: data is non-NULL, as promised (and
+     * it cannot be deferred). */
+    torxm_match(ctx, src, w & 0xffu, hdr, hl, (size_t)s.total, s.total ? NULL : hdr + hl, s.proto,
+                &recv);
+    torxm_matched(ctx, peer);
+    if (TORXM_UNLIKELY(recv.defer != NULL)) {
+        scout_defer(ctx, &s, recv.defer);
+        return;
+    }
+    scout_start(ctx, &s, &recv, NULL);
+}
+
+torx_status_t torx_accept(torx_ctx_t *ctx, torx_deferred_t *d, const torx_recv_t *recv)
+{
+    if (!ctx || !d || !recv)
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_accept: %s is NULL",
+                           !ctx ? "ctx" : !d ? "the deferred handle" : "recv");
+    torxm_rx_t *rx = (torxm_rx_t *)(void *)d;
+    if (!rx->deferred)
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: torx_accept: %p is not a deferred message (accepted already?)",
+                           (void *)d);
+    if (rx->prev)
+        rx->prev->next = rx->next;
+    else
+        ctx->deferred = rx->next;
+    if (rx->next)
+        rx->next->prev = rx->prev;
+    rx->deferred = 0;
+    const scout_t s = {.src = rx->src,
+                       .proto = rx->proto,
+                       .ack_type = rx->ack_type,
+                       .flags = rx->flags,
+                       .total = rx->total,
+                       .addr = rx->raddr,
+                       .scookie = rx->scookie};
+    scout_start(ctx, &s, recv, rx);
+    return TORX_OK;
+}
+
+int torxm_deferred_discard(torx_ctx_t *ctx)
+{
+    static const torx_recv_t discard; /* buf NULL: the sender completes, nothing moves */
+    int n = 0;
+    while (ctx->deferred) {
+        torx_accept(ctx, (torx_deferred_t *)(void *)ctx->deferred, &discard);
+        n++;
+    }
+    return n;
 }
 
 int torxm_bulk_progress(torx_ctx_t *ctx)
