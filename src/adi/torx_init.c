@@ -133,11 +133,12 @@ int MPIDI_TORX_init_world(void)
     torx_status_t st = torx_init(&attr, &g->ctx);
     if (st != TORX_OK) {
         /* A bad TORX_* variable or mapping file: every task fails alike.
-         * Rank 0 reports first; the others wait a moment, because hydra
-         * kills the job at the first exit and drops output it has not yet
-         * forwarded. */
-        if (g->rank != 0)
-            usleep(300 * 1000);
+         * Rank 0 says so itself, at once, and every task then waits a
+         * moment: hydra ends the job at the first abort and drops output it
+         * has not forwarded yet, including MPICH's error stack. */
+        if (g->rank == 0)
+            fprintf(stderr, "MPI_Init: %s\n", torx_last_error());
+        usleep(g->rank == 0 ? 200 * 1000 : 500 * 1000);
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s", torx_last_error());
     }
     MPIR_Assert(torx_rank(g->ctx) == g->rank && torx_size(g->ctx) == g->size);
