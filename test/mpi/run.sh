@@ -2,7 +2,7 @@
 # Builds and runs torx's own MPI tests with the MPICH that
 # scripts/build-mpich.sh installed (its mpicc and hydra mpiexec):
 #
-#   1. basic     1 and 2 ranks, and special limits
+#   1. basic     1 and 2 ranks, special limits, and Fortran (fortran.f90)
 #   2. matrix    every node mode (heater, co, vn) x mapping (XYZT, TXYZ, a
 #                mapping file), 4 ranks
 #   3. chaos     every mode with TORX_CHAOS and adaptive packets
@@ -91,6 +91,11 @@ for t in $progs; do
         show "$out/$t.cc.log"
     fi
 done
+# Fortran (mpi_f08): the NAS Parallel Benchmarks are Fortran.
+if ! "$prefix/bin/mpif90" -O2 -Wall -o "$out/fortran" "$here/fortran.f90" 2>"$out/fortran.cc.log"; then
+    bad fortran "compile error (mpif90)"
+    show "$out/fortran.cc.log"
+fi
 
 # run LABEL NP PROG [NAME=VALUE...]: runs PROG with NAME VALUE passed by
 # -genv; passes when it exits 0 and prints " No Errors".
@@ -126,6 +131,8 @@ if want basic; then
     run pingpong-np2-eager100k 2 pingpong TORX_EAGER_LIMIT=100000
     run p2p_semantics-np2-vn 2 p2p_semantics TORX_MODE=vn
     run p2p_semantics-np3 3 p2p_semantics
+    run fortran-np2 2 fortran
+    run "fortran-np$np-vn" "$np" fortran TORX_MODE=vn
 fi
 
 # ---- 2. matrix: mode x mapping --------------------------------------------------
