@@ -128,6 +128,36 @@ median_of() {
                printf "%.6g\n", (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }'
 }
 
+# ---- Report -----------------------------------------------------------------------
+
+# bench_report_rounds [--no-stderr] ROUNDS DIR LABELS ID...: prints every
+# run's raw output for the report, round by round, the runs in the order
+# given: for each DIR/round<R>-<ID>.out that exists, an empty line,
+# "---- round R: LABEL" and the file; then, when DIR/round<R>-<ID>.err is
+# not empty, "-- stderr" and that file (not with --no-stderr). LABEL is the
+# ID's entry in the associative array named LABELS, or the ID itself when
+# LABELS is "-".
+bench_report_rounds() {
+    local with_err=1 nr dir labels r id key label
+    if [[ $1 == --no-stderr ]]; then with_err=0; shift; fi
+    nr=$1 dir=$2 labels=$3
+    shift 3
+    for ((r = 1; r <= nr; r++)); do
+        for id in "$@"; do
+            [[ -f $dir/round$r-$id.out ]] || continue
+            label=$id
+            if [[ $labels != - ]]; then key="${labels}[$id]"; label=${!key}; fi
+            echo
+            echo "---- round $r: $label"
+            cat "$dir/round$r-$id.out"
+            if ((with_err)) && [[ -s $dir/round$r-$id.err ]]; then
+                echo "-- stderr"
+                cat "$dir/round$r-$id.err"
+            fi
+        done
+    done
+}
+
 # ---- Plots ------------------------------------------------------------------------
 
 # bench_have_gnuplot: true when gnuplot is installed; otherwise says so.

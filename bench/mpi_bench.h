@@ -359,6 +359,49 @@ static inline void mb_verify(const mb_opts_t *o, int rank, size_t size, unsigned
                      what);
 }
 
+/* ---- One size --------------------------------------------------------------- */
+
+/* What every program's loop over the sizes starts with (mb_plan) and ends
+ * with (mb_plan_free). */
+typedef struct mb_plan {
+    size_t size;                /* bytes per message */
+    int n;                      /* the same, as an MPI count */
+    long iters;                 /* timed iterations: nb * batch */
+    long batch;                 /* iterations per timed batch */
+    long nb;                    /* timed batches: the samples */
+    long warm;                  /* untimed warm-up iterations */
+    double *samples;            /* nb of them, one per batch, the program's unit */
+} mb_plan_t;
+
+/* Size i of o: the counts (mb_iters, mb_batch, mb_warmup; iters rounded
+ * down to whole batches), the samples array, sbuf filled with this rank's
+ * pattern for the timed messages, then a barrier, so both ranks start the
+ * size together. */
+static inline mb_plan_t mb_plan(const mb_opts_t *o, int i, int rank, unsigned char *sbuf)
+{
+    mb_plan_t p;
+    p.size = o->sizes[i];
+    p.n = (int)p.size;
+    p.iters = mb_iters(o, p.size);
+    p.batch = mb_batch(o, p.iters);
+    p.nb = p.iters / p.batch;
+    p.warm = mb_warmup(o, p.iters);
+    p.samples = malloc((size_t)p.nb * sizeof *p.samples);
+    if (!p.samples)
+        mb_die(o, "out of memory");
+    p.iters = p.nb * p.batch;
+
+    mb_fill(sbuf, p.size, mb_seed(p.size, rank, 0, 1));
+    MB_CALL(o, MPI_Barrier(MPI_COMM_WORLD));
+    return p;
+}
+
+static inline void mb_plan_free(mb_plan_t *p)
+{
+    free(p->samples);
+    p->samples = NULL;
+}
+
 /* ---- Statistics ----------------------------------------------------------- */
 
 static inline int mb_cmp_double(const void *a, const void *b)

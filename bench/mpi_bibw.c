@@ -40,38 +40,28 @@ int main(int argc, char **argv)
         mb_die(&o, "out of memory");
 
     for (int i = 0; i < o.nsizes; i++) {
-        size_t size = o.sizes[i];
-        int n = (int)size;
-        long iters = mb_iters(&o, size), batch = mb_batch(&o, iters);
-        long nb = iters / batch, warm = mb_warmup(&o, iters);
-        double *gbs = malloc((size_t)nb * sizeof *gbs);
-        if (!gbs)
-            mb_die(&o, "out of memory");
-        iters = nb * batch;
-
-        mb_fill(sbuf, size, mb_seed(size, rank, 0, 1));
-        MB_CALL(&o, MPI_Barrier(MPI_COMM_WORLD));
-        for (long b = -1; b < nb; b++) { /* b == -1: the warm-up */
-            long reps = b < 0 ? warm : batch;
+        mb_plan_t p = mb_plan(&o, i, rank, sbuf);
+        for (long b = -1; b < p.nb; b++) { /* b == -1: the warm-up */
+            long reps = b < 0 ? p.warm : p.batch;
             double t0 = mb_now_ns();
             for (long k = 0; k < reps; k++) {
                 for (int w = 0; w < o.window; w++)
-                    MB_CALL(&o, MPI_Irecv(rbuf, n, MPI_BYTE, peer, MB_TAG, MPI_COMM_WORLD,
+                    MB_CALL(&o, MPI_Irecv(rbuf, p.n, MPI_BYTE, peer, MB_TAG, MPI_COMM_WORLD,
                                           &req[w]));
                 for (int w = 0; w < o.window; w++)
-                    MB_CALL(&o, MPI_Isend(sbuf, n, MPI_BYTE, peer, MB_TAG, MPI_COMM_WORLD,
+                    MB_CALL(&o, MPI_Isend(sbuf, p.n, MPI_BYTE, peer, MB_TAG, MPI_COMM_WORLD,
                                           &req[o.window + w]));
                 mb_waitall(&o, 2 * o.window, req);
             }
             if (b >= 0)
-                gbs[b] = 2.0 * (double)reps * o.window * (double)size / (mb_now_ns() - t0);
+                p.samples[b] = 2.0 * (double)reps * o.window * (double)p.size / (mb_now_ns() - t0);
         }
 
-        mb_verify(&o, rank, size, sbuf, rbuf, MB_CHECK_MSGS, 1, 1, 2, "bibw");
+        mb_verify(&o, rank, p.size, sbuf, rbuf, MB_CHECK_MSGS, 1, 1, 2, "bibw");
 
         if (rank == 0)
-            mb_bw_row("bibw", size, iters, o.window, batch, gbs, nb);
-        free(gbs);
+            mb_bw_row("bibw", p.size, p.iters, o.window, p.batch, p.samples, p.nb);
+        mb_plan_free(&p);
     }
 
     free(req);

@@ -34,44 +34,34 @@ int main(int argc, char **argv)
     int peer = 1 - rank;
 
     for (int i = 0; i < o.nsizes; i++) {
-        size_t size = o.sizes[i];
-        int n = (int)size;
-        long iters = mb_iters(&o, size), batch = mb_batch(&o, iters);
-        long nb = iters / batch, warm = mb_warmup(&o, iters);
-        double *ns = malloc((size_t)nb * sizeof *ns);
-        if (!ns)
-            mb_die(&o, "out of memory");
-        iters = nb * batch;
-
-        mb_fill(sbuf, size, mb_seed(size, rank, 0, 1));
-        MB_CALL(&o, MPI_Barrier(MPI_COMM_WORLD));
-        for (long b = -1; b < nb; b++) { /* b == -1: the warm-up */
-            long reps = b < 0 ? warm : batch;
+        mb_plan_t p = mb_plan(&o, i, rank, sbuf);
+        for (long b = -1; b < p.nb; b++) { /* b == -1: the warm-up */
+            long reps = b < 0 ? p.warm : p.batch;
             double t0 = mb_now_ns();
             if (rank == 0) {
                 for (long k = 0; k < reps; k++) {
-                    MB_CALL(&o, MPI_Send(sbuf, n, MPI_BYTE, peer, MB_TAG, MPI_COMM_WORLD));
-                    MB_CALL(&o, MPI_Recv(rbuf, n, MPI_BYTE, peer, MB_TAG, MPI_COMM_WORLD,
+                    MB_CALL(&o, MPI_Send(sbuf, p.n, MPI_BYTE, peer, MB_TAG, MPI_COMM_WORLD));
+                    MB_CALL(&o, MPI_Recv(rbuf, p.n, MPI_BYTE, peer, MB_TAG, MPI_COMM_WORLD,
                                          MPI_STATUS_IGNORE));
                 }
             } else {
                 for (long k = 0; k < reps; k++) {
-                    MB_CALL(&o, MPI_Recv(rbuf, n, MPI_BYTE, peer, MB_TAG, MPI_COMM_WORLD,
+                    MB_CALL(&o, MPI_Recv(rbuf, p.n, MPI_BYTE, peer, MB_TAG, MPI_COMM_WORLD,
                                          MPI_STATUS_IGNORE));
-                    MB_CALL(&o, MPI_Send(sbuf, n, MPI_BYTE, peer, MB_TAG, MPI_COMM_WORLD));
+                    MB_CALL(&o, MPI_Send(sbuf, p.n, MPI_BYTE, peer, MB_TAG, MPI_COMM_WORLD));
                 }
             }
             if (b >= 0)
-                ns[b] = (mb_now_ns() - t0) / (2.0 * (double)reps);
+                p.samples[b] = (mb_now_ns() - t0) / (2.0 * (double)reps);
         }
 
         /* There and back, each direction checked by its receiver. */
-        mb_verify(&o, rank, size, sbuf, rbuf, 1, rank == 0, rank == 1, 2, "ping");
-        mb_verify(&o, rank, size, sbuf, rbuf, 1, rank == 1, rank == 0, 3, "pong");
+        mb_verify(&o, rank, p.size, sbuf, rbuf, 1, rank == 0, rank == 1, 2, "ping");
+        mb_verify(&o, rank, p.size, sbuf, rbuf, 1, rank == 1, rank == 0, 3, "pong");
 
         if (rank == 0)
-            mb_lat_row(size, iters, batch, ns, nb);
-        free(ns);
+            mb_lat_row(p.size, p.iters, p.batch, p.samples, p.nb);
+        mb_plan_free(&p);
     }
 
     free(sbuf);

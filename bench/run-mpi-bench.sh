@@ -581,18 +581,7 @@ cp "$summary" "$section"
     echo
     echo "---- meta"
     cat "$work/meta.txt"
-    for ((r = 1; r <= rounds; r++)); do
-        for id in "${run_ids[@]}"; do
-            [[ -f $work/round$r-$id.out ]] || continue
-            echo
-            echo "---- round $r: $id"
-            cat "$work/round$r-$id.out"
-            if [[ -s $work/round$r-$id.err ]]; then
-                echo "-- stderr"
-                cat "$work/round$r-$id.err"
-            fi
-        done
-    done
+    bench_report_rounds "$rounds" "$work" - "${run_ids[@]}"
 } >"$report.new" && mv "$report.new" "$report"
 
 echo

@@ -560,18 +560,7 @@ bwrow() { # label key-prefix size dir ref-prefix
     echo
     echo "---- aggregated: key, best of rounds, median of all values, count"
     cat "$work/agg.txt"
-    for ((r = 1; r <= rounds; r++)); do
-        for id in "${run_ids[@]}"; do
-            [[ -f $work/round$r-$id.out ]] || continue
-            echo
-            echo "---- round $r: ${run_cmd[$id]}"
-            cat "$work/round$r-$id.out"
-            if [[ -s $work/round$r-$id.err ]]; then
-                echo "-- stderr"
-                cat "$work/round$r-$id.err"
-            fi
-        done
-    done
+    bench_report_rounds "$rounds" "$work" run_cmd "${run_ids[@]}"
 } >"$report"
 
 echo

@@ -317,14 +317,7 @@ fi
     echo
     echo "---- best of rounds"
     cat "$work/best.txt"
-    for ((r = 1; r <= rounds; r++)); do
-        for p in "${progs[@]}"; do
-            [[ -f $work/round$r-$p.out ]] || continue
-            echo
-            echo "---- round $r: $p"
-            cat "$work/round$r-$p.out"
-        done
-    done
+    bench_report_rounds --no-stderr "$rounds" "$work" - "${progs[@]}"
 } >"$report"
 
 echo
