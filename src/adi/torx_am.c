@@ -48,6 +48,7 @@ void MPIDI_TORX_fatal(const char *what, torx_status_t st)
 
 void MPIDI_TORX_am_isend_done(torx_ctx_t * ctx, torx_msg_t * msg, void *arg)
 {
+    MPIDI_TORX_EVENT();
     MPIDI_TORX_am_request_t *slot = arg;
     MPIR_Request *sreq = slot->sreq;
     int handler_id = slot->handler_id;
@@ -130,6 +131,7 @@ static void check_recv_status(torx_status_t st)
 
 static void async_direct_done(torx_ctx_t * ctx, void *arg, torx_status_t st, size_t received)
 {
+    MPIDI_TORX_EVENT();
     MPIR_Request *rreq = arg;
     check_recv_status(st);
     MPIDIG_REQUEST(rreq, req->recv_async).in_data_sz = 0;
@@ -138,6 +140,7 @@ static void async_direct_done(torx_ctx_t * ctx, void *arg, torx_status_t st, siz
 
 static void async_bounce_done(torx_ctx_t * ctx, void *arg, torx_status_t st, size_t received)
 {
+    MPIDI_TORX_EVENT();
     bounce_t *b = arg;
     MPIR_Request *rreq = b->rreq;
     check_recv_status(st);
@@ -220,6 +223,7 @@ static void drain(int src)
 
 static void pending_done(torx_ctx_t * ctx, void *arg, torx_status_t st, size_t received)
 {
+    MPIDI_TORX_EVENT();
     MPIDI_TORX_pending_t *p = arg;
     if (st != TORX_OK)
         MPIDI_TORX_fatal("receiving an active message", st);
@@ -230,6 +234,7 @@ static void pending_done(torx_ctx_t * ctx, void *arg, torx_status_t st, size_t r
 void MPIDI_TORX_am_handler(torx_ctx_t * ctx, void *harg, const torx_recv_info_t * info,
                            torx_recv_t * recv)
 {
+    MPIDI_TORX_EVENT();
     MPIDI_TORX_am_wire_t w;
     memcpy(&w, info->hdr, sizeof(w));
     int src = info->src;

@@ -85,9 +85,14 @@ typedef struct {
     MPIR_Request *posted_head, *posted_tail;
     MPIDI_TORX_unexp_t *unexp_head, *unexp_tail;
     uint64_t p2p_sent, p2p_received, p2p_unexpected, p2p_deferred, p2p_inject;
+    /* Set by every handler and completion callback (MPIDI_TORX_EVENT): the
+     * oversubscribed progress hook (torx_init.c) yields while it stays 0. */
+    volatile int event;
 } MPIDI_TORX_global_t;
 
 extern MPIDI_TORX_global_t MPIDI_TORX_global;
+
+#define MPIDI_TORX_EVENT() (MPIDI_TORX_global.event = 1)
 
 /* torx_am.c */
 void MPIDI_TORX_am_handler(torx_ctx_t * ctx, void *harg, const torx_recv_info_t * info,

@@ -250,6 +250,7 @@ static void recv_copy(MPIR_Request * rreq, const void *data, size_t len)
 
 static void recv_data_done(torx_ctx_t * ctx, void *arg, torx_status_t st, size_t received)
 {
+    MPIDI_TORX_EVENT();
     MPIR_Request *rreq = arg;
     MPIDI_TORX_request_t *r = &MPIDI_TORX_REQ(rreq);
     if (st != TORX_OK && st != TORX_ERR_TRUNCATE)
@@ -283,6 +284,7 @@ static void recv_setup(MPIR_Request * rreq, size_t len, torx_recv_t * recv)
 
 static void unexp_arrived(torx_ctx_t * ctx, void *arg, torx_status_t st, size_t received)
 {
+    MPIDI_TORX_EVENT();
     MPIDI_TORX_unexp_t *u = arg;
     if (st != TORX_OK)
         MPIDI_TORX_fatal("receiving an unexpected message", st);
@@ -336,6 +338,7 @@ static void ack_arrived(const torx_recv_info_t * info)
 void MPIDI_TORX_p2p_handler(torx_ctx_t * ctx, void *harg, const torx_recv_info_t * info,
                             torx_recv_t * recv)
 {
+    MPIDI_TORX_EVENT();
     MPIDI_TORX_p2p_hdr_t h;
     if (info->hdr_len < HDR_LEN)
         MPIDI_TORX_fatal("a point-to-point message without its envelope", TORX_ERR_PROTO);
@@ -404,6 +407,7 @@ void MPIDI_TORX_p2p_handler(torx_ctx_t * ctx, void *harg, const torx_recv_info_t
 
 static void send_done(torx_ctx_t * ctx, torx_msg_t * msg, void *arg)
 {
+    MPIDI_TORX_EVENT();
     MPIR_Request *sreq = arg;
     MPIDI_TORX_request_t *r = &MPIDI_TORX_REQ(sreq);
     MPL_free(r->u.send.pack);
