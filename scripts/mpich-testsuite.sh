@@ -3,11 +3,18 @@
 # scripts/build-mpich.sh builds) against an installed MPICH: ours with the
 # torx netmod, or any other MPICH 4 (Debian's ch4:ucx, for a comparison).
 #
-#   scripts/mpich-testsuite.sh [--dirs pt2pt,coll,...] [--maxnp N] [--mpich PREFIX]
-#                              [--out DIR] [--dir-time SEC] [--mpich-src DIR]
+#   scripts/mpich-testsuite.sh [--subset full|NAME] [--dirs pt2pt,coll,...]
+#                              [--maxnp N] [--mpich PREFIX] [--out DIR]
+#                              [--dir-time SEC] [--mpich-src DIR] [--check]
 #
+#   --subset    full (default): every entry of each directory's testlist.
+#               NAME: the committed lists test/mpich-suite/NAME/<dir>.testlist
+#               (runtests -tests=FILE); `--subset ci` is the subset that
+#               scripts/test-all.sh runs (see test/mpich-suite/README).
+#               Every entry of such a list must be a line of the directory's
+#               testlist, or the script stops.
 #   --dirs      test directories of test/mpi (default pt2pt,coll,comm,datatype,
-#               rma,info,attr,errhan)
+#               rma,info,attr,errhan; with a subset: the directories it has)
 #   --maxnp     most ranks per run (default 4); tests that ask for more run
 #               with this many (runtests -maxnp)
 #   --mpich     the MPICH install: PREFIX/bin/mpicc and PREFIX/bin/mpiexec.
@@ -16,18 +23,22 @@
 #               mpicc.mpich (Debian: --mpich /usr, whose plain mpicc may be
 #               Open MPI's), the *.mpich names are used.
 #   --out       where the results go (default
-#               $TORX_CACHE/testsuite-runs/<label>-<date>): per directory the
-#               runtests log, TAP and JUnit files; summary.txt
-#   --dir-time  time box per directory in seconds (default 600): runtests
+#               $TORX_CACHE/testsuite-runs/<label>-<subset>-<date>): per
+#               directory the build and runtests logs, TAP, JUnit and XML
+#               files; summary.txt
+#   --dir-time  time box per directory in seconds (default 1800): runtests
 #               then starts no further test (the running one finishes), and
-#               the directory is reported as partial
+#               the directory is reported as incomplete
 #   --mpich-src an MPICH source tree (default: the one build-mpich.sh uses,
 #               $TORX_CACHE/src/mpich-*)
+#   --check     exit 1 when a run failed that test/KNOWN_FAILURES does not
+#               list, or when a directory did not run all its entries
 #
 # The suite is copied once per MPICH install to
 # $TORX_CACHE/testsuite-<version>-<key>/ and configured there against that
 # install (--disable-spawn --disable-ft-tests --disable-fortran
-# --disable-cxx); runtests compiles each test when it first runs it.
+# --disable-cxx). Before a directory runs, its test programs are compiled
+# with make -j$TORX_JOBS (default 2); runtests then finds them built.
 #
 # Environment: TORX_VERBOSE=-1 is exported (silences torx's start-up
 # warnings, e.g. "oversubscribed": runtests counts any stderr output as a
@@ -35,20 +46,33 @@
 # and MPITEST_TIMEOUT_MULTIPLIER (default 2: 4 ranks share 2 cores here)
 # can be overridden.
 #
+# Known failures: a failing run "DIR/TEST NP" (NP: the ranks it ran with)
+# for which test/KNOWN_FAILURES has a line "mpich-suite DIR/TEST NP -- why"
+# is reported as known; a listed run that passes is reported too (XPASS).
+#
 # Prints "<dir>: N passed, M failed" per directory (", K skipped" when the
-# suite skipped some; "(partial ...)" when the time box hit), the failing
-# runs, and a total line. Exits 0 when it ran (failures are results), 2 on
-# a usage or setup error.
+# suite skipped some; "(incomplete ...)" when not every entry ran), the
+# failing runs with their arguments/environment and the first line of their
+# output, a total line, and last a line
+#   mpich-testsuite: result: P passed, F failed, K known, S skipped, I incomplete
+# (F counts the failures KNOWN_FAILURES does not list; I the incomplete
+# directories). Exits 0 when it ran (failures are results; with --check see
+# above), 2 on a usage or setup error.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cache=${TORX_CACHE:-$HOME/.cache/torx}
-dirs=pt2pt,coll,comm,datatype,rma,info,attr,errhan
+default_dirs=pt2pt,coll,comm,datatype,rma,info,attr,errhan
+dirs=""
+subset=full
 maxnp=4
 prefix=""
 out=""
-dir_time=600
+dir_time=1800
 mpich_src=""
+check=0
+known_file=$top/test/KNOWN_FAILURES
+jobs=${TORX_JOBS:-2}
 
 die() {
     echo "mpich-testsuite: error: $*" >&2
@@ -58,6 +82,8 @@ log() { echo "mpich-testsuite: $*"; }
 
 while [ $# -gt 0 ]; do
     case $1 in
+    --subset) subset=${2:?--subset needs full or a NAME}; shift 2 ;;
+    --subset=*) subset=${1#*=}; shift ;;
     --dirs) dirs=${2:?--dirs needs a list}; shift 2 ;;
     --dirs=*) dirs=${1#*=}; shift ;;
     --maxnp) maxnp=${2:?--maxnp needs N}; shift 2 ;;
@@ -70,10 +96,33 @@ while [ $# -gt 0 ]; do
     --dir-time=*) dir_time=${1#*=}; shift ;;
     --mpich-src) mpich_src=${2:?--mpich-src needs DIR}; shift 2 ;;
     --mpich-src=*) mpich_src=${1#*=}; shift ;;
-    -h | --help) sed -n '2,42p' "$0"; exit 0 ;;
+    --check) check=1; shift ;;
+    -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
     esac
 done
+[[ $maxnp =~ ^[1-9][0-9]*$ ]] || die "--maxnp $maxnp: not a number"
+[[ $dir_time =~ ^[1-9][0-9]*$ ]] || die "--dir-time $dir_time: not a number of seconds"
+
+# ---- which lists ------------------------------------------------------------------
+subset_dir=""
+if [ "$subset" != full ]; then
+    subset_dir=$top/test/mpich-suite/$subset
+    [ -d "$subset_dir" ] || die "--subset $subset: no $subset_dir"
+    if [ -z "$dirs" ]; then
+        # the subset's directories, in the default order first
+        dirs=$(
+            {
+                tr , '\n' <<<"$default_dirs"
+                for f in "$subset_dir"/*.testlist; do basename "$f" .testlist; done
+            } | awk 'NF && !seen[$0]++' | while read -r d; do
+                [ -f "$subset_dir/$d.testlist" ] && echo "$d"
+            done | paste -sd, -
+        )
+        [ -n "$dirs" ] || die "--subset $subset: no *.testlist in $subset_dir"
+    fi
+fi
+[ -n "$dirs" ] || dirs=$default_dirs
 
 # ---- the MPICH install ------------------------------------------------------------
 if [ -z "$prefix" ]; then
@@ -109,6 +158,7 @@ key=$(printf '%s\n' "$mpich_src" "$prefix" "$mpicc" "$mpiexec" | sha256sum | cut
 ts=$cache/testsuite-$srcver-$key
 conf=(--with-mpi="$prefix" --disable-spawn --disable-ft-tests --disable-fortran --disable-cxx
     MPICC="$mpicc" MPIEXEC="$mpiexec")
+t_start=$SECONDS
 if [ ! -f "$ts/.configured" ]; then
     log "configuring the test suite for $prefix ($device) in $ts (log: $ts.configure.log)"
     rm -rf "$ts" && mkdir -p "$(dirname "$ts")"
@@ -118,35 +168,152 @@ if [ ! -f "$ts/.configured" ]; then
         die "configure failed (log: $ts.configure.log)"
     }
     touch "$ts/.configured"
+    log "configured in $((SECONDS - t_start)) s"
 fi
 
-[ -n "$out" ] || out=$cache/testsuite-runs/$label-$(date +%Y%m%d-%H%M%S)
+# The entries of a list file as runtests reads them: comments and leading and
+# repeated blanks removed, "!dir:target" lines and empty lines dropped.
+entries() {
+    sed -e 's/#.*//' -e 's/[[:space:]]\+/ /g' -e 's/^ //' -e 's/ $//' "$1" | grep -v '^$\|^!'
+}
+
+# runs DIR LIST: "SUBDIR PROGRAM" for every run of LIST in $ts/DIR, going into
+# subdirectories as runtests does (an entry that is a directory: that
+# directory's list of the same name).
+runs() {
+    local dir=$1 list=$2 p lp
+    lp=$list
+    [[ $lp == /* ]] || lp=$ts/$dir/$list
+    [ -f "$lp" ] || return 0
+    while read -r p _; do
+        if [ -d "$ts/$dir/$p" ]; then
+            runs "$dir/$p" "$list"
+        elif [[ $p == */* ]]; then
+            echo "$dir/${p%/*} ${p##*/}" # runtests runs it in that directory
+        else
+            echo "$dir $p"
+        fi
+    done < <(entries "$lp")
+}
+
+IFS=, read -r -a dirlist <<<"$dirs"
+declare -A listfile
+for d in "${dirlist[@]}"; do
+    [ -f "$ts/$d/testlist" ] || die "no test directory $d (with a testlist) in $ts"
+    if [ -z "$subset_dir" ]; then
+        listfile[$d]=testlist
+        continue
+    fi
+    lf=$subset_dir/$d.testlist
+    [ -f "$lf" ] || die "--subset $subset has no list for $d ($lf)"
+    [[ $lf != *,* ]] || die "$lf: runtests cannot take a path with a comma"
+    # Every entry must be one of the directory's own: a subset, never a
+    # changed test.
+    bad=$(grep -vxF -f <(entries "$ts/$d/testlist") <(entries "$lf"))
+    [ -z "$bad" ] || die "$lf: not entries of $d/testlist (MPICH $srcver):"$'\n'"$bad"
+    while read -r p _; do
+        [ ! -d "$ts/$d/$p" ] || die "$lf: '$p' is a directory (runtests would read this same list there)"
+    done < <(entries "$lf")
+    listfile[$d]=$lf
+done
+
+[ -n "$out" ] || out=$cache/testsuite-runs/$label-$subset-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$out" && out=$(cd "$out" && pwd)
+
+# Known failures: "mpich-suite DIR/TEST NP -- why" -> "DIR/TEST NP"
+declare -A known
+if [ -f "$known_file" ]; then
+    while read -r k; do known[$k]=1; done < <(
+        sed -n 's/^mpich-suite[[:space:]]\+\([^[:space:]]\+\)[[:space:]]\+\([0-9]\+\)[[:space:]].*/\1 \2/p' "$known_file")
+fi
 
 export TORX_VERBOSE=-1
 export MPITEST_TIMEOUT=${MPITEST_TIMEOUT:-60}
 export MPITEST_TIMEOUT_MULTIPLIER=${MPITEST_TIMEOUT_MULTIPLIER:-2}
 log "MPICH $version ($device) at $prefix: $mpiexec"
-log "suite $ts; results in $out"
+log "suite $ts; subset $subset; results in $out"
 log "maxnp $maxnp, MPITEST_TIMEOUT=$MPITEST_TIMEOUT x $MPITEST_TIMEOUT_MULTIPLIER, time box ${dir_time} s per directory"
+
+# results FILE.junit.xml LOG: one line per run of the JUnit file, fields
+# separated by \x1f (a tab would merge empty fields in read):
+#   STATUS DIR/TEST NP ARGS-AND-ENV REASON
+# STATUS pass, fail or skip; REASON (failures): the first telling line of the
+# output, "timeout after N s" when the run took its whole time limit.
+results() {
+    perl -e '
+        my ($junit, $log) = @ARGV;
+        open(my $J, "<", $junit) or exit 0;
+        my @logl = ();
+        if (open(my $L, "<", $log)) { @logl = <$L>; close $L; }
+        local $/; my $x = <$J>; close $J;
+        while ($x =~ m{<testcase\s+name="([^"]*)"([^>]*)>(.*?)(?=<testcase\s|</testsuite>|\z)}gs) {
+            my ($name, $attr, $body) = ($1, $2, $3);
+            $name =~ s/^\s*\d*\s*-\s*(\.\/)?//;
+            my ($test, $np, @rest) = split(/\s+/, $name);
+            my $extra = join(" ", @rest);
+            my $time = ($attr =~ /time="([0-9.]+)"/) ? $1 : 0;
+            my ($st, $why) = ("pass", "");
+            if ($body =~ /<skipped/) { $st = "skip"; }
+            elsif ($body =~ /<failure/) {
+                $st = "fail";
+                my $tmo = ($body =~ /^\s*Timeout:\s*(\d+)/m) ? $1 : 0;
+                my @out = ();
+                my $in = 0;
+                for my $l (split /\n/, $body) {
+                    if ($l =~ /^## Test output/) { $in = 1; next; }
+                    next unless $in && $l =~ s/^## ?//;
+                    $l =~ s/\s+/ /g; $l =~ s/^ //; $l =~ s/ $//;
+                    push @out, $l if $l ne "";
+                }
+                my @tell = grep { !/^=+$/ && !/^=\s/ && !/^No Errors$/ } @out;
+                my @ext = grep { /EXIT (CODE|STRING)|KILLED|signal/i } @out;
+                my $first = @tell ? $tell[0] : (@ext ? $ext[0] : (@out ? $out[0] : ""));
+                if ($first eq "") {
+                    my $p = $test; $p =~ s{.*/}{};
+                    my ($st2) = grep { /^Program \Q$p\E exited with / } @logl;
+                    $first = "no output";
+                    if ($st2) { chomp $st2; $st2 =~ s/^Program \S+ //; $first .= ", $st2"; }
+                    else { $first .= " (no \"No Errors\")"; }
+                }
+                if ($tmo > 0 && $time >= $tmo - 2) {
+                    $first = sprintf("timeout after %d s; %s", $time, $first);
+                }
+                $first = substr($first, 0, 157) . "..." if length($first) > 160;
+                $why = $first;
+            }
+            print join("\x1f", $st, $test, $np, $extra, $why), "\n";
+        }' "$@"
+}
 
 tot_pass=0
 tot_fail=0
+tot_known=0
 tot_skip=0
+incomplete=0
 summary=()
 failures=()
-IFS=, read -r -a dirlist <<<"$dirs"
+xpasses=()
 for d in "${dirlist[@]}"; do
-    [ -d "$ts/$d" ] || {
-        summary+=("$d: no such test directory")
-        continue
-    }
-    stop=$out/$d.stop
-    rm -f "$stop"
+    lf=${listfile[$d]}
+    all_runs=$(runs "$d" "$lf")
+    want=$(grep -c . <<<"$all_runs")
     start=$SECONDS
+
+    # Compile the directory's programs first, in parallel (runtests would
+    # compile them one at a time); a program that does not build is then
+    # reported by runtests as a failure with the compiler output.
+    make -C "$ts/util" libmtest_single.la >"$out/$d.build.log" 2>&1 </dev/null
+    while read -r sub; do
+        mapfile -t progs < <(awk -v s="$sub" '$1 == s { print $2 }' <<<"$all_runs" | sort -u)
+        make -C "$ts/$sub" -k -j"$jobs" "${progs[@]}" >>"$out/$d.build.log" 2>&1 </dev/null
+    done < <(awk '{ print $1 }' <<<"$all_runs" | sort -u)
+    built=$((SECONDS - start))
+
+    stop=$out/$d.stop
+    rm -f "$stop" "$out/$d.tap" "$out/$d.junit.xml" "$out/$d.xml"
     (
         cd "$ts" &&
-            MPITEST_STOPTEST=$stop exec ./runtests -srcdir=. -tests=testlist -testdirs="$d" \
+            MPITEST_STOPTEST=$stop exec ./runtests -srcdir=. -tests="$lf" -testdirs="$d" \
                 -mpiexec="$mpiexec" -maxnp="$maxnp" -tapfile="$out/$d.tap" \
                 -junitfile="$out/$d.junit.xml" -xmlfile="$out/$d.xml"
     ) >"$out/$d.log" 2>&1 </dev/null &
@@ -164,40 +331,74 @@ for d in "${dirlist[@]}"; do
     kill "$wd" 2>/dev/null
     wait "$wd" 2>/dev/null
     secs=$((SECONDS - start))
-    partial=""
-    [ -s "$stop" ] && partial=" (partial: time box of ${dir_time} s hit, later tests not run)"
-    tap=$out/$d.tap
-    p=0 f=0 s=0
-    if [ -f "$tap" ]; then
-        s=$(grep -c '^ok .*# SKIP' "$tap")
-        p=$(($(grep -c '^ok ' "$tap") - s))
-        f=$(grep -c '^not ok ' "$tap")
-    else
-        partial=" (no results: see $out/$d.log)"
-    fi
-    line="$d: $p passed, $f failed"
+
+    res=$(results "$out/$d.junit.xml" "$out/$d.log")
+    p=0 f=0 k=0 s=0
+    while IFS=$'\x1f' read -r st test np extra why; do
+        case $st in
+        pass)
+            p=$((p + 1))
+            [ -z "${known[$test $np]:-}" ] ||
+                xpasses+=("$test $np${extra:+ [$extra]} passes: remove it from test/KNOWN_FAILURES")
+            ;;
+        skip) s=$((s + 1)) ;;
+        fail)
+            if [ -n "${known[$test $np]:-}" ]; then
+                k=$((k + 1))
+                failures+=("$test $np${extra:+ [$extra]} -- $why (known)")
+            else
+                f=$((f + 1))
+                failures+=("$test $np${extra:+ [$extra]} -- $why")
+            fi
+            ;;
+        esac
+    done <<<"$res"
+    ran=$((p + f + k + s))
+    line="$d: $p passed, $((f + k)) failed"
+    [ "$k" = 0 ] || line+=" ($k known)"
     [ "$s" = 0 ] || line+=", $s skipped"
-    summary+=("$line$partial [${secs} s]")
-    log "$line$partial [${secs} s]"
+    if [ "$ran" -lt "$want" ]; then
+        incomplete=$((incomplete + 1))
+        why="runtests stopped"
+        if [ -s "$stop" ]; then
+            why="time box of ${dir_time} s hit"
+        elif grep -q 'Terminating test because of too many timeout' "$out/$d.log"; then
+            why="runtests gave up after too many timeouts"
+        elif [ ! -s "$out/$d.junit.xml" ]; then
+            why="no results, see $out/$d.log"
+        fi
+        line+=" (incomplete: $ran of $want entries ran; $why)"
+    fi
+    line+=" [${secs} s, compiling ${built} s]"
+    summary+=("$line")
+    log "$line"
     tot_pass=$((tot_pass + p))
     tot_fail=$((tot_fail + f))
+    tot_known=$((tot_known + k))
     tot_skip=$((tot_skip + s))
-    # Failing runs, with their arguments and environment (from the JUnit file).
-    if [ "$f" -gt 0 ] && [ -f "$out/$d.junit.xml" ]; then
-        while IFS= read -r t; do failures+=("$t"); done < <(
-            awk '/<testcase name=/ { n = $0; sub(/.*<testcase name="[0-9]* *- */, "", n); sub(/".*/, "", n) }
-                 /<failure/ { gsub(/ +/, " ", n); sub(/ $/, "", n); print n }' "$out/$d.junit.xml")
-    fi
 done
 
 {
-    echo "MPICH $version ($device) at $prefix; maxnp $maxnp; MPITEST_TIMEOUT=$MPITEST_TIMEOUT x $MPITEST_TIMEOUT_MULTIPLIER"
+    echo "MPICH $version ($device) at $prefix; subset $subset; maxnp $maxnp;" \
+        "MPITEST_TIMEOUT=$MPITEST_TIMEOUT x $MPITEST_TIMEOUT_MULTIPLIER"
     printf '%s\n' "${summary[@]}"
     if [ ${#failures[@]} -gt 0 ]; then
-        echo "failing runs (directory/test np [args/env]):"
+        echo "failing runs (directory/test np [args env] -- first line of the output):"
         printf '  %s\n' "${failures[@]}"
     fi
-    t="total: $tot_pass passed, $tot_fail failed"
+    if [ ${#xpasses[@]} -gt 0 ]; then
+        echo "known failures that passed:"
+        printf '  %s\n' "${xpasses[@]}"
+    fi
+    t="total: $tot_pass passed, $((tot_fail + tot_known)) failed"
+    [ "$tot_known" = 0 ] || t+=" ($tot_known known)"
     [ "$tot_skip" = 0 ] || t+=", $tot_skip skipped"
-    echo "$t"
+    echo "$t [$((SECONDS - t_start)) s]"
+    echo "mpich-testsuite: result: $tot_pass passed, $tot_fail failed, $tot_known known," \
+        "$tot_skip skipped, $incomplete incomplete"
 } | tee "$out/summary.txt"
+
+if [ $check = 1 ] && [ $((tot_fail + incomplete)) -gt 0 ]; then
+    exit 1
+fi
+exit 0

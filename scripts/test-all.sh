@@ -6,6 +6,11 @@
 #   build-tsan/  ThreadSanitizer          make check-tsan    (threaded / lock-free tests)
 #   mpi          MPICH with ch4:torx       test/mpi/run.sh    (MPI programs over torx;
 #                (scripts/build-mpich.sh, cached in ~/.cache/torx)
+#   mpisuite     the same MPICH            scripts/mpich-testsuite.sh --subset ci
+#                                          (a subset of MPICH's own test suite,
+#                                          test/mpich-suite/ci/; the runs that
+#                                          test/KNOWN_FAILURES lists are expected
+#                                          failures; full suite: make mpich-testsuite)
 #
 # Tests run one after another (no -j for make check: they fork up to 16 tasks
 # and measure ordering under load); compiling uses -j$TORX_JOBS (default 2).
@@ -14,7 +19,7 @@
 # anything failed, after printing the failing tests' logs.
 #
 # Environment:
-#   TORX_TEST_BUILDS    which builds to run (default "normal asan tsan mpi")
+#   TORX_TEST_BUILDS    which builds to run (default "normal asan tsan mpi mpisuite")
 #   TORX_JOBS           parallel compile jobs (default 2)
 #   TORX_CHECK_TIMEOUT  seconds one build's test run may take (default 1800)
 set -uo pipefail
@@ -22,7 +27,7 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 
-builds=${TORX_TEST_BUILDS:-normal asan tsan mpi}
+builds=${TORX_TEST_BUILDS:-normal asan tsan mpi mpisuite}
 jobs=${TORX_JOBS:-2}
 check_timeout=${TORX_CHECK_TIMEOUT:-1800}
 
@@ -31,6 +36,7 @@ total_pass=0
 total_fail=0
 total_skip=0
 status=0
+mpich_built="" # scripts/build-mpich.sh in this run: "" not run, 1 ok, 0 failed
 
 # Tests must not run in parallel, whatever the caller's make flags say.
 unset MAKEFLAGS MFLAGS GNUMAKEFLAGS
@@ -110,11 +116,13 @@ run_mpi() {
     local start=$SECONDS log rc pass=0 fail=0
     banner "mpi: MPICH with ch4:torx (scripts/build-mpich.sh), then test/mpi/run.sh"
     if ! scripts/build-mpich.sh </dev/null; then
+        mpich_built=0
         summary+=("$(printf '%-7s %-12s BUILD FAILED (see above)' mpi "MPICH")")
         total_fail=$((total_fail + 1))
         status=1
         return
     fi
+    mpich_built=1
     log=$(mktemp)
     test/mpi/run.sh </dev/null 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
@@ -132,14 +140,67 @@ run_mpi() {
         "$([ "$rc" = 0 ] && echo ok || echo FAILED)" "$pass" "$fail" $((SECONDS - start)))")
 }
 
+# A subset of MPICH's own test suite (test/mpi of the MPICH source) against
+# the same MPICH: scripts/mpich-testsuite.sh --subset ci --check. Failing runs
+# that test/KNOWN_FAILURES lists ("mpich-suite DIR/TEST NP -- why") are
+# expected and reported as known; any other failure, or a directory that did
+# not run all its entries, fails the stage.
+run_mpisuite() {
+    local start=$SECONDS log rc pass=0 fail=0 known=0 skip=0 incomplete=0 failing
+    banner "mpisuite: MPICH's test suite, CI subset (scripts/mpich-testsuite.sh --subset ci)"
+    if [ -z "$mpich_built" ]; then
+        if scripts/build-mpich.sh </dev/null; then mpich_built=1; else mpich_built=0; fi
+        if [ $mpich_built = 0 ]; then
+            summary+=("$(printf '%-7s %-12s BUILD FAILED (see above)' mpisuite "MPICH")")
+            total_fail=$((total_fail + 1))
+            status=1
+            return
+        fi
+    elif [ "$mpich_built" = 0 ]; then
+        # the mpi stage has counted the failed build already
+        summary+=("$(printf '%-7s %-12s NOT RUN (the MPICH build failed, see mpi)' mpisuite "MPICH")")
+        status=1
+        return
+    fi
+    log=$(mktemp)
+    scripts/mpich-testsuite.sh --subset ci --maxnp 4 --dir-time 600 --check </dev/null 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    read -r pass fail known skip incomplete < <(sed -n \
+        's/^mpich-testsuite: result: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) known, \([0-9]*\) skipped, \([0-9]*\) incomplete$/\1 \2 \3 \4 \5/p' \
+        "$log")
+    # the failing runs that KNOWN_FAILURES does not list
+    failing=$(sed -n '/^failing runs/,/^total:/{/^  /{/ (known)$/!{s/^  \([^ ]* [0-9]*\).*/\1/p}}}' "$log" |
+        tr '\n' ',' | sed 's/,$//; s/,/, /g')
+    rm -f "$log"
+    pass=${pass:-0}
+    fail=${fail:-0}
+    known=${known:-0}
+    skip=${skip:-0}
+    incomplete=${incomplete:-0}
+    if [ "$rc" != 0 ]; then
+        status=1
+        # incomplete directories, or a harness failure, count once each
+        fail=$((fail + incomplete))
+        [ "$fail" -gt 0 ] || fail=1
+    fi
+    total_pass=$((total_pass + pass))
+    total_fail=$((total_fail + fail))
+    total_skip=$((total_skip + skip))
+    summary+=("$(printf '%-7s %-12s mpich-testsuite %s: %d passed, %d failed, %d known failures, %d skipped (%d s)%s%s' \
+        mpisuite "MPICH" "$([ "$rc" = 0 ] && echo ok || echo FAILED)" "$pass" "$fail" "$known" "$skip" \
+        $((SECONDS - start)) "${failing:+ failing: $failing}" \
+        "$([ "$incomplete" = 0 ] || echo " ($incomplete directories incomplete)")")")
+}
+
 for b in $builds; do
     case $b in
     normal) run_build normal build check --enable-werror ;;
     asan) run_build asan build-asan check --enable-sanitizers=asan ;;
     tsan) run_build tsan build-tsan check-tsan --enable-sanitizers=tsan ;;
     mpi) run_mpi ;;
+    mpisuite) run_mpisuite ;;
     *)
-        echo "test-all: unknown build '$b' in TORX_TEST_BUILDS (normal, asan, tsan, mpi)" >&2
+        echo "test-all: unknown build '$b' in TORX_TEST_BUILDS (normal, asan, tsan, mpi, mpisuite)" >&2
         summary+=("$b: unknown build")
         total_fail=$((total_fail + 1))
         status=1
