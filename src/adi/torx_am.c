@@ -72,17 +72,41 @@ static void copy_send_done(torx_ctx_t * ctx, torx_msg_t * msg, void *arg)
     MPL_free(arg);
 }
 
-/* A send with no request: the header (and data) are copied now. */
-int MPIDI_TORX_am_send_copy(int dest, int handler_id, const void *am_hdr, MPI_Aint am_hdr_sz,
-                            const void *data, MPI_Aint data_sz)
+/* A send with no request, that keeps nothing of the caller's: one packet
+ * goes out at once; otherwise the data is copied into a heap block that
+ * lives until the message layer is done with it (torx_send copies the
+ * header itself). what names the send in a fatal error. */
+void MPIDI_TORX_send_copy(int dest, int handler, const void *hdr, size_t hdr_len,
+                          const void *data, size_t len, const char *what)
 {
-    int mpi_errno = MPI_SUCCESS;
+    torx_status_t st = torx_send_inject(MPIDI_TORX_global.ctx, dest, handler, hdr, hdr_len,
+                                        data, len);
+    if (st == TORX_OK)
+        return;
+    if (st != TORX_AGAIN)
+        MPIDI_TORX_fatal(what, st);
+    copy_send_t *s = MPL_malloc(sizeof(*s) + len, MPL_MEM_BUFFER);
+    if (s == NULL)
+        MPIDI_TORX_fatal(what, TORX_ERR_NOMEM);
+    if (len)
+        memcpy(s->data, data, len);
+    st = torx_send(MPIDI_TORX_global.ctx, &s->msg, dest, handler, hdr, hdr_len,
+                   len ? s->data : NULL, len, TORX_PROTO_AUTO, copy_send_done, s);
+    if (st != TORX_OK)
+        MPIDI_TORX_fatal(what, st);
+}
+
+/* An AM header alone (am_send_hdr): it rides in the torx header when it
+ * fits, else as the torx data. */
+int MPIDI_TORX_am_send_hdr(int dest, int handler_id, const void *am_hdr, MPI_Aint am_hdr_sz)
+{
     union {
         MPIDI_TORX_am_wire_t w;
         char c[TORX_MSG_MAX_HDR];
     } h;
     size_t hlen = sizeof(MPIDI_TORX_am_wire_t);
-    size_t off = 0;
+    const void *data = NULL;
+    size_t len = 0;
 
     MPIR_Assert(am_hdr_sz <= MPIDI_TORX_AM_HDR_MAX);
     h.w.handler_id = (uint8_t) handler_id;
@@ -93,24 +117,13 @@ int MPIDI_TORX_am_send_copy(int dest, int handler_id, const void *am_hdr, MPI_Ai
         hlen += am_hdr_sz;
     } else {
         h.w.flags |= MPIDI_TORX_AM_F_HDR_IN_DATA;
-        off = am_hdr_sz;
+        data = am_hdr;
+        len = am_hdr_sz;
     }
-    copy_send_t *s = MPL_malloc(sizeof(*s) + off + data_sz, MPL_MEM_BUFFER);
-    MPIR_ERR_CHKANDJUMP(s == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
-    if (off)
-        memcpy(s->data, am_hdr, am_hdr_sz);
-    if (data_sz)
-        memcpy((char *) s->data + off, data, data_sz);
     MPIDI_TORX_global.am_sent++;
-    torx_status_t st = torx_send(MPIDI_TORX_global.ctx, &s->msg, dest, MPIDI_TORX_AM_HANDLER,
-                                 h.c, hlen, (off + data_sz) ? s->data : NULL, off + data_sz,
-                                 TORX_PROTO_AUTO, copy_send_done, s);
-    if (st != TORX_OK)
-        MPIDI_TORX_fatal("torx_send", st);
-  fn_exit:
-    return mpi_errno;
-  fn_fail:
-    goto fn_exit;
+    MPIDI_TORX_send_copy(dest, MPIDI_TORX_AM_HANDLER, h.c, hlen, data, len,
+                         "sending an active message");
+    return MPI_SUCCESS;
 }
 
 /* ---- Receiving ---------------------------------------------------------------- */

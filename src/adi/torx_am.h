@@ -151,8 +151,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_am_send_hdr(int rank, MPIR_Comm * comm, in
                                                   const void *am_hdr, MPI_Aint am_hdr_sz,
                                                   int src_vci, int dst_vci)
 {
-    return MPIDI_TORX_am_send_copy(MPIDI_TORX_dest(comm, rank), handler_id, am_hdr, am_hdr_sz,
-                                   NULL, 0);
+    return MPIDI_TORX_am_send_hdr(MPIDI_TORX_dest(comm, rank), handler_id, am_hdr, am_hdr_sz);
 }
 
 MPL_STATIC_INLINE_PREFIX int MPIDI_NM_am_send_hdr_reply(MPIR_Comm * comm, int src_rank,
@@ -160,8 +159,8 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_am_send_hdr_reply(MPIR_Comm * comm, int sr
                                                         MPI_Aint am_hdr_sz, int src_vci,
                                                         int dst_vci)
 {
-    return MPIDI_TORX_am_send_copy(MPIDI_TORX_dest(comm, src_rank), handler_id, am_hdr,
-                                   am_hdr_sz, NULL, 0);
+    return MPIDI_TORX_am_send_hdr(MPIDI_TORX_dest(comm, src_rank), handler_id, am_hdr,
+                                  am_hdr_sz);
 }
 
 MPL_STATIC_INLINE_PREFIX bool MPIDI_NM_am_check_eager(MPI_Aint am_hdr_sz, MPI_Aint data_sz,

@@ -98,8 +98,9 @@ extern MPIDI_TORX_global_t MPIDI_TORX_global;
 void MPIDI_TORX_am_handler(torx_ctx_t * ctx, void *harg, const torx_recv_info_t * info,
                            torx_recv_t * recv);
 void MPIDI_TORX_am_isend_done(torx_ctx_t * ctx, torx_msg_t * msg, void *arg);
-int MPIDI_TORX_am_send_copy(int dest, int handler_id, const void *am_hdr, MPI_Aint am_hdr_sz,
-                            const void *data, MPI_Aint data_sz);
+int MPIDI_TORX_am_send_hdr(int dest, int handler_id, const void *am_hdr, MPI_Aint am_hdr_sz);
+void MPIDI_TORX_send_copy(int dest, int handler, const void *hdr, size_t hdr_len,
+                          const void *data, size_t len, const char *what);
 void MPIDI_TORX_fatal(const char *what, torx_status_t st);
 
 /* torx_p2p.c */

@@ -135,16 +135,6 @@ static MPIDI_TORX_unexp_t *unexp_find(int rank, int tag, int ctx)
 
 /* ---- Synchronous-send acks ----------------------------------------------------------- */
 
-typedef struct {
-    torx_msg_t msg;
-    char hdr[SYNC_HDR_LEN];
-} ack_send_t;
-
-static void ack_send_done(torx_ctx_t * ctx, torx_msg_t * msg, void *arg)
-{
-    MPL_free(arg);
-}
-
 /* Runs when a synchronous send's message is matched. */
 static void send_ack(int src, uint64_t sreq)
 {
@@ -152,20 +142,8 @@ static void send_ack(int src, uint64_t sreq)
     MPIDI_TORX_p2p_hdr_t h = {.kind = MPIDI_TORX_P2P_SSEND_ACK };
     memcpy(hdr, &h, HDR_LEN);
     memcpy(hdr + HDR_LEN, &sreq, 8);
-    torx_status_t st = torx_send_inject(G.ctx, src, MPIDI_TORX_P2P_HANDLER, hdr, sizeof hdr,
-                                        NULL, 0);
-    if (st == TORX_OK)
-        return;
-    if (st != TORX_AGAIN)
-        MPIDI_TORX_fatal("sending a synchronous-send ack", st);
-    ack_send_t *a = MPL_malloc(sizeof(*a), MPL_MEM_BUFFER);
-    if (a == NULL)
-        MPIDI_TORX_fatal("allocating a synchronous-send ack", TORX_ERR_NOMEM);
-    memcpy(a->hdr, hdr, sizeof hdr);
-    st = torx_send(G.ctx, &a->msg, src, MPIDI_TORX_P2P_HANDLER, a->hdr, sizeof a->hdr, NULL, 0,
-                   TORX_PROTO_AUTO, ack_send_done, a);
-    if (st != TORX_OK)
-        MPIDI_TORX_fatal("sending a synchronous-send ack", st);
+    MPIDI_TORX_send_copy(src, MPIDI_TORX_P2P_HANDLER, hdr, sizeof hdr, NULL, 0,
+                         "sending a synchronous-send ack");
 }
 
 /* ---- Receive completion -------------------------------------------------------------- */
