@@ -140,6 +140,14 @@ static void build_dispatch(torx_ctx_t *ctx)
         }
 }
 
+static void free_rx_list(torxm_rx_t *r)
+{
+    for (torxm_rx_t *n; r; r = n) {
+        n = r->next;
+        free(r);
+    }
+}
+
 static void ctx_free(torx_ctx_t *ctx)
 {
     torxm_co_stop(ctx); /* before the device closes: the thread uses it */
@@ -153,22 +161,10 @@ static void ctx_free(torx_ctx_t *ctx)
         n = c->next;
         free(c);
     }
-    for (torxm_rx_t *r = ctx->rx_free, *n; r; r = n) {
-        n = r->next;
-        free(r);
-    }
-    for (torxm_rx_t *r = ctx->bulk, *n; r; r = n) {
-        n = r->next;
-        free(r);
-    }
-    for (torxm_rx_t *r = ctx->deferred, *n; r; r = n) {
-        n = r->next;
-        free(r);
-    }
-    for (torxm_rx_t *r = ctx->rx_done_head, *n; r; r = n) {
-        n = r->next;
-        free(r);
-    }
+    free_rx_list(ctx->rx_free);
+    free_rx_list(ctx->bulk);
+    free_rx_list(ctx->deferred);
+    free_rx_list(ctx->rx_done_head);
     for (torxm_early_t *e = ctx->early_free, *n; e; e = n) {
         n = e->next;
         free(e);
@@ -180,10 +176,7 @@ static void ctx_free(torx_ctx_t *ctx)
                 n = e->next;
                 free(e);
             }
-            for (torxm_rx_t *r = p->adapt, *n; r; r = n) {
-                n = r->next;
-                free(r);
-            }
+            free_rx_list(p->adapt);
         }
     }
     /* Receive records still waiting for rendezvous packets live only in
