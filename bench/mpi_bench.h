@@ -6,7 +6,7 @@
  * line): no torx header, so the same source builds with the mpicc of torx
  * MPICH, Debian's MPICH and Debian's Open MPI (bench/run-mpi-bench.sh).
  *
- * Method (/work/shared/BENCHMARKING.md): a single operation costs about as
+ * Method (../shared/BENCHMARKING.md): a single operation costs about as
  * much as a clock read on these VMs, so rank 0 times batches of consecutive
  * operations, and each batch gives one sample; min, median and max are taken
  * over the samples. Exactly two ranks.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# MPI-level benchmarks, run the way /work/shared/BENCHMARKING.md says: the
+# MPI-level benchmarks, run the way ../shared/BENCHMARKING.md says: the
 # same benchmark source (bench/mpi_latency.c, mpi_bw.c, mpi_bibw.c) built
 # with the mpicc of each of three MPIs, run with 2 ranks bound one per core,
 # in interleaved rounds (round r: floors, message layer, torx per protocol,
@@ -461,7 +461,8 @@ summary=$work/summary.md
     echo "- command: \`$cmd\` (programs \`bench/mpi_latency.c\`, \`mpi_bw.c\`, \`mpi_bibw.c\`, one source" \
          "built with each MPI's mpicc; \`bench/floors\`, \`bench/msg_pingpong\`), torx $rev"
     echo "- machine: $machine"
-    echo "- MPIs: torx MPICH ($ver_torx; $prefix; $libs_torx), Debian MPICH ($ver_mpich), $ver_ompi;" \
+    # paths under $HOME as ~: a report names no machine's home directory
+    echo "- MPIs: torx MPICH ($ver_torx; ${prefix/#$HOME/\~}; ${libs_torx//$HOME/\~}), Debian MPICH ($ver_mpich), $ver_ompi;" \
          "2 ranks, one per core (\`mpiexec -n 2 -bind-to core\`, \`mpirun.openmpi -n 2 --bind-to core\`)"
     echo "- $rounds rounds, interleaved (round r: floors, message layer, torx per protocol, then each program" \
          "with torx, MPICH, Open MPI). Figures: the median over rounds of each run's median over timed batches." \
