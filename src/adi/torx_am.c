@@ -44,6 +44,17 @@ void MPIDI_TORX_fatal(const char *what, torx_status_t st)
     MPID_Abort(NULL, MPI_SUCCESS, 1, msg);
 }
 
+/* Memory for data that is already arriving: a handler has no caller to
+ * return MPI_ERR_NO_MEM to, and going on would lose the message, so the job
+ * ends naming what could not be allocated. */
+static void *alloc_or_die(size_t n, const char *what)
+{
+    void *p = MPL_malloc(n, MPL_MEM_BUFFER);
+    if (p == NULL)
+        MPIDI_TORX_fatal(what, TORX_ERR_NOMEM);
+    return p;
+}
+
 /* ---- Sending ----------------------------------------------------------------- */
 
 void MPIDI_TORX_am_isend_done(torx_ctx_t * ctx, torx_msg_t * msg, void *arg)
@@ -193,8 +204,7 @@ static void setup_async(MPIR_Request * rreq, size_t data_len, torx_recv_t * recv
         recv->done = async_direct_done;
         recv->arg = rreq;
     } else {
-        bounce_t *b = MPL_malloc(sizeof(*b) + data_len + 1, MPL_MEM_BUFFER);
-        MPIR_Assert(b);
+        bounce_t *b = alloc_or_die(sizeof(*b) + data_len + 1, "a bounce buffer for an active message");
         b->rreq = rreq;
         b->len = data_len;
         recv->buf = b->data;
@@ -244,13 +254,48 @@ static void pending_done(torx_ctx_t * ctx, void *arg, torx_status_t st, size_t r
     drain(p->src);
 }
 
+/* A message that no torx netmod sends: the job ends, naming the sender and
+ * what was wrong. Dropping it is no option: MPIDIG's requests wait for every
+ * active message, so a lost one would be a hang instead of an error. */
+static void __attribute__((noreturn)) malformed(int src, const char *what)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg, "torx netmod, rank %d: malformed active message from rank %d: %s",
+             MPIDI_TORX_global.rank, src, what);
+    MPID_Abort(NULL, MPI_SUCCESS, 1, msg);
+    abort();                    /* MPID_Abort does not return */
+}
+
+/* Why an active message's wire header does not fit what came with it, or
+ * NULL: every length is checked before anything is copied. */
+static const char *am_wire_invalid(const torx_recv_info_t * info, const MPIDI_TORX_am_wire_t * w)
+{
+    if (w->handler_id >= MPIDI_AM_HANDLERS_MAX || !MPIDIG_global.target_msg_cbs[w->handler_id])
+        return "its MPIDIG handler id is not registered";
+    if (w->flags & ~MPIDI_TORX_AM_F_HDR_IN_DATA)
+        return "unknown flags";
+    if (w->flags & MPIDI_TORX_AM_F_HDR_IN_DATA) {
+        if (w->am_hdr_sz > info->data_len)
+            return "its AM header is longer than the data that should carry it";
+    } else if (w->am_hdr_sz > MPIDI_TORX_AM_INLINE_HDR_MAX ||
+               w->am_hdr_sz > info->hdr_len - sizeof(*w)) {
+        return "its inline AM header is longer than the torx header";
+    }
+    return NULL;
+}
+
 void MPIDI_TORX_am_handler(torx_ctx_t * ctx, void *harg, const torx_recv_info_t * info,
                            torx_recv_t * recv)
 {
     MPIDI_TORX_EVENT();
     MPIDI_TORX_am_wire_t w;
-    memcpy(&w, info->hdr, sizeof(w));
     int src = info->src;
+    if (info->hdr_len < sizeof(w))
+        malformed(src, "its torx header is shorter than the AM wire header");
+    memcpy(&w, info->hdr, sizeof(w));
+    const char *bad = am_wire_invalid(info, &w);
+    if (bad)
+        malformed(src, bad);
     size_t am_hdr_sz = w.am_hdr_sz;
     int in_data = (w.flags & MPIDI_TORX_AM_F_HDR_IN_DATA) != 0;
     const char *inline_hdr = (const char *) info->hdr + sizeof(w);
@@ -276,8 +321,7 @@ void MPIDI_TORX_am_handler(torx_ctx_t * ctx, void *harg, const torx_recv_info_t 
             }
         } else {
             /* header at the front of the data: copy it out, aligned */
-            void *hb = MPL_malloc(am_hdr_sz, MPL_MEM_BUFFER);
-            MPIR_Assert(hb);
+            void *hb = alloc_or_die(am_hdr_sz ? am_hdr_sz : 1, "copying an active message's header");
             memcpy(hb, info->data, am_hdr_sz);
             size_t len = info->data_len - am_hdr_sz;
             MPIDIG_global.target_msg_cbs[w.handler_id] (hb,
@@ -290,8 +334,7 @@ void MPIDI_TORX_am_handler(torx_ctx_t * ctx, void *harg, const torx_recv_info_t 
     }
 
     /* deliver later, after the earlier messages of this source */
-    MPIDI_TORX_pending_t *p = MPL_malloc(sizeof(*p), MPL_MEM_BUFFER);
-    MPIR_Assert(p);
+    MPIDI_TORX_pending_t *p = alloc_or_die(sizeof(*p), "holding an early active message");
     p->next = NULL;
     p->src = src;
     p->complete = 0;
@@ -301,8 +344,7 @@ void MPIDI_TORX_am_handler(torx_ctx_t * ctx, void *harg, const torx_recv_info_t 
     if (!in_data)
         memcpy(p->hdr, inline_hdr, am_hdr_sz);
     p->len = info->data_len;
-    p->buf = MPL_malloc(p->len + 1, MPL_MEM_BUFFER);
-    MPIR_Assert(p->buf);
+    p->buf = alloc_or_die(p->len + 1, "holding an early active message's data");
     if (MPIDI_TORX_global.pending_tail[src])
         MPIDI_TORX_global.pending_tail[src]->next = p;
     else

@@ -39,21 +39,41 @@ static int yield_hook(int *made_progress)
  * Not this task's affinity mask: a launcher that binds each rank to its
  * own core (mpiexec -bind-to core) leaves one CPU in every mask, and a
  * yield per idle poll would then cost every rank a system call. */
-static int want_yield_hook(void)
+/* TORX_PROGRESS_YIELD: auto (default), 0 or 1; libtorx's parser refuses
+ * anything else, naming the variable. */
+static torx_status_t want_yield_hook(int *yield)
 {
-    const char *s = getenv("TORX_PROGRESS_YIELD");
-    if (s && *s && strcmp(s, "auto") != 0)
-        return atoi(s) != 0;
+    static const char *const choices[] = { "auto", "0", "1", NULL };
+    int c;
+    torx_status_t st = torx_env_choice("TORX_PROGRESS_YIELD", choices, 0, &c);
+    if (st != TORX_OK)
+        return st;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    return ncpu > 0 && MPIR_Process.local_size > ncpu;
+    *yield = c ? c == 2 : ncpu > 0 && MPIR_Process.local_size > ncpu;
+    return TORX_OK;
+}
+
+/* A bad TORX_* variable or mapping file at start-up: every task fails
+ * alike. Rank 0 says so itself, at once, and every task then waits a
+ * moment: hydra ends the job at the first abort and drops output it has
+ * not forwarded yet, including MPICH's error stack. Returns the MPI error. */
+static int startup_failed(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+    if (MPIR_Process.rank == 0)
+        fprintf(stderr, "MPI_Init: %s\n", torx_last_error());
+    usleep(MPIR_Process.rank == 0 ? 200 * 1000 : 500 * 1000);
+    MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s", torx_last_error());
+    return mpi_errno;
 }
 
 /* TORX_VERBOSE >= 1: rank 0 says which protocol an MPI message of each size
  * takes (the message layer's limits minus the MPI envelope). */
 static void print_thresholds(void)
 {
-    const char *v = getenv("TORX_VERBOSE");
-    if (!v || atoi(v) < 1 || MPIDI_TORX_global.rank != 0)
+    long verbose;               /* checked by torx_init already */
+    if (torx_env_int("TORX_VERBOSE", -1, 3, 0, &verbose) != TORX_OK || verbose < 1 ||
+        MPIDI_TORX_global.rank != 0)
         return;
     torx_ctx_t *ctx = MPIDI_TORX_global.ctx;
     const torx_limits_t *lim = torx_ctx_limits(ctx);
@@ -93,17 +113,11 @@ int MPIDI_TORX_init_local(int *tag_bits)
     *tag_bits = MPIR_TAG_BITS_DEFAULT;
 
     /* the MPIDIG eager limit; unexpected eager data must fit a pack buffer */
-    MPI_Aint lim = MPIDI_TORX_AM_EAGER_LIMIT_DEFAULT;
-    const char *s = getenv("TORX_AM_EAGER_LIMIT");
-    if (s && *s) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (*end == '\0' && v >= 0)
-            lim = v;
-    }
     MPI_Aint cap = MPIR_CVAR_CH4_AM_PACK_BUFFER_SIZE - MPIDI_TORX_AM_HDR_MAX;
-    if (lim > cap)
-        lim = cap;
+    long lim;
+    if (torx_env_int("TORX_AM_EAGER_LIMIT", 0, cap, MPL_MIN(MPIDI_TORX_AM_EAGER_LIMIT_DEFAULT, cap),
+                     &lim) != TORX_OK)
+        return startup_failed();
     MPIDI_TORX_global.am_eager_limit = lim;
     return MPI_SUCCESS;
 }
@@ -128,18 +142,16 @@ int MPIDI_TORX_init_world(void)
     g->pending_tail = MPL_calloc(g->size, sizeof(*g->pending_tail), MPL_MEM_OTHER);
     MPIR_ERR_CHKANDJUMP(!g->pending_head || !g->pending_tail, mpi_errno, MPI_ERR_OTHER, "**nomem");
 
-    int yield = want_yield_hook();
+    int yield;
+    if (want_yield_hook(&yield) != TORX_OK) {
+        mpi_errno = startup_failed();
+        goto fn_fail;
+    }
     torx_init_attr_t attr = {.boot = &g->boot, .mode = -1, .mapping = NULL, .limits = NULL };
     torx_status_t st = torx_init(&attr, &g->ctx);
     if (st != TORX_OK) {
-        /* A bad TORX_* variable or mapping file: every task fails alike.
-         * Rank 0 says so itself, at once, and every task then waits a
-         * moment: hydra ends the job at the first abort and drops output it
-         * has not forwarded yet, including MPICH's error stack. */
-        if (g->rank == 0)
-            fprintf(stderr, "MPI_Init: %s\n", torx_last_error());
-        usleep(g->rank == 0 ? 200 * 1000 : 500 * 1000);
-        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s", torx_last_error());
+        mpi_errno = startup_failed();
+        goto fn_fail;
     }
     MPIR_Assert(torx_rank(g->ctx) == g->rank && torx_size(g->ctx) == g->size);
     st = torx_register(g->ctx, MPIDI_TORX_AM_HANDLER, MPIDI_TORX_am_handler, NULL);
@@ -182,7 +194,8 @@ int MPIDI_TORX_mpi_finalize_hook(void)
     }
     if (g->ctx) {
         MPIDI_TORX_p2p_finalize();
-        if (getenv("TORX_STATS") && atoi(getenv("TORX_STATS")) > 0) {
+        long stats;             /* checked by torx_init already */
+        if (torx_env_int("TORX_STATS", 0, 1, 0, &stats) == TORX_OK && stats) {
             fprintf(stderr, "torx netmod rank %d: point-to-point sent %llu (injected at once "
                     "%llu), received %llu, unexpected %llu (rendezvous deferred %llu)\n",
                     g->rank, (unsigned long long) g->p2p_sent, (unsigned long long) g->p2p_inject,

@@ -6,7 +6,8 @@
 #   2. matrix    every node mode (heater, co, vn) x mapping (XYZT, TXYZ, a
 #                mapping file), 4 ranks
 #   3. chaos     every mode with TORX_CHAOS and adaptive packets
-#   4. badmap    a bad mapping file stops MPI_Init with file:line: reason
+#   4. badmap    a bad mapping file stops MPI_Init with file:line: reason; so
+#                does a bad value of a variable the netmod reads (badenv)
 #   5. die       a task that dies ends the job, naming the rank; no /dev/shm
 #                segment is left behind
 #   6. stats     proof that torx carried the traffic (TORX_STATS counters)
@@ -241,6 +242,36 @@ if want badmap && [ -x "$out/hello" ]; then
     bad_map "$maps/bad-4-fields.map" vn 3 "expected 4 fields"
     bad_map "$maps/no-such-file.map" heater "" "neither a permutation of XYZT nor a readable file"
     bad_map "XYZ" heater "" "neither a permutation of XYZT nor a readable file"
+fi
+
+# bad_env NAME VALUE: a bad value of a variable the netmod or libtorx reads
+# stops MPI_Init within 30 s, and the output names the variable and the
+# value (libtorx's strict parser: "NAME='VALUE' ...").
+bad_env() {
+    local name=$1 value=$2 label="badenv/$1=$2"
+    local log=$out/badenv-$1.log start=$SECONDS
+    timeout -k 5 30 "$prefix/bin/mpiexec" -n 2 -genv "$name" "$value" "$out/hello" \
+        >"$log" 2>&1 </dev/null
+    local rc=$? why=""
+    [ $rc != 0 ] || why="exit 0"
+    [ $rc != 124 ] && [ $rc != 137 ] || why="timeout (still running after 30 s)"
+    grep -q 'hello from rank' "$log" && why="${why:+$why; }MPI_Init returned"
+    grep -qF -- "$name='$value'" "$log" || why="${why:+$why; }no \"$name='$value'\" in the output"
+    if [ -z "$why" ]; then
+        ok "$label (exit $rc, $((SECONDS - start)) s):"
+        grep -m1 -F -- "$name='$value'" "$log" | sed 's/^[[:space:]]*/    /'
+    else
+        bad "$label" "$why; output:"
+        show "$log" 15
+    fi
+}
+if want badmap && [ -x "$out/hello" ]; then
+    banner "badenv: bad values of the variables the netmod reads, 2 ranks"
+    bad_env TORX_AM_EAGER_LIMIT 16k
+    bad_env TORX_AM_EAGER_LIMIT -1
+    bad_env TORX_PROGRESS_YIELD yes
+    bad_env TORX_STATS 2
+    bad_env TORX_VERBOSE loud
 fi
 
 # ---- 5. a task that dies -----------------------------------------------------------
