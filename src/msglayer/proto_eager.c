@@ -145,6 +145,16 @@ void torxm_eager_more_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr
 
 static void park(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt, uint32_t seq)
 {
+    /* A sender starts nothing after an adaptive message until its token
+     * comes back, and that message's first packet is matched before the
+     * token goes: so whatever is parked from one peer belongs to one
+     * message. Packets of a second one are a broken or hostile peer's, and
+     * parking them would let it grow this list without bound. */
+    if (TORXM_UNLIKELY(peer->early != NULL && peer->early->seq != seq)) {
+        torxm_bad_packet(ctx, (int)(peer - ctx->peers),
+                         "adaptive packets of two messages ahead of their turn");
+        return;
+    }
     torxm_early_t *e = ctx->early_free;
     if (e) {
         ctx->early_free = e->next;
