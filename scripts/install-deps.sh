@@ -25,8 +25,9 @@ PACKAGES=(
     build-essential autoconf automake libtool pkg-config gfortran
     # libraries torx builds against; Check for the unit tests
     check libsubunit-dev libhwloc-dev hwloc libfabric-dev
-    # tools for tests, benchmarks and plots
-    valgrind gnuplot-nox python3
+    # tools for tests, benchmarks and plots; clang and its runtimes for the
+    # libFuzzer harnesses (test/fuzz/, the fuzz stage of scripts/test-all.sh)
+    valgrind gnuplot-nox python3 clang libclang-rt-14-dev
     # the MPI peers torx is benchmarked against. Both provide the mpicc
     # alternative: always use mpicc.mpich / mpiexec.mpich and
     # mpicc.openmpi / mpirun.openmpi.
@@ -180,7 +181,7 @@ for p in "${PACKAGES[@]}"; do
 done
 [ ${#bad[@]} -eq 0 ] || die "packages still not installed: ${bad[*]}"
 
-for tool in autoreconf libtoolize pkg-config gcc gfortran mpicc.mpich mpiexec.mpich \
+for tool in autoreconf libtoolize pkg-config gcc clang gfortran mpicc.mpich mpiexec.mpich \
     mpicc.openmpi mpirun.openmpi gnuplot valgrind python3 dpkg-source; do
     command -v "$tool" >/dev/null 2>&1 || die "$tool not found after installing"
 done

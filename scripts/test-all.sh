@@ -4,6 +4,8 @@
 #   build/       -Werror build           make check         (every unit test)
 #   build-asan/  AddressSanitizer+UBSan   make check         (every unit test)
 #   build-tsan/  ThreadSanitizer          make check-tsan    (threaded / lock-free tests)
+#   build-fuzz/  libFuzzer+ASan+UBSan      make fuzz-regress  (every committed fuzz input once)
+#                (CC=clang)                make fuzz-short    ($TORX_FUZZ_SECONDS per harness)
 #   mpi          MPICH with ch4:torx       test/mpi/run.sh    (MPI programs over torx;
 #                (scripts/build-mpich.sh, cached in ~/.cache/torx)
 #   mpisuite     the same MPICH            scripts/mpich-testsuite.sh --subset ci
@@ -19,7 +21,8 @@
 # anything failed, after printing the failing tests' logs.
 #
 # Environment:
-#   TORX_TEST_BUILDS    which builds to run (default "normal asan tsan mpi mpisuite")
+#   TORX_TEST_BUILDS    which builds to run (default "normal asan tsan fuzz mpi mpisuite")
+#   TORX_FUZZ_SECONDS   fuzzing time per harness in the fuzz stage (default 45)
 #   TORX_JOBS           parallel compile jobs (default 2)
 #   TORX_CHECK_TIMEOUT  seconds one build's test run may take (default 1800)
 set -uo pipefail
@@ -27,7 +30,8 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 
-builds=${TORX_TEST_BUILDS:-normal asan tsan mpi mpisuite}
+builds=${TORX_TEST_BUILDS:-normal asan tsan fuzz mpi mpisuite}
+fuzz_seconds=${TORX_FUZZ_SECONDS:-45}
 jobs=${TORX_JOBS:-2}
 check_timeout=${TORX_CHECK_TIMEOUT:-1800}
 
@@ -198,15 +202,50 @@ run_mpisuite() {
         "$([ "$incomplete" = 0 ] || echo " ($incomplete directories incomplete)")")")
 }
 
+# The libFuzzer harnesses of test/fuzz/ (test/fuzz/README.md): every
+# committed input once, then a short fuzzing pass from the corpus. One pass
+# or failure per harness and pass, as test/fuzz/run.sh counts them.
+run_fuzz() {
+    local start=$SECONDS rc log pass=0 fail=0 p f
+    banner "fuzz build in build-fuzz/ (CC=clang --enable-sanitizers=fuzz)"
+    if ! scripts/build.sh build-fuzz CC=clang --enable-sanitizers=fuzz; then
+        summary+=("$(printf '%-7s %-12s BUILD FAILED (see above)' fuzz build-fuzz/)")
+        total_fail=$((total_fail + 1))
+        status=1
+        return
+    fi
+    log=$(mktemp)
+    rc=0
+    for target in fuzz-regress fuzz-short; do
+        banner "fuzz: make $target in build-fuzz/"
+        make -C build-fuzz "$target" FUZZ_SECONDS="$fuzz_seconds" </dev/null 2>&1 | tee -a "$log"
+        [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+    done
+    while read -r p f; do
+        pass=$((pass + p))
+        fail=$((fail + f))
+    done < <(sed -n 's/^fuzz: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$log")
+    rm -f "$log"
+    if [ $rc != 0 ]; then
+        status=1
+        [ "$fail" -gt 0 ] || fail=1
+    fi
+    total_pass=$((total_pass + pass))
+    total_fail=$((total_fail + fail))
+    summary+=("$(printf '%-7s %-12s make fuzz-regress fuzz-short %s: %d passed, %d failed (%d s)' fuzz \
+        build-fuzz/ "$([ $rc = 0 ] && echo ok || echo FAILED)" "$pass" "$fail" $((SECONDS - start)))")
+}
+
 for b in $builds; do
     case $b in
     normal) run_build normal build check --enable-werror ;;
     asan) run_build asan build-asan check --enable-sanitizers=asan ;;
     tsan) run_build tsan build-tsan check-tsan --enable-sanitizers=tsan ;;
+    fuzz) run_fuzz ;;
     mpi) run_mpi ;;
     mpisuite) run_mpisuite ;;
     *)
-        echo "test-all: unknown build '$b' in TORX_TEST_BUILDS (normal, asan, tsan, mpi, mpisuite)" >&2
+        echo "test-all: unknown build '$b' in TORX_TEST_BUILDS (normal, asan, tsan, fuzz, mpi, mpisuite)" >&2
         summary+=("$b: unknown build")
         total_fail=$((total_fail + 1))
         status=1

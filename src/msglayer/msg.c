@@ -284,9 +284,11 @@ fail:
 static void __attribute__((noinline, cold))
 bad_dispatch(torx_ctx_t *ctx, const torx_pkt_hdr_t *pkt)
 {
-    torxp_log(ctx->dev, 0,
-              "protocol error: a packet of type %u from rank %u (job of %d tasks); dropped",
-              torxm_sw_type(pkt), torxm_sw_src(pkt), ctx->size);
+    ctx->malformed++;
+    torxp_error(TORX_ERR_PROTO,
+                "torx: protocol error: a packet of type %u from rank %u (job of %d tasks); dropped",
+                torxm_sw_type(pkt), torxm_sw_src(pkt), ctx->size);
+    torxp_log(ctx->dev, 0, "%s", torx_last_error() + sizeof "torx: " - 1);
 }
 
 static int run_completions(torx_ctx_t *ctx)

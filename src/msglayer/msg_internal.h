@@ -303,6 +303,7 @@ struct torx_ctx {
     uint64_t awaiting; /* sends whose scout is out, waiting for the receiver */
     uint64_t inflight_rx; /* rendezvous and vn receives not yet finished */
     uint64_t parked;      /* adaptive packets that came before their turn (tests read it) */
+    uint64_t malformed;   /* packets dropped by torxm_bad_packet or the dispatch */
 
     int in_advance;
     int costarted;      /* heater, vn: work units run by torx_costart */
@@ -432,8 +433,16 @@ void torxm_ctrl_send(torx_ctx_t *ctx, int dest, unsigned type, uint32_t word,
                      const void *payload, size_t len, unsigned proto);
 int torxm_ctrl_drain(torx_ctx_t *ctx);
 
+/* Reports a packet no torx task would send (a length or offset that does
+ * not fit, a reply nobody waits for): counted in ctx->malformed, recorded
+ * for torx_last_error as TORX_ERR_PROTO, logged. The caller drops it. */
+void __attribute__((cold)) torxm_bad_packet(torx_ctx_t *ctx, int src, const char *what);
 torx_status_t torxm_cookie_new(torx_ctx_t *ctx, void *p, int owned, uint64_t *cookie);
-void *torxm_cookie_get(const torx_ctx_t *ctx, uint64_t cookie);
+/* What cookie names, if it is live and of the kind asked for: owned 1 for
+ * our receive records, 0 for our sends. The kind is checked because both
+ * share the table and a cookie comes off the wire: a receive cookie in a
+ * sender's reply must not be taken for a send, nor the other way round. */
+void *torxm_cookie_get(const torx_ctx_t *ctx, uint64_t cookie, int owned);
 void torxm_cookie_free(torx_ctx_t *ctx, uint64_t cookie);
 
 /* Runs the handler of a newly matched message (or discards it when the id is

@@ -5,6 +5,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+void torxm_bad_packet(torx_ctx_t *ctx, int src, const char *what)
+{
+    ctx->malformed++;
+    torxp_error(TORX_ERR_PROTO, "torx: protocol error: %s from rank %d; packet dropped", what,
+                src);
+    torxp_log(ctx->dev, 0, "protocol error: %s from rank %d; packet dropped", what, src);
+}
+
 torx_status_t torxm_truncated(int src, uint64_t total, uint64_t cap)
 {
     return torxp_error(TORX_ERR_TRUNCATE,
@@ -153,9 +161,7 @@ void torxm_onepkt_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *
     const unsigned hl = (w >> 8) & 0xffu;
     const int src = (int)(peer - ctx->peers);
     if (TORXM_UNLIKELY(hl > pkt->payload_len)) {
-        torxp_log(ctx->dev, 0, "one-packet message from rank %d: header of %u bytes in a payload "
-                  "of %u; dropped",
-                  src, hl, pkt->payload_len);
+        torxm_bad_packet(ctx, src, "a one-packet message whose header is longer than its payload");
         return;
     }
     const uint8_t *p = torx_pkt_payload(pkt);

@@ -375,10 +375,10 @@ torx_status_t torxm_cookie_new(torx_ctx_t *ctx, void *p, int owned, uint64_t *co
     return TORX_OK;
 }
 
-void *torxm_cookie_get(const torx_ctx_t *ctx, uint64_t cookie)
+void *torxm_cookie_get(const torx_ctx_t *ctx, uint64_t cookie, int owned)
 {
     const uint32_t i = (uint32_t)cookie, gen = (uint32_t)(cookie >> 32);
-    if (i >= ctx->ncookies || ctx->cookies[i].gen != gen)
+    if (i >= ctx->ncookies || ctx->cookies[i].gen != gen || ctx->cookies[i].owned != owned)
         return NULL;
     return ctx->cookies[i].p;
 }

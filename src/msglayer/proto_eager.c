@@ -95,11 +95,6 @@ torx_status_t torxm_adapt_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t 
 
 /* ---- Eager reception ------------------------------------------------------------- */
 
-static void __attribute__((noinline, cold))
-bad_packet(torx_ctx_t *ctx, int src, const char *what)
-{
-    torxp_log(ctx->dev, 0, "protocol error: %s from rank %d; packet dropped", what, src);
-}
 
 void torxm_eager_first_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt)
 {
@@ -108,7 +103,7 @@ void torxm_eager_first_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hd
     const unsigned hl = (w >> 8) & 0xffu;
     const uint8_t *p = torx_pkt_payload(pkt);
     if (TORXM_UNLIKELY(TORXM_EAGER_FIRST_PREFIX + hl > pkt->payload_len || peer->eager)) {
-        bad_packet(ctx, src, peer->eager ? "an eager message starting inside another"
+        torxm_bad_packet(ctx, src, peer->eager ? "an eager message starting inside another"
                                          : "a short eager first packet");
         return;
     }
@@ -135,7 +130,7 @@ void torxm_eager_more_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr
     torxm_rx_t *rx = peer->eager;
     const uint64_t off = torxm_sw_word(pkt);
     if (TORXM_UNLIKELY(!rx || off != rx->arrived || off + pkt->payload_len > rx->want)) {
-        bad_packet(ctx, (int)(peer - ctx->peers),
+        torxm_bad_packet(ctx, (int)(peer - ctx->peers),
                    rx ? "an eager packet out of place" : "an eager packet without a message");
         return;
     }
@@ -150,6 +145,16 @@ void torxm_eager_more_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr
 
 static void park(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt, uint32_t seq)
 {
+    /* A sender starts nothing after an adaptive message until its token
+     * comes back, and that message's first packet is matched before the
+     * token goes: so whatever is parked from one peer belongs to one
+     * message. Packets of a second one are a broken or hostile peer's, and
+     * parking them would let it grow this list without bound. */
+    if (TORXM_UNLIKELY(peer->early != NULL && peer->early->seq != seq)) {
+        torxm_bad_packet(ctx, (int)(peer - ctx->peers),
+                         "adaptive packets of two messages ahead of their turn");
+        return;
+    }
     torxm_early_t *e = ctx->early_free;
     if (e) {
         ctx->early_free = e->next;
@@ -177,6 +182,14 @@ static void adapt_put(torxm_rx_t *rx, const torx_pkt_hdr_t *pkt)
 {
     torxm_rx_put(rx, torxm_sw_word(pkt), (const uint8_t *)torx_pkt_payload(pkt) + 4,
                  pkt->payload_len - TORXM_ADAPT_MORE_PREFIX);
+}
+
+/* Whether the adaptive data packet pkt would reach past rx's bytes, or
+ * repeat bytes that already arrived: arrived must reach want exactly. */
+static bool adapt_more_past(const torxm_rx_t *rx, const torx_pkt_hdr_t *pkt)
+{
+    const uint64_t off = torxm_sw_word(pkt), n = pkt->payload_len - TORXM_ADAPT_MORE_PREFIX;
+    return off + n > rx->want || rx->arrived + n > rx->want;
 }
 
 static void adapt_unlink(torxm_peer_t *peer, torxm_rx_t *rx)
@@ -217,7 +230,12 @@ static void adapt_first(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_
         torxm_early_t *e = *pp;
         if (e->seq == seq && torxm_sw_type(&e->pkt) == TORXM_PKT_ADAPT_MORE) {
             *pp = e->next;
-            adapt_put(rx, &e->pkt);
+            /* Checked as torxm_adapt_more_rx checks a packet that finds its
+             * message: a parked one could not be, its message was unknown. */
+            if (TORXM_UNLIKELY(adapt_more_past(rx, &e->pkt)))
+                torxm_bad_packet(ctx, src, "an adaptive data packet past its message");
+            else
+                adapt_put(rx, &e->pkt);
             unpark(ctx, e);
         } else {
             pp = &e->next;
@@ -251,7 +269,7 @@ void torxm_adapt_first_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hd
     const uint32_t w = torxm_sw_word(pkt);
     const unsigned hl = (w >> 8) & 0xffu;
     if (TORXM_UNLIKELY(TORXM_ADAPT_FIRST_PREFIX + hl > pkt->payload_len)) {
-        bad_packet(ctx, (int)(peer - ctx->peers), "a short adaptive first packet");
+        torxm_bad_packet(ctx, (int)(peer - ctx->peers), "a short adaptive first packet");
         return;
     }
     const uint32_t seq = torxm_ld32((const uint8_t *)torx_pkt_payload(pkt) + 4);
@@ -266,7 +284,7 @@ void torxm_adapt_first_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hd
 void torxm_adapt_more_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt)
 {
     if (TORXM_UNLIKELY(pkt->payload_len < TORXM_ADAPT_MORE_PREFIX)) {
-        bad_packet(ctx, (int)(peer - ctx->peers), "a short adaptive data packet");
+        torxm_bad_packet(ctx, (int)(peer - ctx->peers), "a short adaptive data packet");
         return;
     }
     const uint32_t seq = torxm_ld32(torx_pkt_payload(pkt));
@@ -277,13 +295,12 @@ void torxm_adapt_more_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr
         if ((int32_t)(seq - peer->rx_seq) >= 0)
             park(ctx, peer, pkt, seq); /* it beat its first packet */
         else
-            bad_packet(ctx, (int)(peer - ctx->peers),
+            torxm_bad_packet(ctx, (int)(peer - ctx->peers),
                        "an adaptive data packet of a finished message");
         return;
     }
-    const uint64_t off = torxm_sw_word(pkt);
-    if (TORXM_UNLIKELY(off + pkt->payload_len - TORXM_ADAPT_MORE_PREFIX > rx->want)) {
-        bad_packet(ctx, (int)(peer - ctx->peers), "an adaptive data packet past its message");
+    if (TORXM_UNLIKELY(adapt_more_past(rx, pkt))) {
+        torxm_bad_packet(ctx, (int)(peer - ctx->peers), "an adaptive data packet past its message");
         return;
     }
     adapt_put(rx, pkt);
@@ -297,7 +314,7 @@ void torxm_adapt_token_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hd
 {
     (void)pkt;
     if (TORXM_UNLIKELY(!peer->tokens_owed)) {
-        bad_packet(ctx, (int)(peer - ctx->peers), "an adaptive token nobody waits for");
+        torxm_bad_packet(ctx, (int)(peer - ctx->peers), "an adaptive token nobody waits for");
         return;
     }
     if (--peer->tokens_owed == 0 && peer->head)

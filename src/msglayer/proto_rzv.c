@@ -23,11 +23,6 @@
  * the buffer, for the get and for the stream alike. */
 #include "msg_internal.h"
 
-static void __attribute__((noinline, cold))
-bad_packet(torx_ctx_t *ctx, int src, const char *what)
-{
-    torxp_log(ctx->dev, 0, "protocol error: %s from rank %d; packet dropped", what, src);
-}
 
 /* ---- Sender ---------------------------------------------------------------------- */
 
@@ -97,10 +92,10 @@ torx_status_t torxm_vn_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m)
 /* The send a cookie from peer names, if it waits for the receiver. */
 static torxm_msg_t *awaiting_msg(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t cookie)
 {
-    torxm_msg_t *m = torxm_cookie_get(ctx, cookie);
+    torxm_msg_t *m = torxm_cookie_get(ctx, cookie, 0);
     if (TORXM_UNLIKELY(!m || m->magic != TORXM_MSG_MAGIC || m->state != TORXM_MSG_AWAIT ||
                        &ctx->peers[m->dest] != peer)) {
-        bad_packet(ctx, (int)(peer - ctx->peers), "a rendezvous reply naming no waiting send");
+        torxm_bad_packet(ctx, (int)(peer - ctx->peers), "a rendezvous reply naming no waiting send");
         return NULL;
     }
     return m;
@@ -109,7 +104,7 @@ static torxm_msg_t *awaiting_msg(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t c
 void torxm_ack_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt)
 {
     if (TORXM_UNLIKELY(pkt->payload_len < 8)) {
-        bad_packet(ctx, (int)(peer - ctx->peers), "a short rendezvous ack");
+        torxm_bad_packet(ctx, (int)(peer - ctx->peers), "a short rendezvous ack");
         return;
     }
     torxm_msg_t *m = awaiting_msg(ctx, peer, torxm_ld64(torx_pkt_payload(pkt)));
@@ -124,7 +119,7 @@ void torxm_ack_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt
 void torxm_cts_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt)
 {
     if (TORXM_UNLIKELY(pkt->payload_len < 24)) {
-        bad_packet(ctx, (int)(peer - ctx->peers), "a short clear-to-send");
+        torxm_bad_packet(ctx, (int)(peer - ctx->peers), "a short clear-to-send");
         return;
     }
     const uint8_t *p = torx_pkt_payload(pkt);
@@ -133,7 +128,7 @@ void torxm_cts_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt
         return;
     const uint64_t want = torxm_ld64(p + 16);
     if (TORXM_UNLIKELY(want > m->len)) {
-        bad_packet(ctx, (int)(peer - ctx->peers), "a clear-to-send for more than was sent");
+        torxm_bad_packet(ctx, (int)(peer - ctx->peers), "a clear-to-send for more than was sent");
         return;
     }
     if (want == 0) {
@@ -277,7 +272,7 @@ void torxm_scout_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *p
     const uint32_t w = torxm_sw_word(pkt);
     const unsigned hl = (w >> 8) & 0xffu;
     if (TORXM_UNLIKELY(TORXM_SCOUT_PREFIX + hl > pkt->payload_len)) {
-        bad_packet(ctx, src, "a short scout");
+        torxm_bad_packet(ctx, src, "a short scout");
         return;
     }
     const uint8_t *p = torx_pkt_payload(pkt);
@@ -365,14 +360,14 @@ void torxm_rzv_data_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t
 {
     const int src = (int)(peer - ctx->peers);
     if (TORXM_UNLIKELY(pkt->payload_len < TORXM_RZV_DATA_PREFIX)) {
-        bad_packet(ctx, src, "a short rendezvous data packet");
+        torxm_bad_packet(ctx, src, "a short rendezvous data packet");
         return;
     }
     const uint8_t *p = torx_pkt_payload(pkt);
-    torxm_rx_t *rx = torxm_cookie_get(ctx, torxm_ld64(p));
+    torxm_rx_t *rx = torxm_cookie_get(ctx, torxm_ld64(p), 1);
     const uint64_t off = torxm_sw_word(pkt), n = pkt->payload_len - TORXM_RZV_DATA_PREFIX;
-    if (TORXM_UNLIKELY(!rx || rx->src != src || off + n > rx->want)) {
-        bad_packet(ctx, src, "rendezvous data for no transfer of it");
+    if (TORXM_UNLIKELY(!rx || rx->src != src || off + n > rx->want || rx->arrived + n > rx->want)) {
+        torxm_bad_packet(ctx, src, "rendezvous data for no transfer of it");
         return;
     }
     torxm_rx_put(rx, off, p + TORXM_RZV_DATA_PREFIX, n);

@@ -7,6 +7,7 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #define TORXP_LIKELY(x) __builtin_expect(!!(x), 1)
 #define TORXP_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -43,9 +44,28 @@ struct torx_pkt_dev {
     const torxp_dev_ops_t *ops;
     torx_shape_t shape;
     torx_coord_t self;
-    int rank, size; /* from the bootstrap */
-    int verbose;    /* TORX_VERBOSE */
+    int rank, size;     /* from the bootstrap */
+    int verbose;        /* TORX_VERBOSE */
+    uint64_t malformed; /* received packets dropped by torxp_hdr_invalid */
 };
+
+/* Why h is not a header that torx_pkt_inject could have written in this
+ * job, or NULL when it is. A reception FIFO is memory that every task of the
+ * job writes, so a receiver checks a header's lengths before it trusts
+ * them: a payload that does not fit the packet, chunks that disagree with
+ * it, a destination off the torus, a deposit dimension beyond Z. */
+static inline const char *torxp_hdr_invalid(const torx_pkt_hdr_t *h, torx_shape_t shape)
+{
+    if (TORXP_UNLIKELY(h->payload_len > TORX_PKT_MAX_PAYLOAD))
+        return "payload longer than a packet holds";
+    if (TORXP_UNLIKELY(h->chunks != torx_pkt_chunks_for(h->payload_len)))
+        return "chunk count disagrees with the payload length";
+    if (TORXP_UNLIKELY(!torx_coord_in_shape(shape, h->dest)))
+        return "destination outside the torus";
+    if (TORXP_UNLIKELY((h->ctl & TORX_PKT_DEPOSIT) && torx_pkt_hdr_deposit_dim(h) > TORX_DIM_Z))
+        return "deposit dimension beyond Z";
+    return NULL;
+}
 
 /* Options every device reads from the environment, parsed once in
  * torx_pkt_open so the errors are uniform. */

@@ -170,6 +170,22 @@ bulk_abort(const torxp_shm_dev_t *d, const char *fmt, ...)
     abort();
 }
 
+/* A device-internal packet that no torx task would send (bad lengths, a
+ * stale cookie, an unknown type): named, counted and dropped. Nothing of it
+ * is trusted, and the transfer it names, if any, is left as it was. */
+static void __attribute__((noinline, cold, format(printf, 2, 3)))
+bulk_malformed(torxp_shm_dev_t *d, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    d->base.malformed++;
+    torxp_error(TORX_ERR_PROTO, "torx: protocol error: %s; packet dropped", msg);
+    torxp_log(&d->base, 0, "protocol error: %s; packet dropped", msg);
+}
+
 /* Whether the process pid is gone: no such process, or a zombie whose
  * parent has not reaped it yet (kill(pid, 0) still succeeds on those). */
 static bool bulk_pid_dead(pid_t pid)
@@ -299,28 +315,34 @@ static uint64_t bulk_cookie(const bulk_op_t *op)
 }
 
 /* The live operation a cookie names; aborts on a stale or forged one. */
-static bulk_op_t *bulk_lookup(const torxp_shm_dev_t *d, uint64_t cookie, const char *what,
+static bulk_op_t *bulk_lookup(torxp_shm_dev_t *d, uint64_t cookie, const char *what,
                               torx_coord_t from)
 {
     const struct torxp_shm_serve *s = d->serve;
     uint32_t i = (uint32_t)cookie, gen = (uint32_t)(cookie >> 32);
-    if (!s || i >= s->nops || !s->ops[i].op || s->ops[i].gen != gen)
-        bulk_abort(d,
-                   "bulk %s from task (%u,%u,%u,%u) names cookie 0x%llx, which is no transfer "
-                   "in flight here (stale or bogus)",
-                   what, from.x, from.y, from.z, from.t, (unsigned long long)cookie);
+    if (!s || i >= s->nops || !s->ops[i].op || s->ops[i].gen != gen) {
+        bulk_malformed(d,
+                       "bulk %s from task (%u,%u,%u,%u) names cookie 0x%llx, which is no "
+                       "transfer in flight here (stale or bogus)",
+                       what, from.x, from.y, from.z, from.t, (unsigned long long)cookie);
+        return NULL;
+    }
     bulk_op_t *op = s->ops[i].op;
+    /* Our own memory, not the wire: the caller reused a torx_bulk_t whose
+     * transfer was still running, and nothing it names can be trusted. */
     if (op->b.magic != TORXP_SHM_BULK_MAGIC || op->slot != i || op->gen != gen)
         bulk_abort(d,
                    "bulk %s from task (%u,%u,%u,%u): the torx_bulk_t at %p (cookie 0x%llx) was "
                    "overwritten or reused while its transfer was in flight",
                    what, from.x, from.y, from.z, from.t, (void *)op, (unsigned long long)cookie);
-    if (!torx_coord_equal(from, op->b.peer))
-        bulk_abort(d,
-                   "bulk %s for cookie 0x%llx came from task (%u,%u,%u,%u), but that transfer's "
-                   "peer is (%u,%u,%u,%u)",
-                   what, (unsigned long long)cookie, from.x, from.y, from.z, from.t, op->b.peer.x,
-                   op->b.peer.y, op->b.peer.z, op->b.peer.t);
+    if (!torx_coord_equal(from, op->b.peer)) {
+        bulk_malformed(d,
+                       "bulk %s for cookie 0x%llx came from task (%u,%u,%u,%u), but that "
+                       "transfer's peer is (%u,%u,%u,%u)",
+                       what, (unsigned long long)cookie, from.x, from.y, from.z, from.t,
+                       op->b.peer.x, op->b.peer.y, op->b.peer.z, op->b.peer.t);
+        return NULL;
+    }
     return op;
 }
 
@@ -517,12 +539,14 @@ void torxp_shm_bulk_on_sys(torxp_shm_dev_t *d, const torx_pkt_hdr_t *pkt)
     bulk_sw_t sw;
     memcpy(&sw, pkt->sw, sizeof sw);
     if (sw.version != BULK_WIRE_VERSION || pkt->payload_len < sizeof(bulk_wire_t) ||
-        !torx_coord_in_shape(d->base.shape, sw.from))
-        bulk_abort(d,
-                   "malformed device-internal packet (type %u, version %u, %u payload bytes, "
-                   "from (%u,%u,%u,%u))",
-                   sw.type, sw.version, pkt->payload_len, sw.from.x, sw.from.y, sw.from.z,
-                   sw.from.t);
+        !torx_coord_in_shape(d->base.shape, sw.from)) {
+        bulk_malformed(d,
+                       "malformed device-internal packet (type %u, version %u, %u payload bytes, "
+                       "from (%u,%u,%u,%u))",
+                       sw.type, sw.version, pkt->payload_len, sw.from.x, sw.from.y, sw.from.z,
+                       sw.from.t);
+        return;
+    }
     bulk_wire_t w;
     const uint8_t *payload = torx_pkt_payload(pkt);
     memcpy(&w, payload, sizeof w);
@@ -532,14 +556,18 @@ void torxp_shm_bulk_on_sys(torxp_shm_dev_t *d, const torx_pkt_hdr_t *pkt)
     switch (sw.type) {
     case BULK_GET_REQ: {
         uint64_t len;
-        if (n != sizeof len)
-            bulk_abort(d, "bulk get request from task (%u,%u,%u,%u) has %zu length bytes",
-                       sw.from.x, sw.from.y, sw.from.z, sw.from.t, n);
+        if (n != sizeof len) {
+            bulk_malformed(d, "bulk get request from task (%u,%u,%u,%u) has %zu length bytes",
+                           sw.from.x, sw.from.y, sw.from.z, sw.from.t, n);
+            return;
+        }
         memcpy(&len, data, sizeof len);
-        if (len == 0 || w.addr + len < w.addr)
-            bulk_abort(d, "bulk get request from task (%u,%u,%u,%u) for %llu bytes at 0x%llx",
-                       sw.from.x, sw.from.y, sw.from.z, sw.from.t, (unsigned long long)len,
-                       (unsigned long long)w.addr);
+        if (len == 0 || w.addr + len < w.addr) {
+            bulk_malformed(d, "bulk get request from task (%u,%u,%u,%u) for %llu bytes at 0x%llx",
+                           sw.from.x, sw.from.y, sw.from.z, sw.from.t, (unsigned long long)len,
+                           (unsigned long long)w.addr);
+            return;
+        }
         const bulk_job_t j = {
             .kind = JOB_GET_REPLY, .peer = sw.from, .cookie = w.cookie, .addr = w.addr, .len = len};
         if (!d->serve || bulk_queue(d, &j) != TORX_OK)
@@ -550,14 +578,18 @@ void torxp_shm_bulk_on_sys(torxp_shm_dev_t *d, const torx_pkt_hdr_t *pkt)
     }
     case BULK_GET_DATA: {
         bulk_op_t *op = bulk_lookup(d, w.cookie, "get data", sw.from);
+        if (!op)
+            return;
         if (op->b.is_put || w.addr > op->b.len || n > op->b.len - w.addr ||
-            op->b.sent + n > op->b.len)
-            bulk_abort(d,
-                       "bulk get data from task (%u,%u,%u,%u) for offset %llu + %zu bytes does "
-                       "not fit the %s of %llu bytes (%llu received)",
-                       sw.from.x, sw.from.y, sw.from.z, sw.from.t, (unsigned long long)w.addr, n,
-                       op->b.is_put ? "put" : "get", (unsigned long long)op->b.len,
-                       (unsigned long long)op->b.sent);
+            op->b.sent + n > op->b.len) {
+            bulk_malformed(d,
+                           "bulk get data from task (%u,%u,%u,%u) for offset %llu + %zu bytes does "
+                           "not fit the %s of %llu bytes (%llu received)",
+                           sw.from.x, sw.from.y, sw.from.z, sw.from.t, (unsigned long long)w.addr,
+                           n, op->b.is_put ? "put" : "get", (unsigned long long)op->b.len,
+                           (unsigned long long)op->b.sent);
+            return;
+        }
         memcpy((uint8_t *)(uintptr_t)op->b.local + w.addr, data, n);
         op->b.sent += n;
         if (op->b.sent == op->b.len)
@@ -579,18 +611,22 @@ void torxp_shm_bulk_on_sys(torxp_shm_dev_t *d, const torx_pkt_hdr_t *pkt)
         return;
     case BULK_PUT_ACK: {
         bulk_op_t *op = bulk_lookup(d, w.cookie, "put acknowledgement", sw.from);
-        if (!op->b.is_put || op->b.sent != op->b.len)
-            bulk_abort(d,
-                       "bulk put acknowledgement from task (%u,%u,%u,%u) for a %s that has "
-                       "streamed %llu of %llu bytes",
-                       sw.from.x, sw.from.y, sw.from.z, sw.from.t, op->b.is_put ? "put" : "get",
-                       (unsigned long long)op->b.sent, (unsigned long long)op->b.len);
+        if (!op)
+            return;
+        if (!op->b.is_put || op->b.sent != op->b.len) {
+            bulk_malformed(d,
+                           "bulk put acknowledgement from task (%u,%u,%u,%u) for a %s that has "
+                           "streamed %llu of %llu bytes",
+                           sw.from.x, sw.from.y, sw.from.z, sw.from.t, op->b.is_put ? "put" : "get",
+                           (unsigned long long)op->b.sent, (unsigned long long)op->b.len);
+            return;
+        }
         bulk_complete(d, op, TORX_OK, 0);
         return;
     }
     }
-    bulk_abort(d, "unknown device-internal packet type %u from task (%u,%u,%u,%u)", sw.type,
-               sw.from.x, sw.from.y, sw.from.z, sw.from.t);
+    bulk_malformed(d, "unknown device-internal packet type %u from task (%u,%u,%u,%u)", sw.type,
+                   sw.from.x, sw.from.y, sw.from.z, sw.from.t);
 }
 
 /* ---- Cross-memory attach ------------------------------------------------------ */

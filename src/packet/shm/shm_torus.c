@@ -362,6 +362,19 @@ static inline void rx_flush(torxp_shm_dev_t *d, unsigned fi)
     }
 }
 
+/* A packet whose header could not have come from torx_pkt_inject: named,
+ * counted and dropped, never trusted for a length. */
+static void __attribute__((noinline, cold))
+drop_malformed(torxp_shm_dev_t *d, unsigned fi, const torx_pkt_hdr_t *pkt, const char *why)
+{
+    d->base.malformed++;
+    torxp_error(TORX_ERR_PROTO,
+                "torx: protocol error: malformed packet in reception FIFO %u (%s: ctl 0x%02x, %u "
+                "chunks, %u payload bytes); dropped",
+                fi, why, pkt->ctl, pkt->chunks, pkt->payload_len);
+    torxp_log(&d->base, 0, "%s", torx_last_error() + sizeof "torx: " - 1);
+}
+
 const torx_pkt_hdr_t *torxp_shm_peek(torx_pkt_dev_t *dev)
 {
     torxp_shm_dev_t *d = torxp_shm_of(dev);
@@ -380,6 +393,12 @@ const torx_pkt_hdr_t *torxp_shm_peek(torx_pkt_dev_t *dev)
         }
         if (!pkt)
             return NULL;
+        const char *bad = torxp_hdr_invalid(pkt, d->base.shape);
+        if (TORXP_UNLIKELY(bad != NULL)) {
+            drop_malformed(d, fi, pkt, bad);
+            rx_pop(d, fi);
+            continue;
+        }
         if (TORXP_UNLIKELY(pkt->ctl & TORX_PKT_SYS)) {
             torxp_shm_bulk_on_sys(d, pkt);
             rx_pop(d, fi);
