@@ -25,6 +25,8 @@ PACKAGES=(
     build-essential autoconf automake libtool pkg-config gfortran
     # libraries torx builds against; Check for the unit tests
     check libsubunit-dev libhwloc-dev hwloc libfabric-dev
+    # test/nocma-run.c: a seccomp filter that forbids cross-memory attach
+    libseccomp-dev
     # tools for tests, benchmarks and plots; clang and its runtimes for the
     # libFuzzer harnesses (test/fuzz/, the fuzz stage of scripts/test-all.sh)
     valgrind gnuplot-nox python3 clang libclang-rt-14-dev

@@ -11,6 +11,11 @@
 #   5. die       a task that dies ends the job, naming the rank; no /dev/shm
 #                segment is left behind
 #   6. stats     proof that torx carried the traffic (TORX_STATS counters)
+#   7. nocma     cross-memory attach really forbidden: the programs run under
+#                test/nocma-run.c (a seccomp filter: process_vm_readv/writev
+#                fail with EPERM), heater and vn; torx must say so once per
+#                task at TORX_VERBOSE=1, stream bulk data through the FIFOs
+#                and pass
 #
 #   test/mpi/run.sh [PREFIX]
 #
@@ -19,7 +24,7 @@
 # Environment: TORX_MPI_NP (ranks of the matrix, default 4; the mapping-file
 # cells and sections 4-5 need 4 and are skipped otherwise), TORX_MPI_TIMEOUT
 # (s per run, default 120), TORX_MPI_SECTIONS (default
-# "basic matrix chaos badmap die stats").
+# "basic matrix chaos badmap die stats nocma").
 # torx settings go to the tasks with mpiexec -genv NAME VALUE.
 #
 # A check that test/KNOWN_FAILURES lists (a line "mpi/run.sh NAME -- why")
@@ -39,7 +44,7 @@ fi
 }
 np=${TORX_MPI_NP:-4}
 tmo=${TORX_MPI_TIMEOUT:-120}
-sections=${TORX_MPI_SECTIONS:-basic matrix chaos badmap die stats}
+sections=${TORX_MPI_SECTIONS:-basic matrix chaos badmap die stats nocma}
 maps=$here/maps
 known_file=$here/../KNOWN_FAILURES
 out=$(mktemp -d "${TMPDIR:-/tmp}/torx-mpi-tests.XXXXXX")
@@ -332,6 +337,49 @@ if want die && [ -x "$out/die" ]; then
                 die-names-rank
         fi
     done
+fi
+
+# ---- 7. cross-memory attach forbidden ------------------------------------------------
+# run_nocma LABEL NP PROG [NAME=VALUE...]: as run, under nocma-run, with
+# TORX_VERBOSE=1; also checks that every task said once that it falls back,
+# and that no task used the cma path.
+run_nocma() {
+    local label=$1 n=$2 t=$3 genv=() kv
+    shift 3
+    [ -x "$out/$t" ] || return
+    for kv in "$@" TORX_VERBOSE=1; do genv+=(-genv "${kv%%=*}" "${kv#*=}"); done
+    local log=$out/${label//\//_}.log start=$SECONDS why=""
+    timeout -k 10 "$tmo" "$out/nocma-run" "$prefix/bin/mpiexec" -n "$n" \
+        -genv P2PS_TIMEOUT $((tmo - 10)) "${genv[@]}" "$out/$t" >"$log" 2>&1 </dev/null
+    local rc=$?
+    [ $rc = 0 ] && grep -q '^ No Errors' "$log" || why="exit $rc$([ $rc = 124 ] && echo ' (timeout)')"
+    local said
+    said=$(grep -c 'cross-memory attach forbidden (process_vm_readv: Operation not permitted)' "$log")
+    [ "$said" = "$n" ] || why="${why:+$why; }the fallback was said $said times by $n tasks"
+    grep -q 'bulk path: cma' "$log" && why="${why:+$why; }a task chose the cma path"
+    if [ -z "$why" ]; then
+        ok "$label ${*:+($*) }($((SECONDS - start)) s)"
+    else
+        bad "$label" "${*:+($*) }$why; output:"
+        show "$log" 20
+    fi
+}
+if want nocma; then
+    banner "nocma: cross-memory attach forbidden by seccomp (test/nocma-run.c)"
+    if ! cc -O2 -Wall -o "$out/nocma-run" "$here/../nocma-run.c" -lseccomp 2>"$out/nocma-run.cc.log"; then
+        bad nocma/build "compile error (libseccomp-dev missing? scripts/install-deps.sh installs it)"
+        show "$out/nocma-run.cc.log"
+    elif "$out/nocma-run" --check >"$out/nocma-check.log" 2>&1; then
+        ok "nocma/ban: $(cat "$out/nocma-check.log")"
+        for mode in heater vn; do
+            run_nocma "nocma/$mode/pingpong" 2 pingpong "TORX_MODE=$mode"
+            run_nocma "nocma/$mode/p2p_semantics" 2 p2p_semantics "TORX_MODE=$mode"
+            run_nocma "nocma/$mode/rma_coll" 2 rma_coll "TORX_MODE=$mode"
+        done
+    else
+        bad nocma/ban "the seccomp filter did not forbid process_vm_readv:"
+        show "$out/nocma-check.log"
+    fi
 fi
 
 # ---- 6. proof that torx carried the traffic -----------------------------------------

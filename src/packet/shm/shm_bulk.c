@@ -885,12 +885,43 @@ static bool bulk_probe(const torxp_shm_dev_t *d, char *why, size_t why_len, int 
     }
 }
 
+/* Why the ptracer permission: under Yama's ptrace_scope 1 a process may
+ * read another's memory with process_vm_readv only if it may ptrace it, that
+ * is, if it is an ancestor or the pid the target named with PR_SET_PTRACER.
+ * Our readers are the other tasks on this host, siblings under the launcher,
+ * so cross-memory attach needs the grant; nothing else in torx does, and it
+ * is given only when the bulk path may use it. At scope 0 (or without Yama)
+ * nothing is needed; at 2 and 3 no grant helps, the probe fails and bulk
+ * data streams through the FIFOs. PR_SET_PTRACER names one pid: with one
+ * other task on the host that is the narrowest grant the kernel has; with
+ * more, PR_SET_PTRACER_ANY is the only form that covers them all. Peers that
+ * probe before the grant is in place retry (bulk_probe). */
+static void bulk_allow_readers(torxp_shm_dev_t *d, int yama)
+{
+    if (yama != 1)
+        return;
+    unsigned others = 0;
+    pid_t only = 0;
+    for (unsigned i = 0; i < d->nslots; i++)
+        if (i != d->self_index &&
+            __atomic_load_n(&d->tasks[i].state, __ATOMIC_ACQUIRE) == TORXP_SHM_TASK_ATTACHED) {
+            others++;
+            only = (pid_t)d->tasks[i].pid;
+        }
+    if (others == 0)
+        return;
+    const unsigned long who = others == 1 ? (unsigned long)only : PR_SET_PTRACER_ANY;
+    if (prctl(PR_SET_PTRACER, who, 0, 0, 0) == -1)
+        torxp_log(&d->base, 1, "prctl(PR_SET_PTRACER, %s): %s",
+                  others == 1 ? "the one other task" : "ANY", strerror(errno));
+    else
+        torxp_log(&d->base, 2, "Yama ptrace_scope 1: ptracer permission given to %s%d%s",
+                  others == 1 ? "pid " : "", others == 1 ? (int)only : (int)others,
+                  others == 1 ? "" : " tasks (PR_SET_PTRACER_ANY)");
+}
+
 torx_status_t torxp_shm_bulk_setup(torxp_shm_dev_t *d, int bulk_mode)
 {
-    /* Yama (ptrace_scope 1) lets only ancestors attach, and our peers are
-     * siblings: allow any. EINVAL means no Yama, so nothing to allow. */
-    if (prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0) == -1 && errno != EINVAL)
-        torxp_log(&d->base, 1, "prctl(PR_SET_PTRACER, ANY): %s", strerror(errno));
 
     d->serve = calloc(1, sizeof *d->serve);
     if (!d->serve)
@@ -903,6 +934,8 @@ torx_status_t torxp_shm_bulk_setup(torxp_shm_dev_t *d, int bulk_mode)
         torxp_log(&d->base, 1, "bulk path: fifo (copy through the torus FIFOs; TORX_BULK=fifo)");
         return TORX_OK;
     }
+    const int yama = bulk_yama_scope();
+    bulk_allow_readers(d, yama);
     char why[160];
     int err = 0;
     unsigned probed;
@@ -920,7 +953,10 @@ torx_status_t torxp_shm_bulk_setup(torxp_shm_dev_t *d, int bulk_mode)
                            (int)t->rank, (int)t->pid, why);
     }
     d->bulk_cma = 0;
-    torxp_log(&d->base, 0, "cross-memory attach forbidden (%s), bulk transfers use FIFO copy", why);
+    /* Said once, at TORX_VERBOSE=1: a fallback that works, not a fault
+     * (containers often forbid these calls). */
+    torxp_log(&d->base, 1, "cross-memory attach forbidden (%s%s), bulk transfers use FIFO copy",
+              why, yama >= 2 ? "; Yama ptrace_scope is 2 or more" : "");
     torxp_log(&d->base, 1, "bulk path: fifo (copy through the torus FIFOs)");
     return TORX_OK;
 }

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/types.h>
@@ -199,9 +198,8 @@ static torx_status_t claim_slot(torxp_shm_dev_t *d)
                            "every rank needs its own coordinate",
                            d->base.rank, c.x, c.y, c.z, c.t);
     }
-    /* Let peers read us with process_vm_readv under Yama ptrace_scope=1,
-     * before the start-up vote lets them probe (EINVAL: no Yama). */
-    prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+    /* The ptracer permission that cross-memory attach may need is given
+     * later, and only then (torxp_shm_bulk_setup). */
     me->pid = (int32_t)getpid();
     me->rank = d->base.rank;
     d->probe_word = TORXP_SHM_PROBE_VALUE;
