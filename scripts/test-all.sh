@@ -172,7 +172,7 @@ run_mpisuite() {
     # jobs, where sendflood (4 ranks on 2 cores) passed the 120 s limit and
     # rma its 600 s box. A test that needs more than 240 s is still a failure.
     MPITEST_TIMEOUT_MULTIPLIER=${MPITEST_TIMEOUT_MULTIPLIER:-4} \
-        scripts/mpich-testsuite.sh --subset ci --maxnp 4 --dir-time 1500 --check </dev/null 2>&1 |
+        scripts/mpich-testsuite.sh --subset ci --maxnp 5 --dir-time 1500 --check </dev/null 2>&1 |
         tee "$log"
     rc=${PIPESTATUS[0]}
     read -r pass fail known skip incomplete < <(sed -n \
