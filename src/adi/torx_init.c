@@ -96,6 +96,102 @@ static void print_thresholds(void)
             (long) MPIDI_TORX_global.am_eager_limit);
 }
 
+/* ---- MPI_T performance variables ---------------------------------------------- */
+/* torx's counters as MPI_T pvars named torx_<protocol>_<counter> and
+ * torx_netmod_<counter>: readable by any MPI_T tool (MPI_T_pvar_get_num,
+ * _get_info, a session, _read). Class COUNTER, unsigned long long, bound to
+ * no object, read-only and continuous. MPICH registers them through its
+ * own table (MPIR_T_PVAR_REGISTER_impl, always built: no configure option
+ * is needed); the value is read from libtorx when a tool reads it, so the
+ * message path pays nothing. After MPI_Finalize a read returns the last
+ * values (pvar_final), since the torx context is gone. */
+enum { PVAR_PROTO_FIELDS = 6, PVAR_NETMOD = 8 };
+static const char *const pvar_proto_names[TORX_PROTO_COUNT] = {
+    NULL, "onepkt", "eager", "adaptive", "rzv", "vn"
+};
+static const char *const pvar_proto_fields[PVAR_PROTO_FIELDS] = {
+    "messages_sent", "messages_received", "bytes_sent", "bytes_received",
+    "packets_sent", "packets_received"
+};
+static const char *const pvar_netmod_names[PVAR_NETMOD] = {
+    "p2p_sent", "p2p_injected", "p2p_received", "p2p_unexpected", "p2p_deferred",
+    "am_sent", "am_received", "am_deferred"
+};
+/* One slot per pvar: what its address names. */
+static struct pvar_slot {
+    int proto, field;           /* proto 0: a netmod counter, field its index */
+} pvar_slots[(TORX_PROTO_COUNT - 1) * PVAR_PROTO_FIELDS + PVAR_NETMOD];
+static unsigned long long pvar_final[sizeof pvar_slots / sizeof pvar_slots[0]];
+static int pvar_finalized;
+
+static unsigned long long pvar_value(const struct pvar_slot *v)
+{
+    const MPIDI_TORX_global_t *g = &MPIDI_TORX_global;
+    if (v->proto == 0) {
+        const uint64_t netmod[PVAR_NETMOD] = {
+            g->p2p_sent, g->p2p_inject, g->p2p_received, g->p2p_unexpected, g->p2p_deferred,
+            g->am_sent, g->am_received, g->am_deferred
+        };
+        return netmod[v->field];
+    }
+    torx_proto_stats_t st[TORX_PROTO_COUNT];
+    torx_stats(g->ctx, st);
+    const torx_proto_stats_t *p = &st[v->proto];
+    const uint64_t f[PVAR_PROTO_FIELDS] = {
+        p->sent, p->received, p->bytes_sent, p->bytes_received, p->packets_sent,
+        p->packets_received
+    };
+    return f[v->field];
+}
+
+static void pvar_get(void *addr, void *obj_handle, int count, void *buf)
+{
+    (void) obj_handle;
+    (void) count;
+    const struct pvar_slot *v = addr;
+    *(unsigned long long *) buf = pvar_finalized || !MPIDI_TORX_global.ctx
+        ? pvar_final[v - pvar_slots] : pvar_value(v);
+}
+
+static void pvar_add(int n, int proto, int field, const char *name, const char *desc)
+{
+    pvar_slots[n] = (struct pvar_slot) {.proto = proto,.field = field };
+    MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_COUNTER, MPI_UNSIGNED_LONG_LONG, name,
+                              &pvar_slots[n], 1, MPI_T_ENUM_NULL, MPI_T_VERBOSITY_USER_BASIC,
+                              MPI_T_BIND_NO_OBJECT,
+                              MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS, pvar_get,
+                              NULL, "torx", desc);
+}
+
+static void pvars_register(void)
+{
+    int n = 0;
+    char name[64], desc[160];
+    for (int proto = TORX_PROTO_ONEPKT; proto < TORX_PROTO_COUNT; proto++)
+        for (int f = 0; f < PVAR_PROTO_FIELDS; f++) {
+            snprintf(name, sizeof name, "torx_%s_%s", pvar_proto_names[proto],
+                     pvar_proto_fields[f]);
+            snprintf(desc, sizeof desc, "torx message layer, %s protocol: %s by this task",
+                     pvar_proto_names[proto], pvar_proto_fields[f]);
+            pvar_add(n++, proto, f, name, desc);
+        }
+    for (int f = 0; f < PVAR_NETMOD; f++) {
+        snprintf(name, sizeof name, "torx_netmod_%s", pvar_netmod_names[f]);
+        snprintf(desc, sizeof desc, "torx netmod: %s by this task (as TORX_STATS=1 prints)",
+                 pvar_netmod_names[f]);
+        pvar_add(n++, 0, f, name, desc);
+    }
+}
+
+/* Keeps the last values for tools that read after MPI_Finalize. */
+static void pvars_freeze(void)
+{
+    const int n = (int) (sizeof pvar_slots / sizeof pvar_slots[0]);
+    for (int i = 0; i < n; i++)
+        pvar_final[i] = pvar_value(&pvar_slots[i]);
+    pvar_finalized = 1;
+}
+
 static torx_status_t boot_allgather(torx_boot_t * boot, const void *mine, void *all, size_t len)
 {
     int mpi_errno = MPIR_pmi_allgather(mine, (int) len, all, (int) len, MPIR_PMI_DOMAIN_ALL);
@@ -160,6 +256,7 @@ int MPIDI_TORX_init_world(void)
     if (st != TORX_OK)
         MPIDI_TORX_fatal("torx_register", st);
     print_thresholds();
+    pvars_register();
 
     if (yield) {
         mpi_errno = MPIR_Progress_hook_register(yield_hook, &yield_hook_id);
@@ -205,6 +302,7 @@ int MPIDI_TORX_mpi_finalize_hook(void)
                     "deferred %llu\n", g->rank, (unsigned long long) g->am_sent,
                     (unsigned long long) g->am_received, (unsigned long long) g->am_deferred);
         }
+        pvars_freeze();
         torx_status_t st = torx_finalize(g->ctx);
         g->ctx = NULL;
         if (st != TORX_OK)

@@ -2,7 +2,8 @@
 # Builds and runs torx's own MPI tests with the MPICH that
 # scripts/build-mpich.sh installed (its mpicc and hydra mpiexec):
 #
-#   1. basic     1 and 2 ranks, special limits, and Fortran (fortran.f90)
+#   1. basic     1 and 2 ranks, special limits, Fortran (fortran.f90), and
+#                the MPI_T performance variables (mpit_pvars.c)
 #   2. matrix    every node mode (heater, co, vn) x mapping (XYZT, TXYZ, a
 #                mapping file), 4 ranks
 #   3. chaos     every mode with TORX_CHAOS and adaptive packets
@@ -96,7 +97,7 @@ good_known() {
 }
 show() { tail -n "${2:-30}" "$1" | sed 's/^/    /'; }
 
-progs="hello ring pingpong rma_coll probe_unexp p2p_semantics die traffic"
+progs="hello ring pingpong rma_coll probe_unexp p2p_semantics die traffic mpit_pvars"
 for t in $progs; do
     if ! "$prefix/bin/mpicc" -O2 -Wall -o "$out/$t" "$here/$t.c" 2>"$out/$t.cc.log"; then
         bad "$t" "compile error"
@@ -145,6 +146,9 @@ if want basic; then
     run p2p_semantics-np3 3 p2p_semantics
     run fortran-np2 2 fortran
     run "fortran-np$np-vn" "$np" fortran TORX_MODE=vn
+    # torx's counters as MPI_T performance variables, read by a plain MPI_T
+    # program (mpit_pvars.c), in heater mode with the default limits
+    run mpit_pvars-np2 2 mpit_pvars TORX_MODE=heater
 fi
 
 # ---- 2. matrix: mode x mapping --------------------------------------------------
