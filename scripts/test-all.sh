@@ -4,6 +4,8 @@
 #   build/       -Werror build           make check         (every unit test)
 #   build-asan/  AddressSanitizer+UBSan   make check         (every unit test)
 #   build-tsan/  ThreadSanitizer          make check-tsan    (threaded / lock-free tests)
+#   build-faults/ fault injection+ASan    make check-faults  (every allocation / injection of a
+#                                          small job made to fail in turn: test_faults)
 #   build-fuzz/  libFuzzer+ASan+UBSan      make fuzz-regress  (every committed fuzz input once)
 #                (CC=clang)                make fuzz-short    ($TORX_FUZZ_SECONDS per harness)
 #   mpi          MPICH with ch4:torx       test/mpi/run.sh    (MPI programs over torx;
@@ -21,7 +23,7 @@
 # anything failed, after printing the failing tests' logs.
 #
 # Environment:
-#   TORX_TEST_BUILDS    which builds to run (default "normal asan tsan fuzz mpi mpisuite")
+#   TORX_TEST_BUILDS    which builds to run (default "normal asan tsan faults fuzz mpi mpisuite")
 #   TORX_FUZZ_SECONDS   fuzzing time per harness in the fuzz stage (default 45)
 #   TORX_JOBS           parallel compile jobs (default 2)
 #   TORX_CHECK_TIMEOUT  seconds one build's test run may take (default 1800)
@@ -30,7 +32,7 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 
-builds=${TORX_TEST_BUILDS:-normal asan tsan fuzz mpi mpisuite}
+builds=${TORX_TEST_BUILDS:-normal asan tsan faults fuzz mpi mpisuite}
 fuzz_seconds=${TORX_FUZZ_SECONDS:-45}
 jobs=${TORX_JOBS:-2}
 check_timeout=${TORX_CHECK_TIMEOUT:-1800}
@@ -241,11 +243,12 @@ for b in $builds; do
     normal) run_build normal build check --enable-werror ;;
     asan) run_build asan build-asan check --enable-sanitizers=asan ;;
     tsan) run_build tsan build-tsan check-tsan --enable-sanitizers=tsan ;;
+    faults) run_build faults build-faults check-faults --enable-fault-injection --enable-sanitizers=asan ;;
     fuzz) run_fuzz ;;
     mpi) run_mpi ;;
     mpisuite) run_mpisuite ;;
     *)
-        echo "test-all: unknown build '$b' in TORX_TEST_BUILDS (normal, asan, tsan, fuzz, mpi, mpisuite)" >&2
+        echo "test-all: unknown build '$b' in TORX_TEST_BUILDS (normal, asan, tsan, faults, fuzz, mpi, mpisuite)" >&2
         summary+=("$b: unknown build")
         total_fail=$((total_fail + 1))
         status=1

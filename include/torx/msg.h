@@ -339,6 +339,20 @@ torx_status_t torx_send_inject(torx_ctx_t *ctx, int dest, int handler, const voi
  */
 int torx_msg_pending(const torx_msg_t *msg);
 
+/* NAME     torx_msg_status - how a send ended
+ * DESCRIPTION
+ *   For a send whose done callback has run (or that torx_msg_pending says is
+ *   no longer pending): whether it was sent.
+ * RETURN VALUE
+ *   TORX_OK; or the error that stopped it (a failed injection, no memory for
+ *   its rendezvous cookie), which torx_last_error described when it
+ *   happened: the send did not reach its destination, and the context has
+ *   failed too (torx_advance returns the error). TORX_ERR_INVAL for a
+ *   torx_msg_t that no torx_send started.
+ * SEE ALSO torx_send, torx_advance
+ */
+torx_status_t torx_msg_status(const torx_msg_t *msg);
+
 /* ---- Progress ------------------------------------------------------------- */
 
 /* NAME     torx_advance - make progress once, without blocking
@@ -349,7 +363,11 @@ int torx_msg_pending(const torx_msg_t *msg);
  *   callbacks that are due.
  * RETURN VALUE
  *   The number of events handled (packets, sends pushed, callbacks run); 0
- *   when idle, and always 0 when called from a handler or callback.
+ *   when idle, and always 0 when called from a handler or callback. A
+ *   negative torx_status_t once the context has failed: memory for a
+ *   message already arriving, or a packet a peer waits for, could not be
+ *   had (torx_last_error says which). Nothing more can be relied on then;
+ *   end the task (an MPI job: abort it) with that message.
  * NOTES
  *   Handlers and callbacks run only here, in the calling thread, and in the
  *   calls that advance: torx_wait(_timeout), torx_finalize, and torx_costart

@@ -76,7 +76,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_am_isend(int rank, MPIR_Comm * comm, int h
         slen = data_sz;
     } else {
         pack = MPL_malloc(off + data_sz + 1, MPL_MEM_BUFFER);
-        MPIR_ERR_CHKANDJUMP(pack == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
+        MPIR_ERR_CHKANDJUMP(pack == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem");
         if (off)
             memcpy(pack, am_hdr, am_hdr_sz);
         if (data_sz) {
@@ -98,7 +98,7 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_am_isend(int rank, MPIR_Comm * comm, int h
     if (slot->in_flight) {
         /* this request is still sending an earlier message */
         slot = MPL_malloc(sizeof(*slot), MPL_MEM_BUFFER);
-        MPIR_ERR_CHKANDJUMP(slot == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
+        MPIR_ERR_CHKANDJUMP(slot == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem");
         slot->is_heap = 1;
     } else {
         slot->is_heap = 0;

@@ -236,7 +236,7 @@ int MPIDI_TORX_init_world(void)
 
     g->pending_head = MPL_calloc(g->size, sizeof(*g->pending_head), MPL_MEM_OTHER);
     g->pending_tail = MPL_calloc(g->size, sizeof(*g->pending_tail), MPL_MEM_OTHER);
-    MPIR_ERR_CHKANDJUMP(!g->pending_head || !g->pending_tail, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    MPIR_ERR_CHKANDJUMP(!g->pending_head || !g->pending_tail, mpi_errno, MPI_ERR_NO_MEM, "**nomem");
 
     int yield;
     if (want_yield_hook(&yield) != TORX_OK) {

@@ -452,7 +452,7 @@ int MPIDI_TORX_isend(const void *buf, MPI_Aint count, MPI_Datatype datatype, int
     r->u.send.pack = NULL;
     if (data_sz && !dt_contig) {
         r->u.send.pack = MPL_malloc(data_sz, MPL_MEM_BUFFER);
-        MPIR_ERR_CHKANDJUMP(r->u.send.pack == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
+        MPIR_ERR_CHKANDJUMP(r->u.send.pack == NULL, mpi_errno, MPI_ERR_NO_MEM, "**nomem");
         MPI_Aint actual;
         mpi_errno = MPIR_Typerep_pack(buf, count, datatype, 0, r->u.send.pack, data_sz, &actual);
         MPIR_ERR_CHECK(mpi_errno);
@@ -564,7 +564,9 @@ int MPIDI_TORX_probe(int source, int tag, MPIR_Comm * comm, int context_offset, 
     MPIDI_TORX_unexp_t *u = unexp_find(source, tag, ctx_id);
     if (u == NULL) {
         /* a polling MPI_Iprobe loop must make progress */
-        torx_advance(G.ctx);
+        const int n = torx_advance(G.ctx);
+        if (n < 0)
+            MPIDI_TORX_fatal("the torx context", (torx_status_t) n);
         u = unexp_find(source, tag, ctx_id);
     }
     if (u == NULL) {

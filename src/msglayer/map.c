@@ -75,8 +75,8 @@ static torx_status_t map_alloc(torx_shape_t s, int ncoord, torx_map_t *map)
 {
     unsigned slots = torx_shape_slots(s);
     *map = (torx_map_t){.shape = s};
-    map->coord = calloc((size_t)(ncoord > 0 ? ncoord : 1), sizeof *map->coord);
-    map->rank_of_slot = malloc((size_t)slots * sizeof *map->rank_of_slot);
+    map->coord = torxp_calloc((size_t)(ncoord > 0 ? ncoord : 1), sizeof *map->coord);
+    map->rank_of_slot = torxp_malloc((size_t)slots * sizeof *map->rank_of_slot);
     if (!map->coord || !map->rank_of_slot) {
         torx_map_free(map);
         return torxp_error(TORX_ERR_NOMEM,
@@ -300,11 +300,11 @@ static torx_status_t parse_rank_line(const char *path, unsigned long line, const
 static int grow(torx_map_t *map, unsigned long **lines, int *cap)
 {
     int ncap = *cap < INT_MAX / 2 ? *cap * 2 : INT_MAX;
-    torx_coord_t *c = realloc(map->coord, (size_t)ncap * sizeof *c);
+    torx_coord_t *c = torxp_realloc(map->coord, (size_t)ncap * sizeof *c);
     if (!c)
         return 0;
     map->coord = c;
-    unsigned long *l = realloc(*lines, (size_t)ncap * sizeof *l);
+    unsigned long *l = torxp_realloc(*lines, (size_t)ncap * sizeof *l);
     if (!l)
         return 0;
     *lines = l;
@@ -331,7 +331,7 @@ static torx_status_t read_map_file(const char *path, torx_shape_t shape, int nta
     /* ntasks 0: the file says how many; it cannot exceed the slots without a
      * duplicate, so the arrays grow from a small start. */
     int cap = ntasks > 0 ? ntasks : 64;
-    unsigned long *lines = malloc((size_t)cap * sizeof *lines); /* line of each rank */
+    unsigned long *lines = torxp_malloc((size_t)cap * sizeof *lines); /* line of each rank */
     char *buf = NULL;
     size_t bufsize = 0;
     if ((rc = map_alloc(shape, cap, map)) != TORX_OK || !lines) {

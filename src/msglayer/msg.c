@@ -197,7 +197,7 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
     if (!out)
         return torxp_error(TORX_ERR_INVAL, "torx: torx_init: ctx output is NULL");
     *out = NULL;
-    torx_ctx_t *ctx = calloc(1, sizeof *ctx);
+    torx_ctx_t *ctx = torxp_calloc(1, sizeof *ctx);
     if (!ctx)
         return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the message-layer context");
     ctx->done_tail = &ctx->done_head;
@@ -253,7 +253,7 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
     if ((rc = torx_pkt_open(&pattr, &ctx->dev)) != TORX_OK)
         goto fail;
 
-    if (!(ctx->peers = calloc((size_t)ctx->size, sizeof *ctx->peers))) {
+    if (!(ctx->peers = torxp_calloc((size_t)ctx->size, sizeof *ctx->peers))) {
         rc = torxp_error(TORX_ERR_NOMEM, "torx: out of memory for %d peers", ctx->size);
         goto fail;
     }
@@ -321,10 +321,23 @@ void torxm_dispatch(torx_ctx_t *ctx, const torx_pkt_hdr_t *pkt)
     }
 }
 
+/* The failure torx_advance reports: the context's own, or the device's
+ * (which then becomes the context's). */
+static int __attribute__((noinline, cold)) ctx_failed(torx_ctx_t *ctx)
+{
+    if (ctx->failed == TORX_OK)
+        torxm_fail(ctx, ctx->dev->failed, "the packet device failed: %s", torx_last_error());
+    else /* what came since (a dropped packet, say) is not why it failed */
+        torxp_error(ctx->failed, "torx: rank %d: %s", ctx->rank, ctx->failed_why);
+    return ctx->failed;
+}
+
 int torx_advance(torx_ctx_t *ctx)
 {
     if (TORXM_UNLIKELY(ctx->in_advance))
         return 0;
+    if (TORXM_UNLIKELY(ctx->failed != TORX_OK || ctx->dev->failed != TORX_OK))
+        return ctx_failed(ctx);
     ctx->in_advance = 1;
     int n = 0;
     if (TORXM_UNLIKELY(ctx->ctrl_head != NULL))
@@ -400,7 +413,10 @@ torx_status_t torx_wait_timeout(torx_ctx_t *ctx, volatile int *flag, double time
     const double deadline = timeout_s >= 0 ? now_s() + timeout_s : -1;
     unsigned idle = 0;
     while (!*flag) {
-        if (torx_advance(ctx)) {
+        const int n = torx_advance(ctx);
+        if (TORXM_UNLIKELY(n < 0))
+            return (torx_status_t)n;
+        if (n) {
             idle = 0;
             continue;
         }
@@ -451,7 +467,8 @@ torx_status_t torx_finalize(torx_ctx_t *ctx)
     if (ctx->in_advance)
         return torxp_error(TORX_ERR_INVAL,
                            "torx: torx_finalize called from a handler or callback");
-    torx_status_t rc = TORX_OK;
+    /* A failed context cannot drain or meet its peers: it only closes. */
+    torx_status_t rc = ctx->failed;
     const double deadline = now_s() + FINALIZE_TIMEOUT_S;
     unsigned idle = 0;
     /* Deferred messages nobody accepted: discarding them lets their senders
@@ -465,8 +482,13 @@ torx_status_t torx_finalize(torx_ctx_t *ctx)
                   discarded);
     /* Drain: everything this task sends must leave, and the rendezvous it
      * takes part in must finish; advancing also serves the peers. */
-    while (has_work(ctx)) {
-        if (torx_advance(ctx)) {
+    while (rc == TORX_OK && has_work(ctx)) {
+        const int n = torx_advance(ctx);
+        if (n < 0) { /* it cannot drain: say why, and close */
+            rc = (torx_status_t)n;
+            break;
+        }
+        if (n) {
             idle = 0;
             continue;
         }
@@ -487,7 +509,12 @@ torx_status_t torx_finalize(torx_ctx_t *ctx)
     if (rc == TORX_OK && (rc = torx_gi_arm(ctx->dev)) == TORX_OK) {
         idle = 0;
         while ((rc = torx_gi_poll(ctx->dev)) == TORX_AGAIN) {
-            if (torx_advance(ctx)) {
+            const int n = torx_advance(ctx);
+            if (n < 0) {
+                rc = (torx_status_t)n;
+                break;
+            }
+            if (n) {
                 idle = 0;
                 continue;
             }

@@ -624,7 +624,7 @@ torx_status_t torxm_co_costart(torx_ctx_t *ctx, torx_cowork_fn fn, void *arg, in
     unsigned idle = 0;
     /* acquire: pairs with comm_unit's release: the slot is free. */
     while (t - __atomic_load_n(&co->unit_head, __ATOMIC_ACQUIRE) >= CO_UNITS) {
-        if (torx_advance(ctx))
+        if (torx_advance(ctx) > 0) /* a failed context still lets units finish */
             idle = 0;
         else
             torxm_co_idle(ctx, idle++, -1);
@@ -650,7 +650,7 @@ torx_status_t torxm_co_cojoin(torx_ctx_t *ctx, int handle)
     /* acquire: pairs with comm_unit's release: the unit's effects are
      * visible once it counts as finished. Units finish in order. */
     while (__atomic_load_n(&co->unit_head, __ATOMIC_ACQUIRE) < (uint64_t)handle) {
-        if (torx_advance(ctx))
+        if (torx_advance(ctx) > 0) /* a failed context still lets units finish */
             idle = 0;
         else
             torxm_co_idle(ctx, idle++, -1);

@@ -183,6 +183,7 @@ typedef struct torxm_msg {
     uint8_t handler;
     uint8_t hdr_len;
     uint8_t hdr[TORX_MSG_MAX_HDR];
+    torx_status_t status; /* TORX_OK, or why the send failed (torx_msg_status) */
 } torxm_msg_t;
 static_assert(sizeof(torxm_msg_t) <= sizeof(torx_msg_t), "private message fits torx_msg_t");
 static_assert(_Alignof(torxm_msg_t) <= _Alignof(torx_msg_t), "and its alignment");
@@ -304,6 +305,8 @@ struct torx_ctx {
     uint64_t inflight_rx; /* rendezvous and vn receives not yet finished */
     uint64_t parked;      /* adaptive packets that came before their turn (tests read it) */
     uint64_t malformed;   /* packets dropped by torxm_bad_packet or the dispatch */
+    torx_status_t failed; /* torxm_fail: the first error the context cannot recover from */
+    char failed_why[400]; /* and its message, which every later advance reports again */
 
     int in_advance;
     int costarted;      /* heater, vn: work units run by torx_costart */
@@ -433,6 +436,14 @@ void torxm_ctrl_send(torx_ctx_t *ctx, int dest, unsigned type, uint32_t word,
                      const void *payload, size_t len, unsigned proto);
 int torxm_ctrl_drain(torx_ctx_t *ctx);
 
+/* The context cannot go on: memory for a message that is already arriving,
+ * or a packet a peer waits for, could not be had. Records the first such
+ * error (torx_last_error says it) and logs it; from then on torx_advance
+ * returns it, so the caller ends the job with a clear message instead of
+ * waiting for a message or a peer that will never complete. */
+void __attribute__((cold, format(printf, 3, 4)))
+torxm_fail(torx_ctx_t *ctx, torx_status_t st, const char *fmt, ...);
+
 /* Reports a packet no torx task would send (a length or offset that does
  * not fit, a reply nobody waits for): counted in ctx->malformed, recorded
  * for torx_last_error as TORX_ERR_PROTO, logged. The caller drops it. */
@@ -463,9 +474,10 @@ static inline void torxm_matched(torx_ctx_t *ctx, torxm_peer_t *peer)
         torxm_release_due(ctx, peer);
 }
 
-/* A receive record for a matched message (want = total). Aborts the task,
- * with a message, when memory runs out: the message's packets keep coming and
- * could be neither placed nor told apart from the next message's. */
+/* A receive record for a matched message (want = total). NULL when memory
+ * ran out: the context has then failed (torxm_fail), since the message's
+ * packets keep coming and could be neither placed nor told apart from the
+ * next message's; the caller reports the receive as failed. */
 torxm_rx_t *torxm_rx_new(torx_ctx_t *ctx, int src, const torx_recv_t *recv, uint64_t total,
                          unsigned proto);
 void torxm_rx_init(torxm_rx_t *rx, int src, const torx_recv_t *recv, uint64_t total,

@@ -2,8 +2,24 @@
  * records, truncation, and the one-packet protocol. */
 #include "msg_internal.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+void torxm_fail(torx_ctx_t *ctx, torx_status_t st, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    torxp_log(ctx->dev, 0, "%s", msg);
+    if (ctx->failed == TORX_OK) {
+        ctx->failed = st;
+        snprintf(ctx->failed_why, sizeof ctx->failed_why, "%s", msg);
+        torxp_error(st, "torx: rank %d: %s", ctx->rank, msg);
+    }
+}
 
 void torxm_bad_packet(torx_ctx_t *ctx, int src, const char *what)
 {
@@ -82,12 +98,12 @@ torxm_rx_t *torxm_rx_new(torx_ctx_t *ctx, int src, const torx_recv_t *recv, uint
     torxm_rx_t *rx = ctx->rx_free;
     if (rx) {
         ctx->rx_free = rx->next;
-    } else if (!(rx = malloc(sizeof *rx))) {
-        torxp_log(ctx->dev, 0,
-                  "out of memory for the receive record of a %s message of %llu bytes from rank "
-                  "%d; aborting (its packets could be neither placed nor skipped)",
-                  torx_protocol_name((torx_protocol_t)proto), (unsigned long long)total, src);
-        abort();
+    } else if (!(rx = torxp_malloc(sizeof *rx))) {
+        torxm_fail(ctx, TORX_ERR_NOMEM,
+                   "out of memory for the receive record of a %s message of %llu bytes from "
+                   "rank %d",
+                   torx_protocol_name((torx_protocol_t)proto), (unsigned long long)total, src);
+        return NULL;
     }
     torxm_rx_init(rx, src, recv, total, proto);
     rx->pooled = 1;

@@ -168,6 +168,7 @@ torx_status_t torx_send(torx_ctx_t *ctx, torx_msg_t *msg, int dest, int handler,
         const torx_status_t rc = onepkt_now(ctx, peer, handler, hdr, hdr_len, data, len);
         if (TORXM_LIKELY(rc == TORX_OK)) {
             m->magic = TORXM_MSG_MAGIC;
+            m->status = TORX_OK;
             m->done = done;
             m->arg = arg;
             torxm_complete(ctx, m);
@@ -178,6 +179,7 @@ torx_status_t torx_send(torx_ctx_t *ctx, torx_msg_t *msg, int dest, int handler,
     }
 
     m->magic = TORXM_MSG_MAGIC;
+    m->status = TORX_OK;
     m->data = data;
     m->len = len;
     m->off = 0;
@@ -197,6 +199,12 @@ torx_status_t torx_send(torx_ctx_t *ctx, torx_msg_t *msg, int dest, int handler,
     if (peer->head == m)
         torxm_peer_push(ctx, peer);
     return TORX_OK;
+}
+
+torx_status_t torx_msg_status(const torx_msg_t *msg)
+{
+    const torxm_msg_t *m = (const torxm_msg_t *)(const void *)msg;
+    return m->magic == TORXM_MSG_MAGIC ? m->status : TORX_ERR_INVAL;
 }
 
 int torx_msg_pending(const torx_msg_t *msg)
@@ -242,9 +250,13 @@ static int peer_push_count(torx_ctx_t *ctx, torxm_peer_t *peer)
         peer->head = next;
         left++;
         if (TORXM_UNLIKELY(rc < 0)) {
-            torxp_log(ctx->dev, 0, "%s send of %llu bytes to rank %d failed and was dropped: %s",
-                      torxm_protocols[m->proto].name, (unsigned long long)m->len, m->dest,
-                      torx_last_error());
+            /* Not a success: the send completes with the error, and since
+             * the peer may hold part of it (or wait for it), the context
+             * fails too. */
+            m->status = rc;
+            torxm_fail(ctx, rc, "%s send of %llu bytes to rank %d failed: %s",
+                       torxm_protocols[m->proto].name, (unsigned long long)m->len, m->dest,
+                       torx_last_error());
             if (m->cookie) {
                 torxm_cookie_free(ctx, m->cookie);
                 m->cookie = 0;
@@ -297,7 +309,9 @@ void torxm_ctrl_send(torx_ctx_t *ctx, int dest, unsigned type, uint32_t word,
         if (rc == TORX_OK)
             return;
         if (rc < 0) {
-            torxp_log(ctx->dev, 0, "control packet to rank %d lost: %s", dest, torx_last_error());
+            /* The peer waits for it: the context cannot go on. */
+            torxm_fail(ctx, rc, "a control packet to rank %d was lost: %s", dest,
+                       torx_last_error());
             return;
         }
     }
@@ -305,11 +319,11 @@ void torxm_ctrl_send(torx_ctx_t *ctx, int dest, unsigned type, uint32_t word,
     torxm_ctrl_t *c = ctx->ctrl_free;
     if (c)
         ctx->ctrl_free = c->next;
-    else if (!(c = malloc(sizeof *c))) {
-        torxp_log(ctx->dev, 0,
-                  "out of memory queuing a control packet to rank %d; that peer's transfer "
-                  "will not complete",
-                  dest);
+    else if (!(c = torxp_malloc(sizeof *c))) {
+        torxm_fail(ctx, TORX_ERR_NOMEM,
+                   "out of memory queuing a control packet to rank %d (that peer's transfer "
+                   "cannot complete)",
+                   dest);
         return;
     }
     assert(len <= sizeof c->payload);
@@ -334,8 +348,8 @@ int torxm_ctrl_drain(torx_ctx_t *ctx)
         if (rc == TORX_NO_ROOM)
             break;
         if (rc < 0)
-            torxp_log(ctx->dev, 0, "control packet to rank %d lost: %s", c->dest,
-                      torx_last_error());
+            torxm_fail(ctx, rc, "a control packet to rank %d was lost: %s", c->dest,
+                       torx_last_error());
         ctx->ctrl_head = c->next;
         c->next = ctx->ctrl_free;
         ctx->ctrl_free = c;
@@ -355,7 +369,7 @@ torx_status_t torxm_cookie_new(torx_ctx_t *ctx, void *p, int owned, uint64_t *co
         if (n <= ctx->ncookies || n >= COOKIE_NONE)
             return torxp_error(TORX_ERR_NOMEM, "torx: %u rendezvous transfers in flight",
                                ctx->ncookies);
-        torxm_cookie_slot_t *t = realloc(ctx->cookies, (size_t)n * sizeof *t);
+        torxm_cookie_slot_t *t = torxp_realloc(ctx->cookies, (size_t)n * sizeof *t);
         if (!t)
             return torxp_error(TORX_ERR_NOMEM,
                                "torx: out of memory growing the rendezvous table to %u", n);

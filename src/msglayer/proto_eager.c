@@ -158,12 +158,12 @@ static void park(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt,
     torxm_early_t *e = ctx->early_free;
     if (e) {
         ctx->early_free = e->next;
-    } else if (!(e = malloc(sizeof *e))) {
-        torxp_log(ctx->dev, 0,
-                  "out of memory parking an early adaptive packet from rank %d; aborting (the "
-                  "message could not complete)",
-                  (int)(peer - ctx->peers));
-        abort();
+    } else if (!(e = torxp_malloc(sizeof *e))) {
+        torxm_fail(ctx, TORX_ERR_NOMEM,
+                   "out of memory parking an early adaptive packet from rank %d (its message "
+                   "cannot complete)",
+                   (int)(peer - ctx->peers));
+        return;
     }
     ctx->parked++;
     e->seq = seq;
@@ -223,6 +223,12 @@ static void adapt_first(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_
         return;
     }
     torxm_rx_t *rx = torxm_rx_new(ctx, src, &recv, total, TORX_PROTO_ADAPTIVE);
+    if (TORXM_UNLIKELY(!rx)) { /* the context has failed; the receive fails */
+        torxm_matched(ctx, peer);
+        if (recv.done)
+            recv.done(ctx, recv.arg, TORX_ERR_NOMEM, 0);
+        return;
+    }
     rx->seq = seq;
     torxm_rx_put(rx, 0, data, n);
     /* Data packets of this message that came before it. */

@@ -194,8 +194,13 @@ static void scout_start(torx_ctx_t *ctx, const scout_t *s, const torx_recv_t *re
             torxm_ctrl_send(ctx, s->src, TORXM_PKT_RZV_CTS, 0, cts, sizeof cts, s->proto);
             goto status_only;
         }
-        if (!rx)
-            rx = torxm_rx_new(ctx, s->src, recv, total, s->proto);
+        if (!rx && !(rx = torxm_rx_new(ctx, s->src, recv, total, s->proto))) {
+            /* out of memory (the context has failed): the sender sends
+             * nothing and completes; this receive fails */
+            cts[2] = 0;
+            torxm_ctrl_send(ctx, s->src, TORXM_PKT_RZV_CTS, 0, cts, sizeof cts, s->proto);
+            goto nomem;
+        }
         rx->want = want;
         rx->scookie = s->scookie;
         const torx_status_t rc = torxm_cookie_new(ctx, rx, 1, &rx->rcookie);
@@ -216,8 +221,10 @@ static void scout_start(torx_ctx_t *ctx, const scout_t *s, const torx_recv_t *re
         torxm_ctrl_send(ctx, s->src, s->ack_type, 0, &s->scookie, 8, s->proto);
         goto status_only;
     }
-    if (!rx)
-        rx = torxm_rx_new(ctx, s->src, recv, total, s->proto);
+    if (!rx && !(rx = torxm_rx_new(ctx, s->src, recv, total, s->proto))) {
+        torxm_ctrl_send(ctx, s->src, s->ack_type, 0, &s->scookie, 8, s->proto);
+        goto nomem;
+    }
     rx->want = want;
     rx->scookie = s->scookie;
     rx->ack_type = (uint8_t)s->ack_type;
@@ -244,6 +251,11 @@ status_only: /* want == 0: nothing is copied, only the status is reported */
         torxm_rx_finish(ctx, rx);
     else
         torxm_recv_now(ctx, s->src, recv, nothing, (size_t)total);
+    return;
+
+nomem:
+    if (recv->done)
+        recv->done(ctx, recv->arg, TORX_ERR_NOMEM, 0);
 }
 
 /* Keeps what the scout s says in a record on ctx->deferred and hands it out
@@ -252,6 +264,18 @@ static void scout_defer(torx_ctx_t *ctx, const scout_t *s, torx_deferred_t **def
 {
     static const torx_recv_t none; /* the handler's buf, len, done and arg do not count */
     torxm_rx_t *rx = torxm_rx_new(ctx, s->src, &none, s->total, s->proto);
+    if (TORXM_UNLIKELY(!rx)) {
+        /* out of memory (the context has failed): nothing can wait; the
+         * sender is told to send nothing, and completes */
+        if (s->flags & TORXM_SCOUT_PACKETS) {
+            const uint64_t cts[3] = {s->scookie, 0, 0};
+            torxm_ctrl_send(ctx, s->src, TORXM_PKT_RZV_CTS, 0, cts, sizeof cts, s->proto);
+        } else {
+            torxm_ctrl_send(ctx, s->src, s->ack_type, 0, &s->scookie, 8, s->proto);
+        }
+        *defer = NULL;
+        return;
+    }
     rx->raddr = s->addr;
     rx->scookie = s->scookie;
     rx->flags = (uint8_t)s->flags;

@@ -284,7 +284,7 @@ static void pin_plan_init(pin_plan_t *p)
         torxp_log(NULL, 0, "warning: hwloc found no usable CPU; tasks not pinned");
         goto fail;
     }
-    p->cpus = malloc((size_t)n * sizeof *p->cpus);
+    p->cpus = torxp_malloc((size_t)n * sizeof *p->cpus);
     if (!p->cpus)
         goto fail;
     unsigned idx;
@@ -443,7 +443,7 @@ int torx_boot_fork_run(int ntasks, torx_task_main_fn task_main, void *arg, doubl
     if (cpus_per_task > 0)
         pin_plan_init(&pin);
 
-    pid_t *pids = calloc(n, sizeof *pids);
+    pid_t *pids = torxp_calloc(n, sizeof *pids);
     if (!pids) {
         pin_plan_destroy(&pin);
         munmap(sh, total);

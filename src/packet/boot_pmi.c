@@ -591,7 +591,7 @@ torx_status_t torx_boot_pmi_init(torx_boot_t *boot)
     torx_status_t rc = torx_env_int("TORX_BOOT_TIMEOUT", 1, 86400, PMI_TIMEOUT_DEF, &timeout);
     if (rc != TORX_OK)
         return rc;
-    pmi_client_t *c = calloc(1, sizeof *c);
+    pmi_client_t *c = torxp_calloc(1, sizeof *c);
     if (!c)
         return torxp_error(TORX_ERR_NOMEM, "torx: torx_boot_pmi_init: out of memory");
     c->fd = -1;

@@ -92,6 +92,9 @@ torx_shape_t torx_pkt_shape(const torx_pkt_dev_t *dev)
 torx_status_t torx_pkt_inject(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
                               const struct iovec *iov, int iovcnt)
 {
+    if (TORXP_FAULT(TORXP_FAULT_INJECT))
+        return torxp_error(TORX_ERR_SYS, "torx: packet injection failed (fault injection, "
+                                         "TORX_FAULT_INJECT)");
     return dev->ops->inject(dev, hdr, iov, iovcnt);
 }
 

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #define TORXP_LIKELY(x) __builtin_expect(!!(x), 1)
 #define TORXP_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -47,7 +48,38 @@ struct torx_pkt_dev {
     int rank, size;     /* from the bootstrap */
     int verbose;        /* TORX_VERBOSE */
     uint64_t malformed; /* received packets dropped by torxp_hdr_invalid */
+    torx_status_t failed; /* an error the device cannot recover from, else TORX_OK */
 };
+
+/* Fault injection (configure --enable-fault-injection, tests only):
+ * TORX_FAULT_ALLOC=N makes the Nth allocation through torxp_malloc,
+ * torxp_calloc or torxp_realloc fail, TORX_FAULT_INJECT=N the Nth
+ * torx_pkt_inject fail hard. Without the option the hooks are constant 0. */
+enum { TORXP_FAULT_ALLOC, TORXP_FAULT_INJECT, TORXP_FAULT_KINDS };
+#ifdef TORX_FAULT_INJECTION
+bool torxp_fault(int kind);
+/* How many calls of kind this process made so far (tests size their sweeps). */
+unsigned long torxp_fault_calls(int kind);
+#define TORXP_FAULT(kind) TORXP_UNLIKELY(torxp_fault(kind))
+#else
+#define TORXP_FAULT(kind) 0
+#endif
+
+/* libtorx's allocations: malloc, calloc, realloc, with the fault hook. */
+static inline void *torxp_malloc(size_t n)
+{
+    return TORXP_FAULT(TORXP_FAULT_ALLOC) ? NULL : malloc(n);
+}
+
+static inline void *torxp_calloc(size_t n, size_t size)
+{
+    return TORXP_FAULT(TORXP_FAULT_ALLOC) ? NULL : calloc(n, size);
+}
+
+static inline void *torxp_realloc(void *p, size_t n)
+{
+    return TORXP_FAULT(TORXP_FAULT_ALLOC) ? NULL : realloc(p, n);
+}
 
 /* Why h is not a header that torx_pkt_inject could have written in this
  * job, or NULL when it is. A reception FIFO is memory that every task of the

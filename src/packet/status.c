@@ -132,3 +132,46 @@ void torxp_log(const torx_pkt_dev_t *dev, int level, const char *fmt, ...)
     }
     errno = saved_errno;
 }
+
+#ifdef TORX_FAULT_INJECTION
+/* Fault injection (tests only; see pkt_internal.h). The variables are read
+ * once, strictly; the counters are atomic because co mode's thread
+ * allocates and injects too. */
+static const char *const fault_vars[TORXP_FAULT_KINDS] = {"TORX_FAULT_ALLOC", "TORX_FAULT_INJECT"};
+static unsigned long fault_calls[TORXP_FAULT_KINDS];
+
+unsigned long torxp_fault_calls(int kind)
+{
+    return __atomic_load_n(&fault_calls[kind], __ATOMIC_RELAXED);
+}
+
+bool torxp_fault(int kind)
+{
+    static long fail_at[TORXP_FAULT_KINDS];
+    static pid_t read_by; /* the process that read the variables: a forked
+                           * task counts its own calls, with its own settings */
+    if (__atomic_load_n(&read_by, __ATOMIC_ACQUIRE) != getpid()) {
+        for (int k = 0; k < TORXP_FAULT_KINDS; k++)
+            __atomic_store_n(&fault_calls[k], 0, __ATOMIC_RELAXED);
+        for (int k = 0; k < TORXP_FAULT_KINDS; k++) {
+            long v = 0;
+            const char *s = getenv(fault_vars[k]);
+            char *end;
+            /* Not torx_env_int: that records errors, and this runs inside
+             * other calls. A bad value is a loud test setup error. */
+            if (s && *s && ((v = strtol(s, &end, 10)) < 0 || *end)) {
+                fprintf(stderr, "torx: %s='%s' is not a count\n", fault_vars[k], s);
+                abort();
+            }
+            fail_at[k] = v;
+        }
+        __atomic_store_n(&read_by, getpid(), __ATOMIC_RELEASE);
+    }
+    const unsigned long n = __atomic_add_fetch(&fault_calls[kind], 1, __ATOMIC_RELAXED);
+    if (fail_at[kind] <= 0 || n != (unsigned long)fail_at[kind])
+        return false;
+    torxp_log(NULL, 0, "fault injection: failing %s call %lu (%s)",
+              kind == TORXP_FAULT_ALLOC ? "allocation" : "injection", n, fault_vars[kind]);
+    return true;
+}
+#endif

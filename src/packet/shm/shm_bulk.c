@@ -158,16 +158,24 @@ static bool bulk_is_done(const bulk_op_t *op)
     return __atomic_load_n(&op->b.done, __ATOMIC_ACQUIRE) != 0;
 }
 
-static void __attribute__((noreturn, format(printf, 2, 3)))
-bulk_abort(const torxp_shm_dev_t *d, const char *fmt, ...)
+/* The device cannot go on (a reply or acknowledgement a peer waits for could
+ * not be queued, or a transfer's own state was overwritten): the first such
+ * error is kept in d->base.failed, which the message layer's advance reports,
+ * so the task ends with this message instead of leaving a peer waiting or
+ * writing to a wrong address. */
+static void __attribute__((cold, format(printf, 3, 4)))
+bulk_fail(torxp_shm_dev_t *d, torx_status_t st, const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    torxp_log(&d->base, 0, "%s; aborting rather than writing to a wrong address", msg);
-    abort();
+    torxp_log(&d->base, 0, "%s; the device cannot go on", msg);
+    if (d->base.failed == TORX_OK) {
+        d->base.failed = st;
+        torxp_error(st, "torx: %s", msg);
+    }
 }
 
 /* A device-internal packet that no torx task would send (bad lengths, a
@@ -274,7 +282,7 @@ static torx_status_t bulk_register(struct torxp_shm_serve *s, bulk_op_t *op)
         if (n <= s->nops || n > UINT32_MAX / 2)
             return torxp_error(TORX_ERR_NOMEM, "torx: too many bulk transfers in flight (%u)",
                                s->nops);
-        bulk_slot_t *ops = realloc(s->ops, (size_t)n * sizeof *ops);
+        bulk_slot_t *ops = torxp_realloc(s->ops, (size_t)n * sizeof *ops);
         if (!ops)
             return torxp_error(TORX_ERR_NOMEM,
                                "torx: out of memory growing the bulk transfer table to %u", n);
@@ -330,11 +338,13 @@ static bulk_op_t *bulk_lookup(torxp_shm_dev_t *d, uint64_t cookie, const char *w
     bulk_op_t *op = s->ops[i].op;
     /* Our own memory, not the wire: the caller reused a torx_bulk_t whose
      * transfer was still running, and nothing it names can be trusted. */
-    if (op->b.magic != TORXP_SHM_BULK_MAGIC || op->slot != i || op->gen != gen)
-        bulk_abort(d,
-                   "bulk %s from task (%u,%u,%u,%u): the torx_bulk_t at %p (cookie 0x%llx) was "
-                   "overwritten or reused while its transfer was in flight",
-                   what, from.x, from.y, from.z, from.t, (void *)op, (unsigned long long)cookie);
+    if (op->b.magic != TORXP_SHM_BULK_MAGIC || op->slot != i || op->gen != gen) {
+        bulk_fail(d, TORX_ERR_INVAL,
+                  "bulk %s from task (%u,%u,%u,%u): the torx_bulk_t at %p (cookie 0x%llx) was "
+                  "overwritten or reused while its transfer was in flight",
+                  what, from.x, from.y, from.z, from.t, (void *)op, (unsigned long long)cookie);
+        return NULL;
+    }
     if (!torx_coord_equal(from, op->b.peer)) {
         bulk_malformed(d,
                        "bulk %s for cookie 0x%llx came from task (%u,%u,%u,%u), but that "
@@ -368,7 +378,7 @@ static void bulk_append(struct torxp_shm_serve *s, bulk_job_t *j)
 
 static torx_status_t bulk_queue(torxp_shm_dev_t *d, const bulk_job_t *tmpl)
 {
-    bulk_job_t *j = malloc(sizeof *j);
+    bulk_job_t *j = torxp_malloc(sizeof *j);
     if (!j)
         return torxp_error(TORX_ERR_NOMEM, "torx: out of memory queuing a bulk transfer job");
     *j = *tmpl;
@@ -571,9 +581,10 @@ void torxp_shm_bulk_on_sys(torxp_shm_dev_t *d, const torx_pkt_hdr_t *pkt)
         const bulk_job_t j = {
             .kind = JOB_GET_REPLY, .peer = sw.from, .cookie = w.cookie, .addr = w.addr, .len = len};
         if (!d->serve || bulk_queue(d, &j) != TORX_OK)
-            bulk_abort(d, "cannot queue the reply to a bulk get from task (%u,%u,%u,%u): %s",
-                       sw.from.x, sw.from.y, sw.from.z, sw.from.t,
-                       d->serve ? torx_last_error() : "bulk transfers not set up");
+            bulk_fail(d, d->serve ? TORX_ERR_NOMEM : TORX_ERR_INVAL,
+                      "cannot queue the reply to a bulk get from task (%u,%u,%u,%u): %s",
+                      sw.from.x, sw.from.y, sw.from.z, sw.from.t,
+                      d->serve ? torx_last_error() : "bulk transfers not set up");
         return;
     }
     case BULK_GET_DATA: {
@@ -605,8 +616,8 @@ void torxp_shm_bulk_on_sys(torxp_shm_dev_t *d, const torx_pkt_hdr_t *pkt)
                 st = d->serve ? bulk_queue(d, &j) : TORX_ERR_INVAL;
             }
             if (st != TORX_OK)
-                bulk_abort(d, "cannot acknowledge a bulk put from task (%u,%u,%u,%u): %s",
-                           sw.from.x, sw.from.y, sw.from.z, sw.from.t, torx_status_str(st));
+                bulk_fail(d, st, "cannot acknowledge a bulk put from task (%u,%u,%u,%u): %s",
+                          sw.from.x, sw.from.y, sw.from.z, sw.from.t, torx_status_str(st));
         }
         return;
     case BULK_PUT_ACK: {
@@ -923,7 +934,7 @@ static void bulk_allow_readers(torxp_shm_dev_t *d, int yama)
 torx_status_t torxp_shm_bulk_setup(torxp_shm_dev_t *d, int bulk_mode)
 {
 
-    d->serve = calloc(1, sizeof *d->serve);
+    d->serve = torxp_calloc(1, sizeof *d->serve);
     if (!d->serve)
         return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the bulk transfer state");
     d->serve->tail = &d->serve->jobs;

@@ -272,13 +272,13 @@ torx_status_t torxp_shm_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
         log2++;
     const layout_t l = compute_layout(d->nslots, (unsigned)boot->size, log2);
     d->geom = l.geom;
-    d->cached_head = calloc((size_t)d->nslots * TORXP_SHM_FIFOS_PER_TASK, sizeof(uint64_t));
+    d->cached_head = torxp_calloc((size_t)d->nslots * TORXP_SHM_FIFOS_PER_TASK, sizeof(uint64_t));
 
     /* Every task takes part in both allgathers whatever
      * happens, so one task's failure never leaves the others waiting. */
     torx_status_t rc = d->cached_head ? TORX_OK
                                       : torxp_error(TORX_ERR_NOMEM, "torx: out of memory");
-    create_record_t mine = {.status = TORX_OK}, *all = calloc((size_t)boot->size, sizeof mine);
+    create_record_t mine = {.status = TORX_OK}, *all = torxp_calloc((size_t)boot->size, sizeof mine);
     if (!all && rc == TORX_OK)
         rc = torxp_error(TORX_ERR_NOMEM, "torx: out of memory");
     if (boot->rank == 0 && rc == TORX_OK)
@@ -311,9 +311,9 @@ torx_status_t torxp_shm_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
     /* The start-up barrier doubles as a vote: everyone learns whether any
      * task failed to attach, so all fail together rather than talk to a
      * task that is not there. */
-    int32_t my_status = rc, *statuses = calloc((size_t)boot->size, sizeof *statuses);
+    int32_t my_status = rc, *statuses = torxp_calloc((size_t)boot->size, sizeof *statuses);
     brc = statuses ? boot->allgather(boot, &my_status, statuses, sizeof my_status)
-                   : TORX_ERR_NOMEM;
+                   : torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the start-up vote");
     if (boot->rank == 0 && all[0].status == TORX_OK)
         shm_unlink(name); /* in case a task never attached; ENOENT otherwise */
     if (brc != TORX_OK && rc == TORX_OK)
