@@ -32,7 +32,7 @@ set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 # Bump when the overlay/patch recipe below changes: it invalidates the cache.
-RECIPE=4
+RECIPE=5
 
 cache=${TORX_CACHE:-$HOME/.cache/torx}
 jobs=${TORX_JOBS:-2}
@@ -117,6 +117,16 @@ conf_common=(
     FFLAGS=-fallow-argument-mismatch
     FCFLAGS=-fallow-argument-mismatch
 )
+# ccache (Debian's package, scripts/install-deps.sh) for the C and C++
+# compilers: a rebuild, or a fresh build of the same MPICH in another cache
+# directory (a new clone: the key holds the checkout's path), compiles only
+# what changed. CCACHE_BASEDIR makes the paths under $cache relative in what
+# ccache hashes, so the key directory's name does not matter. A machine that
+# never built MPICH gains nothing. TORX_CCACHE=0 turns it off.
+if [ "${TORX_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null 2>&1; then
+    conf_common+=("CC=ccache gcc" "CXX=ccache g++")
+    export CCACHE_BASEDIR=$cache
+fi
 conf_common+=(${extra[@]+"${extra[@]}"})
 key=$({
     echo "recipe $RECIPE"

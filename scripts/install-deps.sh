@@ -30,6 +30,8 @@ PACKAGES=(
     # tools for tests, benchmarks and plots; clang and its runtimes for the
     # libFuzzer harnesses (test/fuzz/, the fuzz stage of scripts/test-all.sh)
     valgrind gnuplot-nox python3 clang libclang-rt-14-dev
+    # compiler cache for the MPICH build (scripts/build-mpich.sh)
+    ccache
     # the MPI peers torx is benchmarked against. Both provide the mpicc
     # alternative: always use mpicc.mpich / mpiexec.mpich and
     # mpicc.openmpi / mpirun.openmpi.
