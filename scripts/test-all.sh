@@ -119,7 +119,7 @@ run_build() {
 # The MPI level: MPICH built with the torx netmod (incremental when cached),
 # then torx's own MPI programs, which also prove torx carried the traffic.
 run_mpi() {
-    local start=$SECONDS log rc pass=0 fail=0
+    local start=$SECONDS log rc pass=0 fail=0 skip=0
     banner "mpi: MPICH with ch4:torx (scripts/build-mpich.sh), then test/mpi/run.sh"
     if ! scripts/build-mpich.sh </dev/null; then
         mpich_built=0
@@ -133,17 +133,21 @@ run_mpi() {
     test/mpi/run.sh </dev/null 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
     read -r pass fail < <(sed -n 's/^run\.sh: \([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' "$log")
+    skip=$(sed -n 's/^run\.sh: .* \([0-9][0-9]*\) skipped,.*/\1/p' "$log")
     rm -f "$log"
     pass=${pass:-0}
     fail=${fail:-0}
+    skip=${skip:-0}
     if [ "$rc" != 0 ]; then
         status=1
         [ "$fail" -gt 0 ] || fail=1
     fi
     total_pass=$((total_pass + pass))
     total_fail=$((total_fail + fail))
-    summary+=("$(printf '%-7s %-12s test/mpi/run.sh %s: %d passed, %d failed (%d s)' mpi "MPICH" \
-        "$([ "$rc" = 0 ] && echo ok || echo FAILED)" "$pass" "$fail" $((SECONDS - start)))")
+    total_skip=$((total_skip + skip))
+    summary+=("$(printf '%-7s %-12s test/mpi/run.sh %s: %d passed, %d failed, %d skipped (%d s)' mpi \
+        "MPICH" "$([ "$rc" = 0 ] && echo ok || echo FAILED)" "$pass" "$fail" "$skip" \
+        $((SECONDS - start)))")
 }
 
 # A subset of MPICH's own test suite (test/mpi of the MPICH source) against

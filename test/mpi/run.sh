@@ -66,6 +66,7 @@ t_start=$SECONDS
 pass=0
 fail=0
 xfail=0
+skipped=0
 failed=()
 xfailed=()
 
@@ -180,6 +181,7 @@ if want matrix; then
             if [ $mapping = file ]; then
                 if [ "$np" != 4 ]; then
                     echo "SKIP: $mode/file (the mapping files are for 4 ranks, TORX_MPI_NP=$np)"
+                    skipped=$((skipped + 1))
                     continue
                 fi
                 if [ $mode = vn ]; then
@@ -494,5 +496,5 @@ if want stats && [ -x "$out/ring" ]; then
     fi
 fi
 
-echo "run.sh: $pass passed, $fail failed${failed[*]:+ (${failed[*]})}, $xfail known failures${xfailed[*]:+ (${xfailed[*]})}; $((SECONDS - t_start)) s"
+echo "run.sh: $pass passed, $fail failed${failed[*]:+ (${failed[*]})}, $skipped skipped, $xfail known failures${xfailed[*]:+ (${xfailed[*]})}; $((SECONDS - t_start)) s"
 [ $fail = 0 ]
