@@ -41,7 +41,8 @@
  *   TORX_MODE              heater (default) | co | vn
  *   TORX_CORES_PER_NODE    cores per node, the tasks per node of vn mode (2)
  *   TORX_TORUS, TORX_MAPPING   see <torx/map.h>
- *   TORX_ONEPKT_LIMIT, TORX_EAGER_LIMIT, TORX_ADAPTIVE_LIMIT, TORX_RZV_DATA
+ *   TORX_ONEPKT_LIMIT, TORX_EAGER_LIMIT, TORX_ADAPTIVE_LIMIT, TORX_RZV_DATA,
+ *   TORX_STAGE_MIN, TORX_STAGE_CHUNK
  *                          see torx_limits_t
  *   TORX_STATS=1           print per-protocol counters at finalize, one line
  *                          per protocol per task, to stderr
@@ -91,6 +92,12 @@ typedef enum torx_protocol {
  *   adaptive eager   when n <= adaptive_limit, else
  *   eager            when n <= eager_limit, else
  *   rendezvous.
+ * Eager messages of stage_min data bytes or more, and vn messages of
+ * stage_min..eager_limit bytes, move their data through the device's
+ * staging area (torx_stage_put, <torx/packet.h>) in pieces of stage_chunk
+ * bytes, one descriptor packet each, instead of 240-byte packets (eager) or
+ * a cross-memory copy and an ack (vn); the protocol, its ordering and its
+ * counters stay the same.
  * Both limits are at most 2^32 - 1 (the packet-streamed protocols' offsets). */
 typedef struct torx_limits {
     size_t onepkt_limit;   /* TORX_ONEPKT_LIMIT, default and maximum
@@ -101,6 +108,10 @@ typedef struct torx_limits {
     int rzv_packets;       /* TORX_RZV_DATA=bulk (0, default) | packets (1):
                               rendezvous data as adaptive packets instead of
                               a bulk get */
+    size_t stage_min;      /* TORX_STAGE_MIN: 0 (off) or the data bytes from
+                              which eager and vn messages are staged */
+    size_t stage_chunk;    /* TORX_STAGE_CHUNK: bytes per staged piece (at
+                              most the device's torx_stage_max) */
 } torx_limits_t;
 
 typedef struct torx_init_attr {
@@ -203,6 +214,10 @@ typedef struct torx_recv_info {
      * directly and set recv->buf = NULL. */
     const void *data;
     torx_protocol_t protocol;
+    /* 1 when the data is still at the sender, so the handler may defer the
+     * message (torx_recv_t.defer): rendezvous and vn messages moved by a
+     * get. 0 when the data is on its way (in packets or staged). */
+    int deferrable;
 } torx_recv_info_t;
 
 /* status: TORX_OK, TORX_ERR_TRUNCATE, or an error of the transfer (e.g.
@@ -223,8 +238,8 @@ typedef struct torx_recv {
     size_t len;
     torx_recv_done_fn done; /* may be NULL */
     void *arg;
-    /* Rendezvous and virtual node only (info->protocol TORX_PROTO_RZV or
-     * TORX_PROTO_VN, info->data NULL): a handler that cannot choose the
+    /* Only when info->deferrable (rendezvous and virtual node data moved
+     * by a get, still at the sender): a handler that cannot choose the
      * buffer yet (an MPI receive not posted) sets defer to where the message
      * layer stores a handle; buf, len, done and arg are then ignored, the
      * data stays at the sender, and torx_accept later says where it goes.

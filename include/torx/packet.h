@@ -9,7 +9,9 @@
  *  - collective network (torx_cn_*): 256-byte combine/broadcast over all
  *                 tasks of the job, integer ALU;
  *  - global interrupt (torx_gi_*): a hardware-style barrier;
- *  - bulk transfer (torx_bulk_*): remote get/put of a memory region.
+ *  - bulk transfer (torx_bulk_*): remote get/put of a memory region;
+ *  - staging (torx_stage_*): a descriptor-driven copy for mid-size data,
+ *                 through an area both tasks of a pair can reach.
  *
  * Every call is nonblocking. A full FIFO gives TORX_NO_ROOM and takes
  * nothing; a packet accepted with TORX_OK is delivered exactly once.
@@ -27,6 +29,9 @@
  *   TORX_CHAOS         seed > 0: adaptive packets really reorder; 0/unset: off
  *   TORX_FIFO_PACKETS  packets per reception FIFO, power of two, 16..65536 (128)
  *   TORX_BULK          auto (default) | cma | fifo: force the bulk path
+ *   TORX_STAGE_BYTES   staging area per ordered pair of tasks, a power of two
+ *                      4096..16777216, or 0 for none (65536; shrunk so that a
+ *                      large job's areas total at most 256 MiB)
  *   TORX_VERBOSE       -1..3, log start-up choices to stderr (-1: not even
  *                      warnings)
  */
@@ -530,6 +535,71 @@ torx_status_t torx_bulk_test(torx_pkt_dev_t *dev, torx_bulk_t *op);
  * SEE ALSO torx_bulk_get
  */
 const char *torx_bulk_path(const torx_pkt_dev_t *dev);
+
+/* ---- Staging --------------------------------------------------------------- */
+
+/* The data movement the original's successor gave to its DMA engine, for
+ * data too large for a few packets and too small to pay a rendezvous: the
+ * sender copies a piece into a staging area toward one destination and
+ * sends the returned descriptor in a packet of its own; the receiver reads
+ * the piece in place and releases it. One copy in, one copy out, no system
+ * call and no handshake. On shm the area is a ring per ordered pair of
+ * tasks in the job's segment; another device may map it onto RMA.
+ *
+ * Pieces toward one destination are released by the receiver in the order
+ * they were staged, so a descriptor must travel in a deterministic packet
+ * injected after its piece was staged (the packet's ordering then orders
+ * the piece too). */
+typedef struct torx_stage_ref {
+    uint32_t off; /* where the piece starts in the area (device-defined) */
+    uint32_t len; /* its bytes, 1..torx_stage_max */
+} torx_stage_ref_t;
+
+/* NAME     torx_stage_max - the largest piece the staging area takes
+ * DESCRIPTION
+ *   The most bytes one torx_stage_put may stage (half of the area, so one
+ *   piece can be read while the next is written).
+ * RETURN VALUE
+ *   Bytes; 0 when the device has no staging area (TORX_STAGE_BYTES=0).
+ * SEE ALSO torx_stage_put
+ */
+size_t torx_stage_max(const torx_pkt_dev_t *dev);
+
+/* NAME     torx_stage_put - stage a piece of data toward a destination
+ * DESCRIPTION
+ *   Copies len bytes (1..torx_stage_max) from data into the staging area
+ *   toward dest and describes the piece in *ref, for a packet to carry.
+ * RETURN VALUE
+ *   TORX_OK          staged; send *ref in a deterministic packet.
+ *   TORX_NO_ROOM     the area is full of pieces dest has not released:
+ *                    nothing staged, poll and retry.
+ *   TORX_ERR_INVAL   len outside 1..torx_stage_max, data or ref NULL, no
+ *                    task at dest.
+ * NOTES
+ *   One staging thread at a time per device (the message layer's
+ *   injecting thread).
+ * SEE ALSO torx_stage_data, torx_stage_release
+ */
+torx_status_t torx_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const void *data, size_t len,
+                             torx_stage_ref_t *ref);
+
+/* NAME     torx_stage_data, torx_stage_release - read and free a staged piece
+ * DESCRIPTION
+ *   torx_stage_data returns where the piece ref (as a packet from the task
+ *   at src carried it) can be read, if it is the next piece src staged
+ *   toward this task. torx_stage_release frees it; pieces from one source
+ *   are released in order, and a piece's bytes are not valid afterwards.
+ * RETURN VALUE
+ *   torx_stage_data: the piece's first byte, or NULL when ref is not the
+ *   next piece from src (a malformed or forged descriptor: drop the packet)
+ *   or the device has no staging area. torx_stage_release: none; it does
+ *   nothing for a ref torx_stage_data would refuse.
+ * NOTES
+ *   One receiving thread at a time per device for these two.
+ * SEE ALSO torx_stage_put
+ */
+const void *torx_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
+void torx_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
 
 /* ---- Environment helpers (used by every layer) --------------------------- */
 

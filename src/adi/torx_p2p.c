@@ -346,8 +346,7 @@ void MPIDI_TORX_p2p_handler(torx_ctx_t * ctx, void *harg, const torx_recv_info_t
         return;
     }
 
-    const int defer = !have_all && (info->protocol == TORX_PROTO_RZV ||
-                                    info->protocol == TORX_PROTO_VN);
+    const int defer = info->deferrable;
     MPIDI_TORX_unexp_t *u = MPL_malloc(sizeof(*u) + (defer ? 0 : info->data_len),
                                        MPL_MEM_BUFFER);
     if (u == NULL)

@@ -21,7 +21,9 @@ const torxm_proto_t torxm_protocols[TORX_PROTO_COUNT] = {
     [TORX_PROTO_EAGER] = {.name = "eager",
                           .push = torxm_eager_push,
                           .rx = {{TORXM_PKT_EAGER_FIRST, torxm_eager_first_rx},
-                                 {TORXM_PKT_EAGER_MORE, torxm_eager_more_rx}}},
+                                 {TORXM_PKT_EAGER_MORE, torxm_eager_more_rx},
+                                 {TORXM_PKT_EAGER_STAGED, torxm_staged_rx},
+                                 {TORXM_PKT_EAGER_PIECE, torxm_piece_rx}}},
     [TORX_PROTO_ADAPTIVE] = {.name = "adaptive",
                              .push = torxm_adapt_push,
                              .rx = {{TORXM_PKT_ADAPT_FIRST, torxm_adapt_first_rx},
@@ -36,7 +38,9 @@ const torxm_proto_t torxm_protocols[TORX_PROTO_COUNT] = {
     [TORX_PROTO_VN] = {.name = "vn",
                        .push = torxm_vn_push,
                        .rx = {{TORXM_PKT_VN_SCOUT, torxm_scout_rx},
-                              {TORXM_PKT_VN_ACK, torxm_ack_rx}}},
+                              {TORXM_PKT_VN_ACK, torxm_ack_rx},
+                              {TORXM_PKT_VN_STAGED, torxm_staged_rx},
+                              {TORXM_PKT_VN_PIECE, torxm_piece_rx}}},
 };
 
 /* Packets taken per advance: enough to drain a burst, few enough that the
@@ -85,21 +89,33 @@ static torx_status_t read_limits(const torx_init_attr_t *attr, torx_limits_t *li
                                lim->eager_limit, lim->adaptive_limit,
                                (unsigned long long)TORXM_STREAM_MAX);
         lim->rzv_packets = lim->rzv_packets != 0;
+        if (lim->stage_min && (lim->stage_chunk < 1 || lim->stage_chunk > TORXM_STREAM_MAX))
+            return torxp_error(TORX_ERR_INVAL,
+                               "torx: torx_init: limits stage_min=%zu with stage_chunk=%zu; a "
+                               "staged piece needs 1..%llu bytes",
+                               lim->stage_min, lim->stage_chunk,
+                               (unsigned long long)TORXM_STREAM_MAX);
         return TORX_OK;
     }
-    long onepkt, eager, adaptive;
+    long onepkt, eager, adaptive, stage_min, stage_chunk;
     int rzv;
     torx_status_t rc;
     if ((rc = torx_env_int("TORX_ONEPKT_LIMIT", 0, TORX_MSG_ONEPKT_MAX, TORX_MSG_ONEPKT_MAX,
                            &onepkt)) ||
-        (rc = torx_env_int("TORX_EAGER_LIMIT", 0, (long)TORXM_STREAM_MAX, 4096, &eager)) ||
+        (rc = torx_env_int("TORX_EAGER_LIMIT", 0, (long)TORXM_STREAM_MAX, TORXM_EAGER_LIMIT,
+                           &eager)) ||
         (rc = torx_env_int("TORX_ADAPTIVE_LIMIT", 0, (long)TORXM_STREAM_MAX, 0, &adaptive)) ||
-        (rc = torx_env_choice("TORX_RZV_DATA", rzv_data_names, 0, &rzv)))
+        (rc = torx_env_choice("TORX_RZV_DATA", rzv_data_names, 0, &rzv)) ||
+        (rc = torx_env_int("TORX_STAGE_MIN", 0, (long)TORXM_STREAM_MAX, TORXM_STAGE_MIN,
+                           &stage_min)) ||
+        (rc = torx_env_int("TORX_STAGE_CHUNK", 256, 1L << 24, TORXM_STAGE_CHUNK, &stage_chunk)))
         return rc;
     *lim = (torx_limits_t){.onepkt_limit = (size_t)onepkt,
                            .eager_limit = (size_t)eager,
                            .adaptive_limit = (size_t)adaptive,
-                           .rzv_packets = rzv};
+                           .rzv_packets = rzv,
+                           .stage_min = (size_t)stage_min,
+                           .stage_chunk = (size_t)stage_chunk};
     return TORX_OK;
 }
 
@@ -260,6 +276,10 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
     for (int i = 0; i < ctx->size; i++)
         ctx->peers[i].coord = torx_map_coord(&ctx->map, i);
     build_dispatch(ctx);
+    if (ctx->limits.stage_min) {
+        const size_t max = torx_stage_max(ctx->dev);
+        ctx->stage_chunk = (uint32_t)(ctx->limits.stage_chunk < max ? ctx->limits.stage_chunk : max);
+    }
     /* The shm device runs every task on this host. */
     const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     ctx->oversubscribed = cpus > 0 && ctx->size > cpus;
@@ -267,10 +287,12 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
         goto fail;
     torxp_log(ctx->dev, 1,
               "message layer: mode %s, %d task(s) per node, one-packet limit %zu, eager limit "
-              "%zu, adaptive limit %zu, rendezvous data by %s",
+              "%zu, adaptive limit %zu, rendezvous data by %s, staged from %zu bytes in pieces "
+              "of %u%s",
               mode_names[ctx->mode], ctx->tasks_per_node, ctx->limits.onepkt_limit,
               ctx->limits.eager_limit, ctx->limits.adaptive_limit,
-              ctx->limits.rzv_packets ? "packets" : "bulk get");
+              ctx->limits.rzv_packets ? "packets" : "bulk get", ctx->limits.stage_min,
+              ctx->stage_chunk, ctx->stage_chunk ? "" : " (staging off)");
     *out = ctx;
     return TORX_OK;
 

@@ -39,6 +39,14 @@
  *   RZV_ACK       u64 cookie                                deterministic
  *   VN_SCOUT      as RZV_SCOUT                              deterministic
  *   VN_ACK        as RZV_ACK                                deterministic
+ *   EAGER_STAGED  u32 total, stage ref (u32 off, u32 len), hdr   deterministic
+ *   EAGER_PIECE   stage ref                (word: offset)   deterministic
+ *   VN_STAGED     as EAGER_STAGED                           deterministic
+ *   VN_PIECE      as EAGER_PIECE                            deterministic
+ *
+ * Staged messages (proto_stage.c) carry their data in the device's staging
+ * area, a piece per packet; the packet holds the piece's descriptor. They
+ * take the eager reassembly slot of their source, as eager messages do.
  *
  * Ordering. Deterministic packets keep their order per sender/receiver pair,
  * so one-packet, eager and scouts are matched in send order for free. An
@@ -65,6 +73,13 @@
 #define TORXM_LIKELY TORXP_LIKELY
 #define TORXM_UNLIKELY TORXP_UNLIKELY
 
+/* Default protocol boundaries (TORX_EAGER_LIMIT, TORX_STAGE_MIN,
+ * TORX_STAGE_CHUNK): measured on the development machine, see
+ * bench/RESULTS.md ("Protocol boundaries") and bench/run-calibrate.sh. */
+#define TORXM_EAGER_LIMIT 32768
+#define TORXM_STAGE_MIN 256
+#define TORXM_STAGE_CHUNK 8192
+
 /* Offsets and totals of packet-streamed messages are 32-bit on the wire. */
 #define TORXM_STREAM_MAX ((uint64_t)UINT32_MAX)
 #define TORXM_RANK_MAX ((1 << 24) - 1)
@@ -85,6 +100,10 @@ enum torxm_pkt_type {
     TORXM_PKT_RZV_ACK,
     TORXM_PKT_VN_SCOUT,
     TORXM_PKT_VN_ACK,
+    TORXM_PKT_EAGER_STAGED,
+    TORXM_PKT_EAGER_PIECE,
+    TORXM_PKT_VN_STAGED,
+    TORXM_PKT_VN_PIECE,
     TORXM_PKT_NTYPES
 };
 
@@ -97,6 +116,8 @@ enum torxm_pkt_type {
 #define TORXM_ADAPT_MORE_PREFIX 4u   /* u32 seq */
 #define TORXM_SCOUT_PREFIX 24u       /* u64 total, addr, cookie */
 #define TORXM_RZV_DATA_PREFIX 8u     /* u64 rcookie */
+#define TORXM_STAGED_PREFIX 12u      /* u32 total, u32 ref off, u32 ref len */
+#define TORXM_PIECE_BYTES 8u         /* u32 ref off, u32 ref len */
 
 static_assert(TORX_MSG_ONEPKT_MAX == TORX_PKT_MAX_PAYLOAD, "one-packet uses the whole payload");
 static_assert(TORXM_SCOUT_PREFIX + TORX_MSG_MAX_HDR <= TORX_PKT_MAX_PAYLOAD,
@@ -182,8 +203,12 @@ typedef struct torxm_msg {
     uint8_t state;
     uint8_t handler;
     uint8_t hdr_len;
+    uint8_t staged; /* eager, vn: the data goes through the staging area */
     uint8_t hdr[TORX_MSG_MAX_HDR];
     torx_status_t status; /* TORX_OK, or why the send failed (torx_msg_status) */
+    /* staged: a piece staged whose descriptor packet is not out yet (its
+     * ref, off << 32 | len), 0 when none */
+    uint64_t piece;
 } torxm_msg_t;
 static_assert(sizeof(torxm_msg_t) <= sizeof(torx_msg_t), "private message fits torx_msg_t");
 static_assert(_Alignof(torxm_msg_t) <= _Alignof(torx_msg_t), "and its alignment");
@@ -212,7 +237,8 @@ typedef struct torxm_rx {
     uint8_t proto;
     uint8_t ack_type;    /* rendezvous, vn: the packet type of the ack */
     uint8_t pooled;      /* 1: from the free list; 0: a peer's embedded eager record */
-    uint8_t flags;       /* deferred: the scout's flags (TORXM_SCOUT_PACKETS) */
+    uint8_t flags;       /* deferred: the scout's flags (TORXM_SCOUT_PACKETS);
+                            reassembly: TORXM_RX_STAGED for staged pieces */
     uint8_t deferred;    /* on ctx->deferred, waiting for torx_accept */
     uint8_t later;       /* continued by torx_accept: finish through ctx->rx_done */
     struct torxm_rx *prev; /* ctx->deferred is doubly linked: accept unlinks any */
@@ -221,6 +247,8 @@ typedef struct torxm_rx {
     uint64_t raddr;      /* rendezvous, vn in co mode: the sender's buffer, for the get */
     torx_bulk_t bulk;
 } torxm_rx_t;
+
+#define TORXM_RX_STAGED 0x1u
 
 /* A copy of an adaptive packet that came before its turn (see Ordering). */
 typedef struct torxm_early {
@@ -291,6 +319,7 @@ struct torx_ctx {
     uint64_t warned_handlers; /* bit per id: an unregistered-id warning printed */
 
     torx_limits_t limits;
+    uint32_t stage_chunk; /* bytes per staged piece; 0 when staging is off */
     torxm_peer_t *busy;                    /* peers with a non-empty queue */
     torxm_msg_t *done_head, **done_tail;   /* sends whose done is due */
     torxm_ctrl_t *ctrl_head, **ctrl_tail, *ctrl_free;
@@ -304,6 +333,7 @@ struct torx_ctx {
     uint64_t awaiting; /* sends whose scout is out, waiting for the receiver */
     uint64_t inflight_rx; /* rendezvous and vn receives not yet finished */
     uint64_t parked;      /* adaptive packets that came before their turn (tests read it) */
+    uint64_t staged_pieces; /* staged pieces received (tests read it) */
     uint64_t malformed;   /* packets dropped by torxm_bad_packet or the dispatch */
     torx_status_t failed; /* torxm_fail: the first error the context cannot recover from */
     char failed_why[400]; /* and its message, which every later advance reports again */
@@ -369,6 +399,16 @@ void torxm_scout_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *p
 void torxm_cts_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
 void torxm_rzv_data_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
 void torxm_ack_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
+/* Staged eager and vn messages (proto_stage.c): whether m goes staged, the
+ * push (proto: TORX_PROTO_EAGER or TORX_PROTO_VN) and the receivers. */
+static inline int torxm_stages(const torx_ctx_t *ctx, uint64_t len)
+{
+    return ctx->stage_chunk && len >= ctx->limits.stage_min;
+}
+torx_status_t torxm_staged_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m,
+                                unsigned proto);
+void torxm_staged_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
+void torxm_piece_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
 /* Tests the running bulk gets; returns how many finished. */
 int torxm_bulk_progress(torx_ctx_t *ctx);
 /* A rendezvous or vn get of rx finished with st: acks the sender, finishes rx. */
@@ -458,10 +498,12 @@ void torxm_cookie_free(torx_ctx_t *ctx, uint64_t cookie);
 
 /* Runs the handler of a newly matched message (or discards it when the id is
  * unregistered) and counts it; recv comes back filled. A handler's defer is
- * honoured only for rendezvous and vn data still at the sender (data NULL):
- * otherwise NULL is stored through it and recv->defer comes back NULL. */
+ * honoured only when deferrable (rendezvous and vn data still at the sender,
+ * data NULL): otherwise NULL is stored through it and recv->defer comes back
+ * NULL. */
 void torxm_match(torx_ctx_t *ctx, int src, unsigned handler, const void *hdr, size_t hdr_len,
-                 size_t total, const void *data, unsigned proto, torx_recv_t *recv);
+                 size_t total, const void *data, unsigned proto, int deferrable,
+                 torx_recv_t *recv);
 /* Processes the parked adaptive first packet whose turn has come, if any. */
 void torxm_release_due(torx_ctx_t *ctx, torxm_peer_t *peer);
 

@@ -51,8 +51,10 @@ warn_unregistered(torx_ctx_t *ctx, int src, unsigned handler)
 }
 
 void torxm_match(torx_ctx_t *ctx, int src, unsigned handler, const void *hdr, size_t hdr_len,
-                 size_t total, const void *data, unsigned proto, torx_recv_t *recv)
+                 size_t total, const void *data, unsigned proto, int deferrable,
+                 torx_recv_t *recv)
 {
+    deferrable = deferrable && !data;
     *recv = (torx_recv_t){.buf = NULL};
     torx_proto_stats_t *s = &ctx->stats[proto];
     s->received++;
@@ -63,11 +65,11 @@ void torxm_match(torx_ctx_t *ctx, int src, unsigned handler, const void *hdr, si
                                        .hdr_len = hdr_len,
                                        .data_len = total,
                                        .data = data,
-                                       .protocol = (torx_protocol_t)proto};
+                                       .protocol = (torx_protocol_t)proto,
+                                       .deferrable = deferrable};
         ctx->handlers[handler].fn(ctx, ctx->handlers[handler].arg, &info, recv);
         /* Only data still at the sender can wait; the rest is on its way. */
-        if (TORXM_UNLIKELY(recv->defer != NULL) &&
-            (data || (proto != TORX_PROTO_RZV && proto != TORX_PROTO_VN))) {
+        if (TORXM_UNLIKELY(recv->defer != NULL) && !deferrable) {
             *recv->defer = NULL;
             recv->defer = NULL;
         }
@@ -183,7 +185,7 @@ void torxm_onepkt_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *
     const uint8_t *p = torx_pkt_payload(pkt);
     const size_t dl = pkt->payload_len - hl;
     torx_recv_t recv;
-    torxm_match(ctx, src, w & 0xffu, p, hl, dl, p + hl, TORX_PROTO_ONEPKT, &recv);
+    torxm_match(ctx, src, w & 0xffu, p, hl, dl, p + hl, TORX_PROTO_ONEPKT, 0, &recv);
     torxm_matched(ctx, peer);
     torxm_recv_now(ctx, src, &recv, p + hl, dl);
 }

@@ -191,6 +191,8 @@ torx_status_t torx_send(torx_ctx_t *ctx, torx_msg_t *msg, int dest, int handler,
     m->dest = dest;
     m->proto = (uint8_t)p;
     m->state = TORXM_MSG_QUEUED;
+    m->staged = 0;
+    m->piece = 0;
     m->handler = (uint8_t)handler;
     m->hdr_len = (uint8_t)hdr_len;
     if (hdr_len)

@@ -48,6 +48,10 @@ static torx_status_t push_more(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t 
 
 torx_status_t torxm_eager_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m)
 {
+    if (m->state == TORXM_MSG_FIRST && torxm_stages(ctx, m->len))
+        m->staged = 1;
+    if (m->staged)
+        return torxm_staged_push(ctx, peer, m, TORX_PROTO_EAGER);
     if (m->state == TORXM_MSG_FIRST) {
         torx_pkt_hdr_t h;
         torx_pkt_hdr_init(&h, peer->coord, 0);
@@ -112,7 +116,7 @@ void torxm_eager_first_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hd
     const uint8_t *data = p + TORXM_EAGER_FIRST_PREFIX + hl;
     torx_recv_t recv;
     torxm_match(ctx, src, w & 0xffu, p + TORXM_EAGER_FIRST_PREFIX, hl, (size_t)total,
-                n >= total ? data : NULL, TORX_PROTO_EAGER, &recv);
+                n >= total ? data : NULL, TORX_PROTO_EAGER, 0, &recv);
     if (n >= total) {
         torxm_matched(ctx, peer);
         torxm_recv_now(ctx, src, &recv, data, (size_t)total);
@@ -129,7 +133,8 @@ void torxm_eager_more_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr
 {
     torxm_rx_t *rx = peer->eager;
     const uint64_t off = torxm_sw_word(pkt);
-    if (TORXM_UNLIKELY(!rx || off != rx->arrived || off + pkt->payload_len > rx->want)) {
+    if (TORXM_UNLIKELY(!rx || off != rx->arrived || off + pkt->payload_len > rx->want ||
+                       (rx->flags & TORXM_RX_STAGED))) {
         torxm_bad_packet(ctx, (int)(peer - ctx->peers),
                    rx ? "an eager packet out of place" : "an eager packet without a message");
         return;
@@ -214,7 +219,7 @@ static void adapt_first(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_
     const uint8_t *data = p + TORXM_ADAPT_FIRST_PREFIX + hl;
     torx_recv_t recv;
     torxm_match(ctx, src, w & 0xffu, p + TORXM_ADAPT_FIRST_PREFIX, hl, (size_t)total,
-                n >= total ? data : NULL, TORX_PROTO_ADAPTIVE, &recv);
+                n >= total ? data : NULL, TORX_PROTO_ADAPTIVE, 0, &recv);
     /* Matched: the sender may start its next message to us. */
     torxm_ctrl_send(ctx, src, TORXM_PKT_ADAPT_TOKEN, seq, NULL, 0, TORX_PROTO_ADAPTIVE);
     if (n >= total) {

@@ -86,6 +86,14 @@ torx_status_t torxm_rzv_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m
 
 torx_status_t torxm_vn_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m)
 {
+    /* Up to the eager limit the data goes through the staging area: for
+     * these sizes a cross-memory copy's system call and the ack cost more
+     * than a second copy. */
+    if (m->state == TORXM_MSG_FIRST && torxm_stages(ctx, m->len) &&
+        m->len <= ctx->limits.eager_limit)
+        m->staged = 1;
+    if (m->staged)
+        return torxm_staged_push(ctx, peer, m, TORX_PROTO_VN);
     return scout_push(ctx, peer, m, TORXM_PKT_VN_SCOUT, TORX_PROTO_VN, 0);
 }
 
@@ -314,7 +322,7 @@ void torxm_scout_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *p
     /* A zero-length message is all here: data is non-NULL, as promised (and
      * it cannot be deferred). */
     torxm_match(ctx, src, w & 0xffu, hdr, hl, (size_t)s.total, s.total ? NULL : hdr + hl, s.proto,
-                &recv);
+                1, &recv);
     torxm_matched(ctx, peer);
     if (TORXM_UNLIKELY(recv.defer != NULL)) {
         scout_defer(ctx, &s, recv.defer);

@@ -209,6 +209,13 @@ torx_status_t torxp_env_read(torxp_env_t *env)
         return rc;
     if ((rc = torx_env_int("TORX_VERBOSE", -1, 3, 0, &e.verbose)) != TORX_OK)
         return rc;
+    if ((rc = torx_env_int("TORX_STAGE_BYTES", 0, 1L << 24, 1L << 16, &e.stage_bytes)) != TORX_OK)
+        return rc;
+    if (e.stage_bytes && (e.stage_bytes < 4096 || (e.stage_bytes & (e.stage_bytes - 1))))
+        return torxp_error(TORX_ERR_ENV,
+                           "torx: TORX_STAGE_BYTES='%s' is not 0 or a power of two in "
+                           "4096..16777216 (e.g. 65536)",
+                           getenv("TORX_STAGE_BYTES"));
     *env = e;
     return TORX_OK;
 }

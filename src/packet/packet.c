@@ -175,3 +175,24 @@ const char *torx_bulk_path(const torx_pkt_dev_t *dev)
 {
     return dev->ops->bulk_path(dev);
 }
+
+size_t torx_stage_max(const torx_pkt_dev_t *dev)
+{
+    return dev->ops->stage_max(dev);
+}
+
+torx_status_t torx_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const void *data, size_t len,
+                             torx_stage_ref_t *ref)
+{
+    return dev->ops->stage_put(dev, dest, data, len, ref);
+}
+
+const void *torx_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref)
+{
+    return dev->ops->stage_data(dev, src, ref);
+}
+
+void torx_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref)
+{
+    dev->ops->stage_release(dev, src, ref);
+}

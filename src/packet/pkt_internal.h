@@ -37,6 +37,11 @@ typedef struct torxp_dev_ops {
                               void *remote, const void *local, size_t len);
     torx_status_t (*bulk_test)(torx_pkt_dev_t *dev, torx_bulk_t *op);
     const char *(*bulk_path)(const torx_pkt_dev_t *dev);
+    size_t (*stage_max)(const torx_pkt_dev_t *dev);
+    torx_status_t (*stage_put)(torx_pkt_dev_t *dev, torx_coord_t dest, const void *data,
+                               size_t len, torx_stage_ref_t *ref);
+    const void *(*stage_data)(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
+    void (*stage_release)(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
     void (*close)(torx_pkt_dev_t *dev);
 } torxp_dev_ops_t;
 
@@ -106,6 +111,7 @@ typedef struct torxp_env {
     long fifo_packets; /* TORX_FIFO_PACKETS */
     int bulk_mode;     /* TORX_BULK: TORXP_BULK_* */
     long verbose;      /* TORX_VERBOSE */
+    long stage_bytes;  /* TORX_STAGE_BYTES; 0 = no staging area */
 } torxp_env_t;
 
 enum { TORXP_BULK_AUTO, TORXP_BULK_CMA, TORXP_BULK_FIFO };

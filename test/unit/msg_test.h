@@ -78,6 +78,9 @@ typedef struct variant {
     int big;                /* add 64 MiB */
     int cut;                /* truncate and discard some receives */
     int ntasks;
+    const char *stage_min;   /* TORX_STAGE_MIN, NULL: default */
+    const char *stage_chunk; /* TORX_STAGE_CHUNK, NULL: default */
+    const char *stage_bytes; /* TORX_STAGE_BYTES, NULL: default */
 } variant_t;
 
 
@@ -91,7 +94,9 @@ static inline size_t variant_sizes(const variant_t *v, size_t eager, size_t adap
     const size_t base[] = {0,    1,        one - 1,     one,          one + 1,     239,
                            240,  241,      eager - 1,   eager,        eager + 1,   adaptive - 1,
                            adaptive, adaptive + 1, 4095, 4096, 4097, 1000,
-                           65535, 65536, 65537, 1u << 20, 3 * 240 + 17};
+                           65535, 65536, 65537, 1u << 20, 3 * 240 + 17,
+                           255,  256,      257,         8191,         8192,        8193,
+                           24577};
     size_t n = 0;
     for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) {
         if (base[i] > (64u << 20))
@@ -321,6 +326,16 @@ static inline int proto_task(torx_boot_t *boot, void *argp)
         TASK_CHECK(st[proto].packets_sent >= r->nsizes && st[proto].packets_received >= r->nsizes,
                    "packet counters");
     }
+    /* Staging asked for, and sizes that take it (eager, or vn up to the
+     * eager limit): the pieces must really have gone through the area. */
+    const int staged_wanted = v->stage_min && strcmp(v->stage_min, "0") &&
+                              (proto == TORX_PROTO_EAGER || proto == TORX_PROTO_AUTO);
+    TASK_CHECK(!staged_wanted || ctx->staged_pieces > 0, "%s: no piece came through staging",
+               v->name);
+    TASK_CHECK(staged_wanted || (v->stage_min && !strcmp(v->stage_min, "0")) == 0 ||
+                   ctx->staged_pieces == 0,
+               "%s: TORX_STAGE_MIN=0 and still %llu staged pieces", v->name,
+               (unsigned long long)ctx->staged_pieces);
     TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
     for (size_t i = 0; i < r->nsizes; i++)
         free(bufs[i]);
@@ -346,6 +361,9 @@ static inline int test_run_variant(const variant_t *v)
     set_or_unset("TORX_RZV_DATA", v->rzv_data);
     set_or_unset("TORX_MODE", v->mode);
     set_or_unset("TORX_BULK", v->bulk);
+    set_or_unset("TORX_STAGE_MIN", v->stage_min);
+    set_or_unset("TORX_STAGE_CHUNK", v->stage_chunk);
+    set_or_unset("TORX_STAGE_BYTES", v->stage_bytes);
     if (v->mode && !strcmp(v->mode, "vn") && v->ntasks > 2)
         setenv("TORX_MAPPING", "TXYZ", 1); /* ranks 0,1 share a node, 2,3 the next */
     else

@@ -6,26 +6,39 @@
 #include "msg_test.h"
 
 static const variant_t variants[] = {
-    {"onepkt", TORX_PROTO_ONEPKT, NULL, NULL, NULL, NULL, NULL, 0, 0, 2},
-    {"eager", TORX_PROTO_EAGER, NULL, NULL, NULL, NULL, NULL, 1, 0, 2},
-    {"adaptive", TORX_PROTO_ADAPTIVE, NULL, NULL, NULL, NULL, NULL, 0, 0, 2},
-    {"rzv", TORX_PROTO_RZV, NULL, NULL, NULL, NULL, NULL, 1, 0, 2},
-    {"rzv-packets", TORX_PROTO_RZV, NULL, NULL, "packets", NULL, NULL, 1, 0, 2},
-    {"rzv-fifo-bulk", TORX_PROTO_RZV, NULL, NULL, NULL, NULL, "fifo", 0, 0, 2},
-    {"auto-240", TORX_PROTO_AUTO, "240", NULL, NULL, NULL, NULL, 0, 0, 3},
-    {"auto-1000", TORX_PROTO_AUTO, "1000", NULL, NULL, NULL, NULL, 0, 0, 3},
-    {"auto-65536", TORX_PROTO_AUTO, "65536", NULL, NULL, NULL, NULL, 0, 0, 3},
-    {"auto-adaptive-1000", TORX_PROTO_AUTO, "65536", "1000", NULL, NULL, NULL, 0, 0, 3},
-    {"auto-65536-packets", TORX_PROTO_AUTO, "65536", NULL, "packets", NULL, NULL, 0, 0, 3},
-    {"cut-onepkt", TORX_PROTO_ONEPKT, NULL, NULL, NULL, NULL, NULL, 0, 1, 2},
-    {"cut-eager", TORX_PROTO_EAGER, NULL, NULL, NULL, NULL, NULL, 0, 1, 2},
-    {"cut-adaptive", TORX_PROTO_ADAPTIVE, NULL, NULL, NULL, NULL, NULL, 0, 1, 2},
-    {"cut-rzv", TORX_PROTO_RZV, NULL, NULL, NULL, NULL, NULL, 0, 1, 2},
-    {"cut-rzv-packets", TORX_PROTO_RZV, NULL, NULL, "packets", NULL, NULL, 0, 1, 2},
-    {"cut-auto-1000", TORX_PROTO_AUTO, "1000", NULL, NULL, NULL, NULL, 0, 1, 3},
-    {"vn", TORX_PROTO_VN, NULL, NULL, NULL, "vn", NULL, 0, 0, 2},
-    {"cut-vn", TORX_PROTO_VN, NULL, NULL, NULL, "vn", NULL, 0, 1, 2},
-    {"auto-vn-4", TORX_PROTO_AUTO, "1000", NULL, NULL, "vn", NULL, 0, 0, 4},
+    {"onepkt", TORX_PROTO_ONEPKT, NULL, NULL, NULL, NULL, NULL, 0, 0, 2, NULL, NULL, NULL},
+    {"eager", TORX_PROTO_EAGER, NULL, NULL, NULL, NULL, NULL, 1, 0, 2, NULL, NULL, NULL},
+    {"adaptive", TORX_PROTO_ADAPTIVE, NULL, NULL, NULL, NULL, NULL, 0, 0, 2, NULL, NULL, NULL},
+    {"rzv", TORX_PROTO_RZV, NULL, NULL, NULL, NULL, NULL, 1, 0, 2, NULL, NULL, NULL},
+    {"rzv-packets", TORX_PROTO_RZV, NULL, NULL, "packets", NULL, NULL, 1, 0, 2, NULL, NULL, NULL},
+    {"rzv-fifo-bulk", TORX_PROTO_RZV, NULL, NULL, NULL, NULL, "fifo", 0, 0, 2, NULL, NULL, NULL},
+    {"auto-240", TORX_PROTO_AUTO, "240", NULL, NULL, NULL, NULL, 0, 0, 3, NULL, NULL, NULL},
+    {"auto-1000", TORX_PROTO_AUTO, "1000", NULL, NULL, NULL, NULL, 0, 0, 3, NULL, NULL, NULL},
+    {"auto-65536", TORX_PROTO_AUTO, "65536", NULL, NULL, NULL, NULL, 0, 0, 3, NULL, NULL, NULL},
+    {"auto-adaptive-1000", TORX_PROTO_AUTO, "65536", "1000", NULL, NULL, NULL, 0, 0, 3, NULL, NULL, NULL},
+    {"auto-65536-packets", TORX_PROTO_AUTO, "65536", NULL, "packets", NULL, NULL, 0, 0, 3, NULL, NULL, NULL},
+    {"cut-onepkt", TORX_PROTO_ONEPKT, NULL, NULL, NULL, NULL, NULL, 0, 1, 2, NULL, NULL, NULL},
+    {"cut-eager", TORX_PROTO_EAGER, NULL, NULL, NULL, NULL, NULL, 0, 1, 2, NULL, NULL, NULL},
+    {"cut-adaptive", TORX_PROTO_ADAPTIVE, NULL, NULL, NULL, NULL, NULL, 0, 1, 2, NULL, NULL, NULL},
+    {"cut-rzv", TORX_PROTO_RZV, NULL, NULL, NULL, NULL, NULL, 0, 1, 2, NULL, NULL, NULL},
+    {"cut-rzv-packets", TORX_PROTO_RZV, NULL, NULL, "packets", NULL, NULL, 0, 1, 2, NULL, NULL, NULL},
+    {"cut-auto-1000", TORX_PROTO_AUTO, "1000", NULL, NULL, NULL, NULL, 0, 1, 3, NULL, NULL, NULL},
+    {"vn", TORX_PROTO_VN, NULL, NULL, NULL, "vn", NULL, 0, 0, 2, NULL, NULL, NULL},
+    {"cut-vn", TORX_PROTO_VN, NULL, NULL, NULL, "vn", NULL, 0, 1, 2, NULL, NULL, NULL},
+    {"auto-vn-4", TORX_PROTO_AUTO, "1000", NULL, NULL, "vn", NULL, 0, 0, 4, NULL, NULL, NULL},
+    /* Staging: pieces of odd sizes through the smallest area, so pieces
+     * wrap, skip the ring's tail and wait for the receiver's release. */
+    {"staged-wrap", TORX_PROTO_EAGER, NULL, NULL, NULL, NULL, NULL, 0, 0, 2, "1", "1000", "4096"},
+    {"cut-staged", TORX_PROTO_EAGER, NULL, NULL, NULL, NULL, NULL, 0, 1, 2, "1", "777", "4096"},
+    {"auto-staged-3", TORX_PROTO_AUTO, "65536", NULL, NULL, NULL, NULL, 0, 0, 3, "300", "1500",
+     "8192"},
+    {"eager-unstaged", TORX_PROTO_EAGER, NULL, NULL, NULL, NULL, NULL, 0, 0, 2, "0", NULL, NULL},
+    {"vn-staged-wrap", TORX_PROTO_AUTO, "65536", NULL, NULL, "vn", NULL, 0, 0, 2, "1", "1000",
+     "4096"},
+    {"cut-vn-staged", TORX_PROTO_AUTO, "65536", NULL, NULL, "vn", NULL, 0, 1, 2, "1", "1000",
+     "4096"},
+    {"auto-vn-4-staged", TORX_PROTO_AUTO, "65536", NULL, NULL, "vn", NULL, 0, 0, 4, "200", "3000",
+     "8192"},
 };
 #define NVARIANTS ((int)(sizeof variants / sizeof variants[0]))
 
@@ -47,7 +60,11 @@ static int api_task(torx_boot_t *boot, void *argp)
     TASK_CHECK(torx_rank(ctx) == boot->rank && torx_size(ctx) == boot->size, "rank/size");
     TASK_CHECK(torx_mode(ctx) == TORX_MODE_HEATER && torx_tasks_per_node(ctx) == 1, "mode");
     TASK_CHECK(torx_ctx_device(ctx) != NULL, "device");
-    TASK_CHECK(torx_ctx_limits(ctx)->eager_limit == 4096, "default eager limit");
+    const torx_limits_t *lim = torx_ctx_limits(ctx);
+    TASK_CHECK(lim->eager_limit == TORXM_EAGER_LIMIT && lim->stage_min == TORXM_STAGE_MIN &&
+                   lim->stage_chunk == TORXM_STAGE_CHUNK,
+               "default limits: eager %zu, staged from %zu in pieces of %zu", lim->eager_limit,
+               lim->stage_min, lim->stage_chunk);
     torx_msg_t m;
     char big[300] = {0};
     const int peer = 1 - boot->rank;
@@ -74,8 +91,10 @@ static int api_task(torx_boot_t *boot, void *argp)
     TASK_CHECK(torx_register(ctx, 64, NULL, NULL) == TORX_ERR_INVAL, "bad handler id");
     TASK_CHECK(torx_choose_protocol(ctx, peer, 8, 232) == TORX_PROTO_ONEPKT, "choose 232");
     TASK_CHECK(torx_choose_protocol(ctx, peer, 8, 233) == TORX_PROTO_EAGER, "choose 233");
-    TASK_CHECK(torx_choose_protocol(ctx, peer, 0, 4096) == TORX_PROTO_EAGER, "choose 4096");
-    TASK_CHECK(torx_choose_protocol(ctx, peer, 0, 4097) == TORX_PROTO_RZV, "choose 4097");
+    TASK_CHECK(torx_choose_protocol(ctx, peer, 0, TORXM_EAGER_LIMIT) == TORX_PROTO_EAGER,
+               "choose the eager limit");
+    TASK_CHECK(torx_choose_protocol(ctx, peer, 0, TORXM_EAGER_LIMIT + 1) == TORX_PROTO_RZV,
+               "choose one past the eager limit");
     TASK_CHECK(!strcmp(torx_protocol_name(TORX_PROTO_ONEPKT), "one-packet"), "name");
 
     /* A wait with nothing coming times out, and advance is idle. */

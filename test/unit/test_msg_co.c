@@ -10,19 +10,21 @@
 /* ---- Protocols -------------------------------------------------------------------- */
 
 static const variant_t co_variants[] = {
-    {"co-onepkt", TORX_PROTO_ONEPKT, NULL, NULL, NULL, "co", NULL, 0, 0, 2},
-    {"co-eager", TORX_PROTO_EAGER, NULL, NULL, NULL, "co", NULL, 1, 0, 2},
-    {"co-adaptive", TORX_PROTO_ADAPTIVE, NULL, NULL, NULL, "co", NULL, 0, 0, 2},
-    {"co-rzv", TORX_PROTO_RZV, NULL, NULL, NULL, "co", NULL, 1, 0, 2},
-    {"co-rzv-packets", TORX_PROTO_RZV, NULL, NULL, "packets", "co", NULL, 1, 0, 2},
-    {"co-rzv-fifo-bulk", TORX_PROTO_RZV, NULL, NULL, NULL, "co", "fifo", 0, 0, 2},
-    {"co-auto-240", TORX_PROTO_AUTO, "240", NULL, NULL, "co", NULL, 0, 0, 3},
-    {"co-auto-65536", TORX_PROTO_AUTO, "65536", NULL, NULL, "co", NULL, 0, 0, 3},
-    {"co-auto-adaptive-1000", TORX_PROTO_AUTO, "65536", "1000", NULL, "co", NULL, 0, 0, 3},
-    {"co-cut-eager", TORX_PROTO_EAGER, NULL, NULL, NULL, "co", NULL, 0, 1, 2},
-    {"co-cut-rzv", TORX_PROTO_RZV, NULL, NULL, NULL, "co", NULL, 0, 1, 2},
-    {"co-cut-rzv-fifo", TORX_PROTO_RZV, NULL, NULL, NULL, "co", "fifo", 0, 1, 2},
-    {"co-cut-auto-1000", TORX_PROTO_AUTO, "1000", NULL, NULL, "co", NULL, 0, 1, 3},
+    {"co-onepkt", TORX_PROTO_ONEPKT, NULL, NULL, NULL, "co", NULL, 0, 0, 2, NULL, NULL, NULL},
+    {"co-eager", TORX_PROTO_EAGER, NULL, NULL, NULL, "co", NULL, 1, 0, 2, NULL, NULL, NULL},
+    {"co-adaptive", TORX_PROTO_ADAPTIVE, NULL, NULL, NULL, "co", NULL, 0, 0, 2, NULL, NULL, NULL},
+    {"co-rzv", TORX_PROTO_RZV, NULL, NULL, NULL, "co", NULL, 1, 0, 2, NULL, NULL, NULL},
+    {"co-rzv-packets", TORX_PROTO_RZV, NULL, NULL, "packets", "co", NULL, 1, 0, 2, NULL, NULL, NULL},
+    {"co-rzv-fifo-bulk", TORX_PROTO_RZV, NULL, NULL, NULL, "co", "fifo", 0, 0, 2, NULL, NULL, NULL},
+    {"co-auto-240", TORX_PROTO_AUTO, "240", NULL, NULL, "co", NULL, 0, 0, 3, NULL, NULL, NULL},
+    {"co-auto-65536", TORX_PROTO_AUTO, "65536", NULL, NULL, "co", NULL, 0, 0, 3, NULL, NULL, NULL},
+    {"co-auto-adaptive-1000", TORX_PROTO_AUTO, "65536", "1000", NULL, "co", NULL, 0, 0, 3, NULL, NULL, NULL},
+    {"co-cut-eager", TORX_PROTO_EAGER, NULL, NULL, NULL, "co", NULL, 0, 1, 2, NULL, NULL, NULL},
+    {"co-staged-wrap", TORX_PROTO_EAGER, NULL, NULL, NULL, "co", NULL, 0, 0, 2, "1", "1000",
+     "4096"},
+    {"co-cut-rzv", TORX_PROTO_RZV, NULL, NULL, NULL, "co", NULL, 0, 1, 2, NULL, NULL, NULL},
+    {"co-cut-rzv-fifo", TORX_PROTO_RZV, NULL, NULL, NULL, "co", "fifo", 0, 1, 2, NULL, NULL, NULL},
+    {"co-cut-auto-1000", TORX_PROTO_AUTO, "1000", NULL, NULL, "co", NULL, 0, 1, 3, NULL, NULL, NULL},
 };
 #define NCO_VARIANTS ((int)(sizeof co_variants / sizeof co_variants[0]))
 

@@ -510,9 +510,12 @@ static void d_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info,
     const torx_protocol_t want = seq == D_EAGER   ? TORX_PROTO_EAGER
                                  : seq == D_EMPTY ? TORX_PROTO_RZV
                                                   : TORX_PROTO_ONEPKT;
-    /* 1000 eager bytes do not fit the first packet; the others are all here. */
-    RUN_CHECK(st, info->protocol == want && (info->data != NULL) == (seq != D_EAGER),
-              "seq %d: protocol %s, data %p", seq, torx_protocol_name(info->protocol), info->data);
+    /* 1000 eager bytes do not fit the first packet (they may all be in one
+     * staged piece); the others are all here. None may be deferred. */
+    RUN_CHECK(st, info->protocol == want && (seq == D_EAGER || info->data != NULL) &&
+                      !info->deferrable,
+              "seq %d: protocol %s, data %p, deferrable %d", seq,
+              torx_protocol_name(info->protocol), info->data, info->deferrable);
 }
 
 /* Half a buffer for D_SHORT, accepted from the GO handler: torx_accept may

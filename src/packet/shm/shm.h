@@ -10,6 +10,9 @@
  *   cn region      collective-network rounds (shm_cn.c)
  *   gi region      global-interrupt barrier (shm_cn.c)
  *   fifo region    per slot, fifos_per_task reception FIFOs (shm_fifo.h)
+ *   stage region   per ordered pair of ranks (src, dst), a staging ring of
+ *                  stage_bytes after a control block (shm_stage.c); absent
+ *                  when stage_bytes is 0
  */
 #ifndef TORXP_SHM_H
 #define TORXP_SHM_H
@@ -23,7 +26,7 @@
 #include <stdint.h>
 
 #define TORXP_SHM_MAGIC 0x746f72787368ULL /* "torxsh" */
-#define TORXP_SHM_VERSION 2u
+#define TORXP_SHM_VERSION 3u
 #define TORXP_SHM_NAME_MAX 64
 
 /* Every task's probe word holds this, so a peer can test cross-memory
@@ -51,6 +54,10 @@ typedef struct torxp_shm_seg_hdr {
     uint64_t gi_off;
     uint64_t fifo_off;
     uint64_t fifo_stride; /* bytes per FIFO, control lines included */
+    uint64_t stage_off;
+    uint64_t stage_stride; /* bytes per staging ring, control block included */
+    uint32_t stage_bytes;  /* data bytes per staging ring; 0: no staging */
+    uint32_t stage_pad;
     char name[TORXP_SHM_NAME_MAX];
     /* Incremented by each attaching task; the one that brings it to ntasks
      * unlinks the name. Own cache line: every task writes it once. */
@@ -148,6 +155,15 @@ struct torxp_shm_dev {
     void *gi;
     uint64_t gi_armed;
 
+    /* staging (shm_stage.c): this task's write position and its view of the
+     * receiver's release count, per destination rank; its read position,
+     * per source rank. Positions count bytes since the start of the job. */
+    uint32_t stage_bytes; /* per ring, 0 when off */
+    struct torxp_shm_stage_tx {
+        uint64_t wr, seen;
+    } *stage_tx;
+    uint64_t *stage_rd;
+
     /* bulk (shm_bulk.c) */
     int bulk_cma;                 /* 1: process_vm_readv/writev; 0: FIFO streaming */
     struct torxp_shm_serve *serve; /* fifo path: get requests being streamed */
@@ -203,6 +219,19 @@ void torxp_shm_bulk_progress(torxp_shm_dev_t *d);
 /* Whether bulk packets wait for room in a peer's FIFO. */
 bool torxp_shm_bulk_pending(const torxp_shm_dev_t *d);
 void torxp_shm_bulk_fini(torxp_shm_dev_t *d);
+
+/* Staging (shm_stage.c). The layout's per-ring data bytes for a job of
+ * ntasks with TORX_STAGE_BYTES=want (0 when staging is off), the control
+ * block ahead of each ring, and the ops. */
+#define TORXP_SHM_STAGE_CTL 128u
+uint32_t torxp_shm_stage_bytes(unsigned ntasks, long want);
+torx_status_t torxp_shm_stage_setup(torxp_shm_dev_t *d);
+void torxp_shm_stage_fini(torxp_shm_dev_t *d);
+size_t torxp_shm_stage_max(const torx_pkt_dev_t *dev);
+torx_status_t torxp_shm_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const void *data,
+                                  size_t len, torx_stage_ref_t *ref);
+const void *torxp_shm_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
+void torxp_shm_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
 
 /* Torus (shm_torus.c); shm_bulk.c injects its device-internal packets
  * through torxp_shm_inject too. */

@@ -27,11 +27,13 @@ static size_t align_up(size_t n, size_t a)
 }
 
 typedef struct layout {
-    uint64_t task_table_off, cn_off, gi_off, fifo_off, total;
+    uint64_t task_table_off, cn_off, gi_off, fifo_off, stage_off, stage_stride, total;
+    uint32_t stage_bytes;
     torxp_fifo_geom_t geom;
 } layout_t;
 
-static layout_t compute_layout(unsigned nslots, unsigned ntasks, uint32_t fifo_log2)
+static layout_t compute_layout(unsigned nslots, unsigned ntasks, uint32_t fifo_log2,
+                               long stage_want)
 {
     layout_t l;
     l.geom = torxp_fifo_geom(fifo_log2);
@@ -40,8 +42,11 @@ static layout_t compute_layout(unsigned nslots, unsigned ntasks, uint32_t fifo_l
                         TORXP_CACHELINE);
     l.gi_off = align_up(l.cn_off + torxp_shm_cn_bytes(ntasks), TORXP_CACHELINE);
     l.fifo_off = align_up(l.gi_off + torxp_shm_gi_bytes(ntasks), 4096);
-    l.total = align_up(l.fifo_off + (uint64_t)nslots * TORXP_SHM_FIFOS_PER_TASK * l.geom.stride,
-                       4096);
+    l.stage_off = align_up(l.fifo_off + (uint64_t)nslots * TORXP_SHM_FIFOS_PER_TASK * l.geom.stride,
+                           4096);
+    l.stage_bytes = torxp_shm_stage_bytes(ntasks, stage_want);
+    l.stage_stride = l.stage_bytes ? TORXP_SHM_STAGE_CTL + l.stage_bytes : 0;
+    l.total = align_up(l.stage_off + (uint64_t)ntasks * ntasks * l.stage_stride, 4096);
     return l;
 }
 
@@ -79,11 +84,11 @@ static torx_status_t create_segment(torxp_shm_dev_t *d, const torxp_env_t *env,
     if (statvfs(SHM_DIR, &vfs) == 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize < l->total)
         return torxp_error(TORX_ERR_NOMEM,
                            "torx: %s has %llu MiB free; the shm device needs %llu MiB for %u "
-                           "task slots with TORX_FIFO_PACKETS=%ld. Free space in %s or lower "
-                           "TORX_FIFO_PACKETS",
+                           "task slots with TORX_FIFO_PACKETS=%ld and TORX_STAGE_BYTES=%ld. Free "
+                           "space in %s or lower TORX_FIFO_PACKETS or TORX_STAGE_BYTES",
                            SHM_DIR, (unsigned long long)vfs.f_bavail * vfs.f_frsize >> 20,
                            (unsigned long long)(l->total + (1 << 20) - 1) >> 20, d->nslots,
-                           env->fifo_packets, SHM_DIR);
+                           env->fifo_packets, env->stage_bytes, SHM_DIR);
 
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -126,6 +131,9 @@ static torx_status_t create_segment(torxp_shm_dev_t *d, const torxp_env_t *env,
     h->gi_off = l->gi_off;
     h->fifo_off = l->fifo_off;
     h->fifo_stride = l->geom.stride;
+    h->stage_off = l->stage_off;
+    h->stage_stride = l->stage_stride;
+    h->stage_bytes = l->stage_bytes;
     snprintf(h->name, sizeof h->name, "%s", name);
     torxp_shm_cn_init((char *)base + l->cn_off, h->ntasks);
     torxp_shm_gi_init((char *)base + l->gi_off, h->ntasks);
@@ -174,6 +182,11 @@ static torx_status_t map_segment(torxp_shm_dev_t *d, const char *name, const lay
                            "%ux%ux%u x %u for %u",
                            d->base.rank, s.x, s.y, s.z, s.t, d->base.size, t.x, t.y, t.z, t.t,
                            h->ntasks);
+    if (h->stage_bytes != l->stage_bytes)
+        return torxp_error(TORX_ERR_PROTO,
+                           "torx: rank %d stages %u bytes per pair of tasks but rank 0 stages %u; "
+                           "set the same TORX_STAGE_BYTES for every task",
+                           d->base.rank, l->stage_bytes, h->stage_bytes);
     if (h->fifo_packets != l->geom.packets || h->total_bytes != l->total ||
         d->seg_bytes != l->total)
         return torxp_error(TORX_ERR_PROTO,
@@ -212,6 +225,7 @@ static void shm_close(torx_pkt_dev_t *dev)
 {
     torxp_shm_dev_t *d = torxp_shm_of(dev);
     torxp_shm_bulk_fini(d);
+    torxp_shm_stage_fini(d);
     if (d->seg)
         munmap(d->seg, d->seg_bytes);
     free(d->cached_head);
@@ -235,6 +249,10 @@ static const torxp_dev_ops_t shm_ops = {
     .bulk_put = torxp_shm_bulk_put,
     .bulk_test = torxp_shm_bulk_test,
     .bulk_path = torxp_shm_bulk_path,
+    .stage_max = torxp_shm_stage_max,
+    .stage_put = torxp_shm_stage_put,
+    .stage_data = torxp_shm_stage_data,
+    .stage_release = torxp_shm_stage_release,
     .close = shm_close,
 };
 
@@ -270,7 +288,7 @@ torx_status_t torxp_shm_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
     uint32_t log2 = 0;
     while ((1L << log2) < env->fifo_packets)
         log2++;
-    const layout_t l = compute_layout(d->nslots, (unsigned)boot->size, log2);
+    const layout_t l = compute_layout(d->nslots, (unsigned)boot->size, log2, env->stage_bytes);
     d->geom = l.geom;
     d->cached_head = torxp_calloc((size_t)d->nslots * TORXP_SHM_FIFOS_PER_TASK, sizeof(uint64_t));
 
@@ -328,13 +346,17 @@ torx_status_t torxp_shm_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
     if (rc == TORX_OK) {
         torxp_shm_bell_setup(d);
         rc = torxp_shm_bulk_setup(d, env->bulk_mode);
+        if (rc == TORX_OK)
+            rc = torxp_shm_stage_setup(d);
     }
     if (rc != TORX_OK)
         goto fail;
     free(all);
-    torxp_log(&d->base, 2, "shm device: coordinate (%u,%u,%u,%u), %u FIFOs of %u packets, bulk %s",
+    torxp_log(&d->base, 2,
+              "shm device: coordinate (%u,%u,%u,%u), %u FIFOs of %u packets, bulk %s, staging "
+              "%u bytes per pair",
               attr->self.x, attr->self.y, attr->self.z, attr->self.t, TORXP_SHM_FIFOS_PER_TASK,
-              d->geom.packets, torxp_shm_bulk_path(&d->base));
+              d->geom.packets, torxp_shm_bulk_path(&d->base), d->stage_bytes);
     *out = &d->base;
     return TORX_OK;
 

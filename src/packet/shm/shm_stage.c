@@ -1,0 +1,165 @@
+/* The shm device's staging area: a byte ring per ordered pair of ranks in
+ * the job's segment, written only by the sender and read only by the
+ * receiver, for pieces of mid-size data that a descriptor packet announces
+ * (torx_stage_put, <torx/packet.h>).
+ *
+ *   control block  released: the receiver's read position, published after
+ *                  it has read a piece (own lines: the sender polls it)
+ *   data           stage_bytes, a power of two
+ *
+ * Positions count bytes since the start of the job and never wrap in
+ * practice. A piece is contiguous: one that would cross the end of the ring
+ * starts at its beginning instead, and sender and receiver both skip the
+ * tail by the same rule, so a descriptor needs only the offset and length
+ * and the receiver can check that it names exactly the next piece. The
+ * sender re-reads released only when its cached copy says the ring is
+ * full, so a streaming pair shares one line in each direction: the
+ * descriptor's FIFO slot and released.
+ *
+ * Ordering: the piece's bytes are plain stores; the descriptor packet's
+ * publication (release) orders them before the receiver's read. The
+ * receiver's release store of released orders its reads before the
+ * sender's acquire and next overwrite. */
+#include "shm.h"
+
+#include <string.h>
+
+/* Above this, a job's rings shrink (power of two steps) until they fit. */
+#define STAGE_TOTAL_MAX ((uint64_t)256 << 20)
+#define STAGE_MIN 4096u
+
+uint32_t torxp_shm_stage_bytes(unsigned ntasks, long want)
+{
+    uint64_t bytes = want > 0 ? (uint64_t)want : 0;
+    while (bytes >= STAGE_MIN && (uint64_t)ntasks * ntasks * bytes > STAGE_TOTAL_MAX)
+        bytes /= 2;
+    return bytes >= STAGE_MIN ? (uint32_t)bytes : 0;
+}
+
+static inline uint64_t *ring_released(const torxp_shm_dev_t *d, unsigned src, unsigned dst)
+{
+    return torxp_shm_at(d, d->seg->stage_off +
+                               ((uint64_t)src * (unsigned)d->base.size + dst) * d->seg->stage_stride);
+}
+
+static inline uint8_t *ring_data(const torxp_shm_dev_t *d, unsigned src, unsigned dst)
+{
+    return (uint8_t *)ring_released(d, src, dst) + TORXP_SHM_STAGE_CTL;
+}
+
+torx_status_t torxp_shm_stage_setup(torxp_shm_dev_t *d)
+{
+    d->stage_bytes = d->seg->stage_bytes;
+    if (!d->stage_bytes)
+        return TORX_OK;
+    const size_t n = (size_t)d->base.size;
+    d->stage_tx = torxp_calloc(n, sizeof *d->stage_tx);
+    d->stage_rd = torxp_calloc(n, sizeof *d->stage_rd);
+    if (!d->stage_tx || !d->stage_rd)
+        return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the staging positions of %zu "
+                                           "peers",
+                           n);
+    return TORX_OK;
+}
+
+void torxp_shm_stage_fini(torxp_shm_dev_t *d)
+{
+    free(d->stage_tx);
+    free(d->stage_rd);
+    d->stage_tx = NULL;
+    d->stage_rd = NULL;
+}
+
+size_t torxp_shm_stage_max(const torx_pkt_dev_t *dev)
+{
+    return ((const torxp_shm_dev_t *)dev)->stage_bytes / 2;
+}
+
+/* The rank of the task at c, or -1 when c is off the torus or holds none. */
+static inline int rank_at(const torxp_shm_dev_t *d, torx_coord_t c)
+{
+    if (TORXP_UNLIKELY(!torx_coord_in_shape(d->base.shape, c)))
+        return -1;
+    const torxp_shm_task_t *t = &d->tasks[torx_coord_index(d->base.shape, c)];
+    /* relaxed: the start-up vote ordered every claim before any traffic. */
+    if (TORXP_UNLIKELY(__atomic_load_n(&t->state, __ATOMIC_RELAXED) != TORXP_SHM_TASK_ATTACHED))
+        return -1;
+    const int r = t->rank;
+    return r >= 0 && r < d->base.size ? r : -1;
+}
+
+torx_status_t torxp_shm_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const void *data,
+                                  size_t len, torx_stage_ref_t *ref)
+{
+    torxp_shm_dev_t *d = torxp_shm_of(dev);
+    const uint64_t size = d->stage_bytes;
+    const int dst = rank_at(d, dest);
+    if (TORXP_UNLIKELY(!len || len > size / 2 || !data || !ref || dst < 0))
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: torx_stage_put: %zu bytes at %p to (%u,%u,%u,%u): %s", len, data,
+                           dest.x, dest.y, dest.z, dest.t,
+                           !size           ? "this device has no staging area (TORX_STAGE_BYTES=0)"
+                           : dst < 0       ? "no task there"
+                           : !data || !ref ? "NULL data or descriptor"
+                                           : "not 1..torx_stage_max bytes");
+    struct torxp_shm_stage_tx *tx = &d->stage_tx[dst];
+    uint64_t pos = tx->wr;
+    uint64_t off = pos & (size - 1);
+    if (off + len > size) { /* the piece starts the next lap */
+        pos += size - off;
+        off = 0;
+    }
+    if (pos + len - tx->seen > size) {
+        /* acquire: pairs with the receiver's release; its reads of the
+         * bytes we are about to overwrite are finished. */
+        tx->seen = __atomic_load_n(ring_released(d, (unsigned)dev->rank, (unsigned)dst),
+                                   __ATOMIC_ACQUIRE);
+        if (pos + len - tx->seen > size)
+            return TORX_NO_ROOM;
+    }
+    memcpy(ring_data(d, (unsigned)dev->rank, (unsigned)dst) + off, data, len);
+    tx->wr = pos + len;
+    *ref = (torx_stage_ref_t){.off = (uint32_t)off, .len = (uint32_t)len};
+    return TORX_OK;
+}
+
+/* Whether ref is the next piece from src; *pos gets its position. */
+static inline bool next_piece(const torxp_shm_dev_t *d, int src, torx_stage_ref_t ref,
+                              uint64_t *pos)
+{
+    const uint64_t size = d->stage_bytes;
+    if (TORXP_UNLIKELY(src < 0 || !ref.len || ref.len > size / 2))
+        return false;
+    uint64_t p = d->stage_rd[src];
+    uint64_t off = p & (size - 1);
+    if (off + ref.len > size) {
+        p += size - off;
+        off = 0;
+    }
+    *pos = p;
+    return ref.off == off;
+}
+
+const void *torxp_shm_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref)
+{
+    const torxp_shm_dev_t *d = torxp_shm_of(dev);
+    const int s = rank_at(d, src);
+    uint64_t pos;
+    if (!next_piece(d, s, ref, &pos))
+        return NULL;
+    return ring_data(d, (unsigned)s, (unsigned)dev->rank) + ref.off;
+}
+
+void torxp_shm_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref)
+{
+    torxp_shm_dev_t *d = torxp_shm_of(dev);
+    const int s = rank_at(d, src);
+    uint64_t pos;
+    if (!next_piece(d, s, ref, &pos))
+        return;
+    d->stage_rd[s] = pos + ref.len;
+    /* release: our reads of the piece happen before the sender's acquire
+     * lets it overwrite them. */
+    __atomic_store_n(ring_released(d, (unsigned)s, (unsigned)dev->rank), pos + ref.len,
+                     __ATOMIC_RELEASE);
+}

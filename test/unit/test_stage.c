@@ -1,0 +1,258 @@
+/* The staging area of the shm device (torx_stage_*), through the public
+ * API, in two-task fork jobs (shape 2x1x1x1): a stream of pieces of mixed
+ * sizes through the smallest area, so that it fills, wraps and skips its
+ * tail, with a receiver that starts late; descriptors that are not the next
+ * piece (forged, repeated, oversized) refused; misuse; staging turned off;
+ * bad and mismatched TORX_STAGE_BYTES. */
+#include "harness.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+static const torx_shape_t SHAPE2 = {2, 1, 1, 1};
+
+#define WAIT_S 60.0
+#define PIECES 3000
+#define TYPE_PIECE 1
+#define TYPE_DONE 2
+
+static const size_t piece_sizes[] = {1, 100, 1000, 2048, 777, 1500, 3, 2047, 64, 1024};
+
+static size_t piece_len(unsigned i)
+{
+    return piece_sizes[i % (sizeof piece_sizes / sizeof piece_sizes[0])];
+}
+
+static uint8_t pat(unsigned piece, size_t i)
+{
+    return (uint8_t)((piece * 131u) ^ (i * 7u) ^ (i >> 8));
+}
+
+/* What a descriptor packet carries: the piece's ref and its number. */
+typedef struct desc {
+    torx_stage_ref_t ref;
+    uint32_t piece;
+} desc_t;
+
+static torx_status_t inject_wait(torx_pkt_dev_t *dev, torx_coord_t to, unsigned type,
+                                 const void *p, size_t n)
+{
+    torx_pkt_hdr_t h;
+    torx_pkt_hdr_init(&h, to, 0);
+    h.sw[0] = (uint8_t)type;
+    unsigned spins = 0;
+    const double t0 = test_now();
+    torx_status_t rc;
+    while ((rc = torx_pkt_inject1(dev, &h, p, n)) == TORX_NO_ROOM && test_now() - t0 < WAIT_S) {
+        torx_pkt_poll(dev);
+        test_relax(&spins);
+    }
+    return rc;
+}
+
+static int sender(torx_boot_t *boot, torx_pkt_dev_t *dev)
+{
+    const torx_coord_t peer = test_coord_of(SHAPE2, 1);
+    const size_t max = torx_stage_max(dev);
+    TASK_CHECK(max == 2048, "torx_stage_max %zu with TORX_STAGE_BYTES=4096", max);
+    uint8_t buf[4096];
+    torx_stage_ref_t ref;
+    TASK_CHECK(torx_stage_put(dev, peer, buf, 0, &ref) == TORX_ERR_INVAL, "0 bytes staged");
+    TASK_CHECK(torx_stage_put(dev, peer, buf, max + 1, &ref) == TORX_ERR_INVAL,
+               "more than torx_stage_max staged");
+    TASK_CHECK(torx_stage_put(dev, (torx_coord_t){5, 0, 0, 0}, buf, 8, &ref) == TORX_ERR_INVAL,
+               "staged off the torus");
+    TASK_CHECK(torx_stage_put(dev, peer, NULL, 8, &ref) == TORX_ERR_INVAL, "NULL data staged");
+
+    unsigned full = 0, wraps = 0;
+    uint32_t last_end = 0;
+    for (unsigned i = 0; i < PIECES; i++) {
+        const size_t n = piece_len(i);
+        for (size_t k = 0; k < n; k++)
+            buf[k] = pat(i, k);
+        torx_status_t rc;
+        unsigned spins = 0;
+        const double t0 = test_now();
+        while ((rc = torx_stage_put(dev, peer, buf, n, &ref)) == TORX_NO_ROOM) {
+            full++;
+            TASK_CHECK(test_now() - t0 < WAIT_S, "piece %u: no room for %g s", i, WAIT_S);
+            torx_pkt_poll(dev);
+            test_relax(&spins);
+        }
+        TASK_CHECK(rc == TORX_OK, "piece %u: %s", i, torx_last_error());
+        TASK_CHECK(ref.len == n && ref.off + ref.len <= 4096, "piece %u: ref %u+%u", i, ref.off,
+                   ref.len);
+        if (i && ref.off == 0)
+            wraps++;
+        TASK_CHECK(ref.off == last_end || ref.off == 0, "piece %u at %u, the last ended at %u", i,
+                   ref.off, last_end);
+        last_end = ref.off + ref.len;
+        memset(buf, 0xEE, n); /* the area holds its own copy */
+        const desc_t d = {ref, i};
+        TASK_CHECK(inject_wait(dev, peer, TYPE_PIECE, &d, sizeof d) == TORX_OK, "descriptor %u",
+                   i);
+    }
+    TASK_CHECK(full > 0, "the area never filled (the receiver starts late)");
+    TASK_CHECK(wraps > 0, "no piece wrapped");
+    /* The receiver says when it has checked everything. */
+    unsigned spins = 0;
+    const double t0 = test_now();
+    for (;;) {
+        if (torx_pkt_poll(dev)) {
+            const torx_pkt_hdr_t *p = torx_pkt_peek(dev);
+            const int done = p && p->sw[0] == TYPE_DONE;
+            torx_pkt_consume(dev);
+            if (done)
+                break;
+        }
+        TASK_CHECK(test_now() - t0 < WAIT_S, "no word from the receiver");
+        test_relax(&spins);
+    }
+    return 0;
+}
+
+static int receiver(torx_boot_t *boot, torx_pkt_dev_t *dev)
+{
+    const torx_coord_t peer = test_coord_of(SHAPE2, 0);
+    usleep(100 * 1000); /* posts late: the sender finds the area full */
+    unsigned next = 0, spins = 0;
+    const double t0 = test_now();
+    while (next < PIECES) {
+        TASK_CHECK(test_now() - t0 < WAIT_S, "piece %u never came", next);
+        if (!torx_pkt_poll(dev)) {
+            test_relax(&spins);
+            continue;
+        }
+        const torx_pkt_hdr_t *p = torx_pkt_peek(dev);
+        TASK_CHECK(p && p->sw[0] == TYPE_PIECE && p->payload_len == sizeof(desc_t),
+                   "a packet that is no descriptor");
+        desc_t d;
+        torx_pkt_read(p, &d, 0, sizeof d);
+        torx_pkt_consume(dev);
+        TASK_CHECK(d.piece == next, "descriptor %u, expected %u", d.piece, next);
+        /* Forged descriptors: not the next piece, or too long. */
+        const torx_stage_ref_t bad[] = {{d.ref.off + 1, d.ref.len},
+                                        {d.ref.off, 4096},
+                                        {d.ref.off, 0},
+                                        {(d.ref.off + 2048) % 4096, d.ref.len}};
+        for (unsigned b = 0; b < sizeof bad / sizeof bad[0]; b++) {
+            if (bad[b].off == d.ref.off && bad[b].len == d.ref.len)
+                continue;
+            TASK_CHECK(torx_stage_data(dev, peer, bad[b]) == NULL,
+                       "piece %u: a forged ref %u+%u accepted", next, bad[b].off, bad[b].len);
+            torx_stage_release(dev, peer, bad[b]); /* must do nothing */
+        }
+        const uint8_t *data = torx_stage_data(dev, peer, d.ref);
+        TASK_CHECK(data != NULL, "piece %u (%u+%u) refused", next, d.ref.off, d.ref.len);
+        for (size_t k = 0; k < d.ref.len; k++)
+            TASK_CHECK(data[k] == pat(next, k), "piece %u byte %zu: %u, expected %u", next, k,
+                       data[k], pat(next, k));
+        torx_stage_release(dev, peer, d.ref);
+        /* Released: the same ref is no longer the next piece. */
+        TASK_CHECK(torx_stage_data(dev, peer, d.ref) == NULL || d.ref.len == 0,
+                   "piece %u still readable after its release", next);
+        next++;
+    }
+    TASK_CHECK(inject_wait(dev, peer, TYPE_DONE, NULL, 0) == TORX_OK, "done packet");
+    return 0;
+}
+
+static int stream_task(torx_boot_t *boot, void *arg)
+{
+    (void)arg;
+    setenv("TORX_STAGE_BYTES", "4096", 1);
+    torx_pkt_dev_t *dev;
+    TASK_CHECK(test_open(boot, SHAPE2, &dev) == TORX_OK, "%s", torx_last_error());
+    const int rc = boot->rank == 0 ? sender(boot, dev) : receiver(boot, dev);
+    if (rc == 0)
+        TASK_CHECK(boot->barrier(boot) == TORX_OK, "final barrier");
+    torx_pkt_close(dev);
+    return rc;
+}
+
+START_TEST(stream_wraps_and_fills)
+{
+    RUN_JOB(2, stream_task, NULL);
+}
+END_TEST
+
+static int off_task(torx_boot_t *boot, void *arg)
+{
+    (void)arg;
+    setenv("TORX_STAGE_BYTES", "0", 1);
+    torx_pkt_dev_t *dev;
+    TASK_CHECK(test_open(boot, SHAPE2, &dev) == TORX_OK, "%s", torx_last_error());
+    const torx_coord_t peer = test_coord_of(SHAPE2, 1 - boot->rank);
+    torx_stage_ref_t ref = {0, 8};
+    char buf[8] = {0};
+    TASK_CHECK(torx_stage_max(dev) == 0, "staging off, yet max %zu", torx_stage_max(dev));
+    TASK_CHECK(torx_stage_put(dev, peer, buf, 8, &ref) == TORX_ERR_INVAL, "staged while off");
+    TASK_CHECK(strstr(torx_last_error(), "TORX_STAGE_BYTES=0") != NULL, "error says why: %s",
+               torx_last_error());
+    TASK_CHECK(torx_stage_data(dev, peer, ref) == NULL, "read while off");
+    torx_stage_release(dev, peer, ref);
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    torx_pkt_close(dev);
+    return 0;
+}
+
+START_TEST(staging_off)
+{
+    RUN_JOB(2, off_task, NULL);
+}
+END_TEST
+
+static int env_task(torx_boot_t *boot, void *arg)
+{
+    const char *value = arg;
+    setenv("TORX_STAGE_BYTES", value, 1);
+    torx_pkt_dev_t *dev = NULL;
+    const torx_status_t rc = test_open(boot, SHAPE2, &dev);
+    TASK_CHECK(rc == TORX_ERR_ENV, "TORX_STAGE_BYTES=%s accepted (%s)", value,
+               torx_status_str(rc));
+    TASK_CHECK(strstr(torx_last_error(), "TORX_STAGE_BYTES") != NULL, "message: %s",
+               torx_last_error());
+    return 0;
+}
+
+START_TEST(bad_env)
+{
+    static const char *const bad[] = {"5000", "2048", "-1", "33554432", "64k"};
+    for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        RUN_JOB(1, env_task, (void *)bad[i]);
+}
+END_TEST
+
+static int mismatch_task(torx_boot_t *boot, void *arg)
+{
+    (void)arg;
+    setenv("TORX_STAGE_BYTES", boot->rank ? "8192" : "16384", 1);
+    torx_pkt_dev_t *dev = NULL;
+    const torx_status_t rc = test_open(boot, SHAPE2, &dev);
+    TASK_CHECK(rc != TORX_OK, "tasks with different TORX_STAGE_BYTES opened");
+    TASK_CHECK(boot->rank == 0 || strstr(torx_last_error(), "TORX_STAGE_BYTES") != NULL,
+               "rank 1's message: %s", torx_last_error());
+    return 0;
+}
+
+START_TEST(mismatched_env)
+{
+    RUN_JOB(2, mismatch_task, NULL);
+    ck_assert_int_eq(test_count_segments(), 0);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("stage");
+    TCase *tc = tcase_create("shm");
+    tcase_set_timeout(tc, 2 * TEST_JOB_TIMEOUT + 60);
+    tcase_add_test(tc, stream_wraps_and_fills);
+    tcase_add_test(tc, staging_off);
+    tcase_add_test(tc, bad_env);
+    tcase_add_test(tc, mismatched_env);
+    suite_add_tcase(s, tc);
+    return test_run_suite(s);
+}
