@@ -19,8 +19,13 @@
 #   TORX_BUILD  build directory (default build/ of the repository)
 #   CG_N        messages of the smaller run (default 20000)
 #   CG_BYTES    payload bytes (default 1)
+#   CG_EAGER_SIZES  eager message sizes for the staging comparison (default
+#               "1024 4096 16384"; empty: skip it)
 # Prints "onepkt instructions/message = X" (the difference method) and
-# "raw packet instructions/packet = Y", plus the detail.
+# "raw packet instructions/packet = Y", plus the detail; then, per eager
+# size, the instructions per eager message (send and receive) by 240-byte
+# packets (TORX_STAGE_MIN=0) and through the staging area (the default):
+# "eager B bytes instructions/message: packets = P, staged = S".
 set -u -o pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -51,13 +56,13 @@ trap 'rm -rf "$work"' EXIT
 # count LAYER MESSAGES [TOGGLE]: total instructions of one run (the
 # "Collected" line of callgrind; with TOGGLE, only inside that function).
 count() {
-    local layer=$1 msgs=$2 toggle=${3:-} out
+    local layer=$1 msgs=$2 toggle=${3:-} out size=${CG_SIZE:-$bytes}
     local args=(--tool=callgrind --callgrind-out-file="$work/cg.out")
     [[ -n $toggle ]] && args+=(--toggle-collect="$toggle")
     # TORX_* from the caller's environment could change the path measured.
     if ! out=$(env -u TORX_CHAOS -u TORX_MODE -u TORX_STATS -u TORX_VERBOSE -u TORX_BULK \
-        valgrind "${args[@]}" "$prog" "$msgs" "$bytes" "$layer" 2>&1); then
-        echo "callgrind-onepkt: valgrind $prog $msgs $bytes $layer failed:" >&2
+        valgrind "${args[@]}" "$prog" "$msgs" "$size" "$layer" 2>&1); then
+        echo "callgrind-onepkt: valgrind $prog $msgs $size $layer failed:" >&2
         echo "$out" >&2
         exit 1
     fi
@@ -90,3 +95,13 @@ echo "onepkt instructions/message (toggle-collect onepkt_loop) = $msg_tog"
 echo "raw packet instructions/packet = $pkt_per"
 echo "raw packet instructions/packet (toggle-collect pkt_loop) = $pkt_tog"
 echo "message layer over the packet layer = $(awk -v a="$msg_per" -v b="$pkt_per" 'BEGIN { printf "%.1f instructions/message (%.2fx)\n", a - b, a / b }')"
+
+for size in ${CG_EAGER_SIZES-1024 4096 16384}; do
+    ne=$((n / 10 > 0 ? n / 10 : 1))
+    p1=$(TORX_STAGE_MIN=0 CG_SIZE=$size count eager "$ne") || exit 1
+    p2=$(TORX_STAGE_MIN=0 CG_SIZE=$size count eager $((2 * ne))) || exit 1
+    s1=$(TORX_STAGE_MIN=1 CG_SIZE=$size count eager "$ne") || exit 1
+    s2=$(TORX_STAGE_MIN=1 CG_SIZE=$size count eager $((2 * ne))) || exit 1
+    pp=$(per "$p1" "$p2" "$ne"); sp=$(per "$s1" "$s2" "$ne")
+    echo "eager $size bytes instructions/message: packets = $pp, staged = $sp ($(awk -v a="$pp" -v b="$sp" 'BEGIN { printf "%.2fx fewer", a / b }'))"
+done

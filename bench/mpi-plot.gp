@@ -9,8 +9,11 @@
 #   outbibw  the same, both ways at once (sum of the two directions)
 #
 # The run script passes (gnuplot -e "..."):
-#   latdat      rows "size torx mpich openmpi" (ns, median over rounds)
-#   bwdat, bibwdat  rows "size torx mpich openmpi" (GB/s)
+#   latdat      rows "size torx mpich openmpi torxvn" (ns, median over rounds)
+#   bwdat, bibwdat  rows "size torx mpich openmpi torxvn" (GB/s)
+#   bonepkt, bstage, beager  torx's protocol boundaries in bytes (0: unknown),
+#               drawn as vertical lines: one-packet limit, staged from, eager
+#               limit
 #   memcpydat   rows "size memcpy_gbs" (bench/floors)
 #   protodat    rows "label mpi_ns msg_ns"
 #   handoff     one-way cache-line handoff, bench/floors, ns (0: unknown)
@@ -21,7 +24,20 @@
 # Missing figures are "NaN" in the data files and are simply not drawn.
 
 if (!exists("subtitle")) subtitle = ""
+if (!exists("bonepkt")) bonepkt = 0
+if (!exists("bstage")) bstage = 0
+if (!exists("beager")) beager = 0
 set datafile missing "NaN"
+
+# torx's protocol boundaries as labelled vertical lines (graph height).
+do for [i = 1:3] {
+    b = (i == 1) ? bonepkt : (i == 2) ? bstage : beager
+    t = (i == 1) ? "one-packet limit" : (i == 2) ? "staged from" : "eager limit (rendezvous above)"
+    if (b > 0) {
+        set arrow i from first b, graph 0 to first b, graph 1 nohead lw 1 dt 3 lc rgb "#555555"
+        set label i t at first b, graph 0.97 rotate by 90 right offset -0.6,0 font ",8" tc rgb "#555555"
+    }
+}
 
 # ---- 1: latency ---------------------------------------------------------------
 set terminal pngcairo size 1500,600 font "sans,10"
@@ -39,12 +55,15 @@ set key inside top left Left reverse samplen 3 font ",9"
 plot latdat using 1:2 with linespoints lw 2 pt 7 ps 0.7 lc rgb "#1f77b4" title "torx MPICH", \
      latdat using 1:3 with linespoints lw 2 pt 5 ps 0.7 lc rgb "#ff7f0e" title "Debian MPICH (ch4:ucx)", \
      latdat using 1:4 with linespoints lw 2 pt 9 ps 0.8 lc rgb "#2ca02c" title "Open MPI", \
+     latdat using 1:5 with linespoints lw 2 pt 6 ps 0.7 lc rgb "#9467bd" title "torx MPICH, vn mode", \
      (handoff > 0 ? handoff : 1/0) with lines lw 2 dt 2 lc rgb "#d62728" \
          title sprintf("one-way cache-line handoff %.0f ns (floor)", handoff)
 unset logscale
 unset xtics
 set xtics
 set autoscale x
+unset arrow
+unset label
 
 set title "1-byte half round trip per protocol (torx)"
 set xlabel ""
@@ -73,6 +92,14 @@ set style data lines
 
 # ---- 2, 3: bandwidth -----------------------------------------------------------
 set terminal pngcairo size 1000,620 font "sans,10"
+do for [i = 1:3] {
+    b = (i == 1) ? bonepkt : (i == 2) ? bstage : beager
+    t = (i == 1) ? "one-packet limit" : (i == 2) ? "staged from" : "eager limit (rendezvous above)"
+    if (b > 0) {
+        set arrow i from first b, graph 0 to first b, graph 1 nohead lw 1 dt 3 lc rgb "#555555"
+        set label i t at first b, graph 0.97 rotate by 90 right offset -0.6,0 font ",8" tc rgb "#555555"
+    }
+}
 set logscale xy
 set xlabel "message size, bytes"
 set ylabel "GB/s (10^9 B/s, log scale)"
@@ -89,6 +116,7 @@ do for [i = 1:2] {
     plot f using 1:2 with linespoints lw 2 pt 7 ps 0.7 lc rgb "#1f77b4" title "torx MPICH", \
          f using 1:3 with linespoints lw 2 pt 5 ps 0.7 lc rgb "#ff7f0e" title "Debian MPICH (ch4:ucx)", \
          f using 1:4 with linespoints lw 2 pt 9 ps 0.8 lc rgb "#2ca02c" title "Open MPI", \
+         f using 1:5 with linespoints lw 2 pt 6 ps 0.7 lc rgb "#9467bd" title "torx MPICH, vn mode", \
          memcpydat using 1:2 with linespoints lw 2 dt 2 pt 1 lc rgb "#d62728" title "memcpy, same size (floors)", \
          (cma > 0 ? cma : 1/0) with lines lw 1 dt 4 lc rgb "#7f7f7f" \
              title sprintf("process\\_vm\\_readv 4 MiB %.1f GB/s (floors)", cma)

@@ -18,7 +18,13 @@
  * (pkt_loop: inject, poll, peek, copy out, consume), the reference that
  * says what the message layer adds.
  *
- * Usage: msg_onepkt_cg [N] [BYTES] [msg|pkt]   (10000, 1 (at most 240), msg)
+ * With "eager", the loop sends BYTES-byte messages with the eager protocol
+ * forced (up to 65536 bytes): by 240-byte packets with TORX_STAGE_MIN=0, or
+ * through the staging area from TORX_STAGE_MIN on (the default), which is
+ * how bench/callgrind-onepkt.sh compares the two per message.
+ *
+ * Usage: msg_onepkt_cg [N] [BYTES] [msg|pkt|eager]
+ *        (10000, 1 (at most 240; eager: 65536), msg)
  * Prints "cg msg|pkt messages=N bytes=B received=R" (R must equal N).
  */
 #ifndef _GNU_SOURCE
@@ -34,8 +40,10 @@
 #define HANDLER 3
 
 static volatile long received;
-static uint8_t inbuf[TORX_MSG_ONEPKT_MAX];
+#define EAGER_MAX 65536
+static uint8_t inbuf[EAGER_MAX];
 static int bad;
+static torx_protocol_t want_proto = TORX_PROTO_ONEPKT;
 
 static void cg_done(torx_ctx_t *ctx, void *arg, torx_status_t status, size_t n)
 {
@@ -51,7 +59,7 @@ static void cg_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info
 {
     (void)ctx;
     (void)harg;
-    bad |= info->protocol != TORX_PROTO_ONEPKT;
+    bad |= info->protocol != want_proto;
     recv->buf = inbuf;
     recv->len = sizeof inbuf;
     recv->done = cg_done;
@@ -69,8 +77,8 @@ __attribute__((noinline)) long onepkt_loop(torx_ctx_t *ctx, torx_msg_t *msg, con
     const int self = torx_rank(ctx);
     for (long i = 0; i < n; i++) {
         const long want = received + 1;
-        if (torx_send(ctx, msg, self, HANDLER, NULL, 0, data, bytes, TORX_PROTO_ONEPKT, NULL,
-                      NULL) != TORX_OK)
+        if (torx_send(ctx, msg, self, HANDLER, NULL, 0, data, bytes, want_proto, NULL, NULL) !=
+            TORX_OK)
             return -1;
         while (received < want)
             torx_advance(ctx);
@@ -107,10 +115,13 @@ int main(int argc, char **argv)
     long n = argc > 1 ? strtol(argv[1], NULL, 10) : 10000;
     long bytes = argc > 2 ? strtol(argv[2], NULL, 10) : 1;
     const int raw = argc > 3 && strcmp(argv[3], "pkt") == 0;
-    if (n <= 0 || bytes < 0 || bytes > TORX_MSG_ONEPKT_MAX ||
-        (argc > 3 && !raw && strcmp(argv[3], "msg") != 0)) {
-        fprintf(stderr, "usage: msg_onepkt_cg [N > 0] [BYTES 0..%d] [msg|pkt]\n",
-                TORX_MSG_ONEPKT_MAX);
+    const int eager = argc > 3 && strcmp(argv[3], "eager") == 0;
+    if (eager)
+        want_proto = TORX_PROTO_EAGER;
+    if (n <= 0 || bytes < 0 || bytes > (eager ? EAGER_MAX : TORX_MSG_ONEPKT_MAX) ||
+        (argc > 3 && !raw && !eager && strcmp(argv[3], "msg") != 0)) {
+        fprintf(stderr, "usage: msg_onepkt_cg [N > 0] [BYTES 0..%d (eager: %d)] [msg|pkt|eager]\n",
+                TORX_MSG_ONEPKT_MAX, EAGER_MAX);
         return 2;
     }
     torx_init_attr_t attr = {.boot = NULL, .mode = TORX_MODE_HEATER};
@@ -126,7 +137,7 @@ int main(int argc, char **argv)
     }
     torx_register(ctx, HANDLER, cg_handler, NULL);
     static torx_msg_t msg;
-    uint8_t data[TORX_MSG_ONEPKT_MAX];
+    static uint8_t data[EAGER_MAX];
     memset(data, 0x42, sizeof data);
     const long got = raw ? pkt_loop(ctx, data, (size_t)bytes, n)
                          : onepkt_loop(ctx, &msg, data, (size_t)bytes, n);
@@ -136,6 +147,7 @@ int main(int argc, char **argv)
         torx_finalize(ctx);
         return 1;
     }
-    printf("cg %s messages=%ld bytes=%ld received=%ld\n", raw ? "pkt" : "msg", n, bytes, got);
+    printf("cg %s messages=%ld bytes=%ld received=%ld\n", raw ? "pkt" : eager ? "eager" : "msg", n,
+           bytes, got);
     return torx_finalize(ctx) == TORX_OK ? 0 : 1;
 }

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# Places torx's protocol boundaries from measurements on this machine: the
+# size from which eager (and vn) messages go through the staging area
+# (TORX_STAGE_MIN), the staged piece (TORX_STAGE_CHUNK), and where eager
+# hands over to rendezvous (TORX_EAGER_LIMIT).
+#
+# Runs torx MPICH's mpi_latency and mpi_bw (bench/mpi_latency.c, mpi_bw.c),
+# 2 ranks bound one per core, under each candidate in interleaved rounds:
+#   packets      eager by 240-byte packets      TORX_STAGE_MIN=0
+#   staged-C     eager staged in pieces of C     TORX_STAGE_MIN=1 TORX_STAGE_CHUNK=C
+#   rzv          rendezvous (bulk get)          TORX_EAGER_LIMIT=0
+# (eager limit 1 MiB for the first two, so each covers every size), in
+# heater mode, and in vn mode (where "packets" and "rzv" are both the vn
+# protocol's cross-memory copy and ack). Then, per mode, from the medians:
+#   chunk     the C with the best one-way bandwidth summed over 8-256 KiB
+#   stage_min the smallest size from which staged-C's latency is never above
+#             packets' by more than 2% (heater)
+#   eager     the largest size up to which staged-C is better than rzv on
+#             latency and on bandwidth (both), rounded down to a power of two
+# and prints the table and the recommended environment.
+#
+# Usage: bench/run-calibrate.sh
+#   ROUNDS       interleaved rounds (default 3)
+#   CHUNKS       candidate pieces (default "4096 8192 16384 32768")
+#   MODES        "heater vn" (default)
+#   TORX_PREFIX  torx MPICH prefix (default: ~/.cache/torx/current-prefix)
+#   RESULTS_DIR  where calibrate-<stamp>.txt goes (default bench/results)
+# Exit status 0 when every run worked, 1 when one failed, 2 when something
+# is missing.
+set -u -o pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(dirname "$here")
+rounds=${ROUNDS:-3}
+chunks=${CHUNKS:-"4096 8192 16384 32768"}
+modes=${MODES:-"heater vn"}
+results=${RESULTS_DIR:-$root/bench/results}
+prefix=${TORX_PREFIX:-$(cat "$HOME/.cache/torx/current-prefix" 2>/dev/null || true)}
+die() {
+    echo "run-calibrate: $*" >&2
+    exit 2
+}
+[[ -n $prefix && -x $prefix/bin/mpicc ]] ||
+    die "no torx MPICH (set TORX_PREFIX or run scripts/build-mpich.sh)"
+"$prefix/bin/mpichversion" 2>/dev/null | grep -q 'ch4:torx' || die "$prefix is not ch4:torx"
+
+bdir=$root/build/calibrate
+mkdir -p "$bdir" "$results"
+for p in mpi_latency mpi_bw; do
+    "$prefix/bin/mpicc" -O2 -I"$here" -o "$bdir/$p" "$here/$p.c" || die "cannot build $p"
+done
+
+sizes=64,128,192,256,384,512,768,1K,1536,2K,3K,4K,6K,8K,12K,16K,24K,32K,48K,64K,128K,256K
+stamp=$(date -u +%Y%m%d-%H%M%S)
+raw=$bdir/raw-$stamp.txt
+report=$results/calibrate-$stamp.txt
+: >"$raw"
+
+cands="packets rzv"
+for c in $chunks; do cands+=" staged-$c"; done
+
+env_of() {
+    case $1 in
+    packets) echo "TORX_STAGE_MIN=0 TORX_EAGER_LIMIT=1048576" ;;
+    rzv) echo "TORX_EAGER_LIMIT=0" ;;
+    staged-*) echo "TORX_STAGE_MIN=1 TORX_STAGE_CHUNK=${1#staged-} TORX_EAGER_LIMIT=1048576" ;;
+    esac
+}
+
+failed=0
+for ((r = 1; r <= rounds; r++)); do
+    for mode in $modes; do
+        for cand in $cands; do
+            genv=(-genv TORX_MODE "$mode")
+            for kv in $(env_of "$cand"); do genv+=(-genv "${kv%%=*}" "${kv#*=}"); done
+            for prog in mpi_latency mpi_bw; do
+                out=$(timeout 300 "$prefix/bin/mpiexec" -n 2 -bind-to core "${genv[@]}" \
+                    "$bdir/$prog" -s "$sizes" -n 5000 2>&1) || {
+                    echo "run-calibrate: $prog $mode $cand failed:" >&2
+                    echo "$out" | tail -5 >&2
+                    failed=1
+                    continue
+                }
+                echo "$out" | awk -v m="$mode" -v c="$cand" -v r="$r" \
+                    '$1=="lat" {print m, c, r, "lat", $2, $7} $1=="bw" {print m, c, r, "bw", $2, $8}' \
+                    >>"$raw"
+            done
+            echo "run-calibrate: round $r/$rounds $mode $cand done" >&2
+        done
+    done
+done
+
+{
+    echo "# torx protocol calibration, $(date -u '+%F %T') UTC, $(uname -n), $rounds rounds"
+    echo "# $(git -C "$root" describe --always --dirty 2>/dev/null), prefix $prefix"
+    echo "# medians over rounds of each run's median: latency ns (half round trip), one-way MB/s"
+    awk -v chunks="$chunks" -v modes="$modes" '
+    function median(key,   n, i, j, t, a) {
+        n = split(vals[key], a, " ")
+        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    { k = $1 SUBSEP $2 SUBSEP $4 SUBSEP $5; vals[k] = vals[k] " " $6; if (!($5 in seen)) { seen[$5] = 1; sz[++ns] = $5 } }
+    END {
+        for (i = 1; i <= ns; i++) for (j = i + 1; j <= ns; j++) if (sz[j] + 0 < sz[i] + 0) { t = sz[i]; sz[i] = sz[j]; sz[j] = t }
+        nc = split(chunks, ch, " "); nm = split(modes, md, " ")
+        for (mi = 1; mi <= nm; mi++) {
+            m = md[mi]
+            printf "\n## mode %s\n\n| size | packets lat | rzv lat |", m
+            for (c = 1; c <= nc; c++) printf " staged-%s lat |", ch[c]
+            printf " packets bw | rzv bw |"
+            for (c = 1; c <= nc; c++) printf " staged-%s bw |", ch[c]
+            printf "\n|---|---|---|"; for (c = 1; c <= 2 * nc + 2; c++) printf "---|"; printf "\n"
+            best = ""; bestsum = -1
+            for (c = 1; c <= nc; c++) {
+                s = 0
+                for (i = 1; i <= ns; i++) if (sz[i] >= 8192) s += median(m SUBSEP "staged-" ch[c] SUBSEP "bw" SUBSEP sz[i])
+                if (s > bestsum) { bestsum = s; best = ch[c] }
+            }
+            for (i = 1; i <= ns; i++) {
+                z = sz[i]
+                printf "| %d | %.0f | %.0f |", z, median(m SUBSEP "packets" SUBSEP "lat" SUBSEP z), median(m SUBSEP "rzv" SUBSEP "lat" SUBSEP z)
+                for (c = 1; c <= nc; c++) printf " %.0f |", median(m SUBSEP "staged-" ch[c] SUBSEP "lat" SUBSEP z)
+                printf " %.0f | %.0f |", median(m SUBSEP "packets" SUBSEP "bw" SUBSEP z), median(m SUBSEP "rzv" SUBSEP "bw" SUBSEP z)
+                for (c = 1; c <= nc; c++) printf " %.0f |", median(m SUBSEP "staged-" ch[c] SUBSEP "bw" SUBSEP z)
+                printf "\n"
+            }
+            st = "staged-" best
+            smin = 0
+            for (i = ns; i >= 1; i--) {
+                z = sz[i]
+                if (median(m SUBSEP st SUBSEP "lat" SUBSEP z) > 1.02 * median(m SUBSEP "packets" SUBSEP "lat" SUBSEP z)) break
+                smin = z
+            }
+            eager = 0
+            for (i = 1; i <= ns; i++) {
+                z = sz[i]
+                if (median(m SUBSEP st SUBSEP "lat" SUBSEP z) > median(m SUBSEP "rzv" SUBSEP "lat" SUBSEP z) || \
+                    median(m SUBSEP st SUBSEP "bw" SUBSEP z) < median(m SUBSEP "rzv" SUBSEP "bw" SUBSEP z)) break
+                eager = z
+            }
+            p = 1; while (p * 2 <= eager) p *= 2
+            printf "\nmode %s: chunk %s (best 8-256 KiB bandwidth); staged beats packets from %d B; staged beats rendezvous up to %d B (power of two: %d)\n", m, best, smin, eager, p
+            printf "recommend %s TORX_STAGE_CHUNK=%s TORX_STAGE_MIN=%d TORX_EAGER_LIMIT=%d\n", m, best, smin, p
+        }
+    }' "$raw"
+} | tee "$report"
+echo "run-calibrate: report $report" >&2
+exit $failed
