@@ -88,10 +88,16 @@ static void print_thresholds(void)
         snprintf(adaptive, sizeof adaptive, "adaptive eager <= %zu B, ", lim->adaptive_limit);
     else
         adaptive[0] = '\0';
+    char staged[96];
+    if (lim->stage_min && torx_stage_max(torx_ctx_device(ctx)))
+        snprintf(staged, sizeof staged, " (staged from %zu B, in pieces of up to %zu B)",
+                 lim->stage_min, lim->stage_chunk);
+    else
+        snprintf(staged, sizeof staged, " (by packets: staging off)");
     fprintf(stderr, "torx netmod: %d tasks, mode %s (%d per node); MPI messages: %s%s"
-            "eager <= %zu B, rendezvous above (%s)%s; RMA active messages eager <= %ld B\n",
+            "eager <= %zu B%s, rendezvous above (%s)%s; RMA active messages eager <= %ld B\n",
             MPIDI_TORX_global.size, modes[torx_mode(ctx)], torx_tasks_per_node(ctx), onepkt,
-            adaptive, lim->eager_limit, lim->rzv_packets ? "adaptive packets" : "bulk get",
+            adaptive, lim->eager_limit, staged, lim->rzv_packets ? "adaptive packets" : "bulk get",
             torx_mode(ctx) == TORX_MODE_VN ? ", virtual node within a node above one packet" : "",
             (long) MPIDI_TORX_global.am_eager_limit);
 }
