@@ -13,10 +13,13 @@
 # heater mode, and in vn mode (where "packets" and "rzv" are both the vn
 # protocol's cross-memory copy and ack). Then, per mode, from the medians:
 #   chunk     the C with the best one-way bandwidth summed over 8-256 KiB
-#   stage_min the smallest size from which staged-C's latency is never above
-#             packets' by more than 2% (heater)
-#   eager     the largest size up to which staged-C is better than rzv on
-#             latency and on bandwidth (both), rounded down to a power of two
+#   stage_min the smallest size above one packet (240 bytes) from which
+#             staged-C's latency is never above packets' by more than 2%
+#   eager     the largest size up to which staged-C is no worse than rzv on
+#             latency and on bandwidth (2% tolerance), rounded down to a
+#             power of two
+# Sizes up to 240 bytes go one-packet under every candidate: they are in
+# the table as a check of the noise, not in the decisions.
 # and prints the table and the recommended environment.
 #
 # Usage: bench/run-calibrate.sh
@@ -25,6 +28,8 @@
 #   MODES        "heater vn" (default)
 #   TORX_PREFIX  torx MPICH prefix (default: ~/.cache/torx/current-prefix)
 #   RESULTS_DIR  where calibrate-<stamp>.txt goes (default bench/results)
+#   FROM_RAW     a raw file of an earlier run (build/calibrate/raw-*.txt):
+#                analyse it again, run nothing
 # Exit status 0 when every run worked, 1 when one failed, 2 when something
 # is missing.
 set -u -o pipefail
@@ -46,15 +51,24 @@ die() {
 
 bdir=$root/build/calibrate
 mkdir -p "$bdir" "$results"
-for p in mpi_latency mpi_bw; do
-    "$prefix/bin/mpicc" -O2 -I"$here" -o "$bdir/$p" "$here/$p.c" || die "cannot build $p"
-done
+from_raw=${FROM_RAW:-}
+if [[ -z $from_raw ]]; then
+    for p in mpi_latency mpi_bw; do
+        "$prefix/bin/mpicc" -O2 -I"$here" -o "$bdir/$p" "$here/$p.c" || die "cannot build $p"
+    done
+fi
 
-sizes=64,128,192,256,384,512,768,1K,1536,2K,3K,4K,6K,8K,12K,16K,24K,32K,48K,64K,128K,256K
+sizes=64,128,192,232,248,256,384,512,768,1K,1536,2K,3K,4K,6K,8K,12K,16K,24K,32K,48K,64K,128K,256K
 stamp=$(date -u +%Y%m%d-%H%M%S)
 raw=$bdir/raw-$stamp.txt
 report=$results/calibrate-$stamp.txt
-: >"$raw"
+if [[ -n $from_raw ]]; then
+    [[ -f $from_raw ]] || die "FROM_RAW='$from_raw' is not a file"
+    raw=$from_raw
+    rounds=$(awk '$3 > m { m = $3 } END { print m + 0 }' "$raw")
+else
+    : >"$raw"
+fi
 
 cands="packets rzv"
 for c in $chunks; do cands+=" staged-$c"; done
@@ -68,7 +82,7 @@ env_of() {
 }
 
 failed=0
-for ((r = 1; r <= rounds; r++)); do
+for ((r = 1; r <= rounds && ${#from_raw} == 0; r++)); do
     for mode in $modes; do
         for cand in $cands; do
             genv=(-genv TORX_MODE "$mode")
@@ -127,7 +141,7 @@ done
             }
             st = "staged-" best
             smin = 0
-            for (i = ns; i >= 1; i--) {
+            for (i = ns; i >= 1 && sz[i] > 240; i--) {
                 z = sz[i]
                 if (median(m SUBSEP st SUBSEP "lat" SUBSEP z) > 1.02 * median(m SUBSEP "packets" SUBSEP "lat" SUBSEP z)) break
                 smin = z
@@ -135,8 +149,9 @@ done
             eager = 0
             for (i = 1; i <= ns; i++) {
                 z = sz[i]
-                if (median(m SUBSEP st SUBSEP "lat" SUBSEP z) > median(m SUBSEP "rzv" SUBSEP "lat" SUBSEP z) || \
-                    median(m SUBSEP st SUBSEP "bw" SUBSEP z) < median(m SUBSEP "rzv" SUBSEP "bw" SUBSEP z)) break
+                if (z <= 240) continue
+                if (median(m SUBSEP st SUBSEP "lat" SUBSEP z) > 1.02 * median(m SUBSEP "rzv" SUBSEP "lat" SUBSEP z) || \
+                    median(m SUBSEP st SUBSEP "bw" SUBSEP z) < 0.98 * median(m SUBSEP "rzv" SUBSEP "bw" SUBSEP z)) break
                 eager = z
             }
             p = 1; while (p * 2 <= eager) p *= 2
