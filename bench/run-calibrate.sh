@@ -4,7 +4,7 @@
 # (TORX_STAGE_MIN), the staged piece (TORX_STAGE_CHUNK), and where eager
 # hands over to rendezvous (TORX_EAGER_LIMIT).
 #
-# Runs torx MPICH's mpi_latency and mpi_bw (bench/mpi_latency.c, mpi_bw.c),
+# Runs torx MPICH's mpi_latency, mpi_bw and mpi_bibw (bench/mpi_*.c),
 # 2 ranks bound one per core, under each candidate in interleaved rounds:
 #   packets      eager by 240-byte packets      TORX_STAGE_MIN=0
 #   staged-C     eager staged in pieces of C     TORX_STAGE_MIN=1 TORX_STAGE_CHUNK=C
@@ -13,13 +13,14 @@
 # heater mode, and in vn mode (where "packets" and "rzv" are both the vn
 # protocol's cross-memory copy and ack). Then, per mode, from the medians:
 #   chunk     the C with the best one-way bandwidth summed over 8-256 KiB
-#   stage_min the smallest size above one packet (240 bytes) from which
-#             staged-C's latency is never above packets' by more than 2%
+#   stage_min the smallest eager size (above 228 bytes: one packet holds 240
+#             bytes, the MPI envelope takes 12) from which staged-C's
+#             latency is never above packets' by more than 2%
 #   eager     the largest size up to which staged-C is no worse than rzv on
-#             latency and on bandwidth (2% tolerance), rounded down to a
-#             power of two
-# Sizes up to 240 bytes go one-packet under every candidate: they are in
-# the table as a check of the noise, not in the decisions.
+#             latency and on one-way and bidirectional bandwidth (2%
+#             tolerance), rounded down to a power of two
+# MPI messages up to 228 bytes go one-packet under every candidate: they
+# are in the table as a check of the noise, not in the decisions.
 # and prints the table and the recommended environment.
 #
 # Usage: bench/run-calibrate.sh
@@ -53,12 +54,12 @@ bdir=$root/build/calibrate
 mkdir -p "$bdir" "$results"
 from_raw=${FROM_RAW:-}
 if [[ -z $from_raw ]]; then
-    for p in mpi_latency mpi_bw; do
+    for p in mpi_latency mpi_bw mpi_bibw; do
         "$prefix/bin/mpicc" -O2 -I"$here" -o "$bdir/$p" "$here/$p.c" || die "cannot build $p"
     done
 fi
 
-sizes=64,128,192,232,248,256,384,512,768,1K,1536,2K,3K,4K,6K,8K,12K,16K,24K,32K,48K,64K,128K,256K
+sizes=64,128,192,229,232,248,256,384,512,768,1K,1536,2K,3K,4K,6K,8K,12K,16K,24K,32K,48K,64K,128K,256K
 stamp=$(date -u +%Y%m%d-%H%M%S)
 raw=$bdir/raw-$stamp.txt
 report=$results/calibrate-$stamp.txt
@@ -87,7 +88,7 @@ for ((r = 1; r <= rounds && ${#from_raw} == 0; r++)); do
         for cand in $cands; do
             genv=(-genv TORX_MODE "$mode")
             for kv in $(env_of "$cand"); do genv+=(-genv "${kv%%=*}" "${kv#*=}"); done
-            for prog in mpi_latency mpi_bw; do
+            for prog in mpi_latency mpi_bw mpi_bibw; do
                 out=$(timeout 300 "$prefix/bin/mpiexec" -n 2 -bind-to core "${genv[@]}" \
                     "$bdir/$prog" -s "$sizes" -n 5000 2>&1) || {
                     echo "run-calibrate: $prog $mode $cand failed:" >&2
@@ -96,7 +97,7 @@ for ((r = 1; r <= rounds && ${#from_raw} == 0; r++)); do
                     continue
                 }
                 echo "$out" | awk -v m="$mode" -v c="$cand" -v r="$r" \
-                    '$1=="lat" {print m, c, r, "lat", $2, $7} $1=="bw" {print m, c, r, "bw", $2, $8}' \
+                    '$1=="lat" {print m, c, r, "lat", $2, $7} $1=="bw" || $1=="bibw" {print m, c, r, $1, $2, $8}' \
                     >>"$raw"
             done
             echo "run-calibrate: round $r/$rounds $mode $cand done" >&2
@@ -106,8 +107,8 @@ done
 
 {
     echo "# torx protocol calibration, $(date -u '+%F %T') UTC, $(uname -n), $rounds rounds"
-    echo "# $(git -C "$root" describe --always --dirty 2>/dev/null), prefix $prefix"
-    echo "# medians over rounds of each run's median: latency ns (half round trip), one-way MB/s"
+    echo "# $(git -C "$root" describe --always --dirty 2>/dev/null), prefix ${prefix/#$HOME/\~}; measurements: ${raw#"$root"/}"
+    echo "# medians over rounds of each run's median: latency ns (half round trip), one-way and bidirectional MB/s"
     awk -v chunks="$chunks" -v modes="$modes" '
     function median(key,   n, i, j, t, a) {
         n = split(vals[key], a, " ")
@@ -124,7 +125,9 @@ done
             for (c = 1; c <= nc; c++) printf " staged-%s lat |", ch[c]
             printf " packets bw | rzv bw |"
             for (c = 1; c <= nc; c++) printf " staged-%s bw |", ch[c]
-            printf "\n|---|---|---|"; for (c = 1; c <= 2 * nc + 2; c++) printf "---|"; printf "\n"
+            printf " packets bibw | rzv bibw |"
+            for (c = 1; c <= nc; c++) printf " staged-%s bibw |", ch[c]
+            printf "\n|---|---|---|"; for (c = 1; c <= 3 * nc + 4; c++) printf "---|"; printf "\n"
             best = ""; bestsum = -1
             for (c = 1; c <= nc; c++) {
                 s = 0
@@ -137,11 +140,13 @@ done
                 for (c = 1; c <= nc; c++) printf " %.0f |", median(m SUBSEP "staged-" ch[c] SUBSEP "lat" SUBSEP z)
                 printf " %.0f | %.0f |", median(m SUBSEP "packets" SUBSEP "bw" SUBSEP z), median(m SUBSEP "rzv" SUBSEP "bw" SUBSEP z)
                 for (c = 1; c <= nc; c++) printf " %.0f |", median(m SUBSEP "staged-" ch[c] SUBSEP "bw" SUBSEP z)
+                printf " %.0f | %.0f |", median(m SUBSEP "packets" SUBSEP "bibw" SUBSEP z), median(m SUBSEP "rzv" SUBSEP "bibw" SUBSEP z)
+                for (c = 1; c <= nc; c++) printf " %.0f |", median(m SUBSEP "staged-" ch[c] SUBSEP "bibw" SUBSEP z)
                 printf "\n"
             }
             st = "staged-" best
             smin = 0
-            for (i = ns; i >= 1 && sz[i] > 240; i--) {
+            for (i = ns; i >= 1 && sz[i] > 228; i--) {
                 z = sz[i]
                 if (median(m SUBSEP st SUBSEP "lat" SUBSEP z) > 1.02 * median(m SUBSEP "packets" SUBSEP "lat" SUBSEP z)) break
                 smin = z
@@ -149,9 +154,10 @@ done
             eager = 0
             for (i = 1; i <= ns; i++) {
                 z = sz[i]
-                if (z <= 240) continue
+                if (z <= 228) continue
                 if (median(m SUBSEP st SUBSEP "lat" SUBSEP z) > 1.02 * median(m SUBSEP "rzv" SUBSEP "lat" SUBSEP z) || \
-                    median(m SUBSEP st SUBSEP "bw" SUBSEP z) < 0.98 * median(m SUBSEP "rzv" SUBSEP "bw" SUBSEP z)) break
+                    median(m SUBSEP st SUBSEP "bw" SUBSEP z) < 0.98 * median(m SUBSEP "rzv" SUBSEP "bw" SUBSEP z) || \
+                    median(m SUBSEP st SUBSEP "bibw" SUBSEP z) < 0.98 * median(m SUBSEP "rzv" SUBSEP "bibw" SUBSEP z)) break
                 eager = z
             }
             p = 1; while (p * 2 <= eager) p *= 2

@@ -76,8 +76,8 @@
 /* Default protocol boundaries (TORX_EAGER_LIMIT, TORX_STAGE_MIN,
  * TORX_STAGE_CHUNK): measured on the development machine, see
  * bench/RESULTS.md ("Protocol boundaries") and bench/run-calibrate.sh. */
-#define TORXM_EAGER_LIMIT 131072
-#define TORXM_STAGE_MIN 256
+#define TORXM_EAGER_LIMIT 32768
+#define TORXM_STAGE_MIN 232
 #define TORXM_STAGE_CHUNK 16384
 
 /* Offsets and totals of packet-streamed messages are 32-bit on the wire. */
