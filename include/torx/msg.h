@@ -103,7 +103,7 @@ typedef struct torx_limits {
     size_t onepkt_limit;   /* TORX_ONEPKT_LIMIT, default and maximum
                               TORX_MSG_ONEPKT_MAX: one-packet when
                               h + n <= onepkt_limit (0 turns it off) */
-    size_t eager_limit;    /* TORX_EAGER_LIMIT, default 4096 */
+    size_t eager_limit;    /* TORX_EAGER_LIMIT, default 32768 */
     size_t adaptive_limit; /* TORX_ADAPTIVE_LIMIT, default 0 (off) */
     int rzv_packets;       /* TORX_RZV_DATA=bulk (0, default) | packets (1):
                               rendezvous data as adaptive packets instead of
@@ -322,16 +322,19 @@ torx_status_t torx_send(torx_ctx_t *ctx, torx_msg_t *msg, int dest, int handler,
                         size_t hdr_len, const void *data, size_t len, torx_protocol_t protocol,
                         torx_send_done_fn done, void *arg);
 
-/* NAME     torx_send_inject - send a one-packet message now, or not at all
+/* NAME     torx_send_inject - send a small message now, or not at all
  * DESCRIPTION
- *   Injects hdr and len data bytes to handler id handler at rank dest as
- *   one packet, immediately, when that keeps the order of sends to dest:
- *   the message fits one packet (hdr_len + len <= the one-packet limit),
- *   nothing to dest is queued or waiting for a token, and the network has
- *   room. Nothing is kept: no message object, no callback; data may be
- *   reused as soon as it returns TORX_OK.
+ *   Sends hdr and len data bytes to handler id handler at rank dest
+ *   immediately, when that keeps the order of sends to dest: the message
+ *   fits one packet (hdr_len + len <= the one-packet limit) or one staged
+ *   piece (an eager or vn message of stage_min..stage_chunk data bytes,
+ *   see torx_limits_t), nothing to dest is queued or waiting for a token,
+ *   and the network (and staging area) has room. Nothing is kept: no
+ *   message object, no callback; data may be reused as soon as it returns
+ *   TORX_OK.
  * RETURN VALUE
- *   TORX_OK         sent; counted as a one-packet message.
+ *   TORX_OK         sent; counted as a one-packet message, or as an eager
+ *                   (vn) message when staged.
  *   TORX_AGAIN      not sent, nothing changed: use torx_send.
  *   TORX_ERR_INVAL  as torx_send (ctx NULL, dest, handler, lengths).
  * NOTES

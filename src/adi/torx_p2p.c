@@ -9,8 +9,9 @@
  * sent in place when contiguous and packed first when not (one copy each
  * side, but the message layer keeps its single-buffer protocols, including
  * the zero-copy bulk get, and ordering stays in one place). A contiguous
- * standard send that fits a packet is injected at once (torx_send_inject)
- * and returns a completed request: no request object, no later callback.
+ * standard send that fits a packet, or a contiguous one the message layer
+ * stages in one piece, is sent at once (torx_send_inject) and returns a
+ * completed request: no request object, no later callback.
  * A synchronous send also carries its request; the receiver acks when the
  * message is matched.
  *
@@ -423,8 +424,10 @@ int MPIDI_TORX_isend(const void *buf, MPI_Aint count, MPI_Datatype datatype, int
     if (data_sz)
         data = dt_contig ? MPIR_get_contig_ptr(buf, dt_true_lb) : NULL;
 
-    if (kind != MPIDI_TORX_P2P_SSEND && HDR_LEN + data_sz <= TORX_MSG_ONEPKT_MAX) {
-        /* Small: inject now and hand back a completed request. */
+    const int fits_packet = HDR_LEN + data_sz <= TORX_MSG_ONEPKT_MAX;
+    if (kind != MPIDI_TORX_P2P_SSEND && (fits_packet || dt_contig)) {
+        /* One packet, or contiguous data that the message layer may stage
+         * in one piece: inject now and hand back a completed request. */
         char packed[TORX_MSG_ONEPKT_MAX];
         if (data_sz && !dt_contig) {
             MPI_Aint actual;

@@ -407,6 +407,11 @@ static inline int torxm_stages(const torx_ctx_t *ctx, uint64_t len)
 }
 torx_status_t torxm_staged_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m,
                                 unsigned proto);
+/* Injects the first packet of a staged message whose first piece is ref
+ * (and counts the message as sent under proto). */
+torx_status_t torxm_staged_first(torx_ctx_t *ctx, torxm_peer_t *peer, unsigned proto,
+                                 unsigned handler, const void *hdr, size_t hdr_len, uint64_t len,
+                                 torx_stage_ref_t ref);
 void torxm_staged_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
 void torxm_piece_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
 /* Tests the running bulk gets; returns how many finished. */

@@ -127,6 +127,28 @@ static inline torx_status_t onepkt_now(torx_ctx_t *ctx, torxm_peer_t *peer, int 
     return rc;
 }
 
+/* The staged fast path of torx_send_inject: a message that is one staged
+ * piece, with nothing to peer queued ahead and no token awaited, is staged
+ * and its packet injected now. If the packet finds the FIFO full the piece
+ * is taken back, so nothing is left half sent. */
+static torx_status_t staged_now(torx_ctx_t *ctx, torxm_peer_t *peer, unsigned proto, int handler,
+                                const void *hdr, size_t hdr_len, const void *data, size_t len)
+{
+    if (peer->head || peer->tokens_owed)
+        return TORX_AGAIN;
+    torx_stage_ref_t ref;
+    torx_status_t rc = torx_stage_put(ctx->dev, peer->coord, data, len, &ref);
+    if (rc != TORX_OK)
+        return rc == TORX_NO_ROOM ? TORX_AGAIN : rc;
+    rc = torxm_staged_first(ctx, peer, proto, (unsigned)handler, hdr, hdr_len, len, ref);
+    if (TORXM_UNLIKELY(rc != TORX_OK)) {
+        torx_stage_unput(ctx->dev, peer->coord, ref);
+        return rc == TORX_NO_ROOM ? TORX_AGAIN : rc;
+    }
+    peer->tx_seq++;
+    return TORX_OK;
+}
+
 torx_status_t torx_send_inject(torx_ctx_t *ctx, int dest, int handler, const void *hdr,
                                size_t hdr_len, const void *data, size_t len)
 {
@@ -134,8 +156,15 @@ torx_status_t torx_send_inject(torx_ctx_t *ctx, int dest, int handler, const voi
                        (unsigned)handler >= TORX_MSG_HANDLERS || hdr_len > TORX_MSG_MAX_HDR ||
                        (hdr_len && !hdr) || (len && !data)))
         return args_check("torx_send_inject", ctx, dest, handler, hdr, hdr_len, data, len);
-    if (!onepkt_fits(ctx, hdr_len + len))
+    if (!onepkt_fits(ctx, hdr_len + len)) {
+        if (len > ctx->stage_chunk || !torxm_stages(ctx, len))
+            return TORX_AGAIN;
+        const torx_protocol_t p = torx_choose_protocol(ctx, dest, hdr_len, len);
+        if (p == TORX_PROTO_EAGER || (p == TORX_PROTO_VN && len <= ctx->limits.eager_limit))
+            return staged_now(ctx, &ctx->peers[dest], p, handler, hdr ? hdr : nothing, hdr_len,
+                              data, len);
         return TORX_AGAIN;
+    }
     const torx_status_t rc = onepkt_now(ctx, &ctx->peers[dest], handler, hdr ? hdr : nothing,
                                         hdr_len, data ? data : nothing, len);
     return rc == TORX_NO_ROOM ? TORX_AGAIN : rc;

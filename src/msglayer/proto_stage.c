@@ -41,6 +41,24 @@ static inline torx_status_t stage_next(torx_ctx_t *ctx, torxm_peer_t *peer, torx
     return TORX_OK;
 }
 
+torx_status_t torxm_staged_first(torx_ctx_t *ctx, torxm_peer_t *peer, unsigned proto,
+                                 unsigned handler, const void *hdr, size_t hdr_len, uint64_t len,
+                                 torx_stage_ref_t ref)
+{
+    torx_pkt_hdr_t h;
+    torx_pkt_hdr_init(&h, peer->coord, 0);
+    torxm_sw_set(&h, proto == TORX_PROTO_VN ? TORXM_PKT_VN_STAGED : TORXM_PKT_EAGER_STAGED,
+                 (uint32_t)ctx->rank, torxm_first_word(handler, (unsigned)hdr_len, 0));
+    const uint32_t pre[3] = {(uint32_t)len, ref.off, ref.len};
+    const struct iovec iov[2] = {{(void *)pre, sizeof pre}, {(void *)hdr, hdr_len}};
+    const torx_status_t rc = torxm_inject(ctx, &h, iov, 2, proto);
+    if (rc == TORX_OK) {
+        ctx->stats[proto].sent++;
+        ctx->stats[proto].bytes_sent += len;
+    }
+    return rc;
+}
+
 torx_status_t torxm_staged_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m,
                                 unsigned proto)
 {
@@ -51,16 +69,10 @@ torx_status_t torxm_staged_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t
         torx_status_t rc = stage_next(ctx, peer, m);
         if (rc != TORX_OK)
             return rc;
-        torxm_sw_set(&h, vn ? TORXM_PKT_VN_STAGED : TORXM_PKT_EAGER_STAGED, (uint32_t)ctx->rank,
-                     torxm_first_word(m->handler, m->hdr_len, 0));
-        const torx_stage_ref_t ref = ref_unpack(m->piece);
-        const uint32_t pre[3] = {(uint32_t)m->len, ref.off, ref.len};
-        const struct iovec iov[2] = {{(void *)pre, sizeof pre}, {m->hdr, m->hdr_len}};
-        rc = torxm_inject(ctx, &h, iov, 2, proto);
+        rc = torxm_staged_first(ctx, peer, proto, m->handler, m->hdr, m->hdr_len, m->len,
+                                ref_unpack(m->piece));
         if (rc != TORX_OK)
             return rc;
-        ctx->stats[proto].sent++;
-        ctx->stats[proto].bytes_sent += m->len;
         m->piece = 0;
         m->state = TORXM_MSG_MORE;
     }

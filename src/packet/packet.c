@@ -196,3 +196,8 @@ void torx_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t 
 {
     dev->ops->stage_release(dev, src, ref);
 }
+
+void torx_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t ref)
+{
+    dev->ops->stage_unput(dev, dest, ref);
+}

@@ -42,6 +42,7 @@ typedef struct torxp_dev_ops {
                                size_t len, torx_stage_ref_t *ref);
     const void *(*stage_data)(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
     void (*stage_release)(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
+    void (*stage_unput)(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t ref);
     void (*close)(torx_pkt_dev_t *dev);
 } torxp_dev_ops_t;
 

@@ -128,12 +128,13 @@ static int inject_task(torx_boot_t *boot, void *argp)
             TASK_CHECK(p == TORX_PROTO_ONEPKT || st[p].sent == 0, "%s sent %llu",
                        torx_protocol_name((torx_protocol_t)p), (unsigned long long)st[p].sent);
 
-        /* Too big for one packet: nothing happens. */
+        /* Too big for one packet and too small to stage, or too big for
+         * one staged piece: nothing happens. */
         const uint32_t tx_seq = peer->tx_seq;
-        const test_hdr_t h = {.sender = 1, .seq = NINJ};
         uint8_t big[TORX_MSG_MAX_HDR + TORX_MSG_ONEPKT_MAX] = {0};
-        TASK_CHECK(torx_send_inject(ctx, 0, H_DATA, &h, sizeof h, big, 233) == TORX_AGAIN,
-                   "8 + 233 bytes injected");
+        TASK_CHECK(torx_send_inject(ctx, 0, H_DATA, big, 16, big, TORXM_STAGE_MIN - 1) ==
+                       TORX_AGAIN,
+                   "16 + %d bytes injected", TORXM_STAGE_MIN - 1);
         TASK_CHECK(torx_send_inject(ctx, 0, H_DATA, big, TORX_MSG_MAX_HDR, big,
                                     TORX_MSG_ONEPKT_MAX - TORX_MSG_MAX_HDR + 1) == TORX_AGAIN,
                    "64 + 177 bytes injected");

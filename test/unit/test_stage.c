@@ -66,9 +66,28 @@ static int sender(torx_boot_t *boot, torx_pkt_dev_t *dev)
                "staged off the torus");
     TASK_CHECK(torx_stage_put(dev, peer, NULL, 8, &ref) == TORX_ERR_INVAL, "NULL data staged");
 
+    /* A piece taken back (its descriptor could not go) is as if never
+     * staged; taking back anything but the last piece does nothing. Piece
+     * 0 is staged here, the rest in the loop. */
+    const size_t n0 = piece_len(0);
+    for (size_t k = 0; k < n0; k++)
+        buf[k] = pat(0, k);
+    torx_stage_ref_t ref2;
+    TASK_CHECK(torx_stage_put(dev, peer, buf, n0, &ref) == TORX_OK, "%s", torx_last_error());
+    torx_stage_unput(dev, peer, (torx_stage_ref_t){ref.off + 1, ref.len});
+    torx_stage_unput(dev, peer, (torx_stage_ref_t){ref.off, ref.len + 1});
+    TASK_CHECK(torx_stage_put(dev, peer, buf, 100, &ref2) == TORX_OK && ref2.off == ref.off + n0,
+               "a wrong ref was taken back (next piece at %u, first at %u)", ref2.off, ref.off);
+    torx_stage_unput(dev, peer, ref2);
+    torx_stage_unput(dev, peer, ref); /* not the last any more: nothing */
+    TASK_CHECK(torx_stage_put(dev, peer, buf, 100, &ref2) == TORX_OK && ref2.off == ref.off + n0,
+               "taken back too far: next piece at %u", ref2.off);
+    torx_stage_unput(dev, peer, ref2);
+    const desc_t d0 = {ref, 0};
+    TASK_CHECK(inject_wait(dev, peer, TYPE_PIECE, &d0, sizeof d0) == TORX_OK, "descriptor 0");
     unsigned full = 0, wraps = 0;
-    uint32_t last_end = 0;
-    for (unsigned i = 0; i < PIECES; i++) {
+    uint32_t last_end = ref.off + ref.len;
+    for (unsigned i = 1; i < PIECES; i++) {
         const size_t n = piece_len(i);
         for (size_t k = 0; k < n; k++)
             buf[k] = pat(i, k);

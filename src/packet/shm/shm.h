@@ -161,6 +161,7 @@ struct torxp_shm_dev {
     uint32_t stage_bytes; /* per ring, 0 when off */
     struct torxp_shm_stage_tx {
         uint64_t wr, seen;
+        uint64_t undo; /* wr before the last put, +1; 0 when none to undo */
     } *stage_tx;
     uint64_t *stage_rd;
 
@@ -232,6 +233,7 @@ torx_status_t torxp_shm_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const 
                                   size_t len, torx_stage_ref_t *ref);
 const void *torxp_shm_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
 void torxp_shm_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
+void torxp_shm_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t ref);
 
 /* Torus (shm_torus.c); shm_bulk.c injects its device-internal packets
  * through torxp_shm_inject too. */

@@ -253,6 +253,7 @@ static const torxp_dev_ops_t shm_ops = {
     .stage_put = torxp_shm_stage_put,
     .stage_data = torxp_shm_stage_data,
     .stage_release = torxp_shm_stage_release,
+    .stage_unput = torxp_shm_stage_unput,
     .close = shm_close,
 };
 

@@ -118,9 +118,24 @@ torx_status_t torxp_shm_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const 
             return TORX_NO_ROOM;
     }
     memcpy(ring_data(d, (unsigned)dev->rank, (unsigned)dst) + off, data, len);
+    tx->undo = tx->wr + 1;
     tx->wr = pos + len;
     *ref = (torx_stage_ref_t){.off = (uint32_t)off, .len = (uint32_t)len};
     return TORX_OK;
+}
+
+void torxp_shm_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t ref)
+{
+    torxp_shm_dev_t *d = torxp_shm_of(dev);
+    const int dst = rank_at(d, dest);
+    if (dst < 0 || !d->stage_bytes)
+        return;
+    struct torxp_shm_stage_tx *tx = &d->stage_tx[dst];
+    if (!tx->undo || !ref.len || tx->wr - tx->undo + 1 < ref.len ||
+        ((tx->wr - ref.len) & (d->stage_bytes - 1)) != ref.off)
+        return;
+    tx->wr = tx->undo - 1;
+    tx->undo = 0;
 }
 
 /* Whether ref is the next piece from src; *pos gets its position. */
