@@ -32,10 +32,15 @@ set datafile missing "NaN"
 # torx's protocol boundaries as labelled vertical lines (graph height).
 do for [i = 1:3] {
     b = (i == 1) ? bonepkt : (i == 2) ? bstage : beager
-    t = (i == 1) ? "one-packet limit" : (i == 2) ? "staged from" : "eager limit (rendezvous above)"
+    t = (i == 1) ? sprintf("one-packet limit %d B", bonepkt) : \
+        (i == 2) ? sprintf("staged from %d B", bstage) : sprintf("eager limit %d B (rendezvous above)", beager)
+    # one-packet limit and staged-from usually sit side by side: one line
+    if (i == 2 && bonepkt > 0 && bstage > 0 && bstage > bonepkt / 1.2 && bstage < bonepkt * 1.2) { b = 0 }
+    if (i == 1 && bstage > 0 && bstage > bonepkt / 1.2 && bstage < bonepkt * 1.2) { \
+        t = sprintf("one-packet limit %d B / staged from %d B", bonepkt, bstage) }
     if (b > 0) {
         set arrow i from first b, graph 0 to first b, graph 1 nohead lw 1 dt 3 lc rgb "#555555"
-        set label i t at first b, graph 0.97 rotate by 90 right offset -0.6,0 font ",8" tc rgb "#555555"
+        set label i t at first b, graph 0.03 rotate by 90 left offset -0.6,0 font ",8" tc rgb "#555555"
     }
 }
 
@@ -94,10 +99,15 @@ set style data lines
 set terminal pngcairo size 1000,620 font "sans,10"
 do for [i = 1:3] {
     b = (i == 1) ? bonepkt : (i == 2) ? bstage : beager
-    t = (i == 1) ? "one-packet limit" : (i == 2) ? "staged from" : "eager limit (rendezvous above)"
+    t = (i == 1) ? sprintf("one-packet limit %d B", bonepkt) : \
+        (i == 2) ? sprintf("staged from %d B", bstage) : sprintf("eager limit %d B (rendezvous above)", beager)
+    # one-packet limit and staged-from usually sit side by side: one line
+    if (i == 2 && bonepkt > 0 && bstage > 0 && bstage > bonepkt / 1.2 && bstage < bonepkt * 1.2) { b = 0 }
+    if (i == 1 && bstage > 0 && bstage > bonepkt / 1.2 && bstage < bonepkt * 1.2) { \
+        t = sprintf("one-packet limit %d B / staged from %d B", bonepkt, bstage) }
     if (b > 0) {
         set arrow i from first b, graph 0 to first b, graph 1 nohead lw 1 dt 3 lc rgb "#555555"
-        set label i t at first b, graph 0.97 rotate by 90 right offset -0.6,0 font ",8" tc rgb "#555555"
+        set label i t at first b, graph 0.03 rotate by 90 left offset -0.6,0 font ",8" tc rgb "#555555"
     }
 }
 set logscale xy
