@@ -18,6 +18,8 @@
 #include "mpidimpl.h"
 #include "torx_impl.h"
 
+#include <time.h>
+
 struct MPIDI_TORX_pending {
     MPIDI_TORX_pending_t *next;
     int src;
@@ -41,6 +43,14 @@ void MPIDI_TORX_fatal(const char *what, torx_status_t st)
     char msg[1024];
     snprintf(msg, sizeof msg, "torx netmod, rank %d: %s failed: %s (%s)", MPIDI_TORX_global.rank,
              what, torx_status_str(st), torx_last_error());
+    if (st == TORX_ERR_PEER) {
+        /* A peer died. Give the launcher a moment to see that death and
+         * name the dead rank (hydra then ends the job, this task with it)
+         * before this task's own abort makes it look like the first to go;
+         * a launcher that never notices costs this second once. */
+        const struct timespec pause = { 1, 0 };
+        nanosleep(&pause, NULL);
+    }
     MPID_Abort(NULL, MPI_SUCCESS, 1, msg);
 }
 
