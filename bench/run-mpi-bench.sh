@@ -415,14 +415,7 @@ num() { awk -v x="$1" 'BEGIN { if (x == "NaN" || x == "") print "-"; else if (x 
                                else if (x < 100) printf "%.1f\n", x; else printf "%.0f\n", x }'; }
 human() { awk -v s="$1" 'BEGIN { if (s >= 1048576) printf "%g MiB\n", s / 1048576; else if (s >= 1024) printf "%g KiB\n", s / 1024; else printf "%d B\n", s }'; }
 # per_round KIND SIZE FIELD LOWER: torx / better peer in each round.
-per_round() {
-    local r out="" t a b
-    for ((r = 1; r <= rounds; r++)); do
-        t=$(vr "$r" "$1.torx.$2.$3"); a=$(vr "$r" "$1.mpich.$2.$3"); b=$(vr "$r" "$1.openmpi.$2.$3")
-        out+="$(ratio "$t" "$(better "$4" "$a" "$b")") "
-    done
-    echo "${out% }"
-}
+per_round() { per_round_of torx "$@"; }
 sizes_of() { awk -v k="$1" '{ split($1, p, ".") } p[1] == k && p[4] == "med" { print p[3] }' "$work/agg.txt" | sort -n -u; }
 
 # ---- Summary (markdown) ---------------------------------------------------------------------

@@ -599,6 +599,7 @@ torx_status_t torx_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const void 
  * SEE ALSO torx_stage_put
  */
 const void *torx_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
+void torx_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
 
 /* NAME     torx_stage_unput - take back the piece just staged
  * DESCRIPTION
@@ -610,7 +611,6 @@ const void *torx_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_re
  * SEE ALSO torx_stage_put
  */
 void torx_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t ref);
-void torx_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
 
 /* ---- Environment helpers (used by every layer) --------------------------- */
 

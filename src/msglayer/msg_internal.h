@@ -203,7 +203,6 @@ typedef struct torxm_msg {
     uint8_t state;
     uint8_t handler;
     uint8_t hdr_len;
-    uint8_t staged; /* eager, vn: the data goes through the staging area */
     uint8_t hdr[TORX_MSG_MAX_HDR];
     torx_status_t status; /* TORX_OK, or why the send failed (torx_msg_status) */
     /* staged: a piece staged whose descriptor packet is not out yet (its
@@ -399,11 +398,16 @@ void torxm_scout_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *p
 void torxm_cts_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
 void torxm_rzv_data_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
 void torxm_ack_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
-/* Staged eager and vn messages (proto_stage.c): whether m goes staged, the
- * push (proto: TORX_PROTO_EAGER or TORX_PROTO_VN) and the receivers. */
-static inline int torxm_stages(const torx_ctx_t *ctx, uint64_t len)
+/* Staged eager and vn messages (proto_stage.c): whether a message of proto
+ * and len data bytes goes staged (eager from stage_min; vn from stage_min up
+ * to the eager limit, above which a cross-memory copy beats a second copy),
+ * the push (proto: TORX_PROTO_EAGER or TORX_PROTO_VN) and the receivers. */
+static inline int torxm_stages(const torx_ctx_t *ctx, unsigned proto, uint64_t len)
 {
-    return ctx->stage_chunk && len >= ctx->limits.stage_min;
+    if (!ctx->stage_chunk || len < ctx->limits.stage_min)
+        return 0;
+    return proto == TORX_PROTO_EAGER ||
+           (proto == TORX_PROTO_VN && len <= ctx->limits.eager_limit);
 }
 torx_status_t torxm_staged_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m,
                                 unsigned proto);

@@ -157,10 +157,10 @@ torx_status_t torx_send_inject(torx_ctx_t *ctx, int dest, int handler, const voi
                        (hdr_len && !hdr) || (len && !data)))
         return args_check("torx_send_inject", ctx, dest, handler, hdr, hdr_len, data, len);
     if (!onepkt_fits(ctx, hdr_len + len)) {
-        if (len > ctx->stage_chunk || !torxm_stages(ctx, len))
+        if (len > ctx->stage_chunk)
             return TORX_AGAIN;
         const torx_protocol_t p = torx_choose_protocol(ctx, dest, hdr_len, len);
-        if (p == TORX_PROTO_EAGER || (p == TORX_PROTO_VN && len <= ctx->limits.eager_limit))
+        if (torxm_stages(ctx, p, len))
             return staged_now(ctx, &ctx->peers[dest], p, handler, hdr ? hdr : nothing, hdr_len,
                               data, len);
         return TORX_AGAIN;
@@ -220,7 +220,6 @@ torx_status_t torx_send(torx_ctx_t *ctx, torx_msg_t *msg, int dest, int handler,
     m->dest = dest;
     m->proto = (uint8_t)p;
     m->state = TORXM_MSG_QUEUED;
-    m->staged = 0;
     m->piece = 0;
     m->handler = (uint8_t)handler;
     m->hdr_len = (uint8_t)hdr_len;
