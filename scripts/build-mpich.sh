@@ -245,6 +245,27 @@ for f in "$top"/src/adi/*; do
     [ "$(readlink "$nmdir/$(basename "$f")" 2>/dev/null)" = "$f" ] || ln -sfn "$f" "$nmdir/$(basename "$f")"
 done
 
+# ch4's collective selection. MPICH 4.0.2's default (maint/tuning/coll/ch4/
+# generic.json, compiled into csel_json_autogen.c) splits Bcast, Barrier,
+# Allreduce and Reduce into node-level steps; with no shared-memory module
+# every task looks node-local, so the netmod's hooks would receive
+# comm->node_comm and the like instead of the user's communicator, and a
+# 2-rank MPI_Allreduce ran as a reduce plus a bcast. torx's selection
+# (src/adi/ch4_coll_selection.json) sends every intracommunicator
+# collective straight to the netmod (torx_coll.h), which picks torx's
+# algorithm or MPICH's own on the communicator the user called with.
+# Idempotent: regenerated (one .c recompiles) only when the file differs.
+# MPIR_CVAR_CH4_COLL_SELECTION_TUNING_JSON_FILE still overrides it.
+sel=$src/maint/tuning/coll/ch4/generic.json
+if ! cmp -s "$top/src/adi/ch4_coll_selection.json" "$sel"; then
+    cp -f "$top/src/adi/ch4_coll_selection.json" "$sel"
+    (cd "$src" && sh maint/tuning/coll/json_gen.sh) >"$kdir/json_gen.log" 2>&1 ||
+        die "regenerating ch4's collective selection failed (log: $kdir/json_gen.log)"
+    grep -q "MPIDI_coll_generic_json" "$src/src/mpi/coll/src/csel_json_autogen.c" ||
+        die "json_gen.sh left no MPIDI_coll_generic_json in csel_json_autogen.c"
+    log "installed torx's ch4 collective selection (src/adi/ch4_coll_selection.json)"
+fi
+
 # Fixes to MPICH itself, applied to the copy (idempotent, so an existing
 # cache gets them too; only the patched .c recompiles). A source whose code
 # differs (another MPICH version) is left alone, with a note.
@@ -345,6 +366,8 @@ make -C "$bdir" -j"$jobs" install >"$kdir/install.log" 2>&1 || {
     die "make install failed (log: $kdir/install.log)"
 }
 phase "installed"
+# <mpix.h>: torx's MPIX extensions (MPIX_Get_last_algorithm_name), beside mpi.h.
+cmp -s "$top/src/adi/mpix.h" "$prefix/include/mpix.h" || cp -f "$top/src/adi/mpix.h" "$prefix/include/mpix.h"
 
 # ---- 7. checks ----------------------------------------------------------------------------
 dev=$("$prefix/bin/mpichversion" | sed -n 's/^MPICH Device:[[:space:]]*//p')

@@ -448,6 +448,28 @@ torx_status_t torx_cn_read(torx_pkt_dev_t *dev, void *result);
 torx_status_t torx_cn_allreduce_sum_double(torx_pkt_dev_t *dev, const double *in,
                                            double *out, int n);
 
+/* NAME     torx_cn_fpsum_headroom, torx_cn_fpsum_exponent, torx_cn_fpsum_encode,
+ *          torx_cn_fpsum_decode - the lanes of the reproducible double sum
+ * DESCRIPTION
+ *   The two rounds of torx_cn_allreduce_sum_double, for callers that
+ *   pipeline them with rounds of their own (src/coll/). For a job of ntasks
+ *   tasks, h = torx_cn_fpsum_headroom(ntasks); per double x in a lane:
+ *     round 1  TORX_CN_MAX over TORX_CN_S64 lanes of torx_cn_fpsum_exponent(x),
+ *              giving the lane's emax;
+ *     round 2  TORX_CN_ADD over TORX_CN_S64 lanes of
+ *              torx_cn_fpsum_encode(x, emax, h), giving sum;
+ *     result   torx_cn_fpsum_decode(sum, emax, h).
+ *   Unused lanes contribute 0 to both rounds. Pure functions.
+ * RETURN VALUE
+ *   headroom: h (ntasks >= 1; 0 when ntasks is outside 1..2^21 - 1, which
+ *   the sum refuses). The others: the lane value, or the summed double.
+ * SEE ALSO torx_cn_allreduce_sum_double
+ */
+int torx_cn_fpsum_headroom(int ntasks);
+int64_t torx_cn_fpsum_exponent(double x);
+int64_t torx_cn_fpsum_encode(double x, int64_t emax, int headroom);
+double torx_cn_fpsum_decode(int64_t sum, int64_t emax, int headroom);
+
 /* ---- Global interrupt (barrier) ------------------------------------------ */
 
 /* NAME     torx_gi_arm - enter the next global-interrupt barrier round

@@ -26,6 +26,7 @@ mpi_core_sources   += src/mpid/ch4/netmod/torx/func_table.c \
                       src/mpid/ch4/netmod/torx/torx_am.c \
                       src/mpid/ch4/netmod/torx/torx_p2p.c \
                       src/mpid/ch4/netmod/torx/torx_comm.c \
+                      src/mpid/ch4/netmod/torx/torx_coll.c \
                       src/mpid/ch4/netmod/torx/torx_win.c \
                       src/mpid/ch4/netmod/torx/torx_misc.c
 

@@ -1,12 +1,13 @@
 /*
- * torx netmod: communicator hooks, hints, dynamic processes.
- * (Later: the collective hooks of src/coll/ attach to communicators here.)
+ * torx netmod: communicator hooks, hints, dynamic processes. A
+ * communicator's collective state (torx_coll.c) starts and ends here.
  */
 #include "mpidimpl.h"
 #include "torx_impl.h"
 
 int MPIDI_TORX_mpi_comm_commit_pre_hook(MPIR_Comm * comm)
 {
+    MPIDI_TORX_coll_comm_init(comm);
     return MPI_SUCCESS;
 }
 
@@ -17,6 +18,7 @@ int MPIDI_TORX_mpi_comm_commit_post_hook(MPIR_Comm * comm)
 
 int MPIDI_TORX_mpi_comm_free_hook(MPIR_Comm * comm)
 {
+    MPIDI_TORX_coll_comm_free(comm);
     return MPI_SUCCESS;
 }
 

@@ -103,6 +103,13 @@ void MPIDI_TORX_send_copy(int dest, int handler, const void *hdr, size_t hdr_len
                           const void *data, size_t len, const char *what);
 void MPIDI_TORX_fatal(const char *what, torx_status_t st);
 
+/* torx_coll.c: the message-layer handler id of src/coll's messages */
+#define MPIDI_TORX_COLL_HANDLER 2
+int MPIDI_TORX_coll_init(void);
+void MPIDI_TORX_coll_finalize(void);
+void MPIDI_TORX_coll_comm_init(MPIR_Comm * comm);
+void MPIDI_TORX_coll_comm_free(MPIR_Comm * comm);
+
 /* torx_p2p.c */
 void MPIDI_TORX_p2p_handler(torx_ctx_t * ctx, void *harg, const torx_recv_info_t * info,
                             torx_recv_t * recv);

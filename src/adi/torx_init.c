@@ -263,6 +263,8 @@ int MPIDI_TORX_init_world(void)
         MPIDI_TORX_fatal("torx_register", st);
     print_thresholds();
     pvars_register();
+    mpi_errno = MPIDI_TORX_coll_init();
+    MPIR_ERR_CHECK(mpi_errno);
 
     if (yield) {
         mpi_errno = MPIR_Progress_hook_register(yield_hook, &yield_hook_id);
@@ -309,6 +311,7 @@ int MPIDI_TORX_mpi_finalize_hook(void)
                     (unsigned long long) g->am_received, (unsigned long long) g->am_deferred);
         }
         pvars_freeze();
+        MPIDI_TORX_coll_finalize();
         torx_status_t st = torx_finalize(g->ctx);
         g->ctx = NULL;
         if (st != TORX_OK)

@@ -50,8 +50,13 @@ typedef struct MPIDI_TORX_request {
     int flags;                  /* MPIDI_TORX_REQ_F_* */
 } MPIDI_TORX_request_t;
 
+/* Per communicator: src/coll's view of it (torx_coll_group_t, created at
+ * the first collective; torx_coll.c) and what its last collective ran. */
+struct torx_coll_group;
 typedef struct {
-    int dummy;
+    struct torx_coll_group *coll_group;
+    int coll_state;             /* 0: not tried yet, 1: coll_group set, -1: none */
+    const char *last_algorithm; /* MPIX_Get_last_algorithm_name */
 } MPIDI_TORX_comm_t;
 
 typedef struct {

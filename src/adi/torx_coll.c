@@ -1,0 +1,462 @@
+/*
+ * torx netmod: collectives. Maps a communicator onto a torx_coll group and
+ * MPI datatypes and ops onto torx's, asks src/coll/ which algorithm a call
+ * runs (<torx/coll.h>, torx_coll_select) and runs it, or MPICH's own
+ * (MPIR_*_impl) when none of torx's applies or it is forbidden.
+ *
+ * Nonblocking collectives always run MPICH's schedules over torx
+ * point-to-point: the collective network and global interrupt are one
+ * sequence of rounds for the whole job, and nonblocking collectives on
+ * different communicators may legally start in different orders on
+ * different tasks. For the same reason, under MPI_THREAD_MULTIPLE (two
+ * threads may run collectives on two communicators at once) no
+ * communicator uses them either.
+ *
+ * MPIX_Get_last_algorithm_name, for <mpix.h>, lives here: it reads what the
+ * communicator's last collective ran.
+ */
+#include "mpidimpl.h"
+#include "torx_impl.h"
+#include <torx/coll.h>
+
+static torx_coll_t *coll;
+
+/* Nonblocking collectives, counted here (src/coll/ never sees them). */
+enum { NB_BARRIER, NB_BCAST, NB_ALLREDUCE, NB_REDUCE, NB_ALLTOALL, NB_ALLTOALLV, NB_ALLGATHER,
+    NB_KINDS
+};
+static const char *const nb_names[NB_KINDS] = {
+    "ibarrier:mpich", "ibcast:mpich", "iallreduce:mpich", "ireduce:mpich", "ialltoall:mpich",
+    "ialltoallv:mpich", "iallgather:mpich"
+};
+
+static uint64_t nb_calls[NB_KINDS];
+
+static void coll_progress(void *arg)
+{
+    (void) arg;
+    /* Errors of the torx context end the job inside (MPIDI_NM_progress). */
+    (void) MPID_Progress_test(NULL);
+}
+
+int MPIDI_TORX_coll_init(void)
+{
+    torx_coll_attr_t attr = {
+        .handler = MPIDI_TORX_COLL_HANDLER,
+        .progress = coll_progress,
+        .progress_arg = NULL,
+    };
+    torx_status_t st = torx_coll_init(MPIDI_TORX_global.ctx, &attr, &coll);
+    if (st != TORX_OK) {
+        /* A bad TORX_COLL* value: a startup error naming the variable. */
+        fprintf(stderr, "torx netmod, rank %d: %s\n", MPIDI_TORX_global.rank, torx_last_error());
+        fflush(stderr);
+        int mpi_errno = MPI_SUCCESS;
+        MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s", torx_last_error());
+        return mpi_errno;
+    }
+    return MPI_SUCCESS;
+}
+
+void MPIDI_TORX_coll_finalize(void)
+{
+    long stats = 0;             /* checked by torx_init already */
+    if (torx_env_int("TORX_STATS", 0, 1, 0, &stats) == TORX_OK && stats) {
+        char line[512];
+        int len = snprintf(line, sizeof line, "torx netmod rank %d: nonblocking collectives",
+                           MPIDI_TORX_global.rank);
+        for (int k = 0; k < NB_KINDS && len < (int) sizeof line; k++)
+            len += snprintf(line + len, sizeof line - len, " %s %llu", nb_names[k],
+                            (unsigned long long) nb_calls[k]);
+        fprintf(stderr, "%s\n", line);
+    }
+    torx_coll_finalize(coll);   /* prints its counters at TORX_STATS=1 */
+    coll = NULL;
+}
+
+/* ---- communicators ----------------------------------------------------------- */
+
+void MPIDI_TORX_coll_comm_init(MPIR_Comm * comm)
+{
+    MPIDI_TORX_comm_t *tc = &comm->dev.ch4.netmod.torx;
+    tc->coll_group = NULL;
+    tc->coll_state = 0;
+    tc->last_algorithm = NULL;
+}
+
+void MPIDI_TORX_coll_comm_free(MPIR_Comm * comm)
+{
+    MPIDI_TORX_comm_t *tc = &comm->dev.ch4.netmod.torx;
+    /* After MPIDI_TORX_coll_finalize the groups went with the module. */
+    if (tc->coll_state == 1 && coll != NULL)
+        torx_coll_group_free(tc->coll_group);
+    tc->coll_group = NULL;
+    tc->coll_state = 0;
+}
+
+/* The communicator's group, made at its first collective (most
+ * communicators never run one); NULL for intercommunicators and under
+ * MPI_THREAD_MULTIPLE. */
+static torx_coll_group_t *comm_group(MPIR_Comm * comm)
+{
+    MPIDI_TORX_comm_t *tc = &comm->dev.ch4.netmod.torx;
+    if (likely(tc->coll_state == 1))
+        return tc->coll_group;
+    if (tc->coll_state < 0 || coll == NULL)
+        return NULL;
+    tc->coll_state = -1;
+    if (comm->comm_kind != MPIR_COMM_KIND__INTRACOMM ||
+        MPIR_ThreadInfo.thread_provided == MPI_THREAD_MULTIPLE)
+        return NULL;
+    int n = comm->local_size;
+    int *tasks = MPL_malloc(n * sizeof(int), MPL_MEM_COMM);
+    if (tasks == NULL)
+        return NULL;            /* MPICH's algorithms need no table */
+    for (int i = 0; i < n; i++)
+        tasks[i] = MPIDI_TORX_AV(MPIDIU_comm_rank_to_av(comm, i)).rank;
+    if (torx_coll_group_create(coll, n, tasks, comm->rank, &tc->coll_group) == TORX_OK)
+        tc->coll_state = 1;
+    MPL_free(tasks);
+    return tc->coll_state == 1 ? tc->coll_group : NULL;
+}
+
+/* Records what ran, for MPIX_Get_last_algorithm_name. */
+static inline void ran(MPIR_Comm * comm, torx_coll_group_t * g, const char *fallback_name)
+{
+    comm->dev.ch4.netmod.torx.last_algorithm = g ? torx_coll_last_algorithm(g) : fallback_name;
+}
+
+/* A torx collective failed: a dead peer ends the job (as in
+ * point-to-point); anything else (members that disagreed on the call) is
+ * the collective's MPI error. */
+static int coll_error(torx_status_t st, const char *what)
+{
+    if (st == TORX_ERR_PEER)
+        MPIDI_TORX_fatal(what, st);
+    int mpi_errno = MPI_SUCCESS;
+    MPIR_ERR_SET2(mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s: %s", what,
+                  torx_last_error());
+    return mpi_errno;
+}
+
+/* Whether count elements of dt are one contiguous run of bytes; then
+ * *bytes and *lb (where the run starts, from the buffer address). */
+static int contig_bytes(MPI_Aint count, MPI_Datatype dt, size_t * bytes, MPI_Aint * lb)
+{
+    int contig;
+    size_t sz;
+    MPIR_Datatype *dtp;
+    MPI_Aint true_lb;
+    MPIDI_Datatype_get_info(count, dt, contig, sz, dtp, true_lb);
+    if (!contig || (dtp != NULL && count > 1 && dtp->extent != (MPI_Aint) dtp->size))
+        return 0;
+    *bytes = sz;
+    *lb = true_lb;
+    return 1;
+}
+
+/* MPI's predefined types that are 32- or 64-bit integers or IEEE floats.
+ * (MPI_LONG_LONG and MPI_LONG_LONG_INT are one handle.) */
+static torx_coll_dtype_t map_dtype(MPI_Datatype dt)
+{
+    static const MPI_Datatype sints[] = {
+        MPI_INT, MPI_LONG, MPI_LONG_LONG_INT, MPI_INT32_T, MPI_INT64_T, MPI_INTEGER,
+        MPI_INTEGER4, MPI_INTEGER8, MPI_AINT, MPI_OFFSET, MPI_COUNT
+    };
+    static const MPI_Datatype uints[] = {
+        MPI_UNSIGNED, MPI_UNSIGNED_LONG, MPI_UNSIGNED_LONG_LONG, MPI_UINT32_T, MPI_UINT64_T
+    };
+    if (!HANDLE_IS_BUILTIN(dt))
+        return TORX_COLL_NDTYPES;
+    int size = MPIR_Datatype_get_basic_size(dt);
+    for (size_t i = 0; i < sizeof sints / sizeof sints[0]; i++)
+        if (dt == sints[i])
+            return size == 4 ? TORX_COLL_S32 : size == 8 ? TORX_COLL_S64 : TORX_COLL_NDTYPES;
+    for (size_t i = 0; i < sizeof uints / sizeof uints[0]; i++)
+        if (dt == uints[i])
+            return size == 4 ? TORX_COLL_U32 : size == 8 ? TORX_COLL_U64 : TORX_COLL_NDTYPES;
+    if (dt == MPI_FLOAT || dt == MPI_REAL || dt == MPI_REAL4)
+        return size == 4 ? TORX_COLL_FLOAT : TORX_COLL_NDTYPES;
+    if (dt == MPI_DOUBLE || dt == MPI_DOUBLE_PRECISION || dt == MPI_REAL8)
+        return size == 8 ? TORX_COLL_DOUBLE : TORX_COLL_NDTYPES;
+    return TORX_COLL_NDTYPES;
+}
+
+static torx_coll_op_t map_op(MPI_Op op)
+{
+    switch (op) {
+        case MPI_SUM:
+            return TORX_COLL_SUM;
+        case MPI_MIN:
+            return TORX_COLL_MIN;
+        case MPI_MAX:
+            return TORX_COLL_MAX;
+        case MPI_BAND:
+            return TORX_COLL_BAND;
+        case MPI_BOR:
+            return TORX_COLL_BOR;
+        case MPI_BXOR:
+            return TORX_COLL_BXOR;
+        case MPI_LAND:
+            return TORX_COLL_LAND;
+        case MPI_LOR:
+            return TORX_COLL_LOR;
+        default:
+            return TORX_COLL_NOPS;
+    }
+}
+
+/* ---- blocking collectives ----------------------------------------------------- */
+
+int MPIDI_TORX_barrier(MPIR_Comm * comm, MPIR_Errflag_t * errflag)
+{
+    torx_coll_group_t *g = comm_group(comm);
+    torx_coll_alg_t alg = g ? torx_coll_select(g, TORX_COLL_BARRIER, 0, 0, 0)
+        : TORX_COLL_ALG_FALLBACK;
+    ran(comm, g, "barrier:mpich");
+    if (alg == TORX_COLL_ALG_FALLBACK)
+        return MPIR_Barrier_impl(comm, errflag);
+    torx_status_t st = torx_coll_barrier(g, alg);
+    return st == TORX_OK ? MPI_SUCCESS : coll_error(st, "MPI_Barrier");
+}
+
+int MPIDI_TORX_bcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int root,
+                     MPIR_Comm * comm, MPIR_Errflag_t * errflag)
+{
+    torx_coll_group_t *g = comm_group(comm);
+    torx_coll_alg_t alg = TORX_COLL_ALG_FALLBACK;
+    size_t bytes = TORX_COLL_NONCONTIG;
+    MPI_Aint lb = 0;
+    if (g) {
+        if (!contig_bytes(count, datatype, &bytes, &lb))
+            bytes = TORX_COLL_NONCONTIG;
+        alg = torx_coll_select(g, TORX_COLL_BCAST, bytes, 0, 0);
+    }
+    ran(comm, g, "bcast:mpich");
+    if (alg == TORX_COLL_ALG_FALLBACK)
+        return MPIR_Bcast_impl(buffer, count, datatype, root, comm, errflag);
+    torx_status_t st = torx_coll_bcast(g, alg, (char *) buffer + lb, bytes, root);
+    return st == TORX_OK ? MPI_SUCCESS : coll_error(st, "MPI_Bcast");
+}
+
+int MPIDI_TORX_allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count,
+                         MPI_Datatype datatype, MPI_Op op, MPIR_Comm * comm,
+                         MPIR_Errflag_t * errflag)
+{
+    torx_coll_group_t *g = comm_group(comm);
+    torx_coll_alg_t alg = TORX_COLL_ALG_FALLBACK;
+    torx_coll_dtype_t dt = map_dtype(datatype);
+    if (g) {
+        size_t bytes = dt == TORX_COLL_NDTYPES ? 0 : (size_t) count *
+            MPIR_Datatype_get_basic_size(datatype);
+        alg = torx_coll_select(g, TORX_COLL_ALLREDUCE, bytes, dt, map_op(op));
+    }
+    ran(comm, g, "allreduce:mpich");
+    if (alg == TORX_COLL_ALG_FALLBACK)
+        return MPIR_Allreduce_impl(sendbuf, recvbuf, count, datatype, op, comm, errflag);
+    torx_status_t st = torx_coll_allreduce(g, alg, sendbuf == MPI_IN_PLACE ? NULL : sendbuf,
+                                           recvbuf, (size_t) count, dt, map_op(op));
+    return st == TORX_OK ? MPI_SUCCESS : coll_error(st, "MPI_Allreduce");
+}
+
+int MPIDI_TORX_reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Datatype datatype,
+                      MPI_Op op, int root, MPIR_Comm * comm, MPIR_Errflag_t * errflag)
+{
+    torx_coll_group_t *g = comm_group(comm);
+    torx_coll_alg_t alg = TORX_COLL_ALG_FALLBACK;
+    torx_coll_dtype_t dt = map_dtype(datatype);
+    if (g) {
+        size_t bytes = dt == TORX_COLL_NDTYPES ? 0 : (size_t) count *
+            MPIR_Datatype_get_basic_size(datatype);
+        alg = torx_coll_select(g, TORX_COLL_REDUCE, bytes, dt, map_op(op));
+    }
+    ran(comm, g, "reduce:mpich");
+    if (alg == TORX_COLL_ALG_FALLBACK)
+        return MPIR_Reduce_impl(sendbuf, recvbuf, count, datatype, op, root, comm, errflag);
+    torx_status_t st = torx_coll_reduce(g, alg, sendbuf == MPI_IN_PLACE ? NULL : sendbuf,
+                                        recvbuf, (size_t) count, dt, map_op(op), root);
+    return st == TORX_OK ? MPI_SUCCESS : coll_error(st, "MPI_Reduce");
+}
+
+int MPIDI_TORX_allgather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
+                         void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
+                         MPIR_Comm * comm, MPIR_Errflag_t * errflag)
+{
+    torx_coll_group_t *g = comm_group(comm);
+    torx_coll_alg_t alg = TORX_COLL_ALG_FALLBACK;
+    size_t block = TORX_COLL_NONCONTIG, sbytes;
+    MPI_Aint rlb = 0, slb = 0;
+    if (g) {
+        /* The whole receive buffer must be one run, and the send block as
+         * long as a receive block. */
+        size_t all;
+        if (!contig_bytes(recvcount * comm->local_size, recvtype, &all, &rlb) ||
+            (sendbuf != MPI_IN_PLACE && (!contig_bytes(sendcount, sendtype, &sbytes, &slb) ||
+                                         sbytes != all / comm->local_size)))
+            block = TORX_COLL_NONCONTIG;
+        else
+            block = all / comm->local_size;
+        alg = torx_coll_select(g, TORX_COLL_ALLGATHER, block, 0, 0);
+    }
+    ran(comm, g, "allgather:mpich");
+    if (alg == TORX_COLL_ALG_FALLBACK)
+        return MPIR_Allgather_impl(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                   comm, errflag);
+    torx_status_t st = torx_coll_allgather(g, alg, sendbuf == MPI_IN_PLACE ? NULL :
+                                           (const char *) sendbuf + slb, (char *) recvbuf + rlb,
+                                           block);
+    return st == TORX_OK ? MPI_SUCCESS : coll_error(st, "MPI_Allgather");
+}
+
+int MPIDI_TORX_alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
+                        void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
+                        MPIR_Comm * comm, MPIR_Errflag_t * errflag)
+{
+    torx_coll_group_t *g = comm_group(comm);
+    torx_coll_alg_t alg = TORX_COLL_ALG_FALLBACK;
+    size_t block = TORX_COLL_NONCONTIG, all, sall;
+    MPI_Aint rlb = 0, slb = 0;
+    if (g) {
+        int n = comm->local_size;
+        if (sendbuf != MPI_IN_PLACE && contig_bytes(recvcount * n, recvtype, &all, &rlb) &&
+            contig_bytes(sendcount * n, sendtype, &sall, &slb) && sall == all)
+            block = all / n;
+        alg = torx_coll_select(g, TORX_COLL_ALLTOALL, block, 0, 0);
+    }
+    ran(comm, g, "alltoall:mpich");
+    if (alg == TORX_COLL_ALG_FALLBACK)
+        return MPIR_Alltoall_impl(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                  comm, errflag);
+    torx_status_t st = torx_coll_alltoall(g, alg, (const char *) sendbuf + slb,
+                                          (char *) recvbuf + rlb, block);
+    return st == TORX_OK ? MPI_SUCCESS : coll_error(st, "MPI_Alltoall");
+}
+
+int MPIDI_TORX_alltoallv(const void *sendbuf, const MPI_Aint * sendcounts,
+                         const MPI_Aint * sdispls, MPI_Datatype sendtype, void *recvbuf,
+                         const MPI_Aint * recvcounts, const MPI_Aint * rdispls,
+                         MPI_Datatype recvtype, MPIR_Comm * comm, MPIR_Errflag_t * errflag)
+{
+    torx_coll_group_t *g = comm_group(comm);
+    torx_coll_alg_t alg = TORX_COLL_ALG_FALLBACK;
+    int n = comm->local_size;
+    size_t *v = NULL;
+    MPI_Aint slb = 0, rlb = 0;
+    if (g) {
+        /* Byte counts and displacements: types of one element that is
+         * contiguous and whose extent is its size. */
+        size_t ssz, rsz;
+        size_t bytes = TORX_COLL_NONCONTIG;
+        if (sendbuf != MPI_IN_PLACE && contig_bytes(2, sendtype, &ssz, &slb) &&
+            contig_bytes(2, recvtype, &rsz, &rlb) &&
+            (v = MPL_malloc(4 * n * sizeof(size_t), MPL_MEM_COLL)) != NULL) {
+            ssz /= 2;
+            rsz /= 2;
+            for (int i = 0; i < n; i++) {
+                v[i] = sendcounts[i] * ssz;
+                v[n + i] = sdispls[i] * ssz;
+                v[2 * n + i] = recvcounts[i] * rsz;
+                v[3 * n + i] = rdispls[i] * rsz;
+            }
+            bytes = 0;
+        }
+        alg = torx_coll_select(g, TORX_COLL_ALLTOALLV, bytes, 0, 0);
+    }
+    ran(comm, g, "alltoallv:mpich");
+    int mpi_errno;
+    if (alg == TORX_COLL_ALG_FALLBACK) {
+        mpi_errno = MPIR_Alltoallv_impl(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                        recvcounts, rdispls, recvtype, comm, errflag);
+    } else {
+        torx_status_t st = torx_coll_alltoallv(g, alg, (const char *) sendbuf + slb, v, v + n,
+                                               (char *) recvbuf + rlb, v + 2 * n, v + 3 * n);
+        mpi_errno = st == TORX_OK ? MPI_SUCCESS : coll_error(st, "MPI_Alltoallv");
+    }
+    MPL_free(v);
+    return mpi_errno;
+}
+
+/* ---- nonblocking collectives: MPICH's schedules (see the top) ----------------- */
+
+static inline void nb_ran(MPIR_Comm * comm, int kind)
+{
+    nb_calls[kind]++;
+    comm->dev.ch4.netmod.torx.last_algorithm = nb_names[kind];
+}
+
+int MPIDI_TORX_ibarrier(MPIR_Comm * comm, MPIR_Request ** req)
+{
+    nb_ran(comm, NB_BARRIER);
+    return MPIR_Ibarrier_impl(comm, req);
+}
+
+int MPIDI_TORX_ibcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int root,
+                      MPIR_Comm * comm, MPIR_Request ** req)
+{
+    nb_ran(comm, NB_BCAST);
+    return MPIR_Ibcast_impl(buffer, count, datatype, root, comm, req);
+}
+
+int MPIDI_TORX_iallreduce(const void *sendbuf, void *recvbuf, MPI_Aint count,
+                          MPI_Datatype datatype, MPI_Op op, MPIR_Comm * comm, MPIR_Request ** req)
+{
+    nb_ran(comm, NB_ALLREDUCE);
+    return MPIR_Iallreduce_impl(sendbuf, recvbuf, count, datatype, op, comm, req);
+}
+
+int MPIDI_TORX_ireduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Datatype datatype,
+                       MPI_Op op, int root, MPIR_Comm * comm, MPIR_Request ** req)
+{
+    nb_ran(comm, NB_REDUCE);
+    return MPIR_Ireduce_impl(sendbuf, recvbuf, count, datatype, op, root, comm, req);
+}
+
+int MPIDI_TORX_ialltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
+                         void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
+                         MPIR_Comm * comm, MPIR_Request ** req)
+{
+    nb_ran(comm, NB_ALLTOALL);
+    return MPIR_Ialltoall_impl(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                               req);
+}
+
+int MPIDI_TORX_ialltoallv(const void *sendbuf, const MPI_Aint * sendcounts,
+                          const MPI_Aint * sdispls, MPI_Datatype sendtype, void *recvbuf,
+                          const MPI_Aint * recvcounts, const MPI_Aint * rdispls,
+                          MPI_Datatype recvtype, MPIR_Comm * comm, MPIR_Request ** req)
+{
+    nb_ran(comm, NB_ALLTOALLV);
+    return MPIR_Ialltoallv_impl(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                rdispls, recvtype, comm, req);
+}
+
+int MPIDI_TORX_iallgather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
+                          void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
+                          MPIR_Comm * comm, MPIR_Request ** req)
+{
+    nb_ran(comm, NB_ALLGATHER);
+    return MPIR_Iallgather_impl(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                                req);
+}
+
+/* ---- MPIX ----------------------------------------------------------------------- */
+
+int MPIX_Get_last_algorithm_name(MPI_Comm comm, char *name, int len) MPICH_API_PUBLIC;
+
+/* What the last collective on comm ran: "allreduce:cn", "barrier:gi",
+ * "bcast:mpich", ... ("none" before the first); truncated to len - 1
+ * characters. */
+int MPIX_Get_last_algorithm_name(MPI_Comm comm, char *name, int len)
+{
+    if (comm == MPI_COMM_NULL || HANDLE_GET_MPI_KIND(comm) != MPIR_COMM)
+        return MPI_ERR_COMM;
+    if (name == NULL || len < 1)
+        return MPI_ERR_ARG;
+    MPIR_Comm *comm_ptr = NULL;
+    MPIR_Comm_get_ptr(comm, comm_ptr);
+    if (comm_ptr == NULL)
+        return MPI_ERR_COMM;
+    const char *s = comm_ptr->dev.ch4.netmod.torx.last_algorithm;
+    MPL_strncpy(name, s ? s : "none", len);
+    return MPI_SUCCESS;
+}

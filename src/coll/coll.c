@@ -1,0 +1,427 @@
+/* torx collectives: init, environment, groups, selection, names, counters.
+ *
+ * Selection is a pure function of the group, the call (kind, bytes, dtype,
+ * op) and the environment, so every member of a group picks the same
+ * algorithm without talking: a collective whose members disagreed on the
+ * algorithm would hang. The environment is the job's (hydra passes it to
+ * every task).
+ */
+#include "coll_internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* auto's default size limit for the collective network (bytes per task's
+ * vector or buffer): a 256-byte round costs about one cache-line handoff
+ * per task; past this, the torus and MPICH's pipelined algorithms move the
+ * data faster (bench/run-coll-bench.sh measures the crossover). */
+#define TORXC_CN_MAX_DEFAULT 16384
+
+static const char *const kind_names[TORX_COLL_NKINDS] = {
+    [TORX_COLL_BARRIER] = "barrier",     [TORX_COLL_BCAST] = "bcast",
+    [TORX_COLL_ALLREDUCE] = "allreduce", [TORX_COLL_REDUCE] = "reduce",
+    [TORX_COLL_ALLGATHER] = "allgather", [TORX_COLL_ALLTOALL] = "alltoall",
+    [TORX_COLL_ALLTOALLV] = "alltoallv",
+};
+
+static const char *const alg_names[TORX_COLL_NALGS] = {
+    [TORX_COLL_ALG_FALLBACK] = "mpich", [TORX_COLL_ALG_GI] = "gi", [TORX_COLL_ALG_CN] = "cn",
+    [TORX_COLL_ALG_TORUS] = "torus",    [TORX_COLL_ALG_PACED] = "paced",
+};
+
+/* "<kind>:<alg>", the names torx_coll_last_algorithm returns. */
+static const char *const full_names[TORX_COLL_NKINDS][TORX_COLL_NALGS] = {
+    [TORX_COLL_BARRIER] = {"barrier:mpich", "barrier:gi", "barrier:cn", "barrier:torus",
+                           "barrier:paced"},
+    [TORX_COLL_BCAST] = {"bcast:mpich", "bcast:gi", "bcast:cn", "bcast:torus", "bcast:paced"},
+    [TORX_COLL_ALLREDUCE] = {"allreduce:mpich", "allreduce:gi", "allreduce:cn", "allreduce:torus",
+                             "allreduce:paced"},
+    [TORX_COLL_REDUCE] = {"reduce:mpich", "reduce:gi", "reduce:cn", "reduce:torus",
+                          "reduce:paced"},
+    [TORX_COLL_ALLGATHER] = {"allgather:mpich", "allgather:gi", "allgather:cn", "allgather:torus",
+                             "allgather:paced"},
+    [TORX_COLL_ALLTOALL] = {"alltoall:mpich", "alltoall:gi", "alltoall:cn", "alltoall:torus",
+                            "alltoall:paced"},
+    [TORX_COLL_ALLTOALLV] = {"alltoallv:mpich", "alltoallv:gi", "alltoallv:cn", "alltoallv:torus",
+                             "alltoallv:paced"},
+};
+
+/* The algorithms each collective has in torx: what its TORX_COLL_<KIND>
+ * accepts besides auto and mpich. */
+static const unsigned kind_algs[TORX_COLL_NKINDS] = {
+    [TORX_COLL_BARRIER] = 1u << TORX_COLL_ALG_GI,
+    [TORX_COLL_BCAST] = 1u << TORX_COLL_ALG_CN | 1u << TORX_COLL_ALG_TORUS,
+    [TORX_COLL_ALLREDUCE] = 1u << TORX_COLL_ALG_CN,
+    [TORX_COLL_REDUCE] = 1u << TORX_COLL_ALG_CN,
+    [TORX_COLL_ALLGATHER] = 1u << TORX_COLL_ALG_CN,
+    [TORX_COLL_ALLTOALL] = 1u << TORX_COLL_ALG_PACED,
+    [TORX_COLL_ALLTOALLV] = 1u << TORX_COLL_ALG_PACED,
+};
+
+const char *torx_coll_kind_name(torx_coll_kind_t kind)
+{
+    return (unsigned)kind < TORX_COLL_NKINDS ? kind_names[kind] : "unknown";
+}
+
+const char *torx_coll_alg_name(torx_coll_alg_t alg)
+{
+    return (unsigned)alg < TORX_COLL_NALGS ? alg_names[alg] : "unknown";
+}
+
+size_t torxc_dtype_size(torx_coll_dtype_t dtype)
+{
+    switch (dtype) {
+    case TORX_COLL_S32:
+    case TORX_COLL_U32:
+    case TORX_COLL_FLOAT:
+        return 4;
+    case TORX_COLL_S64:
+    case TORX_COLL_U64:
+    case TORX_COLL_DOUBLE:
+        return 8;
+    default:
+        return 0;
+    }
+}
+
+int torxc_cn_reduces(torx_coll_dtype_t dtype, torx_coll_op_t op)
+{
+    if ((unsigned)op >= TORX_COLL_NOPS || torxc_dtype_size(dtype) == 0)
+        return 0;
+    if (dtype == TORX_COLL_FLOAT || dtype == TORX_COLL_DOUBLE)
+        return op == TORX_COLL_SUM || op == TORX_COLL_MIN || op == TORX_COLL_MAX;
+    return 1;
+}
+
+/* ---- init, environment --------------------------------------------------- */
+
+/* TORX_COLL_<KIND>: "auto", "mpich", or one of the kind's algorithms. */
+static torx_status_t read_choice(torx_coll_t *c, torx_coll_kind_t kind, int global_mpich)
+{
+    char var[64];
+    snprintf(var, sizeof var, "TORX_COLL_%s", kind_names[kind]);
+    for (char *p = var; *p; p++)
+        if (*p >= 'a' && *p <= 'z')
+            *p = (char)(*p - 'a' + 'A');
+    const char *words[2 + TORX_COLL_NALGS];
+    int algs[2 + TORX_COLL_NALGS];
+    int n = 0;
+    words[n] = "auto", algs[n++] = TORXC_AUTO;
+    words[n] = "mpich", algs[n++] = TORX_COLL_ALG_FALLBACK;
+    for (int a = 1; a < TORX_COLL_NALGS; a++)
+        if (kind_algs[kind] & 1u << a)
+            words[n] = alg_names[a], algs[n++] = a;
+    words[n] = NULL;
+    int idx;
+    torx_status_t st = torx_env_choice(var, words, 0, &idx);
+    if (st != TORX_OK)
+        return st;
+    /* TORX_COLL=mpich forbids torx's algorithms unless a collective's own
+     * variable asks for one. */
+    c->choice[kind] = algs[idx] == TORXC_AUTO && global_mpich ? TORX_COLL_ALG_FALLBACK : algs[idx];
+    return TORX_OK;
+}
+
+torx_status_t torx_coll_init(torx_ctx_t *ctx, const torx_coll_attr_t *attr, torx_coll_t **out)
+{
+    if (ctx == NULL || out == NULL)
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_coll_init: %s is NULL",
+                           ctx == NULL ? "ctx" : "out");
+    *out = NULL;
+    torx_coll_attr_t def = {.handler = TORX_COLL_DEFAULT_HANDLER};
+    if (attr == NULL)
+        attr = &def;
+    if (attr->handler < 0 || attr->handler >= TORX_MSG_HANDLERS)
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_coll_init: handler %d, must be 0..%d",
+                           attr->handler, TORX_MSG_HANDLERS - 1);
+
+    torx_coll_t *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return torxp_error(TORX_ERR_NOMEM, "torx: torx_coll_init: out of memory");
+    c->ctx = ctx;
+    c->dev = torx_ctx_device(ctx);
+    c->handler = attr->handler;
+    c->progress = attr->progress;
+    c->progress_arg = attr->progress_arg;
+    c->job_size = torx_size(ctx);
+    c->job_rank = torx_rank(ctx);
+
+    static const char *const global_words[] = {"auto", "mpich", NULL};
+    int global;
+    long cn_max, verbose, stats;
+    torx_status_t st = torx_env_choice("TORX_COLL", global_words, 0, &global);
+    for (int k = 0; st == TORX_OK && k < TORX_COLL_NKINDS; k++)
+        st = read_choice(c, (torx_coll_kind_t)k, global == 1);
+    if (st == TORX_OK)
+        st = torx_env_int("TORX_COLL_CN_MAX", 0, 1L << 30, TORXC_CN_MAX_DEFAULT, &cn_max);
+    if (st == TORX_OK)
+        st = torx_env_int("TORX_VERBOSE", -1, 3, 0, &verbose);
+    if (st == TORX_OK)
+        st = torx_env_int("TORX_STATS", 0, 1, 0, &stats);
+    if (st != TORX_OK) {
+        free(c);
+        return st;
+    }
+    c->cn_max = (size_t)cn_max;
+    c->verbose = (int)verbose;
+    c->stats = (int)stats;
+
+    if (c->verbose >= 1 && c->job_rank == 0) {
+        char line[512];
+        int len = snprintf(line, sizeof line, "torx coll: TORX_COLL=%s;", global_words[global]);
+        for (int k = 0; k < TORX_COLL_NKINDS && len < (int)sizeof line; k++)
+            len += snprintf(line + len, sizeof line - (size_t)len, " %s %s", kind_names[k],
+                            c->choice[k] == TORXC_AUTO ? "auto" : alg_names[c->choice[k]]);
+        if (len < (int)sizeof line)
+            snprintf(line + len, sizeof line - (size_t)len, "; collective network up to %zu B",
+                     c->cn_max);
+        fprintf(stderr, "%s\n", line);
+    }
+    *out = c;
+    return TORX_OK;
+}
+
+void torx_coll_finalize(torx_coll_t *c)
+{
+    if (c == NULL)
+        return;
+    if (c->stats) {
+        char line[1024];
+        int len = snprintf(line, sizeof line, "torx coll rank %d: calls", c->job_rank);
+        int any = 0;
+        for (int k = 0; k < TORX_COLL_NKINDS; k++)
+            for (int a = 0; a < TORX_COLL_NALGS; a++)
+                if (c->calls[k][a] && len < (int)sizeof line) {
+                    len += snprintf(line + len, sizeof line - (size_t)len, " %s %" PRIu64,
+                                    full_names[k][a], c->calls[k][a]);
+                    any = 1;
+                }
+        if (!any && len < (int)sizeof line)
+            snprintf(line + len, sizeof line - (size_t)len, " none");
+        fprintf(stderr, "%s\n", line);
+    }
+    free(c);
+}
+
+/* ---- groups ---------------------------------------------------------------- */
+
+torx_status_t torx_coll_group_create(torx_coll_t *c, int n, const int *tasks, int me,
+                                     torx_coll_group_t **out)
+{
+    if (c == NULL || tasks == NULL || out == NULL)
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_coll_group_create: NULL argument");
+    *out = NULL;
+    if (n < 1 || n > c->job_size || me < 0 || me >= n)
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: torx_coll_group_create: %d tasks with me = %d (job of %d)", n,
+                           me, c->job_size);
+    if (tasks[me] != c->job_rank)
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: torx_coll_group_create: tasks[me = %d] is %d, not this task (%d)",
+                           me, tasks[me], c->job_rank);
+    torx_coll_group_t *g = calloc(1, sizeof *g);
+    unsigned char *seen = calloc((size_t)c->job_size, 1);
+    if (g == NULL || seen == NULL || (g->tasks = malloc((size_t)n * sizeof(int))) == NULL) {
+        free(seen);
+        free(g);
+        return torxp_error(TORX_ERR_NOMEM, "torx: torx_coll_group_create: out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        if (tasks[i] < 0 || tasks[i] >= c->job_size || seen[tasks[i]]) {
+            torx_status_t st = torxp_error(
+                TORX_ERR_INVAL, "torx: torx_coll_group_create: task %d (index %d) %s", tasks[i],
+                i, tasks[i] < 0 || tasks[i] >= c->job_size ? "is out of range" : "is repeated");
+            free(seen);
+            free(g->tasks);
+            free(g);
+            return st;
+        }
+        seen[tasks[i]] = 1;
+        g->tasks[i] = tasks[i];
+    }
+    free(seen);
+    g->c = c;
+    g->n = n;
+    g->me = me;
+    /* Distinct tasks, as many as the job has: every task, in some order. */
+    g->all_tasks = n == c->job_size;
+    g->last = "none";
+    c->ngroups++;
+    *out = g;
+    return TORX_OK;
+}
+
+void torx_coll_group_free(torx_coll_group_t *g)
+{
+    if (g == NULL)
+        return;
+    g->c->ngroups--;
+    free(g->tasks);
+    free(g);
+}
+
+const char *torx_coll_last_algorithm(const torx_coll_group_t *g)
+{
+    return g ? g->last : "none";
+}
+
+/* ---- selection --------------------------------------------------------------- */
+
+/* Whether alg can run this call on this group. */
+static int applies(const torx_coll_group_t *g, torx_coll_kind_t kind, torx_coll_alg_t alg,
+                   size_t bytes, torx_coll_dtype_t dtype, torx_coll_op_t op)
+{
+    if (bytes == TORX_COLL_NONCONTIG)
+        return 0;
+    switch (alg) {
+    case TORX_COLL_ALG_GI:
+        return kind == TORX_COLL_BARRIER && g->all_tasks;
+    case TORX_COLL_ALG_CN:
+        if (!g->all_tasks)
+            return 0;
+        if (kind == TORX_COLL_ALLREDUCE || kind == TORX_COLL_REDUCE)
+            return torxc_cn_reduces(dtype, op);
+        if (kind == TORX_COLL_ALLGATHER)
+            return bytes <= SIZE_MAX / (size_t)g->n;
+        return kind == TORX_COLL_BCAST;
+    default:
+        return 0;
+    }
+}
+
+/* What auto runs. */
+static torx_coll_alg_t pick(const torx_coll_group_t *g, torx_coll_kind_t kind, size_t bytes,
+                            torx_coll_dtype_t dtype, torx_coll_op_t op)
+{
+    const torx_coll_t *c = g->c;
+    if (g->n == 1)
+        return TORX_COLL_ALG_FALLBACK; /* nothing to move: MPICH's local copy */
+    switch (kind) {
+    case TORX_COLL_BARRIER:
+        return applies(g, kind, TORX_COLL_ALG_GI, 0, dtype, op) ? TORX_COLL_ALG_GI
+                                                                  : TORX_COLL_ALG_FALLBACK;
+    case TORX_COLL_ALLREDUCE:
+    case TORX_COLL_REDUCE:
+    case TORX_COLL_BCAST:
+        if (bytes <= c->cn_max && applies(g, kind, TORX_COLL_ALG_CN, bytes, dtype, op))
+            return TORX_COLL_ALG_CN;
+        return TORX_COLL_ALG_FALLBACK;
+    case TORX_COLL_ALLGATHER:
+        if (applies(g, kind, TORX_COLL_ALG_CN, bytes, dtype, op) &&
+            bytes * (size_t)g->n <= c->cn_max)
+            return TORX_COLL_ALG_CN;
+        return TORX_COLL_ALG_FALLBACK;
+    default:
+        return TORX_COLL_ALG_FALLBACK;
+    }
+}
+
+torx_coll_alg_t torx_coll_select(torx_coll_group_t *g, torx_coll_kind_t kind, size_t bytes,
+                                 torx_coll_dtype_t dtype, torx_coll_op_t op)
+{
+    if (g == NULL || (unsigned)kind >= TORX_COLL_NKINDS)
+        return TORX_COLL_ALG_FALLBACK;
+    torx_coll_t *c = g->c;
+    int choice = c->choice[kind];
+    torx_coll_alg_t alg;
+    if (choice == TORXC_AUTO) {
+        alg = pick(g, kind, bytes, dtype, op);
+    } else if (choice == TORX_COLL_ALG_FALLBACK) {
+        alg = TORX_COLL_ALG_FALLBACK;
+    } else if (applies(g, kind, (torx_coll_alg_t)choice, bytes, dtype, op)) {
+        alg = (torx_coll_alg_t)choice;
+    } else {
+        alg = TORX_COLL_ALG_FALLBACK;
+        if (c->verbose >= 1 && !c->warned[kind]) {
+            c->warned[kind] = 1;
+            fprintf(stderr,
+                    "torx coll rank %d: TORX_COLL_%s=%s does not apply to a %s of %zu B on %d "
+                    "of %d tasks; running mpich's (said once)\n",
+                    c->job_rank, kind_names[kind], alg_names[choice], kind_names[kind], bytes,
+                    g->n, c->job_size);
+        }
+    }
+    c->calls[kind][alg]++;
+    g->last = full_names[kind][alg];
+    return alg;
+}
+
+/* ---- the calls ------------------------------------------------------------------- */
+
+static torx_status_t not_applicable(const torx_coll_group_t *g, torx_coll_kind_t kind,
+                                    torx_coll_alg_t alg)
+{
+    return torxp_error(TORX_ERR_INVAL, "torx: torx_coll_%s: algorithm %s does not apply (%d of %d tasks)",
+                       torx_coll_kind_name(kind), torx_coll_alg_name(alg), g ? g->n : 0,
+                       g ? g->c->job_size : 0);
+}
+
+torx_status_t torx_coll_barrier(torx_coll_group_t *g, torx_coll_alg_t alg)
+{
+    if (g == NULL || !applies(g, TORX_COLL_BARRIER, alg, 0, 0, 0))
+        return not_applicable(g, TORX_COLL_BARRIER, alg);
+    return torxc_gi_barrier(g);
+}
+
+torx_status_t torx_coll_bcast(torx_coll_group_t *g, torx_coll_alg_t alg, void *buf, size_t bytes,
+                              int root)
+{
+    if (g == NULL || !applies(g, TORX_COLL_BCAST, alg, bytes, 0, 0))
+        return not_applicable(g, TORX_COLL_BCAST, alg);
+    if (root < 0 || root >= g->n || (bytes > 0 && buf == NULL))
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_coll_bcast: root %d of %d, buf %p", root,
+                           g->n, buf);
+    return torxc_cn_bcast(g, buf, bytes, root);
+}
+
+torx_status_t torx_coll_allreduce(torx_coll_group_t *g, torx_coll_alg_t alg, const void *in,
+                                  void *out, size_t count, torx_coll_dtype_t dtype,
+                                  torx_coll_op_t op)
+{
+    if (g == NULL || !applies(g, TORX_COLL_ALLREDUCE, alg, 0, dtype, op))
+        return not_applicable(g, TORX_COLL_ALLREDUCE, alg);
+    if (count > 0 && out == NULL)
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_coll_allreduce: out is NULL");
+    return torxc_cn_reduce(g, in ? in : out, out, count, dtype, op);
+}
+
+torx_status_t torx_coll_reduce(torx_coll_group_t *g, torx_coll_alg_t alg, const void *in, void *out,
+                               size_t count, torx_coll_dtype_t dtype, torx_coll_op_t op, int root)
+{
+    if (g == NULL || !applies(g, TORX_COLL_REDUCE, alg, 0, dtype, op))
+        return not_applicable(g, TORX_COLL_REDUCE, alg);
+    if (root < 0 || root >= g->n)
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_coll_reduce: root %d of %d", root, g->n);
+    int at_root = g->me == root;
+    if (count > 0 && ((at_root && out == NULL) || (!at_root && in == NULL)))
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_coll_reduce: %s is NULL",
+                           at_root ? "out (at the root)" : "in (off the root)");
+    return torxc_cn_reduce(g, in ? in : out, at_root ? out : NULL, count, dtype, op);
+}
+
+torx_status_t torx_coll_allgather(torx_coll_group_t *g, torx_coll_alg_t alg, const void *in,
+                                  void *out, size_t bytes)
+{
+    if (g == NULL || !applies(g, TORX_COLL_ALLGATHER, alg, bytes, 0, 0))
+        return not_applicable(g, TORX_COLL_ALLGATHER, alg);
+    if (bytes > 0 && out == NULL)
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_coll_allgather: out is NULL");
+    return torxc_cn_allgather(g, in, out, bytes);
+}
+
+torx_status_t torx_coll_alltoall(torx_coll_group_t *g, torx_coll_alg_t alg, const void *in,
+                                 void *out, size_t bytes)
+{
+    (void)in, (void)out, (void)bytes;
+    return not_applicable(g, TORX_COLL_ALLTOALL, alg);
+}
+
+torx_status_t torx_coll_alltoallv(torx_coll_group_t *g, torx_coll_alg_t alg, const void *in,
+                                  const size_t *send_bytes, const size_t *send_displs, void *out,
+                                  const size_t *recv_bytes, const size_t *recv_displs)
+{
+    (void)in, (void)send_bytes, (void)send_displs, (void)out, (void)recv_bytes, (void)recv_displs;
+    return not_applicable(g, TORX_COLL_ALLTOALLV, alg);
+}

@@ -1,0 +1,78 @@
+/* torx collectives: what the files of src/coll/ share.
+ *
+ *   coll.c          init, environment, groups, selection, names, counters
+ *   coll_cn.c       global-interrupt barrier; collective-network allreduce,
+ *                   reduce, bcast, allgather
+ *   coll_torus.c    deposit-bit mesh broadcast (rectangles of the torus)
+ *   coll_alltoall.c paced alltoall(v) over the message layer
+ */
+#ifndef TORX_COLL_INTERNAL_H
+#define TORX_COLL_INTERNAL_H
+
+#include <torx/coll.h>
+#include <torx/msg.h>
+
+#include "packet/pkt_internal.h" /* torxp_error: the library's one error record */
+
+#include <sched.h>
+#include <stdint.h>
+
+/* Pure spins before a waiting collective starts yielding the CPU: a round
+ * between tasks on cores of their own completes well within them; tasks
+ * outnumbering cores hand the core over within microseconds. */
+#define TORXC_SPINS 512
+
+/* Per collective: the choice in force (TORX_COLL and TORX_COLL_<KIND>). */
+typedef enum torxc_choice {
+    TORXC_AUTO = -1, /* torx picks */
+    /* otherwise a torx_coll_alg_t: forced (FALLBACK: forbidden) */
+} torxc_choice_t;
+
+struct torx_coll {
+    torx_ctx_t *ctx;
+    torx_pkt_dev_t *dev;
+    int handler;
+    void (*progress)(void *arg);
+    void *progress_arg;
+    int choice[TORX_COLL_NKINDS]; /* TORXC_AUTO or a torx_coll_alg_t */
+    size_t cn_max;                /* TORX_COLL_CN_MAX */
+    int verbose;                  /* TORX_VERBOSE */
+    int stats;                    /* TORX_STATS */
+    int job_size, job_rank;
+    int warned[TORX_COLL_NKINDS]; /* a forced algorithm fell back: said once */
+    uint64_t calls[TORX_COLL_NKINDS][TORX_COLL_NALGS];
+    int ngroups;
+};
+
+struct torx_coll_group {
+    torx_coll_t *c;
+    int n, me;
+    int *tasks;    /* group index -> message-layer rank */
+    int all_tasks; /* spans every task of the job: collective network, GI */
+    const char *last;
+};
+
+/* Waits for one step: the caller's progress (or torx_advance), then,
+ * after TORXC_SPINS calls, a sched_yield every 8th. */
+static inline void torxc_progress(torx_coll_t *c, unsigned *spins)
+{
+    if (c->progress)
+        c->progress(c->progress_arg);
+    else
+        torx_advance(c->ctx);
+    if (++*spins >= TORXC_SPINS && (*spins & 7) == 0)
+        sched_yield();
+}
+
+/* Whether the collective network's ALU can reduce dtype with op. */
+int torxc_cn_reduces(torx_coll_dtype_t dtype, torx_coll_op_t op);
+size_t torxc_dtype_size(torx_coll_dtype_t dtype);
+
+/* coll_cn.c: the algorithms on the global interrupt and collective network */
+torx_status_t torxc_gi_barrier(torx_coll_group_t *g);
+torx_status_t torxc_cn_reduce(torx_coll_group_t *g, const void *in, void *out, size_t count,
+                              torx_coll_dtype_t dtype, torx_coll_op_t op);
+torx_status_t torxc_cn_bcast(torx_coll_group_t *g, void *buf, size_t bytes, int root);
+torx_status_t torxc_cn_allgather(torx_coll_group_t *g, const void *in, void *out, size_t bytes);
+
+#endif /* TORX_COLL_INTERNAL_H */

@@ -1,0 +1,719 @@
+/* torx collectives (src/coll/, <torx/coll.h>) over fork jobs.
+ *
+ * Every algorithm against a reference computed here from every task's
+ * data (each task can regenerate any task's input): all reduction types and
+ * ops, counts 0, 1, primes and past one packet and one pipeline of rounds,
+ * roots other than 0, in place; groups in reordered task order; 2, 3, 4, 6
+ * and 8 tasks; heater and vn modes and TORX_CHAOS. The floating sum must be
+ * bitwise the same whichever task holds which value. Selection follows
+ * TORX_COLL*; bad values are startup errors naming the variable; a
+ * collective waiting on the network keeps point-to-point traffic moving.
+ */
+#include "harness.h"
+
+#include <torx/coll.h>
+#include <torx/msg.h>
+
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <sys/mman.h>
+
+#define MAX_TASKS 8
+
+/* Shared between the tasks of a job (mapped before the fork). */
+typedef struct shared {
+    double before[MAX_TASKS], after[MAX_TASKS];
+    /* floating sums of each permutation, per task, for bitwise comparison */
+    uint64_t sums[4][MAX_TASKS][64];
+} shared_t;
+
+static shared_t *sh;
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+/* Element i of the input held at group index who, for a test seed. */
+static uint64_t raw(int seed, int who, size_t i)
+{
+    return mix(((uint64_t)seed << 48) ^ ((uint64_t)who << 32) ^ i);
+}
+
+static const size_t esizes[TORX_COLL_NDTYPES] = {4, 4, 8, 8, 4, 8};
+
+/* Writes the input of group index who: integers small enough that sums of
+ * 8 never overflow, logical inputs with zeros, floats over many binades and
+ * both signs. */
+static void make_input(torx_coll_dtype_t dt, torx_coll_op_t op, int seed, int who, size_t count,
+                       void *buf)
+{
+    for (size_t i = 0; i < count; i++) {
+        uint64_t r = raw(seed, who, i);
+        switch (dt) {
+        case TORX_COLL_S32: {
+            int32_t v = op == TORX_COLL_SUM ? (int32_t)(r % 2000001) - 1000000 : (int32_t)r;
+            if ((op == TORX_COLL_LAND || op == TORX_COLL_LOR) && (r >> 40) % 3 == 0)
+                v = 0;
+            ((int32_t *)buf)[i] = v;
+            break;
+        }
+        case TORX_COLL_U32: {
+            uint32_t v = op == TORX_COLL_SUM ? (uint32_t)(r % 100000000) : (uint32_t)r;
+            if ((op == TORX_COLL_LAND || op == TORX_COLL_LOR) && (r >> 40) % 3 == 0)
+                v = 0;
+            ((uint32_t *)buf)[i] = v;
+            break;
+        }
+        case TORX_COLL_S64: {
+            int64_t v = op == TORX_COLL_SUM ? (int64_t)(r % 2000000000001ULL) - 1000000000000LL
+                                            : (int64_t)r;
+            if ((op == TORX_COLL_LAND || op == TORX_COLL_LOR) && (r >> 40) % 3 == 0)
+                v = 0;
+            ((int64_t *)buf)[i] = v;
+            break;
+        }
+        case TORX_COLL_U64: {
+            uint64_t v = op == TORX_COLL_SUM ? r >> 8 : r;
+            if ((op == TORX_COLL_LAND || op == TORX_COLL_LOR) && (r >> 40) % 3 == 0)
+                v = 0;
+            ((uint64_t *)buf)[i] = v;
+            break;
+        }
+        case TORX_COLL_FLOAT:
+            ((float *)buf)[i] = (float)ldexp((double)(int32_t)(r & 0xffffff) / 16777216.0,
+                                             (int)((r >> 32) % 40) - 20);
+            break;
+        case TORX_COLL_DOUBLE:
+            ((double *)buf)[i] =
+                ldexp((double)(int64_t)(r & 0x3fffffffffffffULL) / 9007199254740992.0 - 1.0,
+                      (int)((r >> 56) % 60) - 30);
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+/* The expected result of integer and MIN/MAX reductions, element i. */
+#define REDUCE_INT(T, acc, v, op)                                                                 \
+    do {                                                                                          \
+        switch (op) {                                                                             \
+        case TORX_COLL_SUM: acc = (T)(acc + v); break;                                            \
+        case TORX_COLL_MIN: acc = v < acc ? v : acc; break;                                       \
+        case TORX_COLL_MAX: acc = v > acc ? v : acc; break;                                       \
+        case TORX_COLL_BAND: acc = acc & v; break;                                                \
+        case TORX_COLL_BOR: acc = acc | v; break;                                                 \
+        case TORX_COLL_BXOR: acc = acc ^ v; break;                                                \
+        case TORX_COLL_LAND: acc = (T)((acc != 0) && (v != 0)); break;                            \
+        case TORX_COLL_LOR: acc = (T)((acc != 0) || (v != 0)); break;                             \
+        default: break;                                                                           \
+        }                                                                                         \
+    } while (0)
+
+/* MIN and MAX only (the sum has its own reference). */
+#define REDUCE_FP(T, acc, v, op)                                                                  \
+    do {                                                                                          \
+        if (op == TORX_COLL_MIN)                                                                  \
+            acc = v < acc ? v : acc;                                                              \
+        else if (op == TORX_COLL_MAX)                                                             \
+            acc = v > acc ? v : acc;                                                              \
+    } while (0)
+
+static void expected(torx_coll_dtype_t dt, torx_coll_op_t op, int seed, int n, size_t count,
+                     void *out)
+{
+    unsigned char *in = malloc(count * 8 + 8);
+    for (int who = 0; who < n; who++) {
+        make_input(dt, op, seed, who, count, in);
+        for (size_t i = 0; i < count; i++) {
+            switch (dt) {
+#define CASE(D, T, R)                                                                             \
+    case D: {                                                                                     \
+        T v = ((T *)in)[i], *acc = &((T *)out)[i];                                                \
+        if (who == 0)                                                                             \
+            *acc = (op == TORX_COLL_LAND || op == TORX_COLL_LOR) ? (T)(v != 0) : v;               \
+        else                                                                                      \
+            R(T, *acc, v, op);                                                                    \
+        break;                                                                                    \
+    }
+                CASE(TORX_COLL_S32, int32_t, REDUCE_INT)
+                CASE(TORX_COLL_U32, uint32_t, REDUCE_INT)
+                CASE(TORX_COLL_S64, int64_t, REDUCE_INT)
+                CASE(TORX_COLL_U64, uint64_t, REDUCE_INT)
+                CASE(TORX_COLL_FLOAT, float, REDUCE_FP)
+                CASE(TORX_COLL_DOUBLE, double, REDUCE_FP)
+#undef CASE
+            default:
+                break;
+            }
+        }
+    }
+    free(in);
+}
+
+/* The reproducible sum's result, computed here with the device's lane
+ * functions from every task's input, and a long-double sum for a bound. */
+static void expected_fpsum(torx_coll_dtype_t dt, int seed, int n, int job, size_t count,
+                           double *exact, double *repro)
+{
+    int h = torx_cn_fpsum_headroom(job);
+    unsigned char *in = malloc((size_t)n * (count * 8 + 8));
+    for (int who = 0; who < n; who++)
+        make_input(dt, TORX_COLL_SUM, seed, who, count, in + (size_t)who * (count * 8 + 8));
+    for (size_t i = 0; i < count; i++) {
+        long double s = 0;
+        int64_t emax = 0, sum = 0;
+        double v[MAX_TASKS];
+        for (int who = 0; who < n; who++) {
+            const unsigned char *p = in + (size_t)who * (count * 8 + 8);
+            v[who] = dt == TORX_COLL_FLOAT ? (double)((const float *)p)[i] : ((const double *)p)[i];
+            s += v[who];
+            int64_t e = torx_cn_fpsum_exponent(v[who]);
+            emax = e > emax ? e : emax;
+        }
+        for (int who = 0; who < n; who++)
+            sum += torx_cn_fpsum_encode(v[who], emax, h);
+        exact[i] = (double)s;
+        repro[i] = torx_cn_fpsum_decode(sum, emax, h);
+    }
+    free(in);
+}
+
+/* ---- a task ----------------------------------------------------------------- */
+
+typedef struct job {
+    int ntasks;
+    int perm;        /* group order: 0 identity, 1 reversed, 2 rotated, 3 odd first */
+    int reduce_all;  /* every dtype x op (else a sample) */
+} job_t;
+
+static int group_order(int perm, int n, int i)
+{
+    switch (perm) {
+    case 1:
+        return n - 1 - i;
+    case 2:
+        return (i + 1) % n;
+    case 3: { /* odd ranks first, then even */
+        int odd = n / 2;
+        return i < odd ? 2 * i + 1 : 2 * (i - odd);
+    }
+    default:
+        return i;
+    }
+}
+
+static torx_coll_group_t *make_group(torx_coll_t *c, torx_boot_t *boot, int perm)
+{
+    int tasks[MAX_TASKS], me = -1;
+    for (int i = 0; i < boot->size; i++) {
+        tasks[i] = group_order(perm, boot->size, i);
+        if (tasks[i] == boot->rank)
+            me = i;
+    }
+    torx_coll_group_t *g = NULL;
+    if (torx_coll_group_create(c, boot->size, tasks, me, &g) != TORX_OK)
+        return NULL;
+    return g;
+}
+
+static const size_t counts[] = {0, 1, 2, 7, 31, 32, 33, 63, 64, 65, 127, 257, 1031, 4099};
+
+static int check_reduce(torx_boot_t *boot, torx_coll_group_t *g, int me, int n,
+                        torx_coll_dtype_t dt, torx_coll_op_t op, int seed)
+{
+    for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
+        size_t count = counts[ci];
+        size_t bytes = count * esizes[dt];
+        unsigned char *in = malloc(bytes + 8), *out = malloc(bytes + 8), *want = malloc(bytes + 8);
+        make_input(dt, op, seed + (int)ci, me, count, in);
+        memset(out, 0xa5, bytes + 8);
+        torx_coll_alg_t alg = torx_coll_select(g, TORX_COLL_ALLREDUCE, bytes, dt, op);
+        TASK_CHECK(alg == TORX_COLL_ALG_CN, "allreduce dtype %d op %d: %s", dt, op,
+                   torx_coll_alg_name(alg));
+        torx_status_t st = torx_coll_allreduce(g, alg, in, out, count, dt, op);
+        TASK_CHECK(st == TORX_OK, "allreduce: %s", torx_last_error());
+        TASK_CHECK(out[bytes] == 0xa5, "allreduce wrote past the vector");
+        if (op == TORX_COLL_SUM && (dt == TORX_COLL_FLOAT || dt == TORX_COLL_DOUBLE)) {
+            double *exact = malloc(sizeof(double) * (count + 1)),
+                   *repro = malloc(sizeof(double) * (count + 1));
+            expected_fpsum(dt, seed + (int)ci, n, boot->size, count, exact, repro);
+            for (size_t i = 0; i < count; i++) {
+                double got = dt == TORX_COLL_FLOAT ? ((float *)out)[i] : ((double *)out)[i];
+                double w = dt == TORX_COLL_FLOAT ? (double)(float)repro[i] : repro[i];
+                TASK_CHECK(memcmp(&got, &w, sizeof got) == 0,
+                           "fpsum dtype %d count %zu [%zu]: %a, expected %a", dt, count, i, got,
+                           w);
+                double tol = (dt == TORX_COLL_FLOAT ? FLT_EPSILON : 1e-12) * 8 *
+                             (fabs(exact[i]) + ldexp(1.0, -20));
+                TASK_CHECK(fabs(got - exact[i]) <= tol, "fpsum [%zu]: %a, exact %a", i, got,
+                           exact[i]);
+            }
+            free(exact);
+            free(repro);
+        } else {
+            expected(dt, op, seed + (int)ci, n, count, want);
+            TASK_CHECK(memcmp(out, want, bytes) == 0, "allreduce dtype %d op %d count %zu wrong",
+                       dt, op, count);
+        }
+        /* in place, and reduce to a root that is not 0: both as the
+         * out-of-place result, checked above */
+        if (count > 0) {
+            memcpy(want, out, bytes);
+            memcpy(out, in, bytes);
+            TASK_CHECK(torx_coll_allreduce(g, alg, NULL, out, count, dt, op) == TORX_OK, "%s",
+                       torx_last_error());
+            TASK_CHECK(memcmp(out, want, bytes) == 0, "in-place allreduce differs");
+            int root = (int)(count % (size_t)n);
+            unsigned char *rout = malloc(bytes);
+            memset(rout, 0x5a, bytes);
+            alg = torx_coll_select(g, TORX_COLL_REDUCE, bytes, dt, op);
+            TASK_CHECK(alg == TORX_COLL_ALG_CN, "reduce: %s", torx_coll_alg_name(alg));
+            TASK_CHECK(torx_coll_reduce(g, alg, in, me == root ? rout : NULL, count, dt, op,
+                                        root) == TORX_OK,
+                       "%s", torx_last_error());
+            if (me == root)
+                TASK_CHECK(memcmp(rout, want, bytes) == 0, "reduce at root %d differs", root);
+            free(rout);
+        }
+        free(in);
+        free(out);
+        free(want);
+    }
+    return 0;
+}
+
+static int coll_task(torx_boot_t *boot, void *argp)
+{
+    const job_t *job = argp;
+    torx_ctx_t *ctx;
+    torx_init_attr_t attr = {.boot = boot, .mode = -1};
+    TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
+    torx_coll_t *c;
+    TASK_CHECK(torx_coll_init(ctx, NULL, &c) == TORX_OK, "%s", torx_last_error());
+    torx_coll_group_t *g = make_group(c, boot, job->perm);
+    TASK_CHECK(g != NULL, "%s", torx_last_error());
+    int n = boot->size, me = -1;
+    for (int i = 0; i < n; i++)
+        if (group_order(job->perm, n, i) == boot->rank)
+            me = i;
+
+    /* barrier: nobody leaves before the last arrives (tasks arrive late by rank) */
+    for (int round = 0; round < 3; round++) {
+        struct timespec d = {0, 2000000L * ((boot->rank + round) % 7)};
+        nanosleep(&d, NULL);
+        sh->before[boot->rank] = test_now();
+        torx_coll_alg_t alg = torx_coll_select(g, TORX_COLL_BARRIER, 0, 0, 0);
+        TASK_CHECK(alg == TORX_COLL_ALG_GI, "barrier: %s", torx_coll_alg_name(alg));
+        TASK_CHECK(torx_coll_barrier(g, alg) == TORX_OK, "%s", torx_last_error());
+        TASK_CHECK(strcmp(torx_coll_last_algorithm(g), "barrier:gi") == 0, "last %s",
+                   torx_coll_last_algorithm(g));
+        sh->after[boot->rank] = test_now();
+        TASK_CHECK(torx_coll_barrier(g, alg) == TORX_OK, "%s", torx_last_error());
+        for (int t = 0; t < n; t++)
+            TASK_CHECK(sh->after[boot->rank] >= sh->before[t], "left before task %d arrived", t);
+        TASK_CHECK(torx_coll_barrier(g, alg) == TORX_OK, "%s", torx_last_error());
+    }
+
+    /* reductions */
+    for (int dt = 0; dt < TORX_COLL_NDTYPES; dt++)
+        for (int op = 0; op < TORX_COLL_NOPS; op++) {
+            int fp = dt == TORX_COLL_FLOAT || dt == TORX_COLL_DOUBLE;
+            if (fp && op != TORX_COLL_SUM && op != TORX_COLL_MIN && op != TORX_COLL_MAX) {
+                TASK_CHECK(torx_coll_select(g, TORX_COLL_ALLREDUCE, 64, (torx_coll_dtype_t)dt,
+                                            (torx_coll_op_t)op) == TORX_COLL_ALG_FALLBACK,
+                           "bitwise op on floats not refused");
+                continue;
+            }
+            if (!job->reduce_all && !fp && op != (dt * 3 + job->perm) % TORX_COLL_NOPS)
+                continue;
+            if (check_reduce(boot, g, me, n, (torx_coll_dtype_t)dt, (torx_coll_op_t)op,
+                             17 * dt + op))
+                return 1;
+        }
+
+    /* bcast from every root, sizes around packets and pipelines */
+    static const size_t bsizes[] = {0, 1, 255, 256, 257, 1024, 1025, 5000};
+    for (size_t si = 0; si < sizeof bsizes / sizeof bsizes[0]; si++)
+        for (int root = 0; root < n; root++) {
+            size_t len = bsizes[si];
+            unsigned char *buf = malloc(len + 1);
+            for (size_t i = 0; i < len; i++)
+                buf[i] = me == root ? (unsigned char)raw(99, root, i) : 0xee;
+            buf[len] = 0x77;
+            torx_coll_alg_t alg = torx_coll_select(g, TORX_COLL_BCAST, len, 0, 0);
+            TASK_CHECK(alg == TORX_COLL_ALG_CN, "bcast %zu: %s", len, torx_coll_alg_name(alg));
+            TASK_CHECK(torx_coll_bcast(g, alg, buf, len, root) == TORX_OK, "%s",
+                       torx_last_error());
+            for (size_t i = 0; i < len; i++)
+                TASK_CHECK(buf[i] == (unsigned char)raw(99, root, i),
+                           "bcast %zu from %d: byte %zu", len, root, i);
+            TASK_CHECK(buf[len] == 0x77, "bcast wrote past the buffer");
+            free(buf);
+        }
+
+    /* allgather, out of place and in place */
+    static const size_t gsizes[] = {0, 1, 3, 8, 100, 256, 700};
+    for (size_t si = 0; si < sizeof gsizes / sizeof gsizes[0]; si++)
+        for (int inplace = 0; inplace < 2; inplace++) {
+            size_t b = gsizes[si];
+            unsigned char *mine = malloc(b + 1), *all = malloc(b * (size_t)n + 1);
+            for (size_t i = 0; i < b; i++)
+                mine[i] = (unsigned char)raw(7, me, i);
+            memset(all, 0xcc, b * (size_t)n + 1);
+            if (inplace)
+                memcpy(all + (size_t)me * b, mine, b);
+            torx_coll_alg_t alg = torx_coll_select(g, TORX_COLL_ALLGATHER, b, 0, 0);
+            TASK_CHECK(alg == TORX_COLL_ALG_CN, "allgather: %s", torx_coll_alg_name(alg));
+            TASK_CHECK(torx_coll_allgather(g, alg, inplace ? NULL : mine, all, b) == TORX_OK,
+                       "%s", torx_last_error());
+            for (int w = 0; w < n; w++)
+                for (size_t i = 0; i < b; i++)
+                    TASK_CHECK(all[(size_t)w * b + i] == (unsigned char)raw(7, w, i),
+                               "allgather %zu: block %d byte %zu", b, w, i);
+            TASK_CHECK(all[b * (size_t)n] == 0xcc, "allgather wrote past the buffer");
+            free(mine);
+            free(all);
+        }
+
+    /* a subset cannot use the collective network or the global interrupt */
+    if (n > 2) {
+        int sub[MAX_TASKS], k = 0, mine = -1;
+        for (int i = 0; i < n; i += 2) {
+            if (i == boot->rank)
+                mine = k;
+            sub[k++] = i;
+        }
+        if (mine >= 0) {
+            torx_coll_group_t *s;
+            TASK_CHECK(torx_coll_group_create(c, k, sub, mine, &s) == TORX_OK, "%s",
+                       torx_last_error());
+            TASK_CHECK(torx_coll_select(s, TORX_COLL_BARRIER, 0, 0, 0) == TORX_COLL_ALG_FALLBACK,
+                       "subset barrier not a fallback");
+            TASK_CHECK(torx_coll_select(s, TORX_COLL_ALLREDUCE, 8, TORX_COLL_S64,
+                                        TORX_COLL_SUM) == TORX_COLL_ALG_FALLBACK,
+                       "subset allreduce not a fallback");
+            TASK_CHECK(strcmp(torx_coll_last_algorithm(s), "allreduce:mpich") == 0, "last %s",
+                       torx_coll_last_algorithm(s));
+            TASK_CHECK(torx_coll_barrier(s, TORX_COLL_ALG_GI) == TORX_ERR_INVAL,
+                       "gi ran on a subset");
+            torx_coll_group_free(s);
+        }
+    }
+
+    torx_coll_group_free(g);
+    torx_coll_finalize(c);
+    TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
+    return 0;
+}
+
+static void map_shared(void)
+{
+    sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert_ptr_ne(sh, MAP_FAILED);
+    memset(sh, 0, sizeof *sh);
+}
+
+static void unmap_shared(void)
+{
+    munmap(sh, sizeof *sh);
+}
+
+static void clear_env(void)
+{
+    static const char *const vars[] = {"TORX_MODE",           "TORX_CHAOS",
+                                       "TORX_MAPPING",        "TORX_TORUS",
+                                       "TORX_COLL",           "TORX_COLL_BARRIER",
+                                       "TORX_COLL_BCAST",     "TORX_COLL_ALLREDUCE",
+                                       "TORX_COLL_REDUCE",    "TORX_COLL_ALLGATHER",
+                                       "TORX_COLL_ALLTOALL",  "TORX_COLL_ALLTOALLV",
+                                       "TORX_COLL_CN_MAX",    "TORX_RZV_DATA",
+                                       "TORX_CORES_PER_NODE", NULL};
+    for (int i = 0; vars[i]; i++)
+        unsetenv(vars[i]);
+    /* every size in the tests on the collective network */
+    setenv("TORX_COLL_CN_MAX", "1000000", 1);
+}
+
+START_TEST(every_reduction_2_tasks)
+{
+    clear_env();
+    job_t job = {.ntasks = 2, .perm = 0, .reduce_all = 1};
+    RUN_JOB(2, coll_task, &job);
+}
+END_TEST
+
+START_TEST(task_counts_and_orders)
+{
+    static const int sizes[] = {3, 4, 6, 8};
+    clear_env();
+    for (int s = 0; s < 4; s++)
+        for (int perm = 0; perm < 4; perm += (s == 0 ? 1 : 3)) {
+            job_t job = {.ntasks = sizes[s], .perm = perm};
+            RUN_JOB(sizes[s], coll_task, &job);
+        }
+}
+END_TEST
+
+START_TEST(vn_mode_and_chaos)
+{
+    clear_env();
+    setenv("TORX_MODE", "vn", 1);
+    setenv("TORX_CHAOS", "7", 1);
+    job_t job = {.ntasks = 4, .perm = 1, .reduce_all = 1};
+    RUN_JOB(4, coll_task, &job);
+    clear_env();
+}
+END_TEST
+
+/* ---- the floating sum does not depend on who holds what ------------------------ */
+
+/* Group index i holds input i, so each permutation hands the inputs to other
+ * tasks (and the mapping file puts the tasks elsewhere on the torus). */
+static int fpsum_task(torx_boot_t *boot, void *argp)
+{
+    (void)argp;
+    torx_ctx_t *ctx;
+    torx_init_attr_t attr = {.boot = boot, .mode = -1};
+    TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
+    torx_coll_t *c;
+    TASK_CHECK(torx_coll_init(ctx, NULL, &c) == TORX_OK, "%s", torx_last_error());
+    for (int perm = 0; perm < 4; perm++) {
+        torx_coll_group_t *g = make_group(c, boot, perm);
+        TASK_CHECK(g != NULL, "%s", torx_last_error());
+        int me = -1;
+        for (int i = 0; i < boot->size; i++)
+            if (group_order(perm, boot->size, i) == boot->rank)
+                me = i;
+        double in[64], out[64];
+        make_input(TORX_COLL_DOUBLE, TORX_COLL_SUM, 5, me, 64, in);
+        torx_coll_alg_t alg =
+            torx_coll_select(g, TORX_COLL_ALLREDUCE, sizeof in, TORX_COLL_DOUBLE, TORX_COLL_SUM);
+        TASK_CHECK(torx_coll_allreduce(g, alg, in, out, 64, TORX_COLL_DOUBLE, TORX_COLL_SUM) ==
+                       TORX_OK,
+                   "%s", torx_last_error());
+        memcpy(sh->sums[perm][boot->rank], out, sizeof out);
+        torx_coll_group_free(g);
+    }
+    torx_coll_finalize(c);
+    TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
+    return 0;
+}
+
+START_TEST(fpsum_bitwise_in_every_order)
+{
+    clear_env();
+    map_shared();
+    /* a mapping that is not the XYZT order: 4 tasks on 2x2, placed by hand */
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/torx-test-coll-%d.map", (int)getpid());
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("1 1 0 0\n0 0 0 0\n1 0 0 0\n0 1 0 0\n", f);
+    fclose(f);
+    for (int mapped = 0; mapped < 2; mapped++) {
+        if (mapped) {
+            setenv("TORX_TORUS", "2x2x1", 1);
+            setenv("TORX_MAPPING", path, 1);
+        }
+        RUN_JOB(4, fpsum_task, NULL);
+        for (int perm = 0; perm < 4; perm++)
+            for (int t = 0; t < 4; t++)
+                ck_assert_msg(memcmp(sh->sums[perm][t], sh->sums[0][0], sizeof sh->sums[0][0]) ==
+                                  0,
+                              "mapping %d, order %d, task %d: a different sum", mapped, perm, t);
+    }
+    unlink(path);
+    unmap_shared();
+    clear_env();
+}
+END_TEST
+
+/* ---- selection and the environment ---------------------------------------------- */
+
+static int select_task(torx_boot_t *boot, void *argp)
+{
+    const char *expect = argp; /* "<kind letter><alg>" pairs, checked below */
+    (void)expect;
+    torx_ctx_t *ctx;
+    torx_init_attr_t attr = {.boot = boot, .mode = -1};
+    TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
+    torx_coll_t *c;
+    torx_status_t st = torx_coll_init(ctx, NULL, &c);
+    const char *bad = getenv("TEST_EXPECT_ENV_ERROR");
+    if (bad) {
+        TASK_CHECK(st == TORX_ERR_ENV, "bad %s accepted", bad);
+        TASK_CHECK(strstr(torx_last_error(), bad) != NULL, "error does not name %s: %s", bad,
+                   torx_last_error());
+        TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
+        return 0;
+    }
+    TASK_CHECK(st == TORX_OK, "%s", torx_last_error());
+    torx_coll_group_t *g = make_group(c, boot, 0);
+    TASK_CHECK(g != NULL, "%s", torx_last_error());
+    const char *want_barrier = getenv("TEST_BARRIER"), *want_allreduce = getenv("TEST_ALLREDUCE"),
+               *want_big = getenv("TEST_ALLREDUCE_BIG");
+    torx_coll_alg_t a = torx_coll_select(g, TORX_COLL_BARRIER, 0, 0, 0);
+    TASK_CHECK(strcmp(torx_coll_alg_name(a), want_barrier) == 0, "barrier %s, want %s",
+               torx_coll_alg_name(a), want_barrier);
+    if (a != TORX_COLL_ALG_FALLBACK)
+        TASK_CHECK(torx_coll_barrier(g, a) == TORX_OK, "%s", torx_last_error());
+    a = torx_coll_select(g, TORX_COLL_ALLREDUCE, 8, TORX_COLL_S64, TORX_COLL_SUM);
+    TASK_CHECK(strcmp(torx_coll_alg_name(a), want_allreduce) == 0, "allreduce %s, want %s",
+               torx_coll_alg_name(a), want_allreduce);
+    a = torx_coll_select(g, TORX_COLL_ALLREDUCE, 1 << 20, TORX_COLL_S64, TORX_COLL_SUM);
+    TASK_CHECK(strcmp(torx_coll_alg_name(a), want_big) == 0, "1 MiB allreduce %s, want %s",
+               torx_coll_alg_name(a), want_big);
+    a = torx_coll_select(g, TORX_COLL_BCAST, TORX_COLL_NONCONTIG, 0, 0);
+    TASK_CHECK(a == TORX_COLL_ALG_FALLBACK, "non-contiguous bcast ran %s", torx_coll_alg_name(a));
+    torx_coll_group_free(g);
+    torx_coll_finalize(c);
+    TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
+    return 0;
+}
+
+static void select_case(const char *coll, const char *barrier, const char *cn_max,
+                        const char *want_barrier, const char *want_small, const char *want_big)
+{
+    clear_env();
+    unsetenv("TORX_COLL_CN_MAX");
+    if (coll)
+        setenv("TORX_COLL", coll, 1);
+    if (barrier)
+        setenv("TORX_COLL_BARRIER", barrier, 1);
+    if (cn_max)
+        setenv("TORX_COLL_CN_MAX", cn_max, 1);
+    setenv("TEST_BARRIER", want_barrier, 1);
+    setenv("TEST_ALLREDUCE", want_small, 1);
+    setenv("TEST_ALLREDUCE_BIG", want_big, 1);
+    RUN_JOB(2, select_task, NULL);
+}
+
+START_TEST(selection_follows_the_environment)
+{
+    unsetenv("TEST_EXPECT_ENV_ERROR");
+    select_case(NULL, NULL, NULL, "gi", "cn", "mpich");
+    select_case("mpich", NULL, NULL, "mpich", "mpich", "mpich");
+    select_case("mpich", "gi", NULL, "gi", "mpich", "mpich");
+    select_case("auto", "mpich", "2000000", "mpich", "cn", "cn");
+    select_case(NULL, NULL, "0", "gi", "mpich", "mpich");
+    static const char *const bad[][2] = {{"TORX_COLL", "torus"},
+                                         {"TORX_COLL_BARRIER", "cn"},
+                                         {"TORX_COLL_BCAST", "fast"},
+                                         {"TORX_COLL_CN_MAX", "-1"},
+                                         {"TORX_COLL_ALLREDUCE", "torus"}};
+    for (int i = 0; i < 5; i++) {
+        clear_env();
+        setenv(bad[i][0], bad[i][1], 1);
+        setenv("TEST_EXPECT_ENV_ERROR", bad[i][0], 1);
+        RUN_JOB(2, select_task, NULL);
+    }
+    unsetenv("TEST_EXPECT_ENV_ERROR");
+    clear_env();
+}
+END_TEST
+
+/* ---- a waiting collective keeps point-to-point moving ------------------------------ */
+
+#define BIG (1u << 20)
+
+static void big_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info,
+                        torx_recv_t *recv)
+{
+    (void)ctx, (void)info;
+    recv->buf = harg;
+    recv->len = BIG;
+    recv->done = NULL;
+}
+
+static void sent(torx_ctx_t *ctx, torx_msg_t *msg, void *arg)
+{
+    (void)ctx, (void)msg;
+    *(volatile int *)arg = 1;
+}
+
+/* Task 0 starts a rendezvous whose data it must push in packets after the
+ * receiver's clear-to-send, then enters an allreduce; task 1 waits for the
+ * whole message before it enters. Only a collective that advances the
+ * message layer while it waits lets task 0 push the data. */
+static int progress_task(torx_boot_t *boot, void *argp)
+{
+    (void)argp;
+    torx_ctx_t *ctx;
+    torx_init_attr_t attr = {.boot = boot, .mode = -1};
+    TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
+    torx_coll_t *c;
+    TASK_CHECK(torx_coll_init(ctx, NULL, &c) == TORX_OK, "%s", torx_last_error());
+    torx_coll_group_t *g = make_group(c, boot, 0);
+    unsigned char *buf = malloc(BIG);
+    for (size_t i = 0; i < BIG; i++)
+        buf[i] = boot->rank == 0 ? (unsigned char)(i * 7) : 0;
+    TASK_CHECK(torx_register(ctx, 9, big_handler, buf) == TORX_OK, "%s", torx_last_error());
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    volatile int done = 0;
+    torx_msg_t msg;
+    if (boot->rank == 0)
+        TASK_CHECK(torx_send(ctx, &msg, 1, 9, NULL, 0, buf, BIG, TORX_PROTO_RZV, sent,
+                             (void *)&done) == TORX_OK,
+                   "%s", torx_last_error());
+    if (boot->rank == 1) {
+        /* until every byte is in */
+        double deadline = test_now() + 30;
+        while (buf[BIG - 1] != (unsigned char)((BIG - 1) * 7) && test_now() < deadline)
+            torx_advance(ctx);
+        TASK_CHECK(buf[BIG - 1] == (unsigned char)((BIG - 1) * 7), "the message never arrived");
+    }
+    int64_t one = 1, sum = 0;
+    torx_coll_alg_t alg = torx_coll_select(g, TORX_COLL_ALLREDUCE, 8, TORX_COLL_S64, TORX_COLL_SUM);
+    TASK_CHECK(torx_coll_allreduce(g, alg, &one, &sum, 1, TORX_COLL_S64, TORX_COLL_SUM) ==
+                   TORX_OK,
+               "%s", torx_last_error());
+    TASK_CHECK(sum == 2, "sum %lld", (long long)sum);
+    if (boot->rank == 0)
+        TASK_CHECK(torx_wait(ctx, &done) == TORX_OK, "%s", torx_last_error());
+    free(buf);
+    torx_coll_group_free(g);
+    torx_coll_finalize(c);
+    TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
+    return 0;
+}
+
+START_TEST(waiting_collective_advances)
+{
+    clear_env();
+    setenv("TORX_RZV_DATA", "packets", 1);
+    RUN_JOB(2, progress_task, NULL);
+    clear_env();
+}
+END_TEST
+
+static Suite *coll_suite(void)
+{
+    Suite *s = suite_create("coll");
+    TCase *tc = tcase_create("coll");
+    tcase_set_timeout(tc, 600);
+    tcase_add_checked_fixture(tc, map_shared, unmap_shared);
+    tcase_add_test(tc, every_reduction_2_tasks);
+    tcase_add_test(tc, task_counts_and_orders);
+    tcase_add_test(tc, vn_mode_and_chaos);
+    tcase_add_test(tc, selection_follows_the_environment);
+    tcase_add_test(tc, waiting_collective_advances);
+    suite_add_tcase(s, tc);
+    TCase *fp = tcase_create("fpsum");
+    tcase_set_timeout(fp, 300);
+    tcase_add_test(fp, fpsum_bitwise_in_every_order);
+    suite_add_tcase(s, fp);
+    return s;
+}
+
+int main(void)
+{
+    return test_run_suite(coll_suite());
+}
