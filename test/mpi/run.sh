@@ -51,7 +51,7 @@ fi
 }
 np=${TORX_MPI_NP:-4}
 tmo=${TORX_MPI_TIMEOUT:-120}
-sections=${TORX_MPI_SECTIONS:-basic matrix chaos badmap die stats nocma kill}
+sections=${TORX_MPI_SECTIONS:-basic coll matrix chaos badmap die stats nocma kill}
 maps=$here/maps
 known_file=$here/../KNOWN_FAILURES
 out=$(mktemp -d "${TMPDIR:-/tmp}/torx-mpi-tests.XXXXXX")
@@ -98,7 +98,7 @@ good_known() {
 }
 show() { tail -n "${2:-30}" "$1" | sed 's/^/    /'; }
 
-progs="hello ring pingpong rma_coll probe_unexp p2p_semantics die traffic mpit_pvars"
+progs="hello ring pingpong rma_coll probe_unexp p2p_semantics die traffic mpit_pvars coll"
 for t in $progs; do
     if ! "$prefix/bin/mpicc" -O2 -Wall -o "$out/$t" "$here/$t.c" 2>"$out/$t.cc.log"; then
         bad "$t" "compile error"
@@ -150,6 +150,23 @@ if want basic; then
     # torx's counters as MPI_T performance variables, read by a plain MPI_T
     # program (mpit_pvars.c), in heater mode with the default limits
     run mpit_pvars-np2 2 mpit_pvars TORX_MODE=heater
+fi
+
+# ---- 1b. coll: torx's collectives (src/coll/) against computed results ----------
+# coll.c checks every result and, through MPIX_Get_last_algorithm_name, that
+# torx's algorithm ran where it applies (communicators of every task) and
+# MPICH's elsewhere: 2, 3, 4, 6 and 8 ranks; vn mode with chaos; a mapping
+# file; every size on the collective network; torx's algorithms turned off.
+if want coll; then
+    banner "coll"
+    run coll-np2 2 coll
+    run coll-np3 3 coll
+    run coll-np4-vn-chaos 4 coll TORX_MODE=vn TORX_CHAOS=5 TORX_ADAPTIVE_LIMIT=65536
+    run coll-np6 6 coll
+    run coll-np8-vn 8 coll TORX_MODE=vn
+    run coll-np4-mapfile 4 coll TORX_TORUS=2x2x1 "TORX_MAPPING=$maps/good-4-heater.map"
+    run coll-np4-cn-every-size 4 coll TORX_COLL_CN_MAX=1000000
+    run coll-np2-mpich 2 coll TORX_COLL=mpich
 fi
 
 # ---- 2. matrix: mode x mapping --------------------------------------------------
@@ -289,6 +306,9 @@ if want badmap && [ -x "$out/hello" ]; then
     bad_env TORX_PROGRESS_YIELD yes
     bad_env TORX_STATS 2
     bad_env TORX_VERBOSE loud
+    bad_env TORX_COLL fast
+    bad_env TORX_COLL_BCAST cn2
+    bad_env TORX_COLL_CN_MAX 1e6
 fi
 
 # ---- 5. a task that dies -----------------------------------------------------------

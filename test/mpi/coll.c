@@ -1,0 +1,501 @@
+/* MPI collectives over torx, checked against results computed here.
+ *
+ * On MPI_COMM_WORLD, a duplicate, a split in reversed order and a split of
+ * the even ranks (a subset): Barrier, Allreduce and Reduce over the integer
+ * and floating types with every predefined op that applies (and a user op),
+ * counts 0, 1, primes, past one packet and past the collective network's
+ * limit, MPI_IN_PLACE, roots other than 0; Bcast of contiguous and
+ * non-contiguous data from every root; Allgather, Alltoall, Alltoallv;
+ * nonblocking forms. Each call's MPIX_Get_last_algorithm_name is checked
+ * against what torx must have picked (TORX_COLL, TORX_COLL_CN_MAX): a
+ * torx algorithm that silently fell back, or ran where it must not, fails.
+ * The double sum must be bitwise identical on every task and in every rank
+ * order of the communicator.
+ *
+ * Prints " No Errors" when every check passed.
+ */
+#include <mpi.h>
+#include <mpix.h>
+
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int errors, world_rank, world_size;
+static int torx_off;      /* TORX_COLL=mpich */
+static long cn_max = 16384; /* TORX_COLL_CN_MAX */
+
+#define CHECK(cond, ...)                                                                          \
+    do {                                                                                          \
+        if (!(cond)) {                                                                            \
+            if (errors++ < 20) {                                                                  \
+                fprintf(stderr, "FAIL rank %d line %d: ", world_rank, __LINE__);                  \
+                fprintf(stderr, __VA_ARGS__);                                                     \
+                fputc('\n', stderr);                                                              \
+            }                                                                                     \
+        }                                                                                         \
+    } while (0)
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static uint64_t raw(int seed, int who, size_t i)
+{
+    return mix(((uint64_t)seed << 48) ^ ((uint64_t)who << 32) ^ i);
+}
+
+/* The algorithm name the last collective on comm must have reported. */
+static void expect_alg(MPI_Comm comm, const char *kind, int torx_applies, const char *alg)
+{
+    char want[64], got[64];
+    int n;
+    MPI_Comm_size(comm, &n);
+    if (n == 1)
+        return; /* MPICH answers a one-process collective before the device */
+    snprintf(want, sizeof want, "%s:%s", kind, torx_applies && !torx_off ? alg : "mpich");
+    CHECK(MPIX_Get_last_algorithm_name(comm, got, sizeof got) == MPI_SUCCESS, "MPIX call failed");
+    CHECK(strcmp(got, want) == 0, "last algorithm %s, expected %s", got, want);
+}
+
+/* ---- reductions ---------------------------------------------------------------- */
+
+typedef struct {
+    MPI_Datatype dt;
+    const char *name;
+    int kind; /* 0 signed, 1 unsigned, 2 floating */
+    int size;
+    int torx; /* the collective network reduces it */
+} type_t;
+
+static const type_t types[] = {
+    {MPI_INT, "MPI_INT", 0, sizeof(int), 1},
+    {MPI_UNSIGNED, "MPI_UNSIGNED", 1, sizeof(unsigned), 1},
+    {MPI_LONG, "MPI_LONG", 0, sizeof(long), 1},
+    {MPI_UNSIGNED_LONG, "MPI_UNSIGNED_LONG", 1, sizeof(unsigned long), 1},
+    {MPI_LONG_LONG, "MPI_LONG_LONG", 0, sizeof(long long), 1},
+    {MPI_INT64_T, "MPI_INT64_T", 0, 8, 1},
+    {MPI_UINT32_T, "MPI_UINT32_T", 1, 4, 1},
+    {MPI_FLOAT, "MPI_FLOAT", 2, sizeof(float), 1},
+    {MPI_DOUBLE, "MPI_DOUBLE", 2, sizeof(double), 1},
+    {MPI_SHORT, "MPI_SHORT", 0, sizeof(short), 0},
+};
+
+static const struct {
+    MPI_Op op;
+    const char *name;
+} ops[] = {{MPI_SUM, "SUM"},   {MPI_MIN, "MIN"},   {MPI_MAX, "MAX"},   {MPI_BAND, "BAND"},
+           {MPI_BOR, "BOR"},   {MPI_BXOR, "BXOR"}, {MPI_LAND, "LAND"}, {MPI_LOR, "LOR"}};
+
+/* Input element i of comm rank who, as a long double and as the type's
+ * bytes. Sums of up to 16 stay in range. */
+static void input(const type_t *t, int oi, int seed, int who, size_t i, void *out)
+{
+    uint64_t r = raw(seed, who, i);
+    int logical = oi >= 6;
+    int64_t s = oi == 0 ? (int64_t)(r % 20001) - 10000 : (int64_t)(r >> 1);
+    if (logical && (r >> 50) % 3 == 0)
+        s = 0;
+    if (t->kind == 2) {
+        double d = ldexp((double)(int64_t)(r & 0xfffffffffffffULL) / 4503599627370496.0 - 0.5,
+                         (int)((r >> 56) % 40) - 20);
+        if (t->size == 4) {
+            float f = (float)d;
+            memcpy(out, &f, 4);
+        } else {
+            memcpy(out, &d, 8);
+        }
+        return;
+    }
+    if (t->kind == 1 && oi == 0)
+        s = (int64_t)(r % 20001);
+    switch (t->size) {
+    case 2: {
+        int16_t v = (int16_t)(oi == 0 ? s % 1000 : s);
+        memcpy(out, &v, 2);
+        break;
+    }
+    case 4: {
+        int32_t v = (int32_t)s;
+        memcpy(out, &v, 4);
+        break;
+    }
+    default:
+        memcpy(out, &s, 8);
+        break;
+    }
+}
+
+/* Sum of |inputs| of each element of the last floating reference: the
+ * scale of a sum's rounding error, whichever order it was added in. */
+static long double ref_abs[5003];
+
+/* Reference: combine every rank's input, element by element. */
+static void reference(const type_t *t, int oi, int seed, int n, size_t count, void *out)
+{
+    for (size_t i = 0; i < count; i++) {
+        unsigned char v[8];
+        if (t->kind == 2) {
+            long double acc = 0;
+            for (int w = 0; w < n; w++) {
+                input(t, oi, seed, w, i, v);
+                long double x = t->size == 4 ? *(float *)v : *(double *)v;
+                ref_abs[i] = (w == 0 ? 0 : ref_abs[i]) + fabsl(x);
+                if (w == 0 || oi == 0)
+                    acc = w == 0 ? x : acc + x;
+                else if (oi == 1)
+                    acc = x < acc ? x : acc;
+                else
+                    acc = x > acc ? x : acc;
+            }
+            if (t->size == 4)
+                ((float *)out)[i] = (float)acc;
+            else
+                ((double *)out)[i] = (double)acc;
+            continue;
+        }
+        /* integers: in 64 bits, signed or unsigned, then narrowed */
+        uint64_t uacc = 0;
+        int64_t sacc = 0;
+        for (int w = 0; w < n; w++) {
+            input(t, oi, seed, w, i, v);
+            int64_t sx;
+            uint64_t ux;
+            if (t->size == 2) {
+                sx = *(int16_t *)v;
+                ux = *(uint16_t *)v;
+            } else if (t->size == 4) {
+                sx = *(int32_t *)v;
+                ux = *(uint32_t *)v;
+            } else {
+                sx = *(int64_t *)v;
+                ux = *(uint64_t *)v;
+            }
+            if (w == 0) { /* alone, a logical op returns the input (as MPICH does) */
+                sacc = oi >= 6 && n > 1 ? sx != 0 : sx;
+                uacc = oi >= 6 && n > 1 ? ux != 0 : ux;
+                continue;
+            }
+            switch (oi) {
+            case 0: sacc += sx, uacc += ux; break;
+            case 1: sacc = sx < sacc ? sx : sacc, uacc = ux < uacc ? ux : uacc; break;
+            case 2: sacc = sx > sacc ? sx : sacc, uacc = ux > uacc ? ux : uacc; break;
+            case 3: sacc &= sx, uacc &= ux; break;
+            case 4: sacc |= sx, uacc |= ux; break;
+            case 5: sacc ^= sx, uacc ^= ux; break;
+            case 6: sacc = sacc && sx, uacc = uacc && ux; break;
+            case 7: sacc = sacc || sx, uacc = uacc || ux; break;
+            }
+        }
+        uint64_t res = t->kind == 1 ? uacc : (uint64_t)sacc;
+        memcpy((unsigned char *)out + i * t->size, &res, t->size); /* little endian */
+    }
+}
+
+static int close_enough(const type_t *t, int oi, const void *got, const void *want, size_t count)
+{
+    if (t->kind != 2 || oi != 0)
+        return memcmp(got, want, count * t->size) == 0;
+    for (size_t i = 0; i < count; i++) {
+        double g = t->size == 4 ? ((const float *)got)[i] : ((const double *)got)[i];
+        double w = t->size == 4 ? ((const float *)want)[i] : ((const double *)want)[i];
+        double tol = (t->size == 4 ? FLT_EPSILON : DBL_EPSILON) * 8 * (double)ref_abs[i];
+        if (fabs(g - w) > tol)
+            return 0;
+    }
+    return 1;
+}
+
+static void user_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    (void)dt;
+    for (int i = 0; i < *len; i++)
+        ((int *)inout)[i] += ((int *)in)[i];
+}
+
+static void test_reductions(MPI_Comm comm, int all_tasks)
+{
+    int me, n;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &n);
+    static const size_t counts[] = {0, 1, 7, 33, 64, 257, 1031, 5003};
+    unsigned char *in = malloc(8 * 5003), *out = malloc(8 * 5003 + 8),
+                  *want = malloc(8 * 5003);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const type_t *t = &types[ti];
+        for (int oi = 0; oi < 8; oi++) {
+            if (t->kind == 2 && oi > 2)
+                continue; /* bitwise and logical ops take no floating types */
+            for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
+                size_t count = counts[ci];
+                int seed = (int)(ti * 100 + oi * 10 + ci);
+                for (size_t i = 0; i < count; i++)
+                    input(t, oi, seed, me, i, in + i * t->size);
+                reference(t, oi, seed, n, count, want);
+                int cn = all_tasks && t->torx && count * t->size <= (size_t)cn_max && n > 1;
+                memset(out, 0xa5, count * t->size + 8);
+                MPI_Allreduce(in, out, (int)count, t->dt, ops[oi].op, comm);
+                expect_alg(comm, "allreduce", cn, "cn");
+                CHECK(close_enough(t, oi, out, want, count), "Allreduce %s %s count %zu wrong",
+                      t->name, ops[oi].name, count);
+                CHECK(out[count * t->size] == 0xa5, "Allreduce wrote past the buffer");
+                /* in place */
+                memcpy(out, in, count * t->size);
+                MPI_Allreduce(MPI_IN_PLACE, out, (int)count, t->dt, ops[oi].op, comm);
+                CHECK(close_enough(t, oi, out, want, count),
+                      "Allreduce in place %s %s count %zu wrong", t->name, ops[oi].name, count);
+                /* reduce to the last rank, in place there */
+                int root = n - 1;
+                if (me == root)
+                    memcpy(out, in, count * t->size);
+                MPI_Reduce(me == root ? MPI_IN_PLACE : in, me == root ? out : NULL, (int)count,
+                           t->dt, ops[oi].op, root, comm);
+                if (count > 0) /* MPI_Reduce of nothing returns before the device */
+                    expect_alg(comm, "reduce", cn, "cn");
+                if (me == root)
+                    CHECK(close_enough(t, oi, out, want, count), "Reduce %s %s count %zu wrong",
+                          t->name, ops[oi].name, count);
+            }
+        }
+    }
+    /* a user-defined op: MPICH's algorithm */
+    MPI_Op op;
+    MPI_Op_create(user_sum, 1, &op);
+    int one = me + 1, sum = 0;
+    MPI_Allreduce(&one, &sum, 1, MPI_INT, op, comm);
+    expect_alg(comm, "allreduce", 0, "cn");
+    CHECK(sum == n * (n + 1) / 2, "user op sum %d", sum);
+    MPI_Op_free(&op);
+    /* past the collective network's limit */
+    size_t big = (size_t)cn_max / 8 + 1000;
+    double *a = malloc(big * sizeof(double)), *b = malloc(big * sizeof(double));
+    for (size_t i = 0; i < big; i++)
+        a[i] = (double)(me + 1) * (double)(i % 97);
+    MPI_Allreduce(a, b, (int)big, MPI_DOUBLE, MPI_SUM, comm);
+    expect_alg(comm, "allreduce", 0, "cn");
+    for (size_t i = 0; i < big; i++)
+        CHECK(b[i] == (double)(n * (n + 1) / 2) * (double)(i % 97), "big allreduce [%zu]", i);
+    free(a);
+    free(b);
+    free(in);
+    free(out);
+    free(want);
+}
+
+/* ---- bcast, allgather, alltoall(v) -------------------------------------------------- */
+
+static void test_data_movement(MPI_Comm comm, int all_tasks)
+{
+    int me, n;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &n);
+    static const size_t sizes[] = {0, 1, 255, 256, 1000, 16384, 100000};
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+        for (int root = 0; root < n; root++) {
+            size_t len = sizes[si];
+            unsigned char *buf = malloc(len + 1);
+            for (size_t i = 0; i < len; i++)
+                buf[i] = me == root ? (unsigned char)raw(3, root, i) : 0;
+            MPI_Bcast(buf, (int)len, MPI_BYTE, root, comm);
+            expect_alg(comm, "bcast", all_tasks && n > 1 && len <= (size_t)cn_max, "cn");
+            for (size_t i = 0; i < len; i++)
+                if (buf[i] != (unsigned char)raw(3, root, i)) {
+                    CHECK(0, "Bcast %zu from %d: byte %zu", len, root, i);
+                    break;
+                }
+            free(buf);
+        }
+    /* non-contiguous: every other int */
+    {
+        MPI_Datatype vec;
+        MPI_Type_vector(100, 1, 2, MPI_INT, &vec);
+        MPI_Type_commit(&vec);
+        int buf[200];
+        for (int i = 0; i < 200; i++)
+            buf[i] = me == 0 ? i : (i % 2 ? -7 : -1);
+        MPI_Bcast(buf, 1, vec, 0, comm);
+        expect_alg(comm, "bcast", 0, "cn");
+        for (int i = 0; i < 200; i++)
+            CHECK(buf[i] == (i % 2 ? (me == 0 ? i : -7) : i), "vector Bcast [%d] = %d", i, buf[i]);
+        MPI_Type_free(&vec);
+    }
+    /* allgather */
+    static const int gcounts[] = {1, 3, 64, 1000};
+    for (int gi = 0; gi < 4; gi++)
+        for (int inplace = 0; inplace < 2; inplace++) {
+            int c = gcounts[gi];
+            int *mine = malloc(sizeof(int) * (size_t)c), *all = malloc(sizeof(int) * (size_t)c * n);
+            for (int i = 0; i < c; i++)
+                mine[i] = (int)raw(4, me, (size_t)i);
+            for (int i = 0; i < c * n; i++)
+                all[i] = -1;
+            if (inplace)
+                memcpy(all + (size_t)me * c, mine, sizeof(int) * (size_t)c);
+            MPI_Allgather(inplace ? MPI_IN_PLACE : mine, c, MPI_INT, all, c, MPI_INT, comm);
+            expect_alg(comm, "allgather",
+                       all_tasks && n > 1 && (size_t)c * 4 * n <= (size_t)cn_max, "cn");
+            for (int w = 0; w < n; w++)
+                for (int i = 0; i < c; i++)
+                    CHECK(all[w * c + i] == (int)raw(4, w, (size_t)i), "Allgather %d: [%d][%d]",
+                          c, w, i);
+            free(mine);
+            free(all);
+        }
+    /* alltoall and alltoallv */
+    {
+        int c = 37;
+        int *s = malloc(sizeof(int) * c * n), *r = malloc(sizeof(int) * c * n);
+        for (int d = 0; d < n; d++)
+            for (int i = 0; i < c; i++)
+                s[d * c + i] = me * 100000 + d * 1000 + i;
+        MPI_Alltoall(s, c, MPI_INT, r, c, MPI_INT, comm);
+        for (int src = 0; src < n; src++)
+            for (int i = 0; i < c; i++)
+                CHECK(r[src * c + i] == src * 100000 + me * 1000 + i, "Alltoall from %d [%d]", src,
+                      i);
+        int *sc = malloc(sizeof(int) * n), *sd = malloc(sizeof(int) * n),
+            *rc = malloc(sizeof(int) * n), *rd = malloc(sizeof(int) * n);
+        int so = 0, ro = 0;
+        for (int d = 0; d < n; d++) {
+            sc[d] = (me + d) % 5 + 1; /* what me sends to d */
+            sd[d] = so;
+            so += sc[d];
+            rc[d] = (d + me) % 5 + 1; /* what d sends to me */
+            rd[d] = ro;
+            ro += rc[d];
+        }
+        int *sv = malloc(sizeof(int) * so), *rv = malloc(sizeof(int) * ro);
+        for (int d = 0; d < n; d++)
+            for (int i = 0; i < sc[d]; i++)
+                sv[sd[d] + i] = me * 1000 + d * 10 + i;
+        MPI_Alltoallv(sv, sc, sd, MPI_INT, rv, rc, rd, MPI_INT, comm);
+        for (int src = 0; src < n; src++)
+            for (int i = 0; i < rc[src]; i++)
+                CHECK(rv[rd[src] + i] == src * 1000 + me * 10 + i, "Alltoallv from %d [%d]", src,
+                      i);
+        free(s), free(r), free(sc), free(sd), free(rc), free(rd), free(sv), free(rv);
+    }
+}
+
+static void test_barrier_and_nonblocking(MPI_Comm comm, int all_tasks)
+{
+    int me, n;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &n);
+    for (int i = 0; i < 5; i++) {
+        MPI_Barrier(comm);
+        expect_alg(comm, "barrier", all_tasks && n > 1, "gi");
+    }
+    MPI_Request req;
+    MPI_Ibarrier(comm, &req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    expect_alg(comm, "ibarrier", 0, "");
+    long v = me + 1, s = 0;
+    MPI_Iallreduce(&v, &s, 1, MPI_LONG, MPI_SUM, comm, &req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    expect_alg(comm, "iallreduce", 0, "");
+    CHECK(s == (long)n * (n + 1) / 2, "Iallreduce %ld", s);
+    int b = me == 0 ? 4242 : 0;
+    MPI_Ibcast(&b, 1, MPI_INT, 0, comm, &req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    CHECK(b == 4242, "Ibcast %d", b);
+}
+
+/* The double sum does not depend on which rank holds which value: comm
+ * rank i holds value set i, in every rank order of the communicator. */
+static void test_reproducible(void)
+{
+    double first[256];
+    for (int order = 0; order < 3; order++) {
+        int key = order == 0 ? world_rank : order == 1 ? world_size - 1 - world_rank
+                                                       : (world_rank * 3 + 1) % world_size;
+        MPI_Comm c;
+        MPI_Comm_split(MPI_COMM_WORLD, 0, key, &c);
+        int me;
+        MPI_Comm_rank(c, &me);
+        double in[256], out[256];
+        for (int i = 0; i < 256; i++) {
+            uint64_t r = raw(11, me, (size_t)i);
+            in[i] = ldexp((double)(int64_t)(r >> 11) / 9007199254740992.0 - 0.5,
+                          (int)(r % 50) - 25);
+        }
+        MPI_Allreduce(in, out, 256, MPI_DOUBLE, MPI_SUM, c);
+        if (!torx_off)
+            expect_alg(c, "allreduce", world_size > 1, "cn");
+        /* bitwise the same on every task: compare with rank 0's bytes */
+        double root[256];
+        memcpy(root, out, sizeof out);
+        MPI_Bcast(root, 256 * 8, MPI_BYTE, 0, c);
+        if (!torx_off)
+            CHECK(memcmp(root, out, sizeof out) == 0, "order %d: ranks differ bitwise", order);
+        if (order == 0)
+            memcpy(first, out, sizeof out);
+        else if (!torx_off)
+            CHECK(memcmp(first, out, sizeof out) == 0, "order %d: a different sum", order);
+        MPI_Comm_free(&c);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    const char *e = getenv("TORX_COLL");
+    torx_off = e && strcmp(e, "mpich") == 0;
+    if ((e = getenv("TORX_COLL_CN_MAX")) && *e)
+        cn_max = atol(e);
+
+    char name[64];
+    CHECK(MPIX_Get_last_algorithm_name(MPI_COMM_WORLD, name, sizeof name) == MPI_SUCCESS &&
+              strcmp(name, "none") == 0,
+          "before any collective: %s", name);
+    CHECK(MPIX_Get_last_algorithm_name(MPI_COMM_NULL, name, sizeof name) == MPI_ERR_COMM,
+          "MPI_COMM_NULL accepted");
+
+    MPI_Comm dup, rev, even;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    MPI_Comm_split(MPI_COMM_WORLD, 0, world_size - world_rank, &rev);
+    MPI_Comm_split(MPI_COMM_WORLD, world_rank % 2, world_rank, &even);
+    struct {
+        MPI_Comm comm;
+        const char *name;
+        int all;
+    } comms[] = {{MPI_COMM_WORLD, "world", 1},
+                 {dup, "dup", 1},
+                 {rev, "reversed", 1},
+                 {even, "even/odd split", world_size == 1}};
+    for (int i = 0; i < 4; i++) {
+        test_barrier_and_nonblocking(comms[i].comm, comms[i].all);
+        test_reductions(comms[i].comm, comms[i].all);
+        test_data_movement(comms[i].comm, comms[i].all);
+        if (errors) {
+            fprintf(stderr, "rank %d: errors on %s\n", world_rank, comms[i].name);
+            break;
+        }
+    }
+    test_reproducible();
+    MPI_Comm_free(&dup);
+    MPI_Comm_free(&rev);
+    MPI_Comm_free(&even);
+
+    int total = 0;
+    MPI_Allreduce(&errors, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (world_rank == 0) {
+        if (total == 0)
+            printf(" No Errors\n");
+        else
+            printf(" Found %d errors\n", total);
+    }
+    MPI_Finalize();
+    return total != 0;
+}
