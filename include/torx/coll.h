@@ -147,7 +147,10 @@ void torx_coll_finalize(torx_coll_t *c);
 /* NAME     torx_coll_group_create - describe a group of tasks
  * DESCRIPTION
  *   tasks[0..n-1] are the group's tasks (message-layer ranks, distinct) in
- *   group order; me is this task's index. Works out, once, what the group
+ *   group order; me is this task's index. id names the group in its
+ *   messages: the same on every member, and different from every other
+ *   group whose members may be in a collective at the same time (an MPI
+ *   communicator's context id). Works out, once, what the group
  *   can use: every task of the job (collective network, global
  *   interrupt), a rectangle of the torus (torus broadcast). Local: no
  *   communication.
@@ -155,8 +158,8 @@ void torx_coll_finalize(torx_coll_t *c);
  *   TORX_OK; TORX_ERR_INVAL (n < 1, me out of range, tasks[me] is not this
  *   task, a task out of range or repeated); TORX_ERR_NOMEM.
  */
-torx_status_t torx_coll_group_create(torx_coll_t *c, int n, const int *tasks, int me,
-                                     torx_coll_group_t **out);
+torx_status_t torx_coll_group_create(torx_coll_t *c, uint32_t id, int n, const int *tasks,
+                                     int me, torx_coll_group_t **out);
 void torx_coll_group_free(torx_coll_group_t *g);
 
 /* NAME     torx_coll_select - the algorithm a call runs

@@ -114,7 +114,8 @@ static torx_coll_group_t *comm_group(MPIR_Comm * comm)
         return NULL;            /* MPICH's algorithms need no table */
     for (int i = 0; i < n; i++)
         tasks[i] = MPIDI_TORX_AV(MPIDIU_comm_rank_to_av(comm, i)).rank;
-    if (torx_coll_group_create(coll, n, tasks, comm->rank, &tc->coll_group) == TORX_OK)
+    if (torx_coll_group_create(coll, (uint32_t) comm->context_id, n, tasks, comm->rank,
+                               &tc->coll_group) == TORX_OK)
         tc->coll_state = 1;
     MPL_free(tasks);
     return tc->coll_state == 1 ? tc->coll_group : NULL;

@@ -164,6 +164,11 @@ torx_status_t torx_coll_init(torx_ctx_t *ctx, const torx_coll_attr_t *attr, torx
         free(c);
         return st;
     }
+    st = torx_register(ctx, c->handler, torxc_a2a_handler, c);
+    if (st != TORX_OK) {
+        free(c);
+        return st;
+    }
     c->cn_max = (size_t)cn_max;
     c->verbose = (int)verbose;
     c->stats = (int)stats;
@@ -187,6 +192,8 @@ void torx_coll_finalize(torx_coll_t *c)
 {
     if (c == NULL)
         return;
+    torxc_a2a_finalize(c);
+    torx_register(c->ctx, c->handler, NULL, NULL);
     if (c->stats) {
         char line[1024];
         int len = snprintf(line, sizeof line, "torx coll rank %d: calls", c->job_rank);
@@ -207,8 +214,8 @@ void torx_coll_finalize(torx_coll_t *c)
 
 /* ---- groups ---------------------------------------------------------------- */
 
-torx_status_t torx_coll_group_create(torx_coll_t *c, int n, const int *tasks, int me,
-                                     torx_coll_group_t **out)
+torx_status_t torx_coll_group_create(torx_coll_t *c, uint32_t id, int n, const int *tasks,
+                                     int me, torx_coll_group_t **out)
 {
     if (c == NULL || tasks == NULL || out == NULL)
         return torxp_error(TORX_ERR_INVAL, "torx: torx_coll_group_create: NULL argument");
@@ -243,6 +250,7 @@ torx_status_t torx_coll_group_create(torx_coll_t *c, int n, const int *tasks, in
     }
     free(seen);
     g->c = c;
+    g->id = id;
     g->n = n;
     g->me = me;
     /* Distinct tasks, as many as the job has: every task, in some order. */
@@ -258,6 +266,9 @@ void torx_coll_group_free(torx_coll_group_t *g)
     if (g == NULL)
         return;
     g->c->ngroups--;
+    free(g->a2a_msgs);
+    free(g->a2a_perm);
+    free(g->a2a_v);
     free(g->tasks);
     free(g);
 }
@@ -278,6 +289,8 @@ static int applies(const torx_coll_group_t *g, torx_coll_kind_t kind, torx_coll_
     switch (alg) {
     case TORX_COLL_ALG_GI:
         return kind == TORX_COLL_BARRIER && g->all_tasks;
+    case TORX_COLL_ALG_PACED:
+        return kind == TORX_COLL_ALLTOALL || kind == TORX_COLL_ALLTOALLV;
     case TORX_COLL_ALG_CN:
         if (!g->all_tasks)
             return 0;
@@ -313,6 +326,10 @@ static torx_coll_alg_t pick(const torx_coll_group_t *g, torx_coll_kind_t kind, s
             bytes * (size_t)g->n <= c->cn_max)
             return TORX_COLL_ALG_CN;
         return TORX_COLL_ALG_FALLBACK;
+    case TORX_COLL_ALLTOALL:
+    case TORX_COLL_ALLTOALLV:
+        return applies(g, kind, TORX_COLL_ALG_PACED, bytes, dtype, op) ? TORX_COLL_ALG_PACED
+                                                                         : TORX_COLL_ALG_FALLBACK;
     default:
         return TORX_COLL_ALG_FALLBACK;
     }
@@ -414,14 +431,30 @@ torx_status_t torx_coll_allgather(torx_coll_group_t *g, torx_coll_alg_t alg, con
 torx_status_t torx_coll_alltoall(torx_coll_group_t *g, torx_coll_alg_t alg, const void *in,
                                  void *out, size_t bytes)
 {
-    (void)in, (void)out, (void)bytes;
-    return not_applicable(g, TORX_COLL_ALLTOALL, alg);
+    if (g == NULL || !applies(g, TORX_COLL_ALLTOALL, alg, bytes, 0, 0))
+        return not_applicable(g, TORX_COLL_ALLTOALL, alg);
+    if (bytes > 0 && (in == NULL || out == NULL || bytes > SIZE_MAX / (size_t)g->n))
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_coll_alltoall: %zu bytes, in %p, out %p",
+                           bytes, in, out);
+    size_t n = (size_t)g->n;
+    if (g->a2a_v == NULL && (g->a2a_v = malloc(2 * n * sizeof(size_t))) == NULL)
+        return torxp_error(TORX_ERR_NOMEM, "torx: torx_coll_alltoall: out of memory");
+    for (size_t i = 0; i < n; i++) {
+        g->a2a_v[i] = bytes;
+        g->a2a_v[n + i] = i * bytes;
+    }
+    return torxc_paced_alltoallv(g, TORX_COLL_ALLTOALL, in, g->a2a_v, g->a2a_v + n, out,
+                                 g->a2a_v, g->a2a_v + n);
 }
 
 torx_status_t torx_coll_alltoallv(torx_coll_group_t *g, torx_coll_alg_t alg, const void *in,
                                   const size_t *send_bytes, const size_t *send_displs, void *out,
                                   const size_t *recv_bytes, const size_t *recv_displs)
 {
-    (void)in, (void)send_bytes, (void)send_displs, (void)out, (void)recv_bytes, (void)recv_displs;
-    return not_applicable(g, TORX_COLL_ALLTOALLV, alg);
+    if (g == NULL || !applies(g, TORX_COLL_ALLTOALLV, alg, 0, 0, 0))
+        return not_applicable(g, TORX_COLL_ALLTOALLV, alg);
+    if (!send_bytes || !send_displs || !recv_bytes || !recv_displs)
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_coll_alltoallv: NULL counts");
+    return torxc_paced_alltoallv(g, TORX_COLL_ALLTOALLV, in, send_bytes, send_displs, out,
+                                 recv_bytes, recv_displs);
 }

@@ -28,6 +28,21 @@ typedef enum torxc_choice {
     /* otherwise a torx_coll_alg_t: forced (FALLBACK: forbidden) */
 } torxc_choice_t;
 
+/* The alltoall this task is in (at most one: collectives block), and the
+ * blocks that came before their collective (coll_alltoall.c). */
+typedef struct torxc_a2a {
+    int active;
+    uint32_t group_id, seq;
+    int n;
+    char *out;
+    const size_t *rbytes, *rdispl;
+    int received;  /* blocks in place, this task's own included */
+    int in_flight; /* sends not yet done */
+    torx_status_t status;
+    struct torxc_unexp *unexp;
+    int lost; /* early blocks dropped for want of memory */
+} torxc_a2a_t;
+
 struct torx_coll {
     torx_ctx_t *ctx;
     torx_pkt_dev_t *dev;
@@ -42,14 +57,20 @@ struct torx_coll {
     int warned[TORX_COLL_NKINDS]; /* a forced algorithm fell back: said once */
     uint64_t calls[TORX_COLL_NKINDS][TORX_COLL_NALGS];
     int ngroups;
+    torxc_a2a_t a2a;
 };
 
 struct torx_coll_group {
     torx_coll_t *c;
+    uint32_t id; /* the caller's: the same on every member */
     int n, me;
     int *tasks;    /* group index -> message-layer rank */
     int all_tasks; /* spans every task of the job: collective network, GI */
     const char *last;
+    uint32_t a2a_seq;      /* alltoalls run on this group */
+    torx_msg_t *a2a_msgs;  /* the send window, made at the first */
+    int *a2a_perm;
+    size_t *a2a_v;         /* alltoall's counts and displacements */
 };
 
 /* Waits for one step: the caller's progress (or torx_advance), then,
@@ -74,5 +95,13 @@ torx_status_t torxc_cn_reduce(torx_coll_group_t *g, const void *in, void *out, s
                               torx_coll_dtype_t dtype, torx_coll_op_t op);
 torx_status_t torxc_cn_bcast(torx_coll_group_t *g, void *buf, size_t bytes, int root);
 torx_status_t torxc_cn_allgather(torx_coll_group_t *g, const void *in, void *out, size_t bytes);
+
+/* coll_alltoall.c: the paced alltoall(v), and the handler of its blocks */
+torx_status_t torxc_paced_alltoallv(torx_coll_group_t *g, torx_coll_kind_t kind, const void *in,
+                                    const size_t *sbytes, const size_t *sdispl, void *out,
+                                    const size_t *rbytes, const size_t *rdispl);
+void torxc_a2a_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info,
+                       torx_recv_t *recv);
+void torxc_a2a_finalize(torx_coll_t *c);
 
 #endif /* TORX_COLL_INTERNAL_H */

@@ -358,6 +358,7 @@ static void test_data_movement(MPI_Comm comm, int all_tasks)
             for (int i = 0; i < c; i++)
                 s[d * c + i] = me * 100000 + d * 1000 + i;
         MPI_Alltoall(s, c, MPI_INT, r, c, MPI_INT, comm);
+        expect_alg(comm, "alltoall", 1, "paced");
         for (int src = 0; src < n; src++)
             for (int i = 0; i < c; i++)
                 CHECK(r[src * c + i] == src * 100000 + me * 1000 + i, "Alltoall from %d [%d]", src,
@@ -378,6 +379,7 @@ static void test_data_movement(MPI_Comm comm, int all_tasks)
             for (int i = 0; i < sc[d]; i++)
                 sv[sd[d] + i] = me * 1000 + d * 10 + i;
         MPI_Alltoallv(sv, sc, sd, MPI_INT, rv, rc, rd, MPI_INT, comm);
+        expect_alg(comm, "alltoallv", 1, "paced");
         for (int src = 0; src < n; src++)
             for (int i = 0; i < rc[src]; i++)
                 CHECK(rv[rd[src] + i] == src * 1000 + me * 10 + i, "Alltoallv from %d [%d]", src,

@@ -219,7 +219,7 @@ static torx_coll_group_t *make_group(torx_coll_t *c, torx_boot_t *boot, int perm
             me = i;
     }
     torx_coll_group_t *g = NULL;
-    if (torx_coll_group_create(c, boot->size, tasks, me, &g) != TORX_OK)
+    if (torx_coll_group_create(c, (uint32_t)(100 + perm), boot->size, tasks, me, &g) != TORX_OK)
         return NULL;
     return g;
 }
@@ -383,6 +383,58 @@ static int coll_task(torx_boot_t *boot, void *argp)
             free(all);
         }
 
+    /* paced alltoall and alltoallv, back to back (a fast task's next
+     * alltoall overlaps a slow one's current) */
+    static const size_t asizes[] = {0, 1, 200, 1000, 5000, 40000, 300000};
+    for (size_t si = 0; si < sizeof asizes / sizeof asizes[0]; si++)
+        for (int rep = 0; rep < 3; rep++) {
+            size_t b = asizes[si];
+            unsigned char *sb = malloc(b * (size_t)n + 1), *rb = malloc(b * (size_t)n + 1);
+            for (int d = 0; d < n; d++)
+                for (size_t i = 0; i < b; i++)
+                    sb[(size_t)d * b + i] = (unsigned char)raw(rep + 11, me * 64 + d, i);
+            memset(rb, 0xdd, b * (size_t)n + 1);
+            torx_coll_alg_t alg = torx_coll_select(g, TORX_COLL_ALLTOALL, b, 0, 0);
+            TASK_CHECK(alg == TORX_COLL_ALG_PACED, "alltoall: %s", torx_coll_alg_name(alg));
+            TASK_CHECK(torx_coll_alltoall(g, alg, sb, rb, b) == TORX_OK, "%s", torx_last_error());
+            for (int src = 0; src < n; src++)
+                for (size_t i = 0; i < b; i++)
+                    TASK_CHECK(rb[(size_t)src * b + i] == (unsigned char)raw(rep + 11, src * 64 + me, i),
+                               "alltoall %zu: from %d byte %zu", b, src, i);
+            TASK_CHECK(rb[b * (size_t)n] == 0xdd, "alltoall wrote past the buffer");
+            free(sb);
+            free(rb);
+        }
+    for (int rep = 0; rep < 4; rep++) {
+        /* member d sends (d + to) % 7 * 997 bytes to member `to`, packed in
+         * reverse order of destinations */
+        size_t sc[MAX_TASKS], sd[MAX_TASKS], rc[MAX_TASKS], rd[MAX_TASKS], so = 0, ro = 0;
+        for (int d = n - 1; d >= 0; d--) {
+            sc[d] = (size_t)((me + d + rep) % 7) * 997;
+            sd[d] = so;
+            so += sc[d];
+        }
+        for (int d = 0; d < n; d++) {
+            rc[d] = (size_t)((d + me + rep) % 7) * 997;
+            rd[d] = ro;
+            ro += rc[d];
+        }
+        unsigned char *sb = malloc(so + 1), *rb = malloc(ro + 1);
+        for (int d = 0; d < n; d++)
+            for (size_t i = 0; i < sc[d]; i++)
+                sb[sd[d] + i] = (unsigned char)raw(rep + 50, me * 64 + d, i);
+        torx_coll_alg_t alg = torx_coll_select(g, TORX_COLL_ALLTOALLV, 0, 0, 0);
+        TASK_CHECK(alg == TORX_COLL_ALG_PACED, "alltoallv: %s", torx_coll_alg_name(alg));
+        TASK_CHECK(torx_coll_alltoallv(g, alg, sb, sc, sd, rb, rc, rd) == TORX_OK, "%s",
+                   torx_last_error());
+        for (int src = 0; src < n; src++)
+            for (size_t i = 0; i < rc[src]; i++)
+                TASK_CHECK(rb[rd[src] + i] == (unsigned char)raw(rep + 50, src * 64 + me, i),
+                           "alltoallv from %d byte %zu", src, i);
+        free(sb);
+        free(rb);
+    }
+
     /* a subset cannot use the collective network or the global interrupt */
     if (n > 2) {
         int sub[MAX_TASKS], k = 0, mine = -1;
@@ -393,7 +445,7 @@ static int coll_task(torx_boot_t *boot, void *argp)
         }
         if (mine >= 0) {
             torx_coll_group_t *s;
-            TASK_CHECK(torx_coll_group_create(c, k, sub, mine, &s) == TORX_OK, "%s",
+            TASK_CHECK(torx_coll_group_create(c, 7, k, sub, mine, &s) == TORX_OK, "%s",
                        torx_last_error());
             TASK_CHECK(torx_coll_select(s, TORX_COLL_BARRIER, 0, 0, 0) == TORX_COLL_ALG_FALLBACK,
                        "subset barrier not a fallback");

@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #define TORXP_SHM_MAGIC 0x746f72787368ULL /* "torxsh" */
-#define TORXP_SHM_VERSION 3u
+#define TORXP_SHM_VERSION 4u
 #define TORXP_SHM_NAME_MAX 64
 
 /* Every task's probe word holds this, so a peer can test cross-memory

@@ -8,8 +8,11 @@
  *
  *   done line     rounds this task has read (owner stores, injectors load)
  *   private line  owner-only bookkeeping (see below)
- *   DEPTH slots   per slot: a descriptor line (seq, op, type, is_root) and
- *                 the 256-byte payload (four lines)
+ *   DEPTH slots   per slot: a descriptor line (seq, op, type, is_root, used,
+ *                 and the payload's first 48 bytes) and four lines for the
+ *                 rest of the 256-byte payload, stored only as far as `used`
+ *                 (the last nonzero byte, in 8-byte steps): an 8-byte
+ *                 allreduce moves one line per task, not five
  *
  * inject(r): write the descriptor and payload into slot r % DEPTH of our
  * own block, then publish seq = r + 1 (release). No shared counter is
@@ -59,6 +62,7 @@
 #include "shm.h"
 
 #include <stdalign.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -80,6 +84,9 @@ typedef struct torxp_cn_hdr {
 
 static_assert(sizeof(torxp_cn_hdr_t) == TORXP_CACHELINE, "cn header is one line");
 
+/* Payload bytes that travel in the descriptor line. */
+#define TORXP_CN_HEAD 48u
+
 /* One task's contribution to one round. */
 typedef struct torxp_cn_slot {
     /* Descriptor line: written by the owner, read by every task. */
@@ -87,12 +94,18 @@ typedef struct torxp_cn_slot {
     uint8_t op;                            /* torx_cn_op_t */
     uint8_t type;                          /* torx_cn_type_t */
     uint8_t is_root;                       /* BCAST only; 0 for every other op */
-    /* Payload lines: written by the owner, read by every task. */
-    alignas(TORXP_CACHELINE) unsigned char data[TORX_CN_PACKET_BYTES];
+    uint8_t pad;
+    uint32_t used;                      /* payload bytes past which all are zero */
+    unsigned char head[TORXP_CN_HEAD];  /* payload bytes 0..47 */
+    /* Payload lines: written by the owner, read by every task, and only as
+     * far as `used` says. */
+    alignas(TORXP_CACHELINE) unsigned char tail[TORX_CN_PACKET_BYTES - TORXP_CN_HEAD];
 } torxp_cn_slot_t;
 
+static_assert(offsetof(torxp_cn_slot_t, tail) == TORXP_CACHELINE,
+              "the descriptor and the payload's head fill one line");
 static_assert(sizeof(torxp_cn_slot_t) == TORXP_CACHELINE + TORX_CN_PACKET_BYTES,
-              "cn slot is a descriptor line plus a 256-byte payload");
+              "cn slot is a descriptor line plus four payload lines");
 
 typedef struct torxp_cn_task {
     /* Read by injecting tasks when their cached bound runs out. */
@@ -275,6 +288,20 @@ static void alu32(unsigned op, int is_signed, uint32_t *restrict acc, const unsi
     }
 }
 
+/* Task j's payload for a slot: the head, the tail as far as used, zeros
+ * beyond (the injector found them zero and did not store them). */
+static void slot_payload(const torxp_cn_slot_t *c, unsigned char out[TORX_CN_PACKET_BYTES])
+{
+    uint32_t used = c->used;
+    memcpy(out, c->head, TORXP_CN_HEAD);
+    if (used > TORXP_CN_HEAD) {
+        memcpy(out + TORXP_CN_HEAD, c->tail, used - TORXP_CN_HEAD);
+        memset(out + used, 0, TORX_CN_PACKET_BYTES - used);
+    } else {
+        memset(out + TORXP_CN_HEAD, 0, TORX_CN_PACKET_BYTES - TORXP_CN_HEAD);
+    }
+}
+
 /* Combines round r from slot s of every task into result, in rank order.
  * The caller has acquired every task's seq for r, so all descriptors and
  * payloads read here are complete, and no task overwrites them before this
@@ -316,22 +343,31 @@ static torx_status_t cn_combine(void *region, unsigned ntasks, unsigned s, uint6
                                "torx: collective network round %llu: BCAST/%s with %u roots, "
                                "tasks %u and %u among them (exactly one task must pass is_root)",
                                (unsigned long long)r, cn_type_name(type), nroots, root, second);
-        memcpy(result, cn_task(region, root)->slot[s].data, TORX_CN_PACKET_BYTES);
+        unsigned char data[TORX_CN_PACKET_BYTES];
+        slot_payload(&cn_task(region, root)->slot[s], data);
+        memcpy(result, data, TORX_CN_PACKET_BYTES);
         return TORX_OK;
     }
 
     int is_signed = type == TORX_CN_S32 || type == TORX_CN_S64;
+    unsigned char data[TORX_CN_PACKET_BYTES];
     if (type == TORX_CN_S64 || type == TORX_CN_U64) {
         uint64_t acc[TORXP_CN_LANES64];
-        memcpy(acc, first->data, sizeof acc);
-        for (unsigned j = 1; j < ntasks; j++)
-            alu64(op, is_signed, acc, cn_task(region, j)->slot[s].data);
+        slot_payload(first, data);
+        memcpy(acc, data, sizeof acc);
+        for (unsigned j = 1; j < ntasks; j++) {
+            slot_payload(&cn_task(region, j)->slot[s], data);
+            alu64(op, is_signed, acc, data);
+        }
         memcpy(result, acc, sizeof acc);
     } else {
         uint32_t acc[TORXP_CN_LANES32];
-        memcpy(acc, first->data, sizeof acc);
-        for (unsigned j = 1; j < ntasks; j++)
-            alu32(op, is_signed, acc, cn_task(region, j)->slot[s].data);
+        slot_payload(first, data);
+        memcpy(acc, data, sizeof acc);
+        for (unsigned j = 1; j < ntasks; j++) {
+            slot_payload(&cn_task(region, j)->slot[s], data);
+            alu32(op, is_signed, acc, data);
+        }
         memcpy(result, acc, sizeof acc);
     }
     return TORX_OK;
@@ -404,8 +440,21 @@ torx_status_t torxp_shm_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_
     c->op = (uint8_t)op;
     c->type = (uint8_t)type;
     c->is_root = (uint8_t)root;
-    if (has_data)
-        memcpy(c->data, data, TORX_CN_PACKET_BYTES);
+    uint32_t used = 0;
+    if (has_data) {
+        /* Store only as far as the last nonzero 8 bytes: a short vector (the
+         * common 8-byte allreduce) is then one line per task, the
+         * descriptor's own, and readers fetch no more. */
+        uint64_t w[TORXP_CN_LANES64];
+        memcpy(w, data, sizeof w);
+        used = TORX_CN_PACKET_BYTES;
+        while (used > 0 && w[used / 8 - 1] == 0)
+            used -= 8;
+        memcpy(c->head, w, TORXP_CN_HEAD);
+        if (used > TORXP_CN_HEAD)
+            memcpy(c->tail, (const unsigned char *)w + TORXP_CN_HEAD, used - TORXP_CN_HEAD);
+    }
+    c->used = used;
     /* release: the descriptor and payload stores above happen before any
      * reader's acquire of seq == r + 1 lets it read them. */
     __atomic_store_n(&c->seq, r + 1, __ATOMIC_RELEASE);

@@ -1,0 +1,240 @@
+/* mpi_coll.c: latency of MPI collectives, for bench/run-coll-bench.sh.
+ *
+ * Pure MPI-3.1 C plus POSIX: the same source builds with the mpicc of torx
+ * MPICH, Debian's MPICH and Open MPI.
+ *
+ * Method (OSU's, so results read like osu_bcast & co.): per iteration,
+ * MPI_Barrier, then the collective alone is timed on every rank with
+ * CLOCK_MONOTONIC. Per rank the median of the iterations is taken; the
+ * row reports the mean and the maximum over ranks of those medians, in
+ * microseconds, and bandwidth = bytes / max. Every size's result is
+ * checked once before timing (a wrong byte aborts with its offset).
+ *
+ * Options:
+ *   -c LIST   collectives, comma-separated: barrier, bcast, allreduce
+ *             (double SUM), allreduce_max (int64 MAX), alltoall, allgather
+ *             (default: all)
+ *   -s SIZES  bytes per rank (bcast buffer, allreduce vector, alltoall and
+ *             allgather block), K/M suffixes; default 8 B..4 MiB, powers
+ *             of 2 (x4 steps)
+ *   -n N      iterations for sizes up to 8 KiB (default 2000); larger sizes
+ *             get N * 8 KiB / size, at least 20
+ * Output: "# " lines for people; one row per collective and size:
+ *   coll <name> <bytes> mean_us=<..> max_us=<..> MBps=<..> iters=<..>
+ */
+#define _GNU_SOURCE 1
+#include <mpi.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_SIZES 64
+
+static int rank, nranks;
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+static void die(const char *fmt, const char *a, size_t b)
+{
+    fprintf(stderr, "mpi_coll: rank %d: ", rank);
+    fprintf(stderr, fmt, a, b);
+    fputc('\n', stderr);
+    MPI_Abort(MPI_COMM_WORLD, 3);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static size_t parse_size(const char *s)
+{
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end == 'K' || *end == 'k')
+        v <<= 10, end++;
+    else if (*end == 'M' || *end == 'm')
+        v <<= 20, end++;
+    if (*end != '\0')
+        die("bad size '%s'%zu", s, 0);
+    return (size_t)v;
+}
+
+enum { C_BARRIER, C_BCAST, C_ALLREDUCE, C_ALLREDUCE_MAX, C_ALLTOALL, C_ALLGATHER, C_N };
+static const char *const names[C_N] = {"barrier",  "bcast",    "allreduce",
+                                       "allreduce_max", "alltoall", "allgather"};
+
+static unsigned char *sbuf, *rbuf;
+
+/* One call of collective c on size bytes per rank. */
+static void run(int c, size_t size)
+{
+    int n = (int)size;
+    switch (c) {
+    case C_BARRIER:
+        MPI_Barrier(MPI_COMM_WORLD);
+        break;
+    case C_BCAST:
+        MPI_Bcast(rbuf, n, MPI_BYTE, 0, MPI_COMM_WORLD);
+        break;
+    case C_ALLREDUCE:
+        MPI_Allreduce(sbuf, rbuf, n / 8, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        break;
+    case C_ALLREDUCE_MAX:
+        MPI_Allreduce(sbuf, rbuf, n / 8, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+        break;
+    case C_ALLTOALL:
+        MPI_Alltoall(sbuf, n, MPI_BYTE, rbuf, n, MPI_BYTE, MPI_COMM_WORLD);
+        break;
+    case C_ALLGATHER:
+        MPI_Allgather(sbuf, n, MPI_BYTE, rbuf, n, MPI_BYTE, MPI_COMM_WORLD);
+        break;
+    }
+}
+
+/* Fills the send side and checks one call's result. */
+static void check(int c, size_t size)
+{
+    size_t i;
+    switch (c) {
+    case C_BCAST:
+        for (i = 0; i < size; i++)
+            rbuf[i] = rank == 0 ? (unsigned char)(i * 13 + 5) : 0;
+        run(c, size);
+        for (i = 0; i < size; i++)
+            if (rbuf[i] != (unsigned char)(i * 13 + 5))
+                die("%s: wrong byte at offset %zu", names[c], i);
+        break;
+    case C_ALLREDUCE:
+        for (i = 0; i < size / 8; i++)
+            ((double *)sbuf)[i] = (double)(rank + 1) * (double)(i % 1000) * 0.5;
+        run(c, size);
+        for (i = 0; i < size / 8; i++)
+            if (((double *)rbuf)[i] != (double)nranks * (nranks + 1) / 2 * (double)(i % 1000) * 0.5)
+                die("%s: wrong element %zu", names[c], i);
+        break;
+    case C_ALLREDUCE_MAX:
+        for (i = 0; i < size / 8; i++)
+            ((int64_t *)sbuf)[i] = (int64_t)((i + (size_t)rank) % (size_t)nranks) - 5;
+        run(c, size);
+        for (i = 0; i < size / 8; i++)
+            if (((int64_t *)rbuf)[i] != nranks - 1 - 5)
+                die("%s: wrong element %zu", names[c], i);
+        break;
+    case C_ALLTOALL:
+    case C_ALLGATHER:
+        for (i = 0; i < size * (size_t)nranks; i++)
+            sbuf[i] = (unsigned char)(rank * 31 + i * 7 + (c == C_ALLTOALL ? i / size : 0));
+        run(c, size);
+        for (int src = 0; src < nranks; src++)
+            for (i = 0; i < size; i++) {
+                size_t at = c == C_ALLTOALL ? (size_t)rank * size + i : i;
+                unsigned char want =
+                    (unsigned char)(src * 31 + at * 7 + (c == C_ALLTOALL ? (size_t)rank : 0));
+                if (rbuf[(size_t)src * size + i] != want)
+                    die("%s: wrong byte at offset %zu", names[c], (size_t)src * size + i);
+            }
+        break;
+    default:
+        run(c, size);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    int want[C_N] = {1, 1, 1, 1, 1, 1};
+    size_t sizes[MAX_SIZES];
+    int nsizes = 0;
+    long base = 2000;
+    for (int a = 1; a < argc; a++) {
+        if (!strcmp(argv[a], "-c") && a + 1 < argc) {
+            memset(want, 0, sizeof want);
+            char *list = strdup(argv[++a]);
+            for (char *t = strtok(list, ","); t; t = strtok(NULL, ",")) {
+                int k;
+                for (k = 0; k < C_N && strcmp(t, names[k]); k++)
+                    ;
+                if (k == C_N)
+                    die("unknown collective '%s'%zu", t, 0);
+                want[k] = 1;
+            }
+            free(list);
+        } else if (!strcmp(argv[a], "-s") && a + 1 < argc) {
+            char *list = strdup(argv[++a]);
+            for (char *t = strtok(list, ","); t && nsizes < MAX_SIZES; t = strtok(NULL, ","))
+                sizes[nsizes++] = parse_size(t);
+            free(list);
+        } else if (!strcmp(argv[a], "-n") && a + 1 < argc) {
+            base = atol(argv[++a]);
+        } else {
+            die("usage: mpi_coll [-c LIST] [-s SIZES] [-n N] (at '%s')%zu", argv[a], 0);
+        }
+    }
+    if (nsizes == 0)
+        for (size_t s = 8; s <= (4u << 20); s *= 4)
+            sizes[nsizes++] = s;
+    size_t max = 0;
+    for (int i = 0; i < nsizes; i++)
+        max = sizes[i] > max ? sizes[i] : max;
+    sbuf = calloc(max * (size_t)nranks + 64, 1);
+    rbuf = calloc(max * (size_t)nranks + 64, 1);
+    if (!sbuf || !rbuf)
+        die("out of memory%s%zu", "", 0);
+    if (rank == 0) {
+        char ver[MPI_MAX_LIBRARY_VERSION_STRING];
+        int len;
+        MPI_Get_library_version(ver, &len);
+        char *nl = strchr(ver, '\n');
+        if (nl)
+            *nl = '\0';
+        printf("# mpi_coll: %d ranks; %s\n", nranks, ver);
+        printf("# columns: coll name bytes mean_us max_us MBps iters\n");
+    }
+    double *t = malloc(sizeof(double) * (size_t)(base > 20 ? base : 20));
+    for (int c = 0; c < C_N; c++) {
+        if (!want[c])
+            continue;
+        for (int si = 0; si < (c == C_BARRIER ? 1 : nsizes); si++) {
+            size_t size = c == C_BARRIER ? 0 : sizes[si];
+            if ((c == C_ALLREDUCE || c == C_ALLREDUCE_MAX) && size < 8)
+                continue;
+            long iters = size <= 8192 ? base : (long)((double)base * 8192 / (double)size);
+            if (iters < 20)
+                iters = 20;
+            check(c, size);
+            for (long i = 0; i < iters / 10 + 2; i++) /* warm-up */
+                run(c, size);
+            for (long i = 0; i < iters; i++) {
+                MPI_Barrier(MPI_COMM_WORLD);
+                double t0 = now_us();
+                run(c, size);
+                t[i] = now_us() - t0;
+            }
+            qsort(t, (size_t)iters, sizeof(double), cmp_double);
+            double med = t[iters / 2], sum = 0, mx = 0;
+            MPI_Reduce(&med, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+            MPI_Reduce(&med, &mx, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+            if (rank == 0)
+                printf("coll %s %zu mean_us=%.3f max_us=%.3f MBps=%.1f iters=%ld\n", names[c],
+                       size, sum / nranks, mx, mx > 0 ? (double)size / mx : 0.0, iters);
+            fflush(stdout);
+        }
+    }
+    free(t);
+    free(sbuf);
+    free(rbuf);
+    MPI_Finalize();
+    return 0;
+}

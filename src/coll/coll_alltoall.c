@@ -1,0 +1,293 @@
+/* Paced alltoall(v): the message layer carries every block straight from
+ * the send buffer to its place in the receive buffer, with no per-peer
+ * request objects and no MPI matching.
+ *
+ * Order. At step k (1..n-1) every member sends to (me + perm[k]) mod n,
+ * where perm is a permutation of 1..n-1 drawn from the collective's
+ * sequence number, the same on every member: at each step the
+ * destinations form a permutation, so every task receives from exactly
+ * one sender and no link or reception FIFO is the hot spot, while the
+ * random step order keeps consecutive alltoalls from loading the same
+ * links in the same order (the original's randomised, paced injection).
+ *
+ * Pacing. At most TORXC_A2A_WINDOW sends are in flight; the next one is
+ * started when one completes, so a task streams its send buffer instead of
+ * queueing n messages in the message layer at once.
+ *
+ * Receiving. A block is a message to the coll handler whose header names
+ * the group (its id), the collective's sequence number and the sender's
+ * index. When this task is in that very collective the data goes straight
+ * to its place; otherwise (a faster member is already in the next one) it
+ * waits in the unexpected list: copied into a bounce buffer when its data
+ * is on its way (packets, staged), or left at the sender (rendezvous, vn)
+ * until this task enters the collective and accepts it in place.
+ */
+#include "coll_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define TORXC_A2A_WINDOW 8
+
+/* The coll handler's header. */
+typedef struct a2a_hdr {
+    uint32_t group_id;
+    uint32_t seq;
+    uint32_t from; /* the sender's index in the group */
+    uint32_t kind; /* TORX_COLL_ALLTOALL or TORX_COLL_ALLTOALLV */
+} a2a_hdr_t;
+
+/* A block that arrived before this task entered its collective. */
+struct torxc_unexp {
+    struct torxc_unexp *next;
+    a2a_hdr_t hdr;
+    size_t len;
+    void *bounce;            /* the data, when it came on its way */
+    torx_deferred_t *defer;  /* or the deferred message, still at its sender */
+    volatile int complete;   /* bounce holds all of it */
+    torx_status_t status;
+};
+
+static void count_block(torx_coll_t *c, torx_status_t st)
+{
+    torxc_a2a_t *a = &c->a2a;
+    a->received++;
+    if (st != TORX_OK && a->status == TORX_OK)
+        a->status = st;
+}
+
+static void block_done(torx_ctx_t *ctx, void *arg, torx_status_t st, size_t received)
+{
+    (void)ctx, (void)received;
+    count_block(arg, st);
+}
+
+static void unexp_done(torx_ctx_t *ctx, void *arg, torx_status_t st, size_t received)
+{
+    (void)ctx, (void)received;
+    struct torxc_unexp *u = arg;
+    u->status = st;
+    u->complete = 1;
+}
+
+/* Where block `from` of the running collective goes. */
+static void place(const torxc_a2a_t *a, uint32_t from, void **buf, size_t *len)
+{
+    *buf = a->out + a->rdispl[from];
+    *len = a->rbytes[from];
+}
+
+void torxc_a2a_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info,
+                       torx_recv_t *recv)
+{
+    (void)ctx;
+    torx_coll_t *c = harg;
+    torxc_a2a_t *a = &c->a2a;
+    a2a_hdr_t h;
+    if (info->hdr_len != sizeof h) {
+        torxp_error(TORX_ERR_PROTO, "torx: collective message of %zu header bytes from task %d",
+                    info->hdr_len, info->src);
+        recv->buf = NULL;
+        return;
+    }
+    memcpy(&h, info->hdr, sizeof h);
+    if (a->active && h.group_id == a->group_id && h.seq == a->seq && h.from < (uint32_t)a->n) {
+        place(a, h.from, &recv->buf, &recv->len);
+        recv->done = block_done;
+        recv->arg = c;
+        if (info->data && info->data_len <= recv->len) {
+            /* all here already: no completion to wait for */
+            memcpy(recv->buf, info->data, info->data_len);
+            recv->buf = NULL;
+            recv->done = NULL;
+            count_block(c, TORX_OK);
+        }
+        return;
+    }
+    struct torxc_unexp *u = calloc(1, sizeof *u);
+    if (u == NULL || (!info->deferrable && info->data_len > 0 &&
+                      (u->bounce = malloc(info->data_len)) == NULL)) {
+        /* Nowhere to put data that is already arriving: the collective
+         * that needs it reports the loss instead of hanging. */
+        free(u);
+        a->lost++;
+        recv->buf = NULL;
+        return;
+    }
+    u->hdr = h;
+    u->len = info->data_len;
+    u->status = TORX_OK;
+    if (info->deferrable) {
+        recv->defer = &u->defer;
+    } else {
+        recv->buf = u->bounce;
+        recv->len = u->len;
+        recv->done = unexp_done;
+        recv->arg = u;
+        if (info->data || u->len == 0) {
+            if (u->len)
+                memcpy(u->bounce, info->data, u->len);
+            recv->buf = NULL;
+            recv->done = NULL;
+            u->complete = 1;
+        }
+    }
+    /* Append: a later match takes the oldest first. */
+    struct torxc_unexp **tail = &a->unexp;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = u;
+}
+
+/* Takes this collective's early blocks from the unexpected list. */
+static torx_status_t claim_unexpected(torx_coll_t *c)
+{
+    torxc_a2a_t *a = &c->a2a;
+    for (struct torxc_unexp **p = &a->unexp; *p;) {
+        struct torxc_unexp *u = *p;
+        if (u->hdr.group_id != a->group_id || u->hdr.seq != a->seq || u->hdr.from >= (uint32_t)a->n) {
+            p = &u->next;
+            continue;
+        }
+        *p = u->next;
+        void *buf;
+        size_t len;
+        place(a, u->hdr.from, &buf, &len);
+        if (u->defer) {
+            torx_recv_t r = {.buf = buf, .len = len, .done = block_done, .arg = c};
+            torx_status_t st = torx_accept(c->ctx, u->defer, &r);
+            if (st != TORX_OK)
+                count_block(c, st);
+        } else {
+            unsigned spins = 0;
+            while (!u->complete)
+                torxc_progress(c, &spins);
+            torx_status_t st = u->status;
+            if (st == TORX_OK && u->len > len)
+                st = torxp_error(TORX_ERR_TRUNCATE,
+                                 "torx: alltoall: %zu bytes from member %u, %zu expected",
+                                 u->len, u->hdr.from, len);
+            if (u->len)
+                memcpy(buf, u->bounce, u->len < len ? u->len : len);
+            count_block(c, st);
+        }
+        free(u->bounce);
+        free(u);
+    }
+    return TORX_OK;
+}
+
+static void sent(torx_ctx_t *ctx, torx_msg_t *msg, void *arg)
+{
+    (void)ctx;
+    torx_coll_t *c = arg;
+    torxc_a2a_t *a = &c->a2a;
+    a->in_flight--;
+    torx_status_t st = torx_msg_status(msg);
+    if (st != TORX_OK && a->status == TORX_OK)
+        a->status = st;
+}
+
+/* A permutation of 1..n-1 from seed, the same on every member. */
+static void step_order(int *perm, int n, uint64_t seed)
+{
+    for (int k = 0; k < n - 1; k++)
+        perm[k] = k + 1;
+    uint64_t x = seed * 0x9e3779b97f4a7c15ULL + 0x632be59bd9b4e019ULL;
+    for (int k = n - 2; k > 0; k--) {
+        x ^= x >> 31, x *= 0xbf58476d1ce4e5b9ULL, x ^= x >> 29;
+        int j = (int)(x % (uint64_t)(k + 1));
+        int t = perm[k];
+        perm[k] = perm[j];
+        perm[j] = t;
+    }
+}
+
+torx_status_t torxc_paced_alltoallv(torx_coll_group_t *g, torx_coll_kind_t kind, const void *in,
+                                    const size_t *sbytes, const size_t *sdispl, void *out,
+                                    const size_t *rbytes, const size_t *rdispl)
+{
+    torx_coll_t *c = g->c;
+    torxc_a2a_t *a = &c->a2a;
+    int n = g->n, me = g->me;
+    if (a->lost)
+        return torxp_error(TORX_ERR_NOMEM,
+                           "torx: alltoall: %d early blocks were lost for want of memory",
+                           a->lost);
+    if (g->a2a_msgs == NULL) {
+        g->a2a_msgs = calloc(TORXC_A2A_WINDOW, sizeof(torx_msg_t));
+        g->a2a_perm = malloc(sizeof(int) * (size_t)n);
+        if (g->a2a_msgs == NULL || g->a2a_perm == NULL)
+            return torxp_error(TORX_ERR_NOMEM, "torx: alltoall: out of memory");
+    }
+    a->active = 1;
+    a->group_id = g->id;
+    a->seq = ++g->a2a_seq;
+    a->n = n;
+    a->out = out;
+    a->rbytes = rbytes;
+    a->rdispl = rdispl;
+    a->received = 0;
+    a->in_flight = 0;
+    a->status = TORX_OK;
+
+    /* my own block */
+    if (sbytes[me] > rbytes[me] && a->status == TORX_OK)
+        a->status = torxp_error(TORX_ERR_TRUNCATE, "torx: alltoall: %zu bytes to self, %zu expected",
+                                sbytes[me], rbytes[me]);
+    memmove((char *)out + rdispl[me], (const char *)in + sdispl[me],
+            sbytes[me] < rbytes[me] ? sbytes[me] : rbytes[me]);
+    a->received++;
+    claim_unexpected(c);
+
+    step_order(g->a2a_perm, n, ((uint64_t)g->id << 32) ^ a->seq);
+    a2a_hdr_t h = {.group_id = g->id, .seq = a->seq, .from = (uint32_t)me, .kind = (uint32_t)kind};
+    unsigned spins = 0;
+    int next = 0; /* steps started */
+    torx_status_t err = TORX_OK;
+    for (;;) {
+        /* Start sends into free window slots. */
+        for (int w = 0; w < TORXC_A2A_WINDOW && next < n - 1; w++) {
+            torx_msg_t *m = &g->a2a_msgs[w];
+            if (torx_msg_pending(m))
+                continue;
+            int to = (me + g->a2a_perm[next]) % n;
+            err = torx_send(c->ctx, m, g->tasks[to], c->handler, &h, sizeof h,
+                            (const char *)in + sdispl[to], sbytes[to], TORX_PROTO_AUTO, sent, c);
+            if (err != TORX_OK)
+                break;
+            a->in_flight++;
+            next++;
+        }
+        if (err != TORX_OK || (next == n - 1 && a->in_flight == 0 && a->received == n))
+            break;
+        torxc_progress(c, &spins);
+    }
+    /* The window's messages belong to the group: none may stay in flight. */
+    while (a->in_flight > 0)
+        torxc_progress(c, &spins);
+    a->active = 0;
+    if (err != TORX_OK)
+        return err;
+    return a->status;
+}
+
+void torxc_a2a_finalize(torx_coll_t *c)
+{
+    /* Blocks of collectives this task never entered (an erroneous
+     * program): discard them, so their senders complete. */
+    while (c->a2a.unexp) {
+        struct torxc_unexp *u = c->a2a.unexp;
+        c->a2a.unexp = u->next;
+        if (u->defer) {
+            torx_recv_t r = {.buf = NULL};
+            torx_accept(c->ctx, u->defer, &r);
+        } else {
+            unsigned spins = 0;
+            while (!u->complete)
+                torxc_progress(c, &spins);
+        }
+        free(u->bounce);
+        free(u);
+    }
+}
