@@ -13,6 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* auto takes the direct exchange for groups of at most this many tasks
+ * and vectors of at most this many bytes (bench/run-coll-bench.sh). */
+#define TORXC_EXCHANGE_AUTO_TASKS 2
+#define TORXC_EXCHANGE_AUTO_BYTES 1024
+
 /* auto's default size limit for the collective network (bytes per task's
  * vector or buffer): a 256-byte round costs about one cache-line handoff
  * per task; past this, the torus and MPICH's pipelined algorithms move the
@@ -53,8 +58,8 @@ static const char *const full_names[TORX_COLL_NKINDS][TORX_COLL_NALGS] = {
 static const unsigned kind_algs[TORX_COLL_NKINDS] = {
     [TORX_COLL_BARRIER] = 1u << TORX_COLL_ALG_GI,
     [TORX_COLL_BCAST] = 1u << TORX_COLL_ALG_CN | 1u << TORX_COLL_ALG_TORUS,
-    [TORX_COLL_ALLREDUCE] = 1u << TORX_COLL_ALG_CN,
-    [TORX_COLL_REDUCE] = 1u << TORX_COLL_ALG_CN,
+    [TORX_COLL_ALLREDUCE] = 1u << TORX_COLL_ALG_CN | 1u << TORX_COLL_ALG_TORUS,
+    [TORX_COLL_REDUCE] = 1u << TORX_COLL_ALG_CN | 1u << TORX_COLL_ALG_TORUS,
     [TORX_COLL_ALLGATHER] = 1u << TORX_COLL_ALG_CN,
     [TORX_COLL_ALLTOALL] = 1u << TORX_COLL_ALG_PACED,
     [TORX_COLL_ALLTOALLV] = 1u << TORX_COLL_ALG_PACED,
@@ -269,6 +274,7 @@ void torx_coll_group_free(torx_coll_group_t *g)
     free(g->a2a_msgs);
     free(g->a2a_perm);
     free(g->a2a_v);
+    free(g->xchg);
     free(g->tasks);
     free(g);
 }
@@ -291,6 +297,11 @@ static int applies(const torx_coll_group_t *g, torx_coll_kind_t kind, torx_coll_
         return kind == TORX_COLL_BARRIER && g->all_tasks;
     case TORX_COLL_ALG_PACED:
         return kind == TORX_COLL_ALLTOALL || kind == TORX_COLL_ALLTOALLV;
+    case TORX_COLL_ALG_TORUS:
+        if (kind == TORX_COLL_ALLREDUCE || kind == TORX_COLL_REDUCE)
+            return g->n <= TORXC_EXCHANGE_MAX_TASKS && bytes <= TORXC_EXCHANGE_MAX_BYTES &&
+                   torxc_cn_reduces(dtype, op);
+        return 0;
     case TORX_COLL_ALG_CN:
         if (!g->all_tasks)
             return 0;
@@ -317,6 +328,10 @@ static torx_coll_alg_t pick(const torx_coll_group_t *g, torx_coll_kind_t kind, s
                                                                   : TORX_COLL_ALG_FALLBACK;
     case TORX_COLL_ALLREDUCE:
     case TORX_COLL_REDUCE:
+        if (g->n <= TORXC_EXCHANGE_AUTO_TASKS && bytes <= TORXC_EXCHANGE_AUTO_BYTES &&
+            applies(g, kind, TORX_COLL_ALG_TORUS, bytes, dtype, op))
+            return TORX_COLL_ALG_TORUS;
+        /* fall through */
     case TORX_COLL_BCAST:
         if (bytes <= c->cn_max && applies(g, kind, TORX_COLL_ALG_CN, bytes, dtype, op))
             return TORX_COLL_ALG_CN;
@@ -397,17 +412,23 @@ torx_status_t torx_coll_allreduce(torx_coll_group_t *g, torx_coll_alg_t alg, con
                                   void *out, size_t count, torx_coll_dtype_t dtype,
                                   torx_coll_op_t op)
 {
-    if (g == NULL || !applies(g, TORX_COLL_ALLREDUCE, alg, 0, dtype, op))
+    size_t es = torxc_dtype_size(dtype);
+    if (g == NULL || (es && count > SIZE_MAX / es - 1) ||
+        !applies(g, TORX_COLL_ALLREDUCE, alg, count * es, dtype, op))
         return not_applicable(g, TORX_COLL_ALLREDUCE, alg);
     if (count > 0 && out == NULL)
         return torxp_error(TORX_ERR_INVAL, "torx: torx_coll_allreduce: out is NULL");
+    if (alg == TORX_COLL_ALG_TORUS)
+        return torxc_exchange_reduce(g, in ? in : out, out, count, dtype, op);
     return torxc_cn_reduce(g, in ? in : out, out, count, dtype, op);
 }
 
 torx_status_t torx_coll_reduce(torx_coll_group_t *g, torx_coll_alg_t alg, const void *in, void *out,
                                size_t count, torx_coll_dtype_t dtype, torx_coll_op_t op, int root)
 {
-    if (g == NULL || !applies(g, TORX_COLL_REDUCE, alg, 0, dtype, op))
+    size_t es = torxc_dtype_size(dtype);
+    if (g == NULL || (es && count > SIZE_MAX / es - 1) ||
+        !applies(g, TORX_COLL_REDUCE, alg, count * es, dtype, op))
         return not_applicable(g, TORX_COLL_REDUCE, alg);
     if (root < 0 || root >= g->n)
         return torxp_error(TORX_ERR_INVAL, "torx: torx_coll_reduce: root %d of %d", root, g->n);
@@ -415,6 +436,8 @@ torx_status_t torx_coll_reduce(torx_coll_group_t *g, torx_coll_alg_t alg, const 
     if (count > 0 && ((at_root && out == NULL) || (!at_root && in == NULL)))
         return torxp_error(TORX_ERR_INVAL, "torx: torx_coll_reduce: %s is NULL",
                            at_root ? "out (at the root)" : "in (off the root)");
+    if (alg == TORX_COLL_ALG_TORUS)
+        return torxc_exchange_reduce(g, in ? in : out, at_root ? out : NULL, count, dtype, op);
     return torxc_cn_reduce(g, in ? in : out, at_root ? out : NULL, count, dtype, op);
 }
 

@@ -32,9 +32,9 @@ torx_status_t torxc_gi_barrier(torx_coll_group_t *g)
     torx_status_t st = torx_gi_arm(c->dev);
     if (st != TORX_OK)
         return st;
-    unsigned spins = 0;
+    unsigned spins = 0, polls = 0;
     while ((st = torx_gi_poll(c->dev)) == TORX_AGAIN)
-        torxc_progress(c, &spins);
+        torxc_poll_wait(c, &polls, &spins);
     return st;
 }
 
@@ -71,7 +71,7 @@ static torx_status_t cn_run(torx_coll_t *c, cn_stream_t *s)
     unsigned char pkt[TORXC_CN_BYTES], res[TORXC_CN_BYTES];
     size_t injected = 0, read = 0;
     torx_status_t err = TORX_OK;
-    unsigned spins = 0;
+    unsigned spins = 0, polls = 0;
     while (read < s->rounds) {
         while (injected < s->rounds && injected - read < TORXC_CN_DEPTH) {
             const void *data = NULL;
@@ -89,12 +89,12 @@ static torx_status_t cn_run(torx_coll_t *c, cn_stream_t *s)
         if (injected == read) {
             /* Every round of ours is read, but a slower task has not read
              * the round whose slot the next one reuses. */
-            torxc_progress(c, &spins);
+            torxc_poll_wait(c, &polls, &spins);
             continue;
         }
         torx_status_t st = torx_cn_read(c->dev, res);
         if (st == TORX_AGAIN) {
-            torxc_progress(c, &spins);
+            torxc_poll_wait(c, &polls, &spins);
             continue;
         }
         if (st == TORX_ERR_PROTO) {

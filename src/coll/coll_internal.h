@@ -5,6 +5,7 @@
  *                   reduce, bcast, allgather
  *   coll_torus.c    deposit-bit mesh broadcast (rectangles of the torus)
  *   coll_alltoall.c paced alltoall(v) over the message layer
+ *   coll_exchange.c allreduce/reduce of short vectors by direct exchange
  */
 #ifndef TORX_COLL_INTERNAL_H
 #define TORX_COLL_INTERNAL_H
@@ -21,6 +22,11 @@
  * between tasks on cores of their own completes well within them; tasks
  * outnumbering cores hand the core over within microseconds. */
 #define TORXC_SPINS 512
+
+/* Direct exchange (coll_exchange.c): at most this many members, and this
+ * many bytes per vector. */
+#define TORXC_EXCHANGE_MAX_TASKS 8
+#define TORXC_EXCHANGE_MAX_BYTES 1024
 
 /* Per collective: the choice in force (TORX_COLL and TORX_COLL_<KIND>). */
 typedef enum torxc_choice {
@@ -71,7 +77,14 @@ struct torx_coll_group {
     torx_msg_t *a2a_msgs;  /* the send window, made at the first */
     int *a2a_perm;
     size_t *a2a_v;         /* alltoall's counts and displacements */
+    unsigned char *xchg;   /* direct exchange: the members' vectors */
 };
+
+/* Device polls between two calls of the progress function while a
+ * collective waits on the global interrupt or collective network: an MPI
+ * progress engine call costs more than a round between two cores, so
+ * calling it on every poll slowed an 8-byte allreduce by half. */
+#define TORXC_POLLS_PER_PROGRESS 16
 
 /* Waits for one step: the caller's progress (or torx_advance), then,
  * after TORXC_SPINS calls, a sched_yield every 8th. */
@@ -83,6 +96,14 @@ static inline void torxc_progress(torx_coll_t *c, unsigned *spins)
         torx_advance(c->ctx);
     if (++*spins >= TORXC_SPINS && (*spins & 7) == 0)
         sched_yield();
+}
+
+/* Waits for one step of a device round (a global-interrupt or collective-
+ * network poll): progress on every TORXC_POLLS_PER_PROGRESS-th call only. */
+static inline void torxc_poll_wait(torx_coll_t *c, unsigned *polls, unsigned *spins)
+{
+    if (++*polls % TORXC_POLLS_PER_PROGRESS == 0)
+        torxc_progress(c, spins);
 }
 
 /* Whether the collective network's ALU can reduce dtype with op. */
@@ -103,5 +124,10 @@ torx_status_t torxc_paced_alltoallv(torx_coll_group_t *g, torx_coll_kind_t kind,
 void torxc_a2a_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info,
                        torx_recv_t *recv);
 void torxc_a2a_finalize(torx_coll_t *c);
+
+/* coll_exchange.c: allreduce/reduce of a short vector by direct exchange;
+ * out NULL: combine nothing (a reduce off its root) */
+torx_status_t torxc_exchange_reduce(torx_coll_group_t *g, const void *in, void *out, size_t count,
+                                    torx_coll_dtype_t dtype, torx_coll_op_t op);
 
 #endif /* TORX_COLL_INTERNAL_H */

@@ -241,10 +241,17 @@ static void test_reductions(MPI_Comm comm, int all_tasks)
                 for (size_t i = 0; i < count; i++)
                     input(t, oi, seed, me, i, in + i * t->size);
                 reference(t, oi, seed, n, count, want);
-                int cn = all_tasks && t->torx && count * t->size <= (size_t)cn_max && n > 1;
+                /* auto: the direct exchange ("torus") for 2 tasks and up to
+                 * 1 KiB, any group; else the collective network on groups
+                 * of every task, up to TORX_COLL_CN_MAX */
+                size_t bytes = count * t->size;
+                int xchg = t->torx && n == 2 && bytes <= 1024;
+                int cn = all_tasks && t->torx && bytes <= (size_t)cn_max && n > 1;
+                const char *alg = xchg ? "torus" : "cn";
+                cn = cn || xchg;
                 memset(out, 0xa5, count * t->size + 8);
                 MPI_Allreduce(in, out, (int)count, t->dt, ops[oi].op, comm);
-                expect_alg(comm, "allreduce", cn, "cn");
+                expect_alg(comm, "allreduce", cn, alg);
                 CHECK(close_enough(t, oi, out, want, count), "Allreduce %s %s count %zu wrong",
                       t->name, ops[oi].name, count);
                 CHECK(out[count * t->size] == 0xa5, "Allreduce wrote past the buffer");
@@ -260,7 +267,7 @@ static void test_reductions(MPI_Comm comm, int all_tasks)
                 MPI_Reduce(me == root ? MPI_IN_PLACE : in, me == root ? out : NULL, (int)count,
                            t->dt, ops[oi].op, root, comm);
                 if (count > 0) /* MPI_Reduce of nothing returns before the device */
-                    expect_alg(comm, "reduce", cn, "cn");
+                    expect_alg(comm, "reduce", cn, alg);
                 if (me == root)
                     CHECK(close_enough(t, oi, out, want, count), "Reduce %s %s count %zu wrong",
                           t->name, ops[oi].name, count);

@@ -26,6 +26,7 @@ typedef struct shared {
     double before[MAX_TASKS], after[MAX_TASKS];
     /* floating sums of each permutation, per task, for bitwise comparison */
     uint64_t sums[4][MAX_TASKS][64];
+    uint64_t xsums[4][MAX_TASKS][16]; /* the same by direct exchange */
 } shared_t;
 
 static shared_t *sh;
@@ -226,18 +227,68 @@ static torx_coll_group_t *make_group(torx_coll_t *c, torx_boot_t *boot, int perm
 
 static const size_t counts[] = {0, 1, 2, 7, 31, 32, 33, 63, 64, 65, 127, 257, 1031, 4099};
 
+/* The direct exchange's floating sum: each element's values added in
+ * ascending magnitude (ties by bits), in double. */
+static void expected_sorted_sum(torx_coll_dtype_t dt, int seed, int n, size_t count, double *out)
+{
+    unsigned char *in = malloc((size_t)n * (count * 8 + 8));
+    for (int who = 0; who < n; who++)
+        make_input(dt, TORX_COLL_SUM, seed, who, count, in + (size_t)who * (count * 8 + 8));
+    for (size_t i = 0; i < count; i++) {
+        double v[MAX_TASKS];
+        for (int who = 0; who < n; who++) {
+            const unsigned char *p = in + (size_t)who * (count * 8 + 8);
+            v[who] = dt == TORX_COLL_FLOAT ? (double)((const float *)p)[i] : ((const double *)p)[i];
+        }
+        for (int a = 1; a < n; a++)
+            for (int b = a; b > 0; b--) {
+                uint64_t ub, ua;
+                memcpy(&ub, &v[b], 8);
+                memcpy(&ua, &v[b - 1], 8);
+                int lt = fabs(v[b]) != fabs(v[b - 1]) ? fabs(v[b]) < fabs(v[b - 1]) : ub < ua;
+                if (!lt)
+                    break;
+                double t = v[b];
+                v[b] = v[b - 1];
+                v[b - 1] = t;
+            }
+        double acc = 0;
+        for (int who = 0; who < n; who++)
+            acc += v[who];
+        out[i] = acc == 0 ? 0.0 : acc;
+    }
+    free(in);
+}
+
+static int check_reduce_alg(torx_boot_t *boot, torx_coll_group_t *g, int me, int n,
+                            torx_coll_dtype_t dt, torx_coll_op_t op, int seed,
+                            torx_coll_alg_t alg);
+
 static int check_reduce(torx_boot_t *boot, torx_coll_group_t *g, int me, int n,
                         torx_coll_dtype_t dt, torx_coll_op_t op, int seed)
+{
+    if (check_reduce_alg(boot, g, me, n, dt, op, seed, TORX_COLL_ALG_CN))
+        return 1;
+    if (n <= 8)
+        return check_reduce_alg(boot, g, me, n, dt, op, seed, TORX_COLL_ALG_TORUS);
+    return 0;
+}
+
+static int check_reduce_alg(torx_boot_t *boot, torx_coll_group_t *g, int me, int n,
+                            torx_coll_dtype_t dt, torx_coll_op_t op, int seed, torx_coll_alg_t alg)
 {
     for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
         size_t count = counts[ci];
         size_t bytes = count * esizes[dt];
+        if (alg == TORX_COLL_ALG_TORUS && bytes > 1024)
+            break; /* the exchange takes short vectors only */
         unsigned char *in = malloc(bytes + 8), *out = malloc(bytes + 8), *want = malloc(bytes + 8);
         make_input(dt, op, seed + (int)ci, me, count, in);
         memset(out, 0xa5, bytes + 8);
-        torx_coll_alg_t alg = torx_coll_select(g, TORX_COLL_ALLREDUCE, bytes, dt, op);
-        TASK_CHECK(alg == TORX_COLL_ALG_CN, "allreduce dtype %d op %d: %s", dt, op,
-                   torx_coll_alg_name(alg));
+        torx_coll_alg_t chosen = torx_coll_select(g, TORX_COLL_ALLREDUCE, bytes, dt, op);
+        torx_coll_alg_t want_auto = n <= 2 && bytes <= 1024 ? TORX_COLL_ALG_TORUS : TORX_COLL_ALG_CN;
+        TASK_CHECK(chosen == want_auto, "auto allreduce dtype %d op %d %zu B: %s", dt, op, bytes,
+                   torx_coll_alg_name(chosen));
         torx_status_t st = torx_coll_allreduce(g, alg, in, out, count, dt, op);
         TASK_CHECK(st == TORX_OK, "allreduce: %s", torx_last_error());
         TASK_CHECK(out[bytes] == 0xa5, "allreduce wrote past the vector");
@@ -245,6 +296,8 @@ static int check_reduce(torx_boot_t *boot, torx_coll_group_t *g, int me, int n,
             double *exact = malloc(sizeof(double) * (count + 1)),
                    *repro = malloc(sizeof(double) * (count + 1));
             expected_fpsum(dt, seed + (int)ci, n, boot->size, count, exact, repro);
+            if (alg == TORX_COLL_ALG_TORUS)
+                expected_sorted_sum(dt, seed + (int)ci, n, count, repro);
             for (size_t i = 0; i < count; i++) {
                 double got = dt == TORX_COLL_FLOAT ? ((float *)out)[i] : ((double *)out)[i];
                 double w = dt == TORX_COLL_FLOAT ? (double)(float)repro[i] : repro[i];
@@ -274,8 +327,8 @@ static int check_reduce(torx_boot_t *boot, torx_coll_group_t *g, int me, int n,
             int root = (int)(count % (size_t)n);
             unsigned char *rout = malloc(bytes);
             memset(rout, 0x5a, bytes);
-            alg = torx_coll_select(g, TORX_COLL_REDUCE, bytes, dt, op);
-            TASK_CHECK(alg == TORX_COLL_ALG_CN, "reduce: %s", torx_coll_alg_name(alg));
+            chosen = torx_coll_select(g, TORX_COLL_REDUCE, bytes, dt, op);
+            TASK_CHECK(chosen == want_auto, "auto reduce: %s", torx_coll_alg_name(chosen));
             TASK_CHECK(torx_coll_reduce(g, alg, in, me == root ? rout : NULL, count, dt, op,
                                         root) == TORX_OK,
                        "%s", torx_last_error());
@@ -449,11 +502,20 @@ static int coll_task(torx_boot_t *boot, void *argp)
                        torx_last_error());
             TASK_CHECK(torx_coll_select(s, TORX_COLL_BARRIER, 0, 0, 0) == TORX_COLL_ALG_FALLBACK,
                        "subset barrier not a fallback");
+            /* the direct exchange needs no class route: it serves small subsets */
+            torx_coll_alg_t want = k <= 2 ? TORX_COLL_ALG_TORUS : TORX_COLL_ALG_FALLBACK;
             TASK_CHECK(torx_coll_select(s, TORX_COLL_ALLREDUCE, 8, TORX_COLL_S64,
-                                        TORX_COLL_SUM) == TORX_COLL_ALG_FALLBACK,
-                       "subset allreduce not a fallback");
-            TASK_CHECK(strcmp(torx_coll_last_algorithm(s), "allreduce:mpich") == 0, "last %s",
-                       torx_coll_last_algorithm(s));
+                                        TORX_COLL_SUM) == want,
+                       "subset allreduce of %d not %s", k, torx_coll_alg_name(want));
+            TASK_CHECK(strcmp(torx_coll_last_algorithm(s),
+                              k <= 2 ? "allreduce:torus" : "allreduce:mpich") == 0,
+                       "last %s", torx_coll_last_algorithm(s));
+            if (k <= 2) {
+                int64_t one = 1, sum = 0;
+                TASK_CHECK(torx_coll_allreduce(s, want, &one, &sum, 1, TORX_COLL_S64,
+                                               TORX_COLL_SUM) == TORX_OK && sum == k,
+                           "subset exchange sum %lld", (long long)sum);
+            }
             TASK_CHECK(torx_coll_barrier(s, TORX_COLL_ALG_GI) == TORX_ERR_INVAL,
                        "gi ran on a subset");
             torx_coll_group_free(s);
@@ -546,12 +608,14 @@ static int fpsum_task(torx_boot_t *boot, void *argp)
                 me = i;
         double in[64], out[64];
         make_input(TORX_COLL_DOUBLE, TORX_COLL_SUM, 5, me, 64, in);
-        torx_coll_alg_t alg =
-            torx_coll_select(g, TORX_COLL_ALLREDUCE, sizeof in, TORX_COLL_DOUBLE, TORX_COLL_SUM);
-        TASK_CHECK(torx_coll_allreduce(g, alg, in, out, 64, TORX_COLL_DOUBLE, TORX_COLL_SUM) ==
-                       TORX_OK,
+        TASK_CHECK(torx_coll_allreduce(g, TORX_COLL_ALG_CN, in, out, 64, TORX_COLL_DOUBLE,
+                                       TORX_COLL_SUM) == TORX_OK,
                    "%s", torx_last_error());
         memcpy(sh->sums[perm][boot->rank], out, sizeof out);
+        TASK_CHECK(torx_coll_allreduce(g, TORX_COLL_ALG_TORUS, in, out, 16, TORX_COLL_DOUBLE,
+                                       TORX_COLL_SUM) == TORX_OK,
+                   "%s", torx_last_error());
+        memcpy(sh->xsums[perm][boot->rank], out, 16 * sizeof(double));
         torx_coll_group_free(g);
     }
     torx_coll_finalize(c);
@@ -581,6 +645,12 @@ START_TEST(fpsum_bitwise_in_every_order)
                 ck_assert_msg(memcmp(sh->sums[perm][t], sh->sums[0][0], sizeof sh->sums[0][0]) ==
                                   0,
                               "mapping %d, order %d, task %d: a different sum", mapped, perm, t);
+        for (int perm = 0; perm < 4; perm++)
+            for (int t = 0; t < 4; t++)
+                ck_assert_msg(memcmp(sh->xsums[perm][t], sh->xsums[0][0],
+                                     sizeof sh->xsums[0][0]) == 0,
+                              "exchange: mapping %d, order %d, task %d: a different sum", mapped,
+                              perm, t);
     }
     unlink(path);
     unmap_shared();
@@ -651,16 +721,16 @@ static void select_case(const char *coll, const char *barrier, const char *cn_ma
 START_TEST(selection_follows_the_environment)
 {
     unsetenv("TEST_EXPECT_ENV_ERROR");
-    select_case(NULL, NULL, NULL, "gi", "cn", "mpich");
+    select_case(NULL, NULL, NULL, "gi", "torus", "mpich");
     select_case("mpich", NULL, NULL, "mpich", "mpich", "mpich");
     select_case("mpich", "gi", NULL, "gi", "mpich", "mpich");
-    select_case("auto", "mpich", "2000000", "mpich", "cn", "cn");
-    select_case(NULL, NULL, "0", "gi", "mpich", "mpich");
+    select_case("auto", "mpich", "2000000", "mpich", "torus", "cn");
+    select_case(NULL, NULL, "0", "gi", "torus", "mpich");
     static const char *const bad[][2] = {{"TORX_COLL", "torus"},
                                          {"TORX_COLL_BARRIER", "cn"},
                                          {"TORX_COLL_BCAST", "fast"},
                                          {"TORX_COLL_CN_MAX", "-1"},
-                                         {"TORX_COLL_ALLREDUCE", "torus"}};
+                                         {"TORX_COLL_ALLREDUCE", "paced"}};
     for (int i = 0; i < 5; i++) {
         clear_env();
         setenv(bad[i][0], bad[i][1], 1);
