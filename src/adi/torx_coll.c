@@ -167,6 +167,11 @@ static torx_coll_dtype_t map_dtype(MPI_Datatype dt)
     static const MPI_Datatype uints[] = {
         MPI_UNSIGNED, MPI_UNSIGNED_LONG, MPI_UNSIGNED_LONG_LONG, MPI_UINT32_T, MPI_UINT64_T
     };
+    /* the common ones first */
+    if (dt == MPI_DOUBLE)
+        return TORX_COLL_DOUBLE;
+    if (dt == MPI_INT)
+        return sizeof(int) == 4 ? TORX_COLL_S32 : TORX_COLL_NDTYPES;
     if (!HANDLE_IS_BUILTIN(dt))
         return TORX_COLL_NDTYPES;
     int size = MPIR_Datatype_get_basic_size(dt);

@@ -58,26 +58,106 @@ static void fp_store(torx_coll_dtype_t dt, unsigned char *p, double v)
     }
 }
 
-#define FOLD(T, acc, v, op)                                                                       \
+#define FOLD_LOOPS(T, S, acc, src, count, is_signed, op)                                         \
     do {                                                                                          \
         switch (op) {                                                                             \
-        case TORX_COLL_SUM: acc = (T)(acc + v); break;                                            \
-        case TORX_COLL_MIN: acc = v < acc ? v : acc; break;                                       \
-        case TORX_COLL_MAX: acc = v > acc ? v : acc; break;                                       \
-        case TORX_COLL_BAND: acc &= v; break;                                                     \
-        case TORX_COLL_BOR: acc |= v; break;                                                      \
-        case TORX_COLL_BXOR: acc ^= v; break;                                                     \
-        case TORX_COLL_LAND: acc = (T)((acc != 0) & (v != 0)); break;                             \
-        case TORX_COLL_LOR: acc = (T)((acc != 0) | (v != 0)); break;                              \
-        default: break;                                                                           \
+        case TORX_COLL_SUM:                                                                       \
+            for (size_t i = 0; i < count; i++)                                                    \
+                acc[i] += src[i];                                                                 \
+            break;                                                                                \
+        case TORX_COLL_MIN:                                                                       \
+            if (is_signed)                                                                        \
+                for (size_t i = 0; i < count; i++)                                                \
+                    acc[i] = (S)src[i] < (S)acc[i] ? src[i] : acc[i];                             \
+            else                                                                                  \
+                for (size_t i = 0; i < count; i++)                                                \
+                    acc[i] = src[i] < acc[i] ? src[i] : acc[i];                                   \
+            break;                                                                                \
+        case TORX_COLL_MAX:                                                                       \
+            if (is_signed)                                                                        \
+                for (size_t i = 0; i < count; i++)                                                \
+                    acc[i] = (S)src[i] > (S)acc[i] ? src[i] : acc[i];                             \
+            else                                                                                  \
+                for (size_t i = 0; i < count; i++)                                                \
+                    acc[i] = src[i] > acc[i] ? src[i] : acc[i];                                   \
+            break;                                                                                \
+        case TORX_COLL_BAND:                                                                      \
+            for (size_t i = 0; i < count; i++)                                                    \
+                acc[i] &= src[i];                                                                 \
+            break;                                                                                \
+        case TORX_COLL_BOR:                                                                       \
+            for (size_t i = 0; i < count; i++)                                                    \
+                acc[i] |= src[i];                                                                 \
+            break;                                                                                \
+        case TORX_COLL_BXOR:                                                                      \
+            for (size_t i = 0; i < count; i++)                                                    \
+                acc[i] ^= src[i];                                                                 \
+            break;                                                                                \
+        case TORX_COLL_LAND:                                                                      \
+            for (size_t i = 0; i < count; i++)                                                    \
+                acc[i] = (T)((acc[i] != 0) & (src[i] != 0));                                      \
+            break;                                                                                \
+        case TORX_COLL_LOR:                                                                       \
+            for (size_t i = 0; i < count; i++)                                                    \
+                acc[i] = (T)((acc[i] != 0) | (src[i] != 0));                                      \
+            break;                                                                                \
+        default:                                                                                  \
+            break;                                                                                \
         }                                                                                         \
     } while (0)
+
+/* Folds members 1..n-1 of all (count elements each) into acc, which holds
+ * member 0's; through local copies, since the buffers hold user bytes of
+ * any alignment. Logical ops first make member 0's elements 0 or 1. */
+static void fold32(unsigned char *out, const unsigned char *all, int n, size_t count,
+                   int is_signed, torx_coll_op_t op)
+{
+    uint32_t acc[TORXC_EXCHANGE_MAX_BYTES / 4], src[TORXC_EXCHANGE_MAX_BYTES / 4];
+    memcpy(acc, out, count * 4);
+    if (op == TORX_COLL_LAND || op == TORX_COLL_LOR)
+        for (size_t i = 0; i < count; i++)
+            acc[i] = acc[i] != 0;
+    for (int m = 1; m < n; m++) {
+        memcpy(src, all + (size_t)m * count * 4, count * 4);
+        FOLD_LOOPS(uint32_t, int32_t, acc, src, count, is_signed, op);
+    }
+    memcpy(out, acc, count * 4);
+}
+
+static void fold64(unsigned char *out, const unsigned char *all, int n, size_t count,
+                   int is_signed, torx_coll_op_t op)
+{
+    uint64_t acc[TORXC_EXCHANGE_MAX_BYTES / 8], src[TORXC_EXCHANGE_MAX_BYTES / 8];
+    memcpy(acc, out, count * 8);
+    if (op == TORX_COLL_LAND || op == TORX_COLL_LOR)
+        for (size_t i = 0; i < count; i++)
+            acc[i] = acc[i] != 0;
+    for (int m = 1; m < n; m++) {
+        memcpy(src, all + (size_t)m * count * 8, count * 8);
+        FOLD_LOOPS(uint64_t, int64_t, acc, src, count, is_signed, op);
+    }
+    memcpy(out, acc, count * 8);
+}
 
 /* out[i] = combine over members m of all[m * bytes + i * esize]. */
 static void combine(const unsigned char *all, int n, size_t count, torx_coll_dtype_t dt,
                     torx_coll_op_t op, unsigned char *out)
 {
     size_t es = torxc_dtype_size(dt), bytes = count * es;
+    if (dt == TORX_COLL_DOUBLE && op == TORX_COLL_SUM && n == 2) {
+        /* Two terms: IEEE addition is commutative, so a + b is already
+         * independent of who holds which; no sort. */
+        for (size_t i = 0; i < count; i++) {
+            double a, b;
+            memcpy(&a, all + i * 8, 8);
+            memcpy(&b, all + bytes + i * 8, 8);
+            double acc = a + b;
+            if (acc == 0.0)
+                acc = 0.0;
+            memcpy(out + i * 8, &acc, 8);
+        }
+        return;
+    }
     if (dt == TORX_COLL_FLOAT || dt == TORX_COLL_DOUBLE) {
         double v[TORXC_EXCHANGE_MAX_TASKS];
         for (size_t i = 0; i < count; i++) {
@@ -107,42 +187,13 @@ static void combine(const unsigned char *all, int n, size_t count, torx_coll_dty
         }
         return;
     }
-    for (size_t i = 0; i < count; i++) {
-        const unsigned char *p = all + i * es;
-        if (es == 4) {
-            uint32_t acc, v;
-            memcpy(&acc, p, 4);
-            if (op == TORX_COLL_LAND || op == TORX_COLL_LOR)
-                acc = acc != 0;
-            for (int m = 1; m < n; m++) {
-                memcpy(&v, p + (size_t)m * bytes, 4);
-                if (dt == TORX_COLL_S32 && (op == TORX_COLL_MIN || op == TORX_COLL_MAX)) {
-                    int32_t sa = (int32_t)acc, sv = (int32_t)v;
-                    FOLD(int32_t, sa, sv, op);
-                    acc = (uint32_t)sa;
-                } else {
-                    FOLD(uint32_t, acc, v, op);
-                }
-            }
-            memcpy(out + i * es, &acc, 4);
-        } else {
-            uint64_t acc, v;
-            memcpy(&acc, p, 8);
-            if (op == TORX_COLL_LAND || op == TORX_COLL_LOR)
-                acc = acc != 0;
-            for (int m = 1; m < n; m++) {
-                memcpy(&v, p + (size_t)m * bytes, 8);
-                if (dt == TORX_COLL_S64 && (op == TORX_COLL_MIN || op == TORX_COLL_MAX)) {
-                    int64_t sa = (int64_t)acc, sv = (int64_t)v;
-                    FOLD(int64_t, sa, sv, op);
-                    acc = (uint64_t)sa;
-                } else {
-                    FOLD(uint64_t, acc, v, op);
-                }
-            }
-            memcpy(out + i * es, &acc, 8);
-        }
-    }
+    /* Integers: member 0's vector, then each other member's folded in,
+     * one loop per op so the compiler vectorizes it. */
+    memcpy(out, all, bytes);
+    if (es == 4)
+        fold32(out, all, n, count, dt == TORX_COLL_S32, op);
+    else
+        fold64(out, all, n, count, dt == TORX_COLL_S64, op);
 }
 
 torx_status_t torxc_exchange_reduce(torx_coll_group_t *g, const void *in, void *out, size_t count,
