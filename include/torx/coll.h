@@ -52,8 +52,11 @@
  *                               (cn on a subset, torus off a rectangle, an
  *                               unsupported type) falls back, and
  *                               TORX_VERBOSE=1 says so once.
- *   TORX_COLL_CN_MAX            auto's size limit (bytes) for the collective
- *                               network's allreduce/reduce/bcast/allgather
+ *   TORX_COLL_CN_MAX            auto's size limit (bytes, default 512) for
+ *                               the collective network: an allreduce/reduce
+ *                               vector, an allgather's whole result (auto
+ *                               never takes it for bcast: force it with
+ *                               TORX_COLL_BCAST=cn)
  *   TORX_STATS=1                calls per collective and algorithm, printed
  *                               at torx_coll_finalize
  */

@@ -18,11 +18,14 @@
 #define TORXC_EXCHANGE_AUTO_TASKS 2
 #define TORXC_EXCHANGE_AUTO_BYTES 1024
 
-/* auto's default size limit for the collective network (bytes per task's
- * vector or buffer): a 256-byte round costs about one cache-line handoff
- * per task; past this, the torus and MPICH's pipelined algorithms move the
- * data faster (bench/run-coll-bench.sh measures the crossover). */
-#define TORXC_CN_MAX_DEFAULT 16384
+/* auto's default size limit for the collective network (bytes of an
+ * allreduce/reduce vector, or of an allgather's whole result). Measured
+ * (bench/run-coll-bench.sh, bench/RESULTS.md "Collectives"): one round
+ * costs about three cache-line transfers per task, and every task must be
+ * running for a round to end, so past a couple of rounds MPICH's
+ * point-to-point algorithms over torx win, and by far when tasks
+ * outnumber cores. */
+#define TORXC_CN_MAX_DEFAULT 512
 
 static const char *const kind_names[TORX_COLL_NKINDS] = {
     [TORX_COLL_BARRIER] = "barrier",     [TORX_COLL_BCAST] = "bcast",
@@ -331,10 +334,14 @@ static torx_coll_alg_t pick(const torx_coll_group_t *g, torx_coll_kind_t kind, s
         if (g->n <= TORXC_EXCHANGE_AUTO_TASKS && bytes <= TORXC_EXCHANGE_AUTO_BYTES &&
             applies(g, kind, TORX_COLL_ALG_TORUS, bytes, dtype, op))
             return TORX_COLL_ALG_TORUS;
-        /* fall through */
-    case TORX_COLL_BCAST:
         if (bytes <= c->cn_max && applies(g, kind, TORX_COLL_ALG_CN, bytes, dtype, op))
             return TORX_COLL_ALG_CN;
+        return TORX_COLL_ALG_FALLBACK;
+    case TORX_COLL_BCAST:
+        /* Only when asked for: a collective-network round ends when every
+         * task has entered it, while MPICH's bcast over torx lets the root
+         * go as soon as its eager sends are out; on one host the latter won
+         * at every size and rank count measured. */
         return TORX_COLL_ALG_FALLBACK;
     case TORX_COLL_ALLGATHER:
         if (applies(g, kind, TORX_COLL_ALG_CN, bytes, dtype, op) &&

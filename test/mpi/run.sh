@@ -165,7 +165,7 @@ if want coll; then
     run coll-np6 6 coll
     run coll-np8-vn 8 coll TORX_MODE=vn
     run coll-np4-mapfile 4 coll TORX_TORUS=2x2x1 "TORX_MAPPING=$maps/good-4-heater.map"
-    run coll-np4-cn-every-size 4 coll TORX_COLL_CN_MAX=1000000
+    run coll-np4-cn-every-size 4 coll TORX_COLL_CN_MAX=1000000 TORX_COLL_BCAST=cn
     run coll-np2-mpich 2 coll TORX_COLL=mpich
 fi
 

@@ -402,7 +402,9 @@ static int coll_task(torx_boot_t *boot, void *argp)
                 buf[i] = me == root ? (unsigned char)raw(99, root, i) : 0xee;
             buf[len] = 0x77;
             torx_coll_alg_t alg = torx_coll_select(g, TORX_COLL_BCAST, len, 0, 0);
-            TASK_CHECK(alg == TORX_COLL_ALG_CN, "bcast %zu: %s", len, torx_coll_alg_name(alg));
+            TASK_CHECK(alg == TORX_COLL_ALG_FALLBACK, "auto bcast %zu: %s", len,
+                       torx_coll_alg_name(alg));
+            alg = TORX_COLL_ALG_CN; /* only when forced */
             TASK_CHECK(torx_coll_bcast(g, alg, buf, len, root) == TORX_OK, "%s",
                        torx_last_error());
             for (size_t i = 0; i < len; i++)

@@ -1,0 +1,235 @@
+#!/usr/bin/env bash
+# bench/run-coll-bench.sh: MPI collectives of torx against Debian's MPICH
+# (ch4:ucx) and Open MPI, built from one source (bench/mpi_coll.c) with each
+# MPI's mpicc, run in interleaved rounds.
+#
+# Implementations (each round runs every one, in this order):
+#   torx        torx MPICH, TORX_COLL=auto (what a user gets)
+#   torxmpich   torx MPICH, TORX_COLL=mpich: MPICH's own algorithms over
+#               torx point-to-point
+#   torxcn      torx MPICH, every bcast/allreduce/allgather on the collective
+#               network (TORX_COLL_BCAST=cn, TORX_COLL_ALLREDUCE=cn,
+#               TORX_COLL_ALLGATHER=cn, TORX_COLL_CN_MAX=2^30)
+#   mpich       mpiexec.mpich
+#   openmpi     mpirun.openmpi
+# Rank counts: NPS (default "2 4 8"). 2 ranks run bound one per core;
+# more ranks run oversubscribed (unbound; Open MPI with --oversubscribe).
+#
+# Output: bench/results/coll-<stamp>.txt (the report: per rank count, a
+# table per collective with each implementation's median over rounds and the
+# ratio of torx to the better peer, per-round ratios, and issue 9's targets
+# met or missed), coll-<stamp>-raw/ (every run's output), and the PNGs
+# coll-<stamp>-bcast.png (the original's Figure 5(b): broadcast bandwidth
+# of MPICH's algorithm over torx, the collective network and torx's
+# choice) and coll-<stamp>-alltoall.png (Figure 6: alltoall, torx against
+# MPICH's default over torx).
+#
+# Environment:
+#   ROUNDS      interleaved rounds (default 3)
+#   NPS         rank counts (default "2 4 8")
+#   SIZES       bytes per rank (default 8 B .. 4 MiB)
+#   ITERS       iterations per size up to 8 KiB (default 1000 at 2 ranks,
+#               ITERS_OVER=300 when oversubscribed)
+#   IMPLS       a subset of the implementations above
+#   COLLS       a subset of barrier,bcast,allreduce,allreduce_max,alltoall,
+#               allgather
+#   TORX_PREFIX torx MPICH's prefix (default: the last build-mpich.sh)
+#   FROM_RAW    a coll-<stamp>-raw directory: redo the report and plots
+#               from it without running anything
+set -uo pipefail
+bench_name=run-coll-bench
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
+
+rounds=${ROUNDS:-3}
+nps=${NPS:-2 4 8}
+sizes=${SIZES:-8,32,128,512,2K,8K,32K,128K,512K,1M,4M}
+iters=${ITERS:-1000}
+iters_over=${ITERS_OVER:-300}
+impls=${IMPLS:-torx torxmpich torxcn mpich openmpi}
+colls=${COLLS:-barrier,bcast,allreduce,allreduce_max,alltoall,allgather}
+from=${FROM_RAW:-}
+bench_check_counts ROUNDS:rounds ITERS:iters ITERS_OVER:iters_over
+
+bench_machine
+results=$root/bench/results
+mkdir -p "$results"
+if [[ -n $from ]]; then
+    raw=$(cd "$from" && pwd) || exit 2
+    stamp=$(basename "$raw" | sed -n 's/^coll-\(.*\)-raw$/\1/p')
+    [[ -n $stamp ]] || { echo "$bench_name: FROM_RAW must be a coll-<stamp>-raw directory" >&2; exit 2; }
+else
+    raw=$results/coll-$stamp-raw
+    mkdir -p "$raw"
+fi
+report=$results/coll-$stamp.txt
+
+if [[ -z $from ]]; then
+    prefix=${TORX_PREFIX:-$(cat "$HOME/.cache/torx/current-prefix" 2>/dev/null)}
+    [[ -n $prefix && -x $prefix/bin/mpicc && -x $prefix/bin/mpiexec ]] ||
+        { echo "$bench_name: no torx MPICH at '${prefix:-?}' (run scripts/build-mpich.sh)" >&2; exit 1; }
+    for t in mpicc.mpich mpiexec.mpich mpicc.openmpi mpirun.openmpi timeout; do
+        command -v "$t" >/dev/null || { echo "$bench_name: '$t' not found (scripts/install-deps.sh)" >&2; exit 1; }
+    done
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+    declare -A mpicc=([torx]="$prefix/bin/mpicc" [mpich]=mpicc.mpich [openmpi]=mpicc.openmpi)
+    for i in torx mpich openmpi; do
+        "${mpicc[$i]}" -O2 -std=c11 -Wall -Wextra -o "$work/mpi_coll.$i" "$here/mpi_coll.c" \
+            2>"$work/cc.$i.log" || { cat "$work/cc.$i.log" >&2; echo "$bench_name: building with ${mpicc[$i]} failed" >&2; exit 1; }
+    done
+    {
+        echo "# machine: $machine"
+        echo "# date: $when; torx $rev; prefix $prefix"
+        echo "# rounds $rounds; ranks $nps; sizes $sizes; iterations $iters (oversubscribed $iters_over)"
+        echo "# load at start: $(loadavg)"
+    } >"$raw/info.txt"
+    failed=0
+    for r in $(seq 1 "$rounds"); do
+        for np in $nps; do
+            n=$iters
+            ((np > 2)) && n=$iters_over
+            for impl in $impls; do
+                case $impl in
+                torx | torxmpich | torxcn)
+                    argv=("$prefix/bin/mpiexec" -n "$np")
+                    ((np <= 2)) && argv+=(-bind-to core)
+                    [[ $impl == torxmpich ]] && argv+=(-genv TORX_COLL mpich)
+                    [[ $impl == torxcn ]] && argv+=(-genv TORX_COLL_BCAST cn -genv TORX_COLL_ALLREDUCE cn
+                        -genv TORX_COLL_ALLGATHER cn -genv TORX_COLL_CN_MAX 1073741824)
+                    argv+=("$work/mpi_coll.torx") ;;
+                mpich)
+                    argv=(mpiexec.mpich -n "$np")
+                    if ((np <= 2)); then argv+=(-bind-to core); else argv+=(-bind-to none); fi
+                    argv+=("$work/mpi_coll.mpich") ;;
+                openmpi)
+                    argv=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun.openmpi -n "$np")
+                    if ((np <= 2)); then argv+=(--bind-to core); else argv+=(--oversubscribe --bind-to none); fi
+                    argv+=("$work/mpi_coll.openmpi") ;;
+                *) echo "$bench_name: unknown implementation '$impl'" >&2; exit 2 ;;
+                esac
+                out=$raw/r$r-np$np-$impl.txt
+                printf '   round %d/%d, %d ranks, %-10s ' "$r" "$rounds" "$np" "$impl"
+                start=$SECONDS
+                if timeout -k 10 1200 "${argv[@]}" -c "$colls" -s "$sizes" -n "$n" >"$out" 2>&1 </dev/null &&
+                    grep -q '^coll ' "$out"; then
+                    echo "$((SECONDS - start)) s"
+                else
+                    echo "FAILED (see $out)"
+                    failed=1
+                fi
+            done
+        done
+    done
+    echo "# load at end: $(loadavg)" >>"$raw/info.txt"
+fi
+
+# ---- report ---------------------------------------------------------------------------
+python3 - "$raw" "$report" "$results/coll-$stamp" <<'PY'
+import glob, os, re, statistics, sys
+raw, report, base = sys.argv[1:4]
+runs = {}   # (np, impl) -> {round: {(coll, size): mean_us}}
+for f in glob.glob(os.path.join(raw, "r*-np*-*.txt")):
+    m = re.match(r"r(\d+)-np(\d+)-(\w+)\.txt", os.path.basename(f))
+    if not m:
+        continue
+    rnd, np_, impl = int(m[1]), int(m[2]), m[3]
+    d = runs.setdefault((np_, impl), {}).setdefault(rnd, {})
+    for line in open(f, errors="replace"):
+        w = line.split()
+        if len(w) >= 4 and w[0] == "coll":
+            d[(w[1], int(w[2]))] = float(w[3].split("=")[1])
+nps = sorted({k[0] for k in runs})
+impls = [i for i in ["torx", "torxmpich", "torxcn", "mpich", "openmpi"] if any(k[1] == i for k in runs)]
+colls = ["barrier", "bcast", "allreduce", "allreduce_max", "alltoall", "allgather"]
+out = []
+info = os.path.join(raw, "info.txt")
+if os.path.exists(info):
+    out += [l.rstrip("\n") for l in open(info)]
+out.append("# times: microseconds per call, the mean over ranks of each rank's median (bench/mpi_coll.c),")
+out.append("# then the median over rounds; ratio = torx / the better of mpich and openmpi (ratio of")
+out.append("# medians), per-round ratios in brackets; targets (issue 9): 2 ranks: barrier and 8-byte")
+out.append("# allreduce <= 1.0, bcast and allreduce <= 1.2 at every size, alltoall <= 1.2; 4 and 8")
+out.append("# ranks: every collective <= 1.5 at every size")
+
+def med(np_, impl, key):
+    v = [r[key] for r in runs.get((np_, impl), {}).values() if key in r]
+    return statistics.median(v) if v else None
+
+def per_round(np_, key):
+    res = []
+    for rnd in sorted(runs.get((np_, "torx"), {})):
+        t = runs[(np_, "torx")][rnd].get(key)
+        peers = [runs.get((np_, p), {}).get(rnd, {}).get(key) for p in ("mpich", "openmpi")]
+        peers = [p for p in peers if p]
+        if t and peers:
+            res.append(t / min(peers))
+    return res
+
+met = missed = 0
+misses = []
+plots = {}
+for np_ in nps:
+    out.append("")
+    out.append(f"## {np_} ranks" + (" (one per core)" if np_ <= 2 else " (oversubscribed)"))
+    for c in colls:
+        keys = sorted({k for i in impls for r in runs.get((np_, i), {}).values() for k in r if k[0] == c},
+                      key=lambda k: k[1])
+        if not keys:
+            continue
+        out.append("")
+        out.append(f"{c:14s} " + " ".join(f"{i:>10s}" for i in impls) + "   ratio  per round          target")
+        for k in keys:
+            vals = [med(np_, i, k) for i in impls]
+            t = med(np_, "torx", k)
+            peers = [x for x in (med(np_, "mpich", k), med(np_, "openmpi", k)) if x]
+            ratio = t / min(peers) if t and peers else None
+            if np_ <= 2:
+                limit = 1.0 if c == "barrier" or (c in ("allreduce", "allreduce_max") and k[1] == 8) \
+                    else 1.2 if c in ("bcast", "allreduce", "allreduce_max", "alltoall") else None
+            else:
+                limit = 1.5
+            verdict = ""
+            if limit and ratio is not None:
+                ok = ratio <= limit
+                verdict = f"<= {limit:.1f} {'met' if ok else 'MISSED'}"
+                if ok:
+                    met += 1
+                else:
+                    missed += 1
+                    misses.append(f"{np_} ranks {c} {k[1]} B: {ratio:.2f}")
+            pr = " ".join(f"{x:.2f}" for x in per_round(np_, k))
+            out.append(f"{k[1]:>14d} " + " ".join(f"{v:10.3f}" if v else f"{'-':>10s}" for v in vals)
+                       + (f"   {ratio:5.2f}" if ratio else "       -") + f"  [{pr}]".ljust(20) + f" {verdict}")
+            plots.setdefault((np_, c), []).append((k[1], vals))
+out.append("")
+out.append(f"targets: {met} met, {missed} missed" + (": " + "; ".join(misses) if misses else ""))
+open(report, "w").write("\n".join(out) + "\n")
+print("\n".join(out))
+
+# data for the plots: size, then each implementation's MB/s (size / us)
+for (np_, c), rows in plots.items():
+    if c not in ("bcast", "alltoall", "allreduce"):
+        continue
+    with open(f"{base}-np{np_}-{c}.dat", "w") as f:
+        f.write("# size " + " ".join(impls) + " (MB/s)\n")
+        for size, vals in rows:
+            f.write(f"{size} " + " ".join(f"{size / v:.3f}" if v and size else "NaN" for v in vals) + "\n")
+open(f"{base}-impls.txt", "w").write(" ".join(impls) + "\n")
+PY
+[[ -f $report ]] || exit 1
+
+if bench_have_gnuplot; then
+    for np in $nps; do
+        for c in bcast alltoall; do
+            dat=$results/coll-$stamp-np$np-$c.dat
+            [[ -f $dat ]] || continue
+            gnuplot -e "dat='$dat'; out='$results/coll-$stamp-np$np-$c.png'; coll='$c'; np=$np; impls='$(cat "$results/coll-$stamp-impls.txt")'; subtitle='$machine, $when'" \
+                "$here/coll-plot.gp" || echo "$bench_name: gnuplot failed for $dat" >&2
+        done
+    done
+fi
+echo "$bench_name: report $report"
+[[ ${failed:-0} = 0 ]]
