@@ -28,8 +28,12 @@
  *   cn     allreduce, reduce, bcast, allgather on     groups of every task
  *          the collective network (integer ALU; the
  *          two-phase reproducible sum for floating SUM)
- *   torus  bcast: pipelined deposit-bit line          groups whose tasks fill
- *          broadcasts (van de Geijn's mesh bcast)     a rectangle of the torus
+ *   torus  allreduce, reduce of short vectors by      groups of at most 8
+ *          direct exchange (every member sends its    tasks, vectors of at
+ *          vector to every other; floating sums       most 16 KiB
+ *          added in an order fixed by the values)
+ *          (planned: bcast by pipelined deposit-bit line broadcasts, van de
+ *          Geijn's mesh bcast, for groups filling a rectangle of the torus)
  *   paced  alltoall(v) injected straight into the     any group
  *          message layer in a destination order that
  *          spreads link load, no per-peer requests
@@ -41,16 +45,16 @@
  *   TORX_COLL=auto|mpich        auto (default): torx's algorithms where they
  *                               apply and pay; mpich: always fall back
  *   TORX_COLL_BARRIER=auto|gi|mpich
- *   TORX_COLL_BCAST=auto|torus|cn|mpich
- *   TORX_COLL_ALLREDUCE=auto|cn|mpich
- *   TORX_COLL_REDUCE=auto|cn|mpich
+ *   TORX_COLL_BCAST=auto|cn|mpich
+ *   TORX_COLL_ALLREDUCE=auto|torus|cn|mpich
+ *   TORX_COLL_REDUCE=auto|torus|cn|mpich
  *   TORX_COLL_ALLGATHER=auto|cn|mpich
  *   TORX_COLL_ALLTOALL=auto|paced|mpich
  *   TORX_COLL_ALLTOALLV=auto|paced|mpich
  *                               force or forbid one algorithm per call. A
  *                               forced algorithm that cannot apply to a call
- *                               (cn on a subset, torus off a rectangle, an
- *                               unsupported type) falls back, and
+ *                               (cn on a subset, torus past 8 tasks or 16 KiB,
+ *                               an unsupported type) falls back, and
  *                               TORX_VERBOSE=1 says so once.
  *   TORX_COLL_CN_MAX            auto's size limit (bytes, default 512) for
  *                               the collective network: an allreduce/reduce
@@ -155,7 +159,7 @@ void torx_coll_finalize(torx_coll_t *c);
  *   group whose members may be in a collective at the same time (an MPI
  *   communicator's context id). Works out, once, what the group
  *   can use: every task of the job (collective network, global
- *   interrupt), a rectangle of the torus (torus broadcast). Local: no
+ *   interrupt). Local: no
  *   communication.
  * RETURN VALUE
  *   TORX_OK; TORX_ERR_INVAL (n < 1, me out of range, tasks[me] is not this
@@ -213,7 +217,7 @@ torx_status_t torx_coll_alltoallv(torx_coll_group_t *g, torx_coll_alg_t alg, con
 
 /* NAME     torx_coll_last_algorithm - what the group's last call ran
  * RETURN VALUE
- *   A static name such as "allreduce:cn", "barrier:gi", "bcast:torus" or
+ *   A static name such as "allreduce:cn", "barrier:gi", "allreduce:torus" or
  *   "bcast:mpich" (fallback); "none" before the first call.
  */
 const char *torx_coll_last_algorithm(const torx_coll_group_t *g);

@@ -15,7 +15,7 @@ extern "C" {
 /* The algorithm of the last blocking or nonblocking collective called on
  * comm by this process, as "<collective>:<algorithm>": for example
  * "barrier:gi" (global interrupt), "allreduce:cn" (collective network),
- * "bcast:torus" (deposit-bit mesh broadcast), "alltoall:paced", or
+ * "allreduce:torus" (direct exchange), "alltoall:paced", or
  * "<collective>:mpich" when MPICH's own algorithm ran; "none" before the
  * first. The name is copied into name, at most len - 1 characters and a
  * terminating NUL. Returns MPI_SUCCESS, MPI_ERR_COMM for a bad

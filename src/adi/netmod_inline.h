@@ -3,9 +3,10 @@
  *
  * One header per feature, as the ucx netmod is split. Point-to-point and
  * probe are native (torx_send.h, torx_recv.h, torx_probe.h over
- * torx_p2p.c). RMA, collectives and partitioned communication use ch4's
- * active-message fallback: MPIDIG over torx active messages (torx_am.h),
- * with collectives running MPICH's algorithms over native point-to-point.
+ * torx_p2p.c); collectives go to torx's algorithms or MPICH's
+ * (torx_coll.h over torx_coll.c and src/coll/). RMA and partitioned
+ * communication use ch4's active-message fallback: MPIDIG over torx active
+ * messages (torx_am.h).
  * The inline headers only forward: the work lives in .c files, so most
  * changes rebuild one object instead of all of MPICH.
  */

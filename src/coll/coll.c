@@ -60,7 +60,7 @@ static const char *const full_names[TORX_COLL_NKINDS][TORX_COLL_NALGS] = {
  * accepts besides auto and mpich. */
 static const unsigned kind_algs[TORX_COLL_NKINDS] = {
     [TORX_COLL_BARRIER] = 1u << TORX_COLL_ALG_GI,
-    [TORX_COLL_BCAST] = 1u << TORX_COLL_ALG_CN | 1u << TORX_COLL_ALG_TORUS,
+    [TORX_COLL_BCAST] = 1u << TORX_COLL_ALG_CN, /* the deposit-bit torus bcast: not yet */
     [TORX_COLL_ALLREDUCE] = 1u << TORX_COLL_ALG_CN | 1u << TORX_COLL_ALG_TORUS,
     [TORX_COLL_REDUCE] = 1u << TORX_COLL_ALG_CN | 1u << TORX_COLL_ALG_TORUS,
     [TORX_COLL_ALLGATHER] = 1u << TORX_COLL_ALG_CN,

@@ -112,31 +112,39 @@ static void fp_store(torx_coll_dtype_t dt, unsigned char *p, double v)
 static void fold32(unsigned char *out, const unsigned char *all, int n, size_t count,
                    int is_signed, torx_coll_op_t op)
 {
-    uint32_t acc[TORXC_EXCHANGE_MAX_BYTES / 4], src[TORXC_EXCHANGE_MAX_BYTES / 4];
-    memcpy(acc, out, count * 4);
-    if (op == TORX_COLL_LAND || op == TORX_COLL_LOR)
-        for (size_t i = 0; i < count; i++)
-            acc[i] = acc[i] != 0;
-    for (int m = 1; m < n; m++) {
-        memcpy(src, all + (size_t)m * count * 4, count * 4);
-        FOLD_LOOPS(uint32_t, int32_t, acc, src, count, is_signed, op);
+    enum { CHUNK = 128 }; /* elements per pass, on the stack */
+    uint32_t acc[CHUNK], src[CHUNK];
+    for (size_t at = 0; at < count; at += CHUNK) {
+        size_t k = count - at < CHUNK ? count - at : CHUNK;
+        memcpy(acc, out + at * 4, k * 4);
+        if (op == TORX_COLL_LAND || op == TORX_COLL_LOR)
+            for (size_t i = 0; i < k; i++)
+                acc[i] = acc[i] != 0;
+        for (int m = 1; m < n; m++) {
+            memcpy(src, all + ((size_t)m * count + at) * 4, k * 4);
+            FOLD_LOOPS(uint32_t, int32_t, acc, src, k, is_signed, op);
+        }
+        memcpy(out + at * 4, acc, k * 4);
     }
-    memcpy(out, acc, count * 4);
 }
 
 static void fold64(unsigned char *out, const unsigned char *all, int n, size_t count,
                    int is_signed, torx_coll_op_t op)
 {
-    uint64_t acc[TORXC_EXCHANGE_MAX_BYTES / 8], src[TORXC_EXCHANGE_MAX_BYTES / 8];
-    memcpy(acc, out, count * 8);
-    if (op == TORX_COLL_LAND || op == TORX_COLL_LOR)
-        for (size_t i = 0; i < count; i++)
-            acc[i] = acc[i] != 0;
-    for (int m = 1; m < n; m++) {
-        memcpy(src, all + (size_t)m * count * 8, count * 8);
-        FOLD_LOOPS(uint64_t, int64_t, acc, src, count, is_signed, op);
+    enum { CHUNK = 128 }; /* elements per pass, on the stack */
+    uint64_t acc[CHUNK], src[CHUNK];
+    for (size_t at = 0; at < count; at += CHUNK) {
+        size_t k = count - at < CHUNK ? count - at : CHUNK;
+        memcpy(acc, out + at * 8, k * 8);
+        if (op == TORX_COLL_LAND || op == TORX_COLL_LOR)
+            for (size_t i = 0; i < k; i++)
+                acc[i] = acc[i] != 0;
+        for (int m = 1; m < n; m++) {
+            memcpy(src, all + ((size_t)m * count + at) * 8, k * 8);
+            FOLD_LOOPS(uint64_t, int64_t, acc, src, k, is_signed, op);
+        }
+        memcpy(out + at * 8, acc, k * 8);
     }
-    memcpy(out, acc, count * 8);
 }
 
 /* out[i] = combine over members m of all[m * bytes + i * esize]. */

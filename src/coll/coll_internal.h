@@ -26,7 +26,7 @@
 /* Direct exchange (coll_exchange.c): at most this many members, and this
  * many bytes per vector. */
 #define TORXC_EXCHANGE_MAX_TASKS 8
-#define TORXC_EXCHANGE_MAX_BYTES 1024
+#define TORXC_EXCHANGE_MAX_BYTES 16384
 
 /* Per collective: the choice in force (TORX_COLL and TORX_COLL_<KIND>). */
 typedef enum torxc_choice {

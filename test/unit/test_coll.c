@@ -280,7 +280,7 @@ static int check_reduce_alg(torx_boot_t *boot, torx_coll_group_t *g, int me, int
     for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
         size_t count = counts[ci];
         size_t bytes = count * esizes[dt];
-        if (alg == TORX_COLL_ALG_TORUS && bytes > 1024)
+        if (alg == TORX_COLL_ALG_TORUS && bytes > 16384)
             break; /* the exchange takes short vectors only */
         unsigned char *in = malloc(bytes + 8), *out = malloc(bytes + 8), *want = malloc(bytes + 8);
         make_input(dt, op, seed + (int)ci, me, count, in);
