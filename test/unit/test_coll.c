@@ -589,6 +589,19 @@ START_TEST(vn_mode_and_chaos)
 }
 END_TEST
 
+/* Coprocessor mode: the communication thread moves rendezvous data of the
+ * paced alltoall while the task runs the collective (ThreadSanitizer runs
+ * this: make check-tsan). */
+START_TEST(co_mode)
+{
+    clear_env();
+    setenv("TORX_MODE", "co", 1);
+    job_t job = {.ntasks = 2, .perm = 1};
+    RUN_JOB(2, coll_task, &job);
+    clear_env();
+}
+END_TEST
+
 /* ---- the floating sum does not depend on who holds what ------------------------ */
 
 /* Group index i holds input i, so each permutation hands the inputs to other
@@ -827,6 +840,7 @@ static Suite *coll_suite(void)
     tcase_add_test(tc, every_reduction_2_tasks);
     tcase_add_test(tc, task_counts_and_orders);
     tcase_add_test(tc, vn_mode_and_chaos);
+    tcase_add_test(tc, co_mode);
     tcase_add_test(tc, selection_follows_the_environment);
     tcase_add_test(tc, waiting_collective_advances);
     suite_add_tcase(s, tc);
