@@ -16,7 +16,7 @@
 /* auto takes the direct exchange for groups of at most this many tasks
  * and vectors of at most this many bytes (bench/run-coll-bench.sh). */
 #define TORXC_EXCHANGE_AUTO_TASKS 2
-#define TORXC_EXCHANGE_AUTO_BYTES 1024
+#define TORXC_EXCHANGE_AUTO_BYTES 2048
 
 /* auto's default size limit for the collective network (bytes of an
  * allreduce/reduce vector, or of an allgather's whole result). Measured

@@ -243,10 +243,10 @@ static void test_reductions(MPI_Comm comm, int all_tasks)
                     input(t, oi, seed, me, i, in + i * t->size);
                 reference(t, oi, seed, n, count, want);
                 /* auto: the direct exchange ("torus") for 2 tasks and up to
-                 * 1 KiB, any group; else the collective network on groups
+                 * 2 KiB, any group; else the collective network on groups
                  * of every task, up to TORX_COLL_CN_MAX */
                 size_t bytes = count * t->size;
-                int xchg = t->torx && n == 2 && bytes <= 1024;
+                int xchg = t->torx && n == 2 && bytes <= 2048;
                 int cn = all_tasks && t->torx && bytes <= (size_t)cn_max && n > 1;
                 const char *alg = xchg ? "torus" : "cn";
                 cn = cn || xchg;

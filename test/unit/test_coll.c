@@ -286,7 +286,7 @@ static int check_reduce_alg(torx_boot_t *boot, torx_coll_group_t *g, int me, int
         make_input(dt, op, seed + (int)ci, me, count, in);
         memset(out, 0xa5, bytes + 8);
         torx_coll_alg_t chosen = torx_coll_select(g, TORX_COLL_ALLREDUCE, bytes, dt, op);
-        torx_coll_alg_t want_auto = n <= 2 && bytes <= 1024 ? TORX_COLL_ALG_TORUS : TORX_COLL_ALG_CN;
+        torx_coll_alg_t want_auto = n <= 2 && bytes <= 2048 ? TORX_COLL_ALG_TORUS : TORX_COLL_ALG_CN;
         TASK_CHECK(chosen == want_auto, "auto allreduce dtype %d op %d %zu B: %s", dt, op, bytes,
                    torx_coll_alg_name(chosen));
         torx_status_t st = torx_coll_allreduce(g, alg, in, out, count, dt, op);
