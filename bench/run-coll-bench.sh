@@ -148,7 +148,7 @@ out = []
 info = os.path.join(raw, "info.txt")
 if os.path.exists(info):
     out += [l.rstrip("\n") for l in open(info)]
-out.append("# times: microseconds per call, the mean over ranks of each rank's median (bench/mpi_coll.c),")
+out.append("# times: microseconds per call, the mean over ranks of each rank's median batch (bench/mpi_coll.c),")
 out.append("# then the median over rounds; ratio = torx / the better of mpich and openmpi (ratio of")
 out.append("# medians), per-round ratios in brackets; targets (issue 9): 2 ranks: barrier and 8-byte")
 out.append("# allreduce <= 1.0, bcast and allreduce <= 1.2 at every size, alltoall <= 1.2; 4 and 8")

@@ -172,6 +172,8 @@ static torx_coll_dtype_t map_dtype(MPI_Datatype dt)
         return TORX_COLL_DOUBLE;
     if (dt == MPI_INT)
         return sizeof(int) == 4 ? TORX_COLL_S32 : TORX_COLL_NDTYPES;
+    if (dt == MPI_INT64_T)
+        return TORX_COLL_S64;
     if (!HANDLE_IS_BUILTIN(dt))
         return TORX_COLL_NDTYPES;
     int size = MPIR_Datatype_get_basic_size(dt);
