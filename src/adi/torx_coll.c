@@ -47,14 +47,8 @@ int MPIDI_TORX_coll_init(void)
         .progress_arg = NULL,
     };
     torx_status_t st = torx_coll_init(MPIDI_TORX_global.ctx, &attr, &coll);
-    if (st != TORX_OK) {
-        /* A bad TORX_COLL* value: a startup error naming the variable. */
-        fprintf(stderr, "torx netmod, rank %d: %s\n", MPIDI_TORX_global.rank, torx_last_error());
-        fflush(stderr);
-        int mpi_errno = MPI_SUCCESS;
-        MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s", torx_last_error());
-        return mpi_errno;
-    }
+    if (st != TORX_OK)     /* a bad TORX_COLL* value: an error naming the variable */
+        return MPIDI_TORX_startup_failed();
     return MPI_SUCCESS;
 }
 

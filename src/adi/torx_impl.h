@@ -103,6 +103,10 @@ void MPIDI_TORX_send_copy(int dest, int handler, const void *hdr, size_t hdr_len
                           const void *data, size_t len, const char *what);
 void MPIDI_TORX_fatal(const char *what, torx_status_t st);
 
+/* torx_init.c: MPI_Init's error for what torx_last_error() says (rank 0
+ * prints it; the others wait so that it gets out before the job ends) */
+int MPIDI_TORX_startup_failed(void);
+
 /* torx_coll.c: the message-layer handler id of src/coll's messages */
 #define MPIDI_TORX_COLL_HANDLER 2
 int MPIDI_TORX_coll_init(void);

@@ -57,7 +57,7 @@ static torx_status_t want_yield_hook(int *yield)
  * alike. Rank 0 says so itself, at once, and every task then waits a
  * moment: hydra ends the job at the first abort and drops output it has
  * not forwarded yet, including MPICH's error stack. Returns the MPI error. */
-static int startup_failed(void)
+int MPIDI_TORX_startup_failed(void)
 {
     int mpi_errno = MPI_SUCCESS;
     if (MPIR_Process.rank == 0)
@@ -219,7 +219,7 @@ int MPIDI_TORX_init_local(int *tag_bits)
     long lim;
     if (torx_env_int("TORX_AM_EAGER_LIMIT", 0, cap, MPL_MIN(MPIDI_TORX_AM_EAGER_LIMIT_DEFAULT, cap),
                      &lim) != TORX_OK)
-        return startup_failed();
+        return MPIDI_TORX_startup_failed();
     MPIDI_TORX_global.am_eager_limit = lim;
     return MPI_SUCCESS;
 }
@@ -246,13 +246,13 @@ int MPIDI_TORX_init_world(void)
 
     int yield;
     if (want_yield_hook(&yield) != TORX_OK) {
-        mpi_errno = startup_failed();
+        mpi_errno = MPIDI_TORX_startup_failed();
         goto fn_fail;
     }
     torx_init_attr_t attr = {.boot = &g->boot, .mode = -1, .mapping = NULL, .limits = NULL };
     torx_status_t st = torx_init(&attr, &g->ctx);
     if (st != TORX_OK) {
-        mpi_errno = startup_failed();
+        mpi_errno = MPIDI_TORX_startup_failed();
         goto fn_fail;
     }
     MPIR_Assert(torx_rank(g->ctx) == g->rank && torx_size(g->ctx) == g->size);
