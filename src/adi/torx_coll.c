@@ -208,6 +208,21 @@ static torx_coll_op_t map_op(MPI_Op op)
     }
 }
 
+/* What an allreduce or reduce of count elements of datatype with op runs
+ * on group g (NULL: fallback), with torx's names of the type and op. */
+static torx_coll_alg_t select_reduction(torx_coll_group_t * g, torx_coll_kind_t kind,
+                                        MPI_Aint count, MPI_Datatype datatype, MPI_Op op,
+                                        torx_coll_dtype_t * dt, torx_coll_op_t * top)
+{
+    *dt = map_dtype(datatype);
+    *top = map_op(op);
+    if (g == NULL)
+        return TORX_COLL_ALG_FALLBACK;
+    size_t bytes = *dt == TORX_COLL_NDTYPES ? 0 : (size_t) count *
+        MPIR_Datatype_get_basic_size(datatype);
+    return torx_coll_select(g, kind, bytes, *dt, *top);
+}
+
 /* ---- blocking collectives ----------------------------------------------------- */
 
 int MPIDI_TORX_barrier(MPIR_Comm * comm, MPIR_Errflag_t * errflag)
@@ -246,18 +261,14 @@ int MPIDI_TORX_allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count,
                          MPIR_Errflag_t * errflag)
 {
     torx_coll_group_t *g = comm_group(comm);
-    torx_coll_alg_t alg = TORX_COLL_ALG_FALLBACK;
-    torx_coll_dtype_t dt = map_dtype(datatype);
-    if (g) {
-        size_t bytes = dt == TORX_COLL_NDTYPES ? 0 : (size_t) count *
-            MPIR_Datatype_get_basic_size(datatype);
-        alg = torx_coll_select(g, TORX_COLL_ALLREDUCE, bytes, dt, map_op(op));
-    }
+    torx_coll_dtype_t dt;
+    torx_coll_op_t top;
+    torx_coll_alg_t alg = select_reduction(g, TORX_COLL_ALLREDUCE, count, datatype, op, &dt, &top);
     ran(comm, g, "allreduce:mpich");
     if (alg == TORX_COLL_ALG_FALLBACK)
         return MPIR_Allreduce_impl(sendbuf, recvbuf, count, datatype, op, comm, errflag);
     torx_status_t st = torx_coll_allreduce(g, alg, sendbuf == MPI_IN_PLACE ? NULL : sendbuf,
-                                           recvbuf, (size_t) count, dt, map_op(op));
+                                           recvbuf, (size_t) count, dt, top);
     return st == TORX_OK ? MPI_SUCCESS : coll_error(st, "MPI_Allreduce");
 }
 
@@ -265,18 +276,14 @@ int MPIDI_TORX_reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Da
                       MPI_Op op, int root, MPIR_Comm * comm, MPIR_Errflag_t * errflag)
 {
     torx_coll_group_t *g = comm_group(comm);
-    torx_coll_alg_t alg = TORX_COLL_ALG_FALLBACK;
-    torx_coll_dtype_t dt = map_dtype(datatype);
-    if (g) {
-        size_t bytes = dt == TORX_COLL_NDTYPES ? 0 : (size_t) count *
-            MPIR_Datatype_get_basic_size(datatype);
-        alg = torx_coll_select(g, TORX_COLL_REDUCE, bytes, dt, map_op(op));
-    }
+    torx_coll_dtype_t dt;
+    torx_coll_op_t top;
+    torx_coll_alg_t alg = select_reduction(g, TORX_COLL_REDUCE, count, datatype, op, &dt, &top);
     ran(comm, g, "reduce:mpich");
     if (alg == TORX_COLL_ALG_FALLBACK)
         return MPIR_Reduce_impl(sendbuf, recvbuf, count, datatype, op, root, comm, errflag);
     torx_status_t st = torx_coll_reduce(g, alg, sendbuf == MPI_IN_PLACE ? NULL : sendbuf,
-                                        recvbuf, (size_t) count, dt, map_op(op), root);
+                                        recvbuf, (size_t) count, dt, top, root);
     return st == TORX_OK ? MPI_SUCCESS : coll_error(st, "MPI_Reduce");
 }
 

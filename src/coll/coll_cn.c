@@ -41,12 +41,13 @@ torx_status_t torxc_gi_barrier(torx_coll_group_t *g)
 /* ---- round pipeline ------------------------------------------------------------ */
 
 /* A vector split into 256-byte rounds: fill() writes round r's packet,
- * drain() takes round r's result. */
+ * drain() takes round r's result. cn_run runs rounds first .. first +
+ * rounds - 1 (the floating sum runs its vector a batch at a time). */
 typedef struct cn_stream {
     torx_cn_op_t op;
     torx_cn_type_t type;
     int is_root; /* TORX_CN_BCAST */
-    size_t rounds;
+    size_t first, rounds;
     void (*fill)(struct cn_stream *s, size_t r, void *pkt);
     void (*drain)(struct cn_stream *s, size_t r, const void *pkt);
     /* for the fill/drain functions */
@@ -56,9 +57,8 @@ typedef struct cn_stream {
     size_t esize;   /* element bytes */
     size_t base;    /* allgather: this task's block offset in the result */
     size_t block;   /* allgather: block bytes */
-    torx_coll_op_t cop;
     torx_coll_dtype_t dtype;
-    const int64_t *emax; /* fpsum phase 2: the batch's exponents */
+    int64_t *emax; /* fpsum: the batch's exponents, from phase 1 for phase 2 */
     int headroom;
 } cn_stream_t;
 
@@ -76,7 +76,7 @@ static torx_status_t cn_run(torx_coll_t *c, cn_stream_t *s)
         while (injected < s->rounds && injected - read < TORXC_CN_DEPTH) {
             const void *data = NULL;
             if (s->op != TORX_CN_BCAST || s->is_root) {
-                s->fill(s, injected, pkt);
+                s->fill(s, s->first + injected, pkt);
                 data = pkt;
             }
             torx_status_t st = torx_cn_inject(c->dev, s->op, s->type, s->is_root, data);
@@ -103,7 +103,7 @@ static torx_status_t cn_run(torx_coll_t *c, cn_stream_t *s)
         } else if (st != TORX_OK) {
             return st;
         } else if (err == TORX_OK && s->drain) {
-            s->drain(s, read, res);
+            s->drain(s, s->first + read, res);
         }
         read++;
         spins = 0;
@@ -168,16 +168,21 @@ static inline int64_t order64(int64_t b)
     return b >= 0 ? b : b ^ INT64_MAX;
 }
 
+/* The first n elements of lanes through order32/order64 (in place). */
+static void reorder(void *lanes, size_t n, size_t esize)
+{
+    if (esize == 4)
+        for (size_t i = 0; i < n; i++)
+            ((int32_t *)lanes)[i] = order32(((int32_t *)lanes)[i]);
+    else
+        for (size_t i = 0; i < n; i++)
+            ((int64_t *)lanes)[i] = order64(((int64_t *)lanes)[i]);
+}
+
 static void fill_ordered(cn_stream_t *s, size_t r, void *pkt)
 {
     fill_copy(s, r, pkt);
-    size_t n = round_len(s->bytes, r) / s->esize;
-    if (s->esize == 4)
-        for (size_t i = 0; i < n; i++)
-            ((int32_t *)pkt)[i] = order32(((int32_t *)pkt)[i]);
-    else
-        for (size_t i = 0; i < n; i++)
-            ((int64_t *)pkt)[i] = order64(((int64_t *)pkt)[i]);
+    reorder(pkt, round_len(s->bytes, r) / s->esize, s->esize);
 }
 
 static void drain_ordered(cn_stream_t *s, size_t r, const void *pkt)
@@ -187,12 +192,7 @@ static void drain_ordered(cn_stream_t *s, size_t r, const void *pkt)
     unsigned char tmp[TORXC_CN_BYTES];
     size_t n = round_len(s->bytes, r) / s->esize;
     memcpy(tmp, pkt, sizeof tmp);
-    if (s->esize == 4)
-        for (size_t i = 0; i < n; i++)
-            ((int32_t *)tmp)[i] = order32(((int32_t *)tmp)[i]);
-    else
-        for (size_t i = 0; i < n; i++)
-            ((int64_t *)tmp)[i] = order64(((int64_t *)tmp)[i]);
+    reorder(tmp, n, s->esize);
     memcpy(s->out + r * TORXC_CN_BYTES, tmp, n * s->esize);
 }
 
@@ -239,7 +239,7 @@ static void fill_exponent(cn_stream_t *s, size_t r, void *pkt)
 /* Phase 1 results, kept for phase 2 (emax of the batch's rounds). */
 static void drain_exponent(cn_stream_t *s, size_t r, const void *pkt)
 {
-    memcpy((int64_t *)s->emax + (r % TORXC_CN_DEPTH) * FP_LANES, pkt, TORXC_CN_BYTES);
+    memcpy(s->emax + (r % TORXC_CN_DEPTH) * FP_LANES, pkt, TORXC_CN_BYTES);
 }
 
 static void fill_mantissa(cn_stream_t *s, size_t r, void *pkt)
@@ -271,25 +271,6 @@ static void drain_sum(cn_stream_t *s, size_t r, const void *pkt)
     }
 }
 
-/* Rounds [first, first + n) of a stream, as a stream of their own. */
-typedef struct cn_window {
-    cn_stream_t s;
-    cn_stream_t *parent;
-    size_t first;
-} cn_window_t;
-
-static void window_fill(cn_stream_t *s, size_t r, void *pkt)
-{
-    cn_window_t *w = (cn_window_t *)s;
-    w->parent->fill(w->parent, w->first + r, pkt);
-}
-
-static void window_drain(cn_stream_t *s, size_t r, const void *pkt)
-{
-    cn_window_t *w = (cn_window_t *)s;
-    w->parent->drain(w->parent, w->first + r, pkt);
-}
-
 static torx_status_t cn_fpsum(torx_coll_t *c, cn_stream_t *s)
 {
     int64_t emax[TORXC_CN_DEPTH * FP_LANES];
@@ -303,29 +284,24 @@ static torx_status_t cn_fpsum(torx_coll_t *c, cn_stream_t *s)
     size_t count = s->bytes / s->esize;
     size_t rounds = (count + FP_LANES - 1) / FP_LANES;
     torx_status_t err = TORX_OK;
+    s->type = TORX_CN_S64;
     for (size_t first = 0; first < rounds; first += TORXC_CN_DEPTH) {
-        size_t n = rounds - first < TORXC_CN_DEPTH ? rounds - first : TORXC_CN_DEPTH;
-        /* Window rounds are numbered from `first`, a multiple of the depth,
-         * so r % DEPTH indexes emax the same way in both phases. */
-        cn_window_t w = {.parent = s, .first = first};
-        w.s.op = TORX_CN_MAX;
-        w.s.type = TORX_CN_S64;
-        w.s.rounds = n;
-        w.s.fill = window_fill;
-        w.s.drain = window_drain;
+        /* Batches start at a multiple of the depth, so r % DEPTH indexes
+         * emax the same way in both phases. */
+        s->first = first;
+        s->rounds = rounds - first < TORXC_CN_DEPTH ? rounds - first : TORXC_CN_DEPTH;
+        s->op = TORX_CN_MAX;
         s->fill = fill_exponent;
         s->drain = drain_exponent;
-        torx_status_t st = cn_run(c, &w.s);
+        torx_status_t st = cn_run(c, s);
         if (st != TORX_OK && st != TORX_ERR_PROTO)
             return st;
         if (st != TORX_OK && err == TORX_OK)
             err = st;
-        w.s.op = TORX_CN_ADD;
+        s->op = TORX_CN_ADD;
         s->fill = fill_mantissa;
         s->drain = err == TORX_OK ? drain_sum : NULL;
-        if (s->drain == NULL)
-            w.s.drain = NULL;
-        st = cn_run(c, &w.s);
+        st = cn_run(c, s);
         if (st != TORX_OK && st != TORX_ERR_PROTO)
             return st;
         if (st != TORX_OK && err == TORX_OK)
@@ -349,7 +325,6 @@ torx_status_t torxc_cn_reduce(torx_coll_group_t *g, const void *in, void *out, s
     s.out = out;
     s.bytes = count * s.esize;
     s.dtype = dtype;
-    s.cop = op;
     if (count == 0)
         return TORX_OK;
     if ((dtype == TORX_COLL_FLOAT || dtype == TORX_COLL_DOUBLE) && op == TORX_COLL_SUM)
