@@ -32,8 +32,13 @@
  *          direct exchange (every member sends its    tasks, vectors of at
  *          vector to every other; floating sums       most 16 KiB
  *          added in an order fixed by the values)
- *          (planned: bcast by pipelined deposit-bit line broadcasts, van de
- *          Geijn's mesh bcast, for groups filling a rectangle of the torus)
+ *   torus  bcast by pipelined deposit-bit line        groups filling a box of
+ *          broadcasts (van de Geijn's mesh bcast,     the torus (every task
+ *          one route per dimension, each carrying     of a product of
+ *          its share of the packets; node-mates       contiguous x, y, z
+ *          first in vn mode; in co mode the           ranges and a set of t)
+ *          communication thread injects the root's
+ *          share of half the routes)
  *   paced  alltoall(v) injected straight into the     any group
  *          message layer in a destination order that
  *          spreads link load, no per-peer requests
@@ -45,7 +50,7 @@
  *   TORX_COLL=auto|mpich        auto (default): torx's algorithms where they
  *                               apply and pay; mpich: always fall back
  *   TORX_COLL_BARRIER=auto|gi|mpich
- *   TORX_COLL_BCAST=auto|cn|mpich
+ *   TORX_COLL_BCAST=auto|torus|cn|mpich
  *   TORX_COLL_ALLREDUCE=auto|torus|cn|mpich
  *   TORX_COLL_REDUCE=auto|torus|cn|mpich
  *   TORX_COLL_ALLGATHER=auto|cn|mpich
@@ -157,10 +162,9 @@ void torx_coll_finalize(torx_coll_t *c);
  *   group order; me is this task's index. id names the group in its
  *   messages: the same on every member, and different from every other
  *   group whose members may be in a collective at the same time (an MPI
- *   communicator's context id). Works out, once, what the group
- *   can use: every task of the job (collective network, global
- *   interrupt). Local: no
- *   communication.
+ *   communicator's context id). Works out, once, what the group can use:
+ *   every task of the job (collective network, global interrupt), a box of
+ *   the torus (the deposit-bit broadcast). Local: no communication.
  * RETURN VALUE
  *   TORX_OK; TORX_ERR_INVAL (n < 1, me out of range, tasks[me] is not this
  *   task, a task out of range or repeated); TORX_ERR_NOMEM.

@@ -371,6 +371,57 @@ int torx_msg_pending(const torx_msg_t *msg);
  */
 torx_status_t torx_msg_status(const torx_msg_t *msg);
 
+/* ---- Line broadcast (the deposit bit) -------------------------------------- */
+
+/* A line send: one packet that the torus deposits at every node from this
+ * task's node to the line's end, delivered at each (to the task with this
+ * task's t) to a handler as a one-packet message. Collectives build their
+ * broadcasts from these (src/coll/coll_torus.c). The header is prepared
+ * once by torx_line_init; torx_line_send only injects. */
+typedef struct torx_line {
+    torx_pkt_dev_t *dev;
+    torx_pkt_hdr_t pkt; /* the prepared packet header */
+    uint8_t hdr_len;    /* the handler header's bytes, fixed per line */
+} torx_line_t;
+
+/* NAME     torx_line_init - prepare line sends
+ * DESCRIPTION
+ *   Prepares *line for packets deposited at the hops nodes (1..extent-1)
+ *   next to this task's node along dimension dim (TORX_DIM_X/Y/Z) in
+ *   direction dir (+1 or -1), with wraparound, each at the task with this
+ *   task's t, for handler id handler with headers of hdr_len bytes. Every
+ *   node of the line must have such a task, the last one at least (nodes
+ *   without are skipped).
+ * RETURN VALUE
+ *   TORX_OK; TORX_ERR_INVAL for a NULL argument, dim, dir, handler or
+ *   hdr_len out of range, hops outside 1..extent-1, or no task at the end.
+ * SEE ALSO torx_line_send
+ */
+torx_status_t torx_line_init(torx_ctx_t *ctx, torx_line_t *line, int dim, int dir, int hops,
+                             int handler, size_t hdr_len);
+
+/* NAME     torx_line_send - send one line packet
+ * DESCRIPTION
+ *   Injects the line.hdr_len bytes at hdr and len data bytes (hdr_len + len
+ *   <= TORX_MSG_ONEPKT_MAX) as one packet along line. Each node of the line
+ *   runs the handler with info->data set, as for a one-packet message; line
+ *   packets from one task arrive at each node in the order sent, and in
+ *   order with that task's deterministic packets there, but they are not
+ *   messages in the sense of torx_send's ordering (no sequence numbers,
+ *   never queued), and they are not counted as sent (the receivers count
+ *   them as one-packet messages received).
+ * RETURN VALUE
+ *   TORX_OK; TORX_AGAIN when the network has no room (nothing sent: advance
+ *   and retry); TORX_ERR_INVAL for a payload too long.
+ * NOTES
+ *   It touches only the device and *line, so a torx_costart work unit may
+ *   call it (the one torx_* call allowed there): the device takes injections
+ *   from the communication thread in co mode.
+ * SEE ALSO torx_line_init, torx_register
+ */
+torx_status_t torx_line_send(const torx_line_t *line, const void *hdr, const void *data,
+                             size_t len);
+
 /* ---- Progress ------------------------------------------------------------- */
 
 /* NAME     torx_advance - make progress once, without blocking
@@ -440,7 +491,7 @@ typedef void (*torx_cowork_fn)(void *arg);
  *   In co mode, starts fn(arg) as a transient work unit on the communication
  *   thread; units run one at a time, in the order started, between the
  *   thread's network work, concurrently with the task. fn must not call
- *   torx_* functions and must synchronise with the task only through
+ *   torx_* functions (torx_line_send excepted) and must synchronise with the task only through
  *   torx_cojoin (what fn wrote is visible after it). A full queue (256
  *   units) makes costart wait, advancing. In heater and vn modes there is no
  *   thread: fn runs at once, in the caller, and its handle is complete.

@@ -60,7 +60,7 @@ static const char *const full_names[TORX_COLL_NKINDS][TORX_COLL_NALGS] = {
  * accepts besides auto and mpich. */
 static const unsigned kind_algs[TORX_COLL_NKINDS] = {
     [TORX_COLL_BARRIER] = 1u << TORX_COLL_ALG_GI,
-    [TORX_COLL_BCAST] = 1u << TORX_COLL_ALG_CN, /* the deposit-bit torus bcast: not yet */
+    [TORX_COLL_BCAST] = 1u << TORX_COLL_ALG_CN | 1u << TORX_COLL_ALG_TORUS,
     [TORX_COLL_ALLREDUCE] = 1u << TORX_COLL_ALG_CN | 1u << TORX_COLL_ALG_TORUS,
     [TORX_COLL_REDUCE] = 1u << TORX_COLL_ALG_CN | 1u << TORX_COLL_ALG_TORUS,
     [TORX_COLL_ALLGATHER] = 1u << TORX_COLL_ALG_CN,
@@ -172,7 +172,8 @@ torx_status_t torx_coll_init(torx_ctx_t *ctx, const torx_coll_attr_t *attr, torx
         free(c);
         return st;
     }
-    st = torx_register(ctx, c->handler, torxc_a2a_handler, c);
+    c->bc_early_tail = &c->bc_early;
+    st = torx_register(ctx, c->handler, torxc_handler, c);
     if (st != TORX_OK) {
         free(c);
         return st;
@@ -201,6 +202,7 @@ void torx_coll_finalize(torx_coll_t *c)
     if (c == NULL)
         return;
     torxc_a2a_finalize(c);
+    torxc_torus_finalize(c);
     torx_register(c->ctx, c->handler, NULL, NULL);
     if (c->stats) {
         char line[1024];
@@ -264,6 +266,13 @@ torx_status_t torx_coll_group_create(torx_coll_t *c, uint32_t id, int n, const i
     /* Distinct tasks, as many as the job has: every task, in some order. */
     g->all_tasks = n == c->job_size;
     g->last = "none";
+    torx_status_t st = torxc_torus_group_init(g);
+    if (st != TORX_OK) {
+        free(g->coord);
+        free(g->tasks);
+        free(g);
+        return st;
+    }
     c->ngroups++;
     *out = g;
     return TORX_OK;
@@ -278,6 +287,7 @@ void torx_coll_group_free(torx_coll_group_t *g)
     free(g->a2a_perm);
     free(g->a2a_v);
     free(g->xchg);
+    free(g->coord);
     free(g->tasks);
     free(g);
 }
@@ -301,6 +311,8 @@ static int applies(const torx_coll_group_t *g, torx_coll_kind_t kind, torx_coll_
     case TORX_COLL_ALG_PACED:
         return kind == TORX_COLL_ALLTOALL || kind == TORX_COLL_ALLTOALLV;
     case TORX_COLL_ALG_TORUS:
+        if (kind == TORX_COLL_BCAST)
+            return torxc_torus_applies(g, bytes);
         if (kind == TORX_COLL_ALLREDUCE || kind == TORX_COLL_REDUCE)
             return g->n <= TORXC_EXCHANGE_MAX_TASKS && bytes <= TORXC_EXCHANGE_MAX_BYTES &&
                    torxc_cn_reduces(dtype, op);
@@ -412,6 +424,8 @@ torx_status_t torx_coll_bcast(torx_coll_group_t *g, torx_coll_alg_t alg, void *b
     if (root < 0 || root >= g->n || (bytes > 0 && buf == NULL))
         return torxp_error(TORX_ERR_INVAL, "torx: torx_coll_bcast: root %d of %d, buf %p", root,
                            g->n, buf);
+    if (alg == TORX_COLL_ALG_TORUS)
+        return torxc_torus_bcast(g, buf, bytes, root);
     return torxc_cn_bcast(g, buf, bytes, root);
 }
 

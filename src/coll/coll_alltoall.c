@@ -29,12 +29,13 @@
 
 #define TORXC_A2A_WINDOW 8
 
-/* The coll handler's header. */
+/* The header of a block (its first word is what torxc_handler dispatches
+ * on). */
 typedef struct a2a_hdr {
+    uint32_t kind; /* the collective: TORX_COLL_ALLTOALL(V), or _ALLREDUCE (exchange) */
     uint32_t group_id;
     uint32_t seq;
     uint32_t from; /* the sender's index in the group */
-    uint32_t kind; /* TORX_COLL_ALLTOALL or TORX_COLL_ALLTOALLV */
 } a2a_hdr_t;
 
 /* A block that arrived before this task entered its collective. */
@@ -241,7 +242,7 @@ torx_status_t torxc_paced_alltoallv(torx_coll_group_t *g, torx_coll_kind_t kind,
     claim_unexpected(c);
 
     step_order(g->a2a_perm, n, ((uint64_t)g->id << 32) ^ a->seq);
-    a2a_hdr_t h = {.group_id = g->id, .seq = a->seq, .from = (uint32_t)me, .kind = (uint32_t)kind};
+    a2a_hdr_t h = {.kind = (uint32_t)kind, .group_id = g->id, .seq = a->seq, .from = (uint32_t)me};
     unsigned spins = 0;
     int next = 0; /* steps started */
     torx_status_t err = TORX_OK;

@@ -49,6 +49,20 @@ typedef struct torxc_a2a {
     int lost; /* early blocks dropped for want of memory */
 } torxc_a2a_t;
 
+/* The torus broadcast this task is in (coll_torus.c). */
+#define TORXC_BC_ROUTES 6 /* three dimensions, split in two in co mode */
+typedef struct torxc_bcast {
+    int active;
+    uint32_t group_id, seq;
+    unsigned char *buf;
+    size_t bytes;
+    int nroutes;
+    size_t lo[TORXC_BC_ROUTES], hi[TORXC_BC_ROUTES]; /* route k: packets [lo, hi) */
+    size_t got[TORXC_BC_ROUTES]; /* packets of route k in place here */
+    size_t received, expect;      /* packets in place here, and to come */
+    torx_status_t status;         /* a bad packet */
+} torxc_bcast_t;
+
 struct torx_coll {
     torx_ctx_t *ctx;
     torx_pkt_dev_t *dev;
@@ -64,6 +78,10 @@ struct torx_coll {
     uint64_t calls[TORX_COLL_NKINDS][TORX_COLL_NALGS];
     int ngroups;
     torxc_a2a_t a2a;
+    torxc_bcast_t bc;
+    struct torxc_bc_early *bc_early, **bc_early_tail; /* packets before their bcast */
+    struct torxc_bc_ready *bc_ready; /* members in a large bcast, at its root */
+    int bc_lost;                     /* bcast packets dropped (no memory, malformed) */
 };
 
 struct torx_coll_group {
@@ -78,6 +96,16 @@ struct torx_coll_group {
     int *a2a_perm;
     size_t *a2a_v;         /* alltoall's counts and displacements */
     unsigned char *xchg;   /* direct exchange: the members' vectors */
+    /* torus bcast (coll_torus.c): whether the group fills a box of the
+     * torus, its dimensions longer than one node, and this task's lines
+     * along each (one on a whole ring, one each way on a run) */
+    int box;
+    int box_dims;
+    uint8_t box_dim[3];
+    int box_nlines[3];
+    torx_line_t box_line[3][2];
+    torx_coord_t *coord; /* group index -> torus coordinate */
+    uint32_t bc_seq;     /* torus bcasts run on this group */
 };
 
 /* Device polls between two calls of the progress function while a
@@ -124,6 +152,15 @@ torx_status_t torxc_paced_alltoallv(torx_coll_group_t *g, torx_coll_kind_t kind,
 void torxc_a2a_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info,
                        torx_recv_t *recv);
 void torxc_a2a_finalize(torx_coll_t *c);
+
+/* coll_torus.c: the deposit-bit mesh broadcast; the coll handler, which
+ * sends its messages here or to the alltoall's */
+torx_status_t torxc_torus_group_init(torx_coll_group_t *g);
+int torxc_torus_applies(const torx_coll_group_t *g, size_t bytes);
+torx_status_t torxc_torus_bcast(torx_coll_group_t *g, void *buf, size_t bytes, int root);
+void torxc_torus_handler(torx_coll_t *c, const torx_recv_info_t *info, torx_recv_t *recv);
+void torxc_torus_finalize(torx_coll_t *c);
+void torxc_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info, torx_recv_t *recv);
 
 /* coll_exchange.c: allreduce/reduce of a short vector by direct exchange;
  * out NULL: combine nothing (a reduce off its root) */

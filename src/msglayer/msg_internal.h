@@ -43,6 +43,12 @@
  *   EAGER_PIECE   stage ref                (word: offset)   deterministic
  *   VN_STAGED     as EAGER_STAGED                           deterministic
  *   VN_PIECE      as EAGER_PIECE                            deterministic
+ *   LINE          hdr, data                                 deposit bit
+ *
+ * LINE packets (torx_line_send) are one-packet messages deposited along a
+ * line; they bypass the send queues and sequence numbers (a collective's
+ * packets carry their own place in their header), so they never shift the
+ * matching of point-to-point messages.
  *
  * Staged messages (proto_stage.c) carry their data in the device's staging
  * area, a piece per packet; the packet holds the piece's descriptor. They
@@ -104,6 +110,7 @@ enum torxm_pkt_type {
     TORXM_PKT_EAGER_PIECE,
     TORXM_PKT_VN_STAGED,
     TORXM_PKT_VN_PIECE,
+    TORXM_PKT_LINE,
     TORXM_PKT_NTYPES
 };
 
@@ -385,6 +392,7 @@ extern const torxm_proto_t torxm_protocols[TORX_PROTO_COUNT];
 /* Push and receive functions (proto_*.c). */
 torx_status_t torxm_onepkt_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m);
 void torxm_onepkt_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
+void torxm_line_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
 torx_status_t torxm_eager_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m);
 void torxm_eager_first_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
 void torxm_eager_more_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);

@@ -189,3 +189,20 @@ void torxm_onepkt_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *
     torxm_matched(ctx, peer);
     torxm_recv_now(ctx, src, &recv, p + hl, dl);
 }
+
+/* A line packet: a one-packet message outside the sequence numbers. */
+void torxm_line_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt)
+{
+    const uint32_t w = torxm_sw_word(pkt);
+    const unsigned hl = (w >> 8) & 0xffu;
+    const int src = (int)(peer - ctx->peers);
+    if (TORXM_UNLIKELY(hl > pkt->payload_len)) {
+        torxm_bad_packet(ctx, src, "a line packet whose header is longer than its payload");
+        return;
+    }
+    const uint8_t *p = torx_pkt_payload(pkt);
+    const size_t dl = pkt->payload_len - hl;
+    torx_recv_t recv;
+    torxm_match(ctx, src, w & 0xffu, p, hl, dl, p + hl, TORX_PROTO_ONEPKT, 0, &recv);
+    torxm_recv_now(ctx, src, &recv, p + hl, dl);
+}

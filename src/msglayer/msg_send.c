@@ -170,6 +170,47 @@ torx_status_t torx_send_inject(torx_ctx_t *ctx, int dest, int handler, const voi
     return rc == TORX_NO_ROOM ? TORX_AGAIN : rc;
 }
 
+/* ---- Line sends --------------------------------------------------------------- */
+
+torx_status_t torx_line_init(torx_ctx_t *ctx, torx_line_t *line, int dim, int dir, int hops,
+                             int handler, size_t hdr_len)
+{
+    if (!ctx || !line || dim < TORX_DIM_X || dim > TORX_DIM_Z || (dir != 1 && dir != -1) ||
+        (unsigned)handler >= TORX_MSG_HANDLERS || hdr_len > TORX_MSG_MAX_HDR)
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: torx_line_init: %s (dim %d, dir %d, handler %d, hdr_len %zu)",
+                           !ctx || !line ? "NULL argument" : "argument out of range", dim, dir,
+                           handler, hdr_len);
+    const torx_shape_t s = torx_pkt_shape(ctx->dev);
+    const unsigned ext = dim == TORX_DIM_X ? s.x : dim == TORX_DIM_Y ? s.y : s.z;
+    if (hops < 1 || (unsigned)hops >= ext)
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: torx_line_init: %d hops along a dimension of %u nodes", hops,
+                           ext);
+    torx_coord_t end = ctx->self;
+    uint8_t *c = dim == TORX_DIM_X ? &end.x : dim == TORX_DIM_Y ? &end.y : &end.z;
+    *c = (uint8_t)(dir > 0 ? (*c + (unsigned)hops) % ext : (*c + ext - (unsigned)hops) % ext);
+    if (torx_map_rank(&ctx->map, end) < 0)
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: torx_line_init: no task at the line's end (%u,%u,%u,%u)", end.x,
+                           end.y, end.z, end.t);
+    line->dev = ctx->dev;
+    torx_pkt_hdr_init(&line->pkt, end, 0);
+    torx_pkt_hdr_set_deposit(&line->pkt, dim, dir);
+    torxm_sw_set(&line->pkt, TORXM_PKT_LINE, (uint32_t)ctx->rank,
+                 torxm_first_word((unsigned)handler, (unsigned)hdr_len, 0));
+    line->hdr_len = (uint8_t)hdr_len;
+    return TORX_OK;
+}
+
+torx_status_t torx_line_send(const torx_line_t *line, const void *hdr, const void *data,
+                             size_t len)
+{
+    const struct iovec iov[2] = {{(void *)hdr, line->hdr_len}, {(void *)data, len}};
+    const torx_status_t rc = torx_pkt_inject(line->dev, &line->pkt, iov, len ? 2 : 1);
+    return rc == TORX_NO_ROOM ? TORX_AGAIN : rc;
+}
+
 torx_status_t torx_send(torx_ctx_t *ctx, torx_msg_t *msg, int dest, int handler, const void *hdr,
                         size_t hdr_len, const void *data, size_t len, torx_protocol_t protocol,
                         torx_send_done_fn done, void *arg)

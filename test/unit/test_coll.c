@@ -343,6 +343,26 @@ static int check_reduce_alg(torx_boot_t *boot, torx_coll_group_t *g, int me, int
     return 0;
 }
 
+/* One torus bcast of len bytes from root (a group index): every byte
+ * arrives, nothing past the buffer is touched. */
+static int check_torus_bcast(torx_boot_t *boot, torx_coll_group_t *g, int me, size_t len,
+                             int root, int seed)
+{
+    unsigned char *buf = malloc(len + 1);
+    TASK_CHECK(buf != NULL, "malloc %zu", len);
+    for (size_t i = 0; i < len; i++)
+        buf[i] = me == root ? (unsigned char)raw(seed + 300, root, i) : 0xee;
+    buf[len] = 0x77;
+    TASK_CHECK(torx_coll_bcast(g, TORX_COLL_ALG_TORUS, buf, len, root) == TORX_OK,
+               "torus bcast %zu from %d: %s", len, root, torx_last_error());
+    for (size_t i = 0; i < len; i++)
+        TASK_CHECK(buf[i] == (unsigned char)raw(seed + 300, root, i),
+                   "torus bcast %zu from %d: byte %zu is %#x", len, root, i, buf[i]);
+    TASK_CHECK(buf[len] == 0x77, "torus bcast wrote past the buffer");
+    free(buf);
+    return 0;
+}
+
 static int coll_task(torx_boot_t *boot, void *argp)
 {
     const job_t *job = argp;
@@ -414,6 +434,15 @@ static int coll_task(torx_boot_t *boot, void *argp)
             free(buf);
         }
 
+    /* torus bcast (deposit bit): from every root, sizes around packets,
+     * routes and the ready threshold, back to back so that a fast root's
+     * packets of the next bcast come early */
+    static const size_t tsizes[] = {0, 1, 223, 224, 225, 700, 1000, 5000, 65536, 65537, 300000};
+    for (size_t si = 0; si < sizeof tsizes / sizeof tsizes[0]; si++)
+        for (int root = 0; root < n; root += tsizes[si] > 5000 ? 3 : 1)
+            for (int rep = 0; rep < 2; rep++)
+                if (check_torus_bcast(boot, g, me, tsizes[si], root, rep))
+                    return 1;
     /* allgather, out of place and in place */
     static const size_t gsizes[] = {0, 1, 3, 8, 100, 256, 700};
     for (size_t si = 0; si < sizeof gsizes / sizeof gsizes[0]; si++)
@@ -520,6 +549,20 @@ static int coll_task(torx_boot_t *boot, void *argp)
             }
             TASK_CHECK(torx_coll_barrier(s, TORX_COLL_ALG_GI) == TORX_ERR_INVAL,
                        "gi ran on a subset");
+            /* The even tasks fill a box of the torus (on 3 tasks a run of
+             * two nodes that wraps round the ring of 3; on 4 and 8 a line
+             * and a plane; in vn mode the t = 0 tasks), except on 6, whose
+             * 3x2 torus puts them at (0,0), (2,0) and (1,1). */
+            if (n != 6) {
+                for (int root = 0; root < k; root++)
+                    if (check_torus_bcast(boot, s, mine, 3000, root, 5) ||
+                        check_torus_bcast(boot, s, mine, 100000, root, 6))
+                        return 1;
+            } else {
+                unsigned char b[8] = {0};
+                TASK_CHECK(torx_coll_bcast(s, TORX_COLL_ALG_TORUS, b, 8, 0) == TORX_ERR_INVAL,
+                           "torus bcast ran on a group that is not a box");
+            }
             torx_coll_group_free(s);
         }
     }

@@ -1,0 +1,551 @@
+/* Broadcast on the torus with the deposit bit: van de Geijn's pipelined
+ * mesh broadcast, as Blue Gene/L's MPI ran it on rectangular communicators.
+ *
+ * Geometry. A group qualifies when its tasks are exactly every task of a
+ * box: a product of cyclic intervals of x, y and z (a whole ring, or a run
+ * of adjacent nodes) and a set of t. Along a dimension a node reaches the
+ * rest of its line in the box with one line send (the deposit bit) on a
+ * whole ring, or two (one each way) on a run.
+ *
+ * Routes. The buffer is cut into packets of TORXC_BC_PAYLOAD bytes, and
+ * the packets into R contiguous parts, the routes. With D dimensions of
+ * the box longer than one node, route k visits them in the order
+ * dims[k mod D], dims[k+1 mod D], ...: the root deposits each of its
+ * packets along the first dimension's line, every node of that line
+ * deposits it along the second, every node of that plane along the third.
+ * Each task receives each packet exactly once (from the node whose line it
+ * lies on), and the D routes start on different links, so with three
+ * dimensions the thirds of the message travel edge-disjoint first hops, as
+ * in the original. Every node forwards a packet as soon as it is in place:
+ * the pipeline's depth is one packet. A task that receives a route on its
+ * j-th dimension forwards it along the dimensions after j.
+ *
+ * Virtual-node mode. A line reaches the task of the sender's t on each
+ * node. The root first hands each packet to its node-mates (one-packet
+ * messages, through the node's memory); each of them is then the root of
+ * its t-plane's mesh broadcast.
+ *
+ * Coprocessor mode. The root splits every route in two (R = 2D) and its
+ * communication thread injects the odd routes (torx_costart, with
+ * torx_line_send, which touches only the device) while the task injects the
+ * even ones: the root's injection, its whole share of a broadcast, runs on
+ * two cores.
+ *
+ * Order and matching. A route's packets reach a task from one sender, in
+ * the order sent (deposit packets are deterministic), so a task knows the
+ * next offset of each route and refuses anything else as a protocol error.
+ * Each packet names its group, the group's torus broadcast sequence number
+ * and its offset. Packets for a broadcast this task has not entered yet
+ * wait in a list (copied); on entry they are placed and forwarded.
+ *
+ * Flow control. Past TORXC_BC_READY_BYTES every member tells the root it
+ * has entered (a one-packet message) and the root starts only when all
+ * have, so early packets (and their memory) stay bounded by
+ * TORXC_BC_READY_BYTES per broadcast that is ahead; below it the root is
+ * free to run ahead, as eager point-to-point is.
+ */
+#include "coll_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* A coll message header's first word says what it carries (the alltoall
+ * block header puts its kind there, a torx_coll_kind_t below these). */
+#define TORXC_MSG_BCAST 0x100u       /* a packet of a torus broadcast */
+#define TORXC_MSG_BCAST_READY 0x101u /* a member entered a large broadcast */
+
+typedef struct bc_hdr {
+    uint32_t msg; /* TORXC_MSG_BCAST or _READY */
+    uint32_t group_id;
+    uint32_t seq;
+    uint32_t off; /* byte offset of the packet's data */
+} bc_hdr_t;
+
+#define TORXC_BC_PAYLOAD (TORX_MSG_ONEPKT_MAX - sizeof(bc_hdr_t)) /* 224 */
+/* Largest broadcast whose packets may come before their receiver is in it. */
+#define TORXC_BC_READY_BYTES (64u * 1024u)
+/* A broadcast's packets are counted in 32 bits on the wire. */
+#define TORXC_BC_MAX_BYTES ((size_t)UINT32_MAX)
+
+/* A packet that came before its broadcast. */
+struct torxc_bc_early {
+    struct torxc_bc_early *next;
+    bc_hdr_t h;
+    size_t len;
+    unsigned char data[TORXC_BC_PAYLOAD];
+};
+
+/* Members that entered a large broadcast, counted at its root. */
+struct torxc_bc_ready {
+    struct torxc_bc_ready *next;
+    uint32_t group_id, seq;
+    int count;
+};
+
+static int is_bcast_msg(uint32_t msg)
+{
+    return msg == TORXC_MSG_BCAST || msg == TORXC_MSG_BCAST_READY;
+}
+
+/* ---- geometry ------------------------------------------------------------------ */
+
+static unsigned coord_of(torx_coord_t c, int d)
+{
+    return d == TORX_DIM_X ? c.x : d == TORX_DIM_Y ? c.y : c.z;
+}
+
+torx_status_t torxc_torus_group_init(torx_coll_group_t *g)
+{
+    torx_coll_t *c = g->c;
+    const torx_map_t *map = torx_ctx_map(c->ctx);
+    const torx_shape_t s = torx_pkt_shape(c->dev);
+    const unsigned ext[3] = {s.x, s.y, s.z};
+    g->box = 0;
+    if ((g->coord = malloc((size_t)g->n * sizeof *g->coord)) == NULL)
+        return torxp_error(TORX_ERR_NOMEM, "torx: torx_coll_group_create: out of memory");
+    unsigned char used[4][256];
+    memset(used, 0, sizeof used);
+    for (int i = 0; i < g->n; i++) {
+        const torx_coord_t k = torx_map_coord(map, g->tasks[i]);
+        g->coord[i] = k;
+        used[0][k.x] = used[1][k.y] = used[2][k.z] = used[3][k.t] = 1;
+    }
+    unsigned cnt[4] = {0, 0, 0, 0};
+    for (int d = 0; d < 4; d++)
+        for (int v = 0; v < 256; v++)
+            cnt[d] += used[d][v];
+    /* n distinct tasks inside the product of the used coordinates, and as
+     * many as it has: they are all of it. */
+    if ((size_t)cnt[0] * cnt[1] * cnt[2] * cnt[3] != (size_t)g->n)
+        return TORX_OK;
+    const torx_coord_t me = g->coord[g->me];
+    g->box_dims = 0;
+    for (int d = 0; d < 3; d++) {
+        unsigned lo = 0;
+        if (cnt[d] < ext[d]) { /* a run: it starts after an unused node */
+            while (lo < ext[d] && !(used[d][lo] && !used[d][(lo + ext[d] - 1) % ext[d]]))
+                lo++;
+            for (unsigned i = 0; i < cnt[d]; i++)
+                if (lo == ext[d] || !used[d][(lo + i) % ext[d]])
+                    return TORX_OK; /* not one run */
+        }
+        g->box_nlines[d] = 0;
+        if (cnt[d] == 1)
+            continue;
+        g->box_dim[g->box_dims++] = (uint8_t)d;
+        const unsigned pos = (coord_of(me, d) + ext[d] - lo) % ext[d];
+        int hops[2], dirs[2], nl = 0;
+        if (cnt[d] == ext[d]) { /* the whole ring, one way round */
+            hops[nl] = (int)ext[d] - 1, dirs[nl++] = 1;
+        } else {
+            if (pos + 1 < cnt[d])
+                hops[nl] = (int)(cnt[d] - 1 - pos), dirs[nl++] = 1;
+            if (pos > 0)
+                hops[nl] = (int)pos, dirs[nl++] = -1;
+        }
+        for (int l = 0; l < nl; l++) {
+            const torx_status_t st = torx_line_init(c->ctx, &g->box_line[d][l], d, dirs[l],
+                                                    hops[l], c->handler, sizeof(bc_hdr_t));
+            if (st != TORX_OK)
+                return st;
+        }
+        g->box_nlines[d] = nl;
+    }
+    g->box = 1;
+    return TORX_OK;
+}
+
+/* ---- receiving ------------------------------------------------------------------ */
+
+/* Puts a packet of the running broadcast in place. */
+static void place(torx_coll_t *c, const bc_hdr_t *h, const void *data, size_t len)
+{
+    torxc_bcast_t *b = &c->bc;
+    if (b->status != TORX_OK)
+        return;
+    const size_t p = h->off / TORXC_BC_PAYLOAD;
+    int k = 0;
+    while (k < b->nroutes && p >= b->hi[k])
+        k++;
+    const size_t want = b->bytes - h->off < TORXC_BC_PAYLOAD ? b->bytes - h->off
+                                                              : TORXC_BC_PAYLOAD;
+    if (h->off % TORXC_BC_PAYLOAD || h->off >= b->bytes || k == b->nroutes ||
+        p != b->lo[k] + b->got[k] || len != want || b->received >= b->expect) {
+        b->status = torxp_error(TORX_ERR_PROTO,
+                                "torx: torus bcast: a packet at offset %u (%zu bytes) of a "
+                                "broadcast of %zu bytes %s",
+                                h->off, len, b->bytes,
+                                h->off >= b->bytes || len != want
+                                    ? "that does not fit: the members disagree on its size"
+                                    : "out of its route's order");
+        return;
+    }
+    memcpy(b->buf + h->off, data, len);
+    b->got[k]++;
+    b->received++;
+}
+
+void torxc_torus_handler(torx_coll_t *c, const torx_recv_info_t *info, torx_recv_t *recv)
+{
+    recv->buf = NULL; /* the data is here (info->data): consumed below */
+    bc_hdr_t h;
+    if (info->hdr_len != sizeof h || !info->data || info->data_len > TORXC_BC_PAYLOAD) {
+        torxp_error(TORX_ERR_PROTO,
+                    "torx: torus bcast: a message of %zu header and %zu data bytes from task %d",
+                    info->hdr_len, info->data_len, info->src);
+        c->bc_lost++;
+        return;
+    }
+    memcpy(&h, info->hdr, sizeof h);
+    if (h.msg == TORXC_MSG_BCAST_READY) {
+        struct torxc_bc_ready *r = c->bc_ready;
+        while (r && (r->group_id != h.group_id || r->seq != h.seq))
+            r = r->next;
+        if (r == NULL) {
+            if ((r = calloc(1, sizeof *r)) == NULL) {
+                c->bc_lost++;
+                return;
+            }
+            r->group_id = h.group_id;
+            r->seq = h.seq;
+            r->next = c->bc_ready;
+            c->bc_ready = r;
+        }
+        r->count++;
+        return;
+    }
+    torxc_bcast_t *b = &c->bc;
+    if (b->active && h.group_id == b->group_id && h.seq == b->seq) {
+        place(c, &h, info->data, info->data_len);
+        return;
+    }
+    struct torxc_bc_early *e = malloc(sizeof *e);
+    if (e == NULL) {
+        c->bc_lost++; /* the broadcast that needs it reports the loss */
+        return;
+    }
+    e->next = NULL;
+    e->h = h;
+    e->len = info->data_len;
+    memcpy(e->data, info->data, info->data_len);
+    *c->bc_early_tail = e;
+    c->bc_early_tail = &e->next;
+}
+
+/* Places the running broadcast's packets that came before it, oldest first. */
+static void claim_early(torx_coll_t *c)
+{
+    torxc_bcast_t *b = &c->bc;
+    struct torxc_bc_early **p = &c->bc_early;
+    while (*p) {
+        struct torxc_bc_early *e = *p;
+        if (e->h.group_id != b->group_id || e->h.seq != b->seq) {
+            p = &e->next;
+            continue;
+        }
+        place(c, &e->h, e->data, e->len);
+        *p = e->next;
+        free(e);
+    }
+    c->bc_early_tail = p;
+    while (*c->bc_early_tail)
+        c->bc_early_tail = &(*c->bc_early_tail)->next;
+}
+
+/* Members that told the root they entered broadcast seq of group id; the
+ * record is dropped once counted out. */
+static int take_ready(torx_coll_t *c, uint32_t id, uint32_t seq, int want)
+{
+    for (struct torxc_bc_ready **p = &c->bc_ready; *p; p = &(*p)->next) {
+        struct torxc_bc_ready *r = *p;
+        if (r->group_id == id && r->seq == seq) {
+            if (r->count < want)
+                return 0;
+            *p = r->next;
+            free(r);
+            return 1;
+        }
+    }
+    return want == 0;
+}
+
+/* ---- sending ---------------------------------------------------------------------- */
+
+/* What one sender (the task, or its communication thread) injects of some
+ * routes: each packet of a route along each of the route's lines. */
+typedef struct bc_share {
+    const torx_line_t *line[TORXC_BC_ROUTES][6];
+    int nlines[TORXC_BC_ROUTES];
+    size_t next[TORXC_BC_ROUTES]; /* packets of the route sent on every line */
+    int at[TORXC_BC_ROUTES];      /* lines the next packet went out on */
+    unsigned routes;              /* bit per route of this share */
+    const unsigned char *buf;
+    size_t bytes;
+    bc_hdr_t h;
+    torx_status_t status;
+} bc_share_t;
+
+/* Injects what the network takes of route k's packets up to avail (of the
+ * route). 1 when they are all out, 0 when the network is full, <0 error. */
+static int share_push(bc_share_t *s, const torxc_bcast_t *b, int k, size_t avail)
+{
+    while (s->next[k] < avail) {
+        const size_t p = b->lo[k] + s->next[k];
+        const size_t off = p * TORXC_BC_PAYLOAD;
+        const size_t len = s->bytes - off < TORXC_BC_PAYLOAD ? s->bytes - off : TORXC_BC_PAYLOAD;
+        s->h.off = (uint32_t)off;
+        for (; s->at[k] < s->nlines[k]; s->at[k]++) {
+            const torx_status_t st = torx_line_send(s->line[k][s->at[k]], &s->h, s->buf + off, len);
+            if (st == TORX_AGAIN)
+                return 0;
+            if (st != TORX_OK)
+                return st;
+        }
+        s->at[k] = 0;
+        s->next[k]++;
+    }
+    return 1;
+}
+
+/* The communication thread's part at the root, in co mode: its routes
+ * whole, retrying while the network is full (no packet of a broadcast is
+ * ever sent to its root, so the root's FIFOs, which the thread does not
+ * read meanwhile, hold nothing the others wait for). */
+typedef struct bc_unit {
+    bc_share_t share;
+    const torxc_bcast_t *b;
+} bc_unit_t;
+
+static void unit_run(void *arg)
+{
+    bc_unit_t *u = arg;
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (int k = 0; k < u->b->nroutes; k++) {
+        if (!(u->share.routes & 1u << k))
+            continue;
+        const size_t all = u->b->hi[k] - u->b->lo[k];
+        int rc;
+        size_t seen = SIZE_MAX;
+        while ((rc = share_push(&u->share, u->b, k, all)) == 0) {
+            /* 60 s without taking a packet: a member is gone or stuck */
+            const size_t sent = u->share.next[k] * 8 + (size_t)u->share.at[k];
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if (sent != seen) {
+                seen = sent;
+                start = now;
+            } else if (now.tv_sec - start.tv_sec > 60) {
+                u->share.status = TORX_ERR_PEER;
+                return;
+            }
+            sched_yield();
+        }
+        if (rc < 0) {
+            u->share.status = (torx_status_t)rc;
+            return;
+        }
+    }
+}
+
+/* ---- the broadcast ------------------------------------------------------------------ */
+
+int torxc_torus_applies(const torx_coll_group_t *g, size_t bytes)
+{
+    return g->box && bytes <= TORXC_BC_MAX_BYTES;
+}
+
+torx_status_t torxc_torus_bcast(torx_coll_group_t *g, void *buf, size_t bytes, int root)
+{
+    torx_coll_t *c = g->c;
+    torxc_bcast_t *b = &c->bc;
+    if (c->bc_lost)
+        return torxp_error(TORX_ERR_NOMEM,
+                           "torx: torus bcast: %d packets were lost (no memory, or malformed)",
+                           c->bc_lost);
+    if (bytes == 0 || g->n == 1)
+        return TORX_OK;
+    const uint32_t seq = ++g->bc_seq;
+    const int me = g->me;
+    const torx_coord_t rc = g->coord[root], mc = g->coord[me];
+    const int D = g->box_dims;
+    const int co = torx_mode(c->ctx) == TORX_MODE_CO && D > 0;
+    const size_t npk = (bytes + TORXC_BC_PAYLOAD - 1) / TORXC_BC_PAYLOAD;
+
+    *b = (torxc_bcast_t){.active = 0,
+                         .group_id = g->id,
+                         .seq = seq,
+                         .buf = buf,
+                         .bytes = bytes,
+                         .nroutes = (D > 0 ? D : 1) * (co ? 2 : 1),
+                         .expect = me == root ? 0 : npk,
+                         .status = TORX_OK};
+    for (int k = 0; k < b->nroutes; k++) {
+        b->lo[k] = npk * (size_t)k / (size_t)b->nroutes;
+        b->hi[k] = npk * (size_t)(k + 1) / (size_t)b->nroutes;
+    }
+
+    /* What this task forwards of each route: along the route's dimensions
+     * after the one it receives on (all of them on the root's node). */
+    const int plane_root = mc.x == rc.x && mc.y == rc.y && mc.z == rc.z;
+    bc_share_t own = {.buf = buf, .bytes = bytes,
+                      .h = {.msg = TORXC_MSG_BCAST, .group_id = g->id, .seq = seq},
+                      .status = TORX_OK};
+    bc_unit_t *unit = NULL;
+    if (co && me == root && (unit = calloc(1, sizeof *unit)) == NULL)
+        return torxp_error(TORX_ERR_NOMEM, "torx: torus bcast: out of memory");
+    for (int k = 0; k < b->nroutes; k++) {
+        int from = 0;
+        if (!plane_root)
+            for (int j = 0; j < D; j++) {
+                const int d = g->box_dim[(k + j) % D];
+                if (coord_of(mc, d) != coord_of(rc, d))
+                    from = j + 1;
+            }
+        bc_share_t *sh = unit && (k & 1) ? &unit->share : &own;
+        sh->routes |= 1u << k;
+        for (int j = from; j < D; j++) {
+            const int d = g->box_dim[(k + j) % D];
+            for (int l = 0; l < g->box_nlines[d]; l++)
+                sh->line[k][sh->nlines[k]++] = &g->box_line[d][l];
+        }
+    }
+    if (unit) {
+        unit->share.buf = buf;
+        unit->share.bytes = bytes;
+        unit->share.h = own.h;
+        unit->share.status = TORX_OK;
+        unit->b = b;
+    }
+
+    /* The root's node-mates, in vn mode: they get every packet from it. */
+    int nmates = 0, *mates = NULL;
+    if (me == root && torx_tasks_per_node(c->ctx) > 1) {
+        for (int i = 0; i < g->n; i++)
+            nmates += i != me && g->coord[i].x == rc.x && g->coord[i].y == rc.y &&
+                      g->coord[i].z == rc.z;
+        if (nmates && (mates = malloc((size_t)nmates * sizeof *mates)) == NULL) {
+            free(unit);
+            return torxp_error(TORX_ERR_NOMEM, "torx: torus bcast: out of memory");
+        }
+        nmates = 0;
+        for (int i = 0; i < g->n; i++)
+            if (i != me && g->coord[i].x == rc.x && g->coord[i].y == rc.y &&
+                g->coord[i].z == rc.z)
+                mates[nmates++] = g->tasks[i];
+    }
+
+    torx_status_t err = TORX_OK;
+    unsigned spins = 0, polls = 0;
+    /* Large: the root waits until every member is in. */
+    if (bytes > TORXC_BC_READY_BYTES) {
+        if (me != root) {
+            const bc_hdr_t r = {.msg = TORXC_MSG_BCAST_READY, .group_id = g->id, .seq = seq};
+            torx_status_t st;
+            while ((st = torx_send_inject(c->ctx, g->tasks[root], c->handler, &r, sizeof r,
+                                          NULL, 0)) == TORX_AGAIN)
+                torxc_progress(c, &spins);
+            if (st != TORX_OK) {
+                free(mates);
+                return st;
+            }
+        } else {
+            while (!take_ready(c, g->id, seq, g->n - 1)) {
+                const int a = torx_advance(c->ctx);
+                if (a < 0) {
+                    free(mates);
+                    free(unit);
+                    return (torx_status_t)a;
+                }
+                torxc_poll_wait(c, &polls, &spins);
+            }
+        }
+    }
+
+    b->active = 1;
+    claim_early(c);
+    int handle = 0;
+    if (unit && (err = torx_costart(c->ctx, unit_run, unit, &handle)) != TORX_OK)
+        handle = 0;
+    size_t local_p = 0; /* packets handed to every node-mate */
+    int local_m = 0;    /* node-mates that have packet local_p */
+    while (err == TORX_OK) {
+        int done = b->received == b->expect;
+        for (int k = 0; k < b->nroutes && err == TORX_OK; k++) {
+            if (!(own.routes & 1u << k))
+                continue;
+            const size_t avail = me == root ? b->hi[k] - b->lo[k] : b->got[k];
+            const int r = share_push(&own, b, k, avail);
+            if (r < 0)
+                err = (torx_status_t)r;
+            done &= r == 1 && avail == b->hi[k] - b->lo[k];
+        }
+        while (err == TORX_OK && local_p < npk) {
+            const size_t off = local_p * TORXC_BC_PAYLOAD;
+            const size_t len = bytes - off < TORXC_BC_PAYLOAD ? bytes - off : TORXC_BC_PAYLOAD;
+            own.h.off = (uint32_t)off;
+            if (local_m < nmates) {
+                const torx_status_t st = torx_send_inject(c->ctx, mates[local_m], c->handler,
+                                                          &own.h, sizeof own.h,
+                                                          (unsigned char *)buf + off, len);
+                if (st == TORX_AGAIN)
+                    break;
+                if (st != TORX_OK)
+                    err = st;
+                local_m++;
+            } else {
+                local_m = 0;
+                local_p++;
+            }
+        }
+        done &= local_p == npk || nmates == 0;
+        if (done || err != TORX_OK || (err = b->status) != TORX_OK)
+            break;
+        const int a = torx_advance(c->ctx);
+        if (a < 0)
+            err = (torx_status_t)a;
+        else
+            torxc_poll_wait(c, &polls, &spins);
+    }
+    if (handle) {
+        const torx_status_t st = torx_cojoin(c->ctx, handle);
+        if (err == TORX_OK)
+            err = st != TORX_OK ? st : unit->share.status;
+        if (unit->share.status == TORX_ERR_PEER && err == TORX_ERR_PEER)
+            err = torxp_error(TORX_ERR_PEER,
+                              "torx: torus bcast: the network took no packet from the root "
+                              "for 60 s: a member is gone or stuck");
+    }
+    b->active = 0;
+    free(unit);
+    free(mates);
+    return err;
+}
+
+void torxc_torus_finalize(torx_coll_t *c)
+{
+    while (c->bc_early) {
+        struct torxc_bc_early *e = c->bc_early;
+        c->bc_early = e->next;
+        free(e);
+    }
+    c->bc_early_tail = &c->bc_early;
+    while (c->bc_ready) {
+        struct torxc_bc_ready *r = c->bc_ready;
+        c->bc_ready = r->next;
+        free(r);
+    }
+}
+
+/* ---- the coll handler ---------------------------------------------------------------- */
+
+void torxc_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info, torx_recv_t *recv)
+{
+    uint32_t msg = 0;
+    if (info->hdr_len >= sizeof msg)
+        memcpy(&msg, info->hdr, sizeof msg);
+    if (is_bcast_msg(msg))
+        torxc_torus_handler(harg, info, recv);
+    else
+        torxc_a2a_handler(ctx, harg, info, recv);
+}
