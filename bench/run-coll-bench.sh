@@ -10,6 +10,8 @@
 #   torxcn      torx MPICH, every bcast/allreduce/allgather on the collective
 #               network (TORX_COLL_BCAST=cn, TORX_COLL_ALLREDUCE=cn,
 #               TORX_COLL_ALLGATHER=cn, TORX_COLL_CN_MAX=2^30)
+#   torxtorus   torx MPICH, every bcast on the torus with the deposit bit
+#               (TORX_COLL_BCAST=torus); runs the bcast only
 #   mpich       mpiexec.mpich
 #   openmpi     mpirun.openmpi
 # Rank counts: NPS (default "2 4 8"). 2 ranks run bound one per core;
@@ -20,8 +22,8 @@
 # ratio of torx to the better peer, per-round ratios, and issue 9's targets
 # met or missed), coll-<stamp>-raw/ (every run's output), and the PNGs
 # coll-<stamp>-bcast.png (the original's Figure 5(b): broadcast bandwidth
-# of MPICH's algorithm over torx, the collective network and torx's
-# choice) and coll-<stamp>-alltoall.png (Figure 6: alltoall, torx against
+# of MPICH's algorithm over torx, the torus deposit bit, the collective
+# network and torx's choice) and coll-<stamp>-alltoall.png (Figure 6: alltoall, torx against
 # MPICH's default over torx).
 #
 # Environment:
@@ -48,7 +50,7 @@ nps=${NPS:-2 4 8}
 sizes=${SIZES:-8,32,128,512,2K,8K,32K,128K,512K,1M,4M}
 iters=${ITERS:-1000}
 iters_over=${ITERS_OVER:-300}
-impls=${IMPLS:-torx torxmpich torxcn mpich openmpi}
+impls=${IMPLS:-torx torxmpich torxcn torxtorus mpich openmpi}
 colls=${COLLS:-barrier,bcast,allreduce,allreduce_max,alltoall,allgather}
 from=${FROM_RAW:-}
 bench_check_counts ROUNDS:rounds ITERS:iters ITERS_OVER:iters_over
@@ -93,12 +95,13 @@ if [[ -z $from ]]; then
             ((np > 2)) && n=$iters_over
             for impl in $impls; do
                 case $impl in
-                torx | torxmpich | torxcn)
+                torx | torxmpich | torxcn | torxtorus)
                     argv=("$prefix/bin/mpiexec" -n "$np")
                     ((np <= 2)) && argv+=(-bind-to core)
                     [[ $impl == torxmpich ]] && argv+=(-genv TORX_COLL mpich)
                     [[ $impl == torxcn ]] && argv+=(-genv TORX_COLL_BCAST cn -genv TORX_COLL_ALLREDUCE cn
                         -genv TORX_COLL_ALLGATHER cn -genv TORX_COLL_CN_MAX 1073741824)
+                    [[ $impl == torxtorus ]] && argv+=(-genv TORX_COLL_BCAST torus)
                     argv+=("$work/mpi_coll.torx") ;;
                 mpich)
                     argv=(mpiexec.mpich -n "$np")
@@ -110,10 +113,15 @@ if [[ -z $from ]]; then
                     argv+=("$work/mpi_coll.openmpi") ;;
                 *) echo "$bench_name: unknown implementation '$impl'" >&2; exit 2 ;;
                 esac
+                run_colls=$colls
+                if [[ $impl == torxtorus ]]; then
+                    [[ ,$colls, == *,bcast,* ]] || continue
+                    run_colls=bcast
+                fi
                 out=$raw/r$r-np$np-$impl.txt
                 printf '   round %d/%d, %d ranks, %-10s ' "$r" "$rounds" "$np" "$impl"
                 start=$SECONDS
-                if timeout -k 10 1200 "${argv[@]}" -c "$colls" -s "$sizes" -n "$n" >"$out" 2>&1 </dev/null &&
+                if timeout -k 10 1200 "${argv[@]}" -c "$run_colls" -s "$sizes" -n "$n" >"$out" 2>&1 </dev/null &&
                     grep -q '^coll ' "$out"; then
                     echo "$((SECONDS - start)) s"
                 else
@@ -142,7 +150,7 @@ for f in glob.glob(os.path.join(raw, "r*-np*-*.txt")):
         if len(w) >= 4 and w[0] == "coll":
             d[(w[1], int(w[2]))] = float(w[3].split("=")[1])
 nps = sorted({k[0] for k in runs})
-impls = [i for i in ["torx", "torxmpich", "torxcn", "mpich", "openmpi"] if any(k[1] == i for k in runs)]
+impls = [i for i in ["torx", "torxmpich", "torxcn", "torxtorus", "mpich", "openmpi"] if any(k[1] == i for k in runs)]
 colls = ["barrier", "bcast", "allreduce", "allreduce_max", "alltoall", "allgather"]
 out = []
 info = os.path.join(raw, "info.txt")

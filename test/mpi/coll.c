@@ -28,6 +28,9 @@ static int errors, world_rank, world_size;
 static int torx_off;      /* TORX_COLL=mpich */
 static long cn_max = 512;   /* TORX_COLL_CN_MAX */
 static int bcast_cn;        /* TORX_COLL_BCAST=cn */
+static int bcast_torus;     /* TORX_COLL_BCAST=torus */
+static int split_box = -1;  /* COLL_TEST_SPLIT_BOX: whether this task's even/odd split
+                               fills a box of the torus (run.sh knows the layout) */
 
 #define CHECK(cond, ...)                                                                          \
     do {                                                                                          \
@@ -314,7 +317,10 @@ static void test_data_movement(MPI_Comm comm, int all_tasks)
             for (size_t i = 0; i < len; i++)
                 buf[i] = me == root ? (unsigned char)raw(3, root, i) : 0;
             MPI_Bcast(buf, (int)len, MPI_BYTE, root, comm);
-            expect_alg(comm, "bcast", bcast_cn && all_tasks && n > 1, "cn");
+            if (bcast_torus)
+                expect_alg(comm, "bcast", n > 1 && (all_tasks || split_box == 1), "torus");
+            else
+                expect_alg(comm, "bcast", bcast_cn && all_tasks && n > 1, "cn");
             for (size_t i = 0; i < len; i++)
                 if (buf[i] != (unsigned char)raw(3, root, i)) {
                     CHECK(0, "Bcast %zu from %d: byte %zu", len, root, i);
@@ -468,6 +474,11 @@ int main(int argc, char **argv)
     if ((e = getenv("TORX_COLL_CN_MAX")) && *e)
         cn_max = atol(e);
     bcast_cn = (e = getenv("TORX_COLL_BCAST")) && strcmp(e, "cn") == 0;
+    bcast_torus = e && strcmp(e, "torus") == 0;
+    if ((e = getenv("COLL_TEST_SPLIT_BOX")) && *e)
+        split_box = atoi(e);
+    if (bcast_torus && split_box < 0 && world_rank == 0)
+        fprintf(stderr, "coll: TORX_COLL_BCAST=torus needs COLL_TEST_SPLIT_BOX=0|1\n");
 
     char name[64];
     CHECK(MPIX_Get_last_algorithm_name(MPI_COMM_WORLD, name, sizeof name) == MPI_SUCCESS &&

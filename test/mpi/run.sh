@@ -167,6 +167,13 @@ if want coll; then
     run coll-np4-mapfile 4 coll TORX_TORUS=2x2x1 "TORX_MAPPING=$maps/good-4-heater.map"
     run coll-np4-cn-every-size 4 coll TORX_COLL_CN_MAX=1000000 TORX_COLL_BCAST=cn
     run coll-np2-mpich 2 coll TORX_COLL=mpich
+    # the deposit-bit torus bcast; COLL_TEST_SPLIT_BOX says whether the even
+    # and odd halves are boxes of the torus: on 2x2x1 and in vn mode on
+    # 2x2x1x2 they are (a line, a t-plane), on 3x2x1 they are not
+    run coll-np4-torus 4 coll TORX_COLL_BCAST=torus COLL_TEST_SPLIT_BOX=1
+    run coll-np8-vn-torus-chaos 8 coll TORX_MODE=vn TORX_CHAOS=3 TORX_COLL_BCAST=torus COLL_TEST_SPLIT_BOX=1
+    run coll-np6-torus 6 coll TORX_COLL_BCAST=torus COLL_TEST_SPLIT_BOX=0
+    run coll-np2-co-torus 2 coll TORX_MODE=co TORX_COLL_BCAST=torus COLL_TEST_SPLIT_BOX=1
 fi
 
 # ---- 2. matrix: mode x mapping --------------------------------------------------
