@@ -28,10 +28,12 @@
  *   cn     allreduce, reduce, bcast, allgather on     groups of every task
  *          the collective network (integer ALU; the
  *          two-phase reproducible sum for floating SUM)
- *   torus  allreduce, reduce of short vectors by      groups of at most 8
- *          direct exchange (every member sends its    tasks, vectors of at
- *          vector to every other; floating sums       most 16 KiB
- *          added in an order fixed by the values)
+ *   torus  allreduce, reduce by direct exchange       groups of at most 8
+ *          (up to 16 KiB every member sends its       tasks
+ *          vector to every other, longer ones go by
+ *          a reduce-scatter and an allgather;
+ *          floating sums added in an order fixed by
+ *          the values)
  *   torus  bcast by pipelined deposit-bit line        groups filling a box of
  *          broadcasts (van de Geijn's mesh bcast,     the torus (every task
  *          one route per dimension, each carrying     of a product of
@@ -58,8 +60,9 @@
  *   TORX_COLL_ALLTOALLV=auto|paced|mpich
  *                               force or forbid one algorithm per call. A
  *                               forced algorithm that cannot apply to a call
- *                               (cn on a subset, torus past 8 tasks or 16 KiB,
- *                               an unsupported type) falls back, and
+ *                               (cn on a subset, a torus reduction past 8
+ *                               tasks, a torus bcast on a group that is not a
+ *                               box, an unsupported type) falls back, and
  *                               TORX_VERBOSE=1 says so once.
  *   TORX_COLL_CN_MAX            auto's size limit (bytes, default 512) for
  *                               the collective network: an allreduce/reduce

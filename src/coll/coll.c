@@ -217,6 +217,10 @@ void torx_coll_finalize(torx_coll_t *c)
                 }
         if (!any && len < (int)sizeof line)
             snprintf(line + len, sizeof line - (size_t)len, " none");
+        if ((c->bc_sent_task || c->bc_sent_thread) && len < (int)sizeof line)
+            len += snprintf(line + len, sizeof line - (size_t)len,
+                            "; torus bcast line sends: task %" PRIu64 ", thread %" PRIu64,
+                            c->bc_sent_task, c->bc_sent_thread);
         fprintf(stderr, "%s\n", line);
     }
     free(c);
@@ -287,6 +291,7 @@ void torx_coll_group_free(torx_coll_group_t *g)
     free(g->a2a_perm);
     free(g->a2a_v);
     free(g->xchg);
+    free(g->split);
     free(g->coord);
     free(g->tasks);
     free(g);
@@ -314,8 +319,7 @@ static int applies(const torx_coll_group_t *g, torx_coll_kind_t kind, torx_coll_
         if (kind == TORX_COLL_BCAST)
             return torxc_torus_applies(g, bytes);
         if (kind == TORX_COLL_ALLREDUCE || kind == TORX_COLL_REDUCE)
-            return g->n <= TORXC_EXCHANGE_MAX_TASKS && bytes <= TORXC_EXCHANGE_MAX_BYTES &&
-                   torxc_cn_reduces(dtype, op);
+            return g->n <= TORXC_EXCHANGE_MAX_TASKS && torxc_cn_reduces(dtype, op);
         return 0;
     case TORX_COLL_ALG_CN:
         if (!g->all_tasks)
@@ -348,6 +352,9 @@ static torx_coll_alg_t pick(const torx_coll_group_t *g, torx_coll_kind_t kind, s
             return TORX_COLL_ALG_TORUS;
         if (bytes <= c->cn_max && applies(g, kind, TORX_COLL_ALG_CN, bytes, dtype, op))
             return TORX_COLL_ALG_CN;
+        if (bytes >= TORXC_SPLIT_AUTO_BYTES && g->n <= TORXC_SPLIT_AUTO_TASKS &&
+            applies(g, kind, TORX_COLL_ALG_TORUS, bytes, dtype, op))
+            return TORX_COLL_ALG_TORUS;
         return TORX_COLL_ALG_FALLBACK;
     case TORX_COLL_BCAST:
         /* Only when asked for: a collective-network round ends when every
@@ -440,7 +447,7 @@ torx_status_t torx_coll_allreduce(torx_coll_group_t *g, torx_coll_alg_t alg, con
     if (count > 0 && out == NULL)
         return torxp_error(TORX_ERR_INVAL, "torx: torx_coll_allreduce: out is NULL");
     if (alg == TORX_COLL_ALG_TORUS)
-        return torxc_exchange_reduce(g, in ? in : out, out, count, dtype, op);
+        return torxc_exchange_reduce(g, in ? in : out, out, count, dtype, op, -1);
     return torxc_cn_reduce(g, in ? in : out, out, count, dtype, op);
 }
 
@@ -458,7 +465,8 @@ torx_status_t torx_coll_reduce(torx_coll_group_t *g, torx_coll_alg_t alg, const 
         return torxp_error(TORX_ERR_INVAL, "torx: torx_coll_reduce: %s is NULL",
                            at_root ? "out (at the root)" : "in (off the root)");
     if (alg == TORX_COLL_ALG_TORUS)
-        return torxc_exchange_reduce(g, in ? in : out, at_root ? out : NULL, count, dtype, op);
+        return torxc_exchange_reduce(g, in ? in : out, at_root ? out : NULL, count, dtype, op,
+                                     root);
     return torxc_cn_reduce(g, in ? in : out, at_root ? out : NULL, count, dtype, op);
 }
 

@@ -58,107 +58,110 @@ static void fp_store(torx_coll_dtype_t dt, unsigned char *p, double v)
     }
 }
 
-#define FOLD_LOOPS(T, S, acc, src, count, is_signed, op)                                         \
+/* dst[i] = a[i] op b[i] for i < count (dst may be a). */
+#define FOLD_LOOPS(T, S, dst, a, b, count, is_signed, op)                                         \
     do {                                                                                          \
         switch (op) {                                                                             \
         case TORX_COLL_SUM:                                                                       \
             for (size_t i = 0; i < count; i++)                                                    \
-                acc[i] += src[i];                                                                 \
+                dst[i] = a[i] + b[i];                                                             \
             break;                                                                                \
         case TORX_COLL_MIN:                                                                       \
             if (is_signed)                                                                        \
                 for (size_t i = 0; i < count; i++)                                                \
-                    acc[i] = (S)src[i] < (S)acc[i] ? src[i] : acc[i];                             \
+                    dst[i] = (S)b[i] < (S)a[i] ? b[i] : a[i];                                     \
             else                                                                                  \
                 for (size_t i = 0; i < count; i++)                                                \
-                    acc[i] = src[i] < acc[i] ? src[i] : acc[i];                                   \
+                    dst[i] = b[i] < a[i] ? b[i] : a[i];                                           \
             break;                                                                                \
         case TORX_COLL_MAX:                                                                       \
             if (is_signed)                                                                        \
                 for (size_t i = 0; i < count; i++)                                                \
-                    acc[i] = (S)src[i] > (S)acc[i] ? src[i] : acc[i];                             \
+                    dst[i] = (S)b[i] > (S)a[i] ? b[i] : a[i];                                     \
             else                                                                                  \
                 for (size_t i = 0; i < count; i++)                                                \
-                    acc[i] = src[i] > acc[i] ? src[i] : acc[i];                                   \
+                    dst[i] = b[i] > a[i] ? b[i] : a[i];                                           \
             break;                                                                                \
         case TORX_COLL_BAND:                                                                      \
             for (size_t i = 0; i < count; i++)                                                    \
-                acc[i] &= src[i];                                                                 \
+                dst[i] = a[i] & b[i];                                                             \
             break;                                                                                \
         case TORX_COLL_BOR:                                                                       \
             for (size_t i = 0; i < count; i++)                                                    \
-                acc[i] |= src[i];                                                                 \
+                dst[i] = a[i] | b[i];                                                             \
             break;                                                                                \
         case TORX_COLL_BXOR:                                                                      \
             for (size_t i = 0; i < count; i++)                                                    \
-                acc[i] ^= src[i];                                                                 \
+                dst[i] = a[i] ^ b[i];                                                             \
             break;                                                                                \
         case TORX_COLL_LAND:                                                                      \
             for (size_t i = 0; i < count; i++)                                                    \
-                acc[i] = (T)((acc[i] != 0) & (src[i] != 0));                                      \
+                dst[i] = (T)((a[i] != 0) & (b[i] != 0));                                          \
             break;                                                                                \
         case TORX_COLL_LOR:                                                                       \
             for (size_t i = 0; i < count; i++)                                                    \
-                acc[i] = (T)((acc[i] != 0) | (src[i] != 0));                                      \
+                dst[i] = (T)((a[i] != 0) | (b[i] != 0));                                          \
             break;                                                                                \
         default:                                                                                  \
             break;                                                                                \
         }                                                                                         \
     } while (0)
 
-/* Folds members 1..n-1 of all (count elements each) into acc, which holds
- * member 0's; through local copies, since the buffers hold user bytes of
- * any alignment. Logical ops first make member 0's elements 0 or 1. */
-static void fold32(unsigned char *out, const unsigned char *all, int n, size_t count,
-                   int is_signed, torx_coll_op_t op)
-{
-    enum { CHUNK = 128 }; /* elements per pass, on the stack */
-    uint32_t acc[CHUNK], src[CHUNK];
-    for (size_t at = 0; at < count; at += CHUNK) {
-        size_t k = count - at < CHUNK ? count - at : CHUNK;
-        memcpy(acc, out + at * 4, k * 4);
-        if (op == TORX_COLL_LAND || op == TORX_COLL_LOR)
-            for (size_t i = 0; i < k; i++)
-                acc[i] = acc[i] != 0;
-        for (int m = 1; m < n; m++) {
-            memcpy(src, all + ((size_t)m * count + at) * 4, k * 4);
-            FOLD_LOOPS(uint32_t, int32_t, acc, src, k, is_signed, op);
-        }
-        memcpy(out + at * 4, acc, k * 4);
+/* Folds the n members' vectors vec[0..n-1] (count elements each) into out.
+ * Aligned buffers (the usual case: malloc'd, offsets in whole elements)
+ * are folded in place, member 0 with member 1 in one pass; others go
+ * through local copies, since the buffers hold user bytes of any
+ * alignment. */
+#define FOLD_FN(name, T, S)                                                                       \
+    static void name(unsigned char *out, const unsigned char *const *vec, int n, size_t count,   \
+                     int is_signed, torx_coll_op_t op)                                            \
+    {                                                                                             \
+        uintptr_t addr = (uintptr_t)out;                                                          \
+        for (int m = 0; m < n; m++)                                                               \
+            addr |= (uintptr_t)vec[m];                                                            \
+        if (n >= 2 && addr % sizeof(T) == 0) {                                                    \
+            T *acc = (T *)(void *)out;                                                            \
+            const T *a = (const T *)(const void *)vec[0], *b = (const T *)(const void *)vec[1];   \
+            FOLD_LOOPS(T, S, acc, a, b, count, is_signed, op);                                    \
+            for (int m = 2; m < n; m++) {                                                         \
+                const T *src = (const T *)(const void *)vec[m];                                   \
+                FOLD_LOOPS(T, S, acc, acc, src, count, is_signed, op);                            \
+            }                                                                                     \
+            return;                                                                               \
+        }                                                                                         \
+        enum { CHUNK = 128 }; /* elements per pass, on the stack */                               \
+        T acc[CHUNK], src[CHUNK];                                                                 \
+        for (size_t at = 0; at < count; at += CHUNK) {                                            \
+            size_t k = count - at < CHUNK ? count - at : CHUNK;                                   \
+            memcpy(acc, vec[0] + at * sizeof(T), k * sizeof(T));                                  \
+            if (op == TORX_COLL_LAND || op == TORX_COLL_LOR)                                      \
+                for (size_t i = 0; i < k; i++)                                                    \
+                    acc[i] = acc[i] != 0;                                                         \
+            for (int m = 1; m < n; m++) {                                                         \
+                memcpy(src, vec[m] + at * sizeof(T), k * sizeof(T));                              \
+                FOLD_LOOPS(T, S, acc, acc, src, k, is_signed, op);                                \
+            }                                                                                     \
+            memcpy(out + at * sizeof(T), acc, k * sizeof(T));                                     \
+        }                                                                                         \
     }
-}
 
-static void fold64(unsigned char *out, const unsigned char *all, int n, size_t count,
-                   int is_signed, torx_coll_op_t op)
-{
-    enum { CHUNK = 128 }; /* elements per pass, on the stack */
-    uint64_t acc[CHUNK], src[CHUNK];
-    for (size_t at = 0; at < count; at += CHUNK) {
-        size_t k = count - at < CHUNK ? count - at : CHUNK;
-        memcpy(acc, out + at * 8, k * 8);
-        if (op == TORX_COLL_LAND || op == TORX_COLL_LOR)
-            for (size_t i = 0; i < k; i++)
-                acc[i] = acc[i] != 0;
-        for (int m = 1; m < n; m++) {
-            memcpy(src, all + ((size_t)m * count + at) * 8, k * 8);
-            FOLD_LOOPS(uint64_t, int64_t, acc, src, k, is_signed, op);
-        }
-        memcpy(out + at * 8, acc, k * 8);
-    }
-}
+FOLD_FN(fold32, uint32_t, int32_t)
+FOLD_FN(fold64, uint64_t, int64_t)
 
-/* out[i] = combine over members m of all[m * bytes + i * esize]. */
-static void combine(const unsigned char *all, int n, size_t count, torx_coll_dtype_t dt,
+/* out[i] = combine over members m of vec[m][i] (elements of esize bytes);
+ * which member's vector is which does not change the result. out may be
+ * vec[0], and no other. */
+static void combine(const unsigned char *const *vec, int n, size_t count, torx_coll_dtype_t dt,
                     torx_coll_op_t op, unsigned char *out)
 {
-    size_t es = torxc_dtype_size(dt), bytes = count * es;
+    size_t es = torxc_dtype_size(dt);
     if (dt == TORX_COLL_DOUBLE && op == TORX_COLL_SUM && n == 2) {
         /* Two terms: IEEE addition is commutative, so a + b is already
          * independent of who holds which; no sort. */
         for (size_t i = 0; i < count; i++) {
             double a, b;
-            memcpy(&a, all + i * 8, 8);
-            memcpy(&b, all + bytes + i * 8, 8);
+            memcpy(&a, vec[0] + i * 8, 8);
+            memcpy(&b, vec[1] + i * 8, 8);
             double acc = a + b;
             if (acc == 0.0)
                 acc = 0.0;
@@ -170,7 +173,7 @@ static void combine(const unsigned char *all, int n, size_t count, torx_coll_dty
         double v[TORXC_EXCHANGE_MAX_TASKS];
         for (size_t i = 0; i < count; i++) {
             for (int m = 0; m < n; m++)
-                v[m] = fp_load(dt, all + (size_t)m * bytes + i * es);
+                v[m] = fp_load(dt, vec[m] + i * es);
             double acc;
             if (op == TORX_COLL_SUM) {
                 /* insertion sort of at most TORXC_EXCHANGE_MAX_TASKS terms */
@@ -195,21 +198,91 @@ static void combine(const unsigned char *all, int n, size_t count, torx_coll_dty
         }
         return;
     }
-    /* Integers: member 0's vector, then each other member's folded in,
-     * one loop per op so the compiler vectorizes it. */
-    memcpy(out, all, bytes);
+    /* Integers: each member's vector folded in, one loop per op so the
+     * compiler vectorizes it. */
     if (es == 4)
-        fold32(out, all, n, count, dt == TORX_COLL_S32, op);
+        fold32(out, vec, n, count, dt == TORX_COLL_S32, op);
     else
-        fold64(out, all, n, count, dt == TORX_COLL_S64, op);
+        fold64(out, vec, n, count, dt == TORX_COLL_S64, op);
+}
+
+/* Long vectors: a reduce-scatter, then an allgather (or a gather to the
+ * root), both direct exchanges. Member m owns elements [count * m / n,
+ * count * (m + 1) / n): every member sends each other its part of that
+ * owner's segment, the owner combines the n parts (the same combine as the
+ * full exchange, so the result is as reproducible) and sends the combined
+ * segment back to every member (to the root only, for a reduce). Each
+ * member moves about 2 (n - 1) / n of the vector each way, every byte
+ * straight from the sender's buffer (rendezvous data is fetched in place),
+ * instead of n - 1 whole vectors. */
+static torx_status_t split_reduce(torx_coll_group_t *g, const void *in, void *out, size_t count,
+                                  torx_coll_dtype_t dtype, torx_coll_op_t op, int root)
+{
+    const int n = g->n, me = g->me;
+    const size_t es = torxc_dtype_size(dtype), nn = (size_t)n;
+#define SEG_LO(m) (count * (size_t)(m) / nn)
+    const size_t my_lo = SEG_LO(me), my_n = SEG_LO(me + 1) - my_lo;
+    const size_t most = (count + nn - 1) / nn; /* elements of the longest segment */
+    /* n parts of this task's segment, then the combined segment */
+    const size_t need = (nn + 1) * most * es + 4 * nn * sizeof(size_t);
+    if (g->split_cap < need) {
+        free(g->split);
+        if ((g->split = malloc(need)) == NULL) {
+            g->split_cap = 0;
+            return torxp_error(TORX_ERR_NOMEM, "torx: allreduce of %zu bytes: out of memory",
+                               count * es);
+        }
+        g->split_cap = need;
+    }
+    unsigned char *parts = g->split, *mine = parts + nn * most * es;
+    size_t *v = (size_t *)(void *)(mine + most * es);
+    for (int m = 0; m < n; m++) {
+        /* send: member m's segment of in; receive: their part of mine. Not
+         * to this task itself: its part is read from in where it lies. */
+        v[m] = m == me ? 0 : (SEG_LO(m + 1) - SEG_LO(m)) * es;
+        v[n + m] = SEG_LO(m) * es;
+        v[2 * n + m] = m == me ? 0 : my_n * es;
+        v[3 * n + m] = (size_t)m * my_n * es;
+    }
+    torx_status_t st = torxc_paced_alltoallv(g, TORX_COLL_ALLREDUCE, in, v, v + n, parts,
+                                             v + 2 * n, v + 3 * n);
+    if (st != TORX_OK)
+        return st;
+    /* out, when this task has one, has been sent from already (in may be
+     * out): it takes the combined segment now. */
+    unsigned char *result = out ? (unsigned char *)out + my_lo * es : mine;
+    const unsigned char *vec[TORXC_EXCHANGE_MAX_TASKS] = {NULL};
+    for (int m = 0; m < n; m++)
+        vec[m] = m == me ? (const unsigned char *)in + my_lo * es : parts + (size_t)m * my_n * es;
+    /* In place, result is this task's part: put it first, which every
+     * combine reads element by element before it writes the element (the
+     * result does not depend on the order of the vectors). */
+    const unsigned char *first = vec[0];
+    vec[0] = vec[me];
+    vec[me] = first;
+    combine(vec, n, my_n, dtype, op, result);
+    for (int m = 0; m < n; m++) {
+        /* send: the combined segment; receive: theirs; this task's own is
+         * in place already */
+        const int to_m = m != me && (root < 0 || m == root);
+        v[m] = to_m ? my_n * es : 0;
+        v[n + m] = 0;
+        v[2 * n + m] = out && m != me ? (SEG_LO(m + 1) - SEG_LO(m)) * es : 0;
+        v[3 * n + m] = SEG_LO(m) * es;
+    }
+#undef SEG_LO
+    return torxc_paced_alltoallv(g, TORX_COLL_ALLREDUCE, result, v, v + n,
+                                 out ? out : mine, v + 2 * n, v + 3 * n);
 }
 
 torx_status_t torxc_exchange_reduce(torx_coll_group_t *g, const void *in, void *out, size_t count,
-                                    torx_coll_dtype_t dtype, torx_coll_op_t op)
+                                    torx_coll_dtype_t dtype, torx_coll_op_t op, int root)
 {
     size_t bytes = count * torxc_dtype_size(dtype);
     if (count == 0)
         return TORX_OK;
+    if (bytes > TORXC_EXCHANGE_MAX_BYTES)
+        return split_reduce(g, in, out, count, dtype, op, root);
     int n = g->n;
     /* Scratch for the n vectors and the counts, kept with the group. */
     size_t need = (size_t)n * TORXC_EXCHANGE_MAX_BYTES;
@@ -230,7 +303,11 @@ torx_status_t torxc_exchange_reduce(torx_coll_group_t *g, const void *in, void *
                                              v + 2 * n, v + 3 * n);
     if (st != TORX_OK)
         return st;
-    if (out)
-        combine(g->xchg, n, count, dtype, op, out);
+    if (out) {
+        const unsigned char *vec[TORXC_EXCHANGE_MAX_TASKS] = {NULL};
+        for (int m = 0; m < n; m++)
+            vec[m] = g->xchg + (size_t)m * bytes;
+        combine(vec, n, count, dtype, op, out);
+    }
     return TORX_OK;
 }

@@ -23,10 +23,15 @@
  * outnumbering cores hand the core over within microseconds. */
 #define TORXC_SPINS 512
 
-/* Direct exchange (coll_exchange.c): at most this many members, and this
- * many bytes per vector. */
+/* Direct exchange (coll_exchange.c): at most this many members; vectors
+ * up to TORXC_EXCHANGE_MAX_BYTES go whole to every member, longer ones by
+ * a reduce-scatter and an allgather. Auto takes the latter from
+ * TORXC_SPLIT_AUTO_BYTES on groups of up to TORXC_SPLIT_AUTO_TASKS, where
+ * it measured faster than MPICH's algorithm over torx (bench/RESULTS.md). */
 #define TORXC_EXCHANGE_MAX_TASKS 8
 #define TORXC_EXCHANGE_MAX_BYTES 16384
+#define TORXC_SPLIT_AUTO_BYTES (512u * 1024u)
+#define TORXC_SPLIT_AUTO_TASKS 8
 
 /* Per collective: the choice in force (TORX_COLL and TORX_COLL_<KIND>). */
 typedef enum torxc_choice {
@@ -82,6 +87,10 @@ struct torx_coll {
     struct torxc_bc_early *bc_early, **bc_early_tail; /* packets before their bcast */
     struct torxc_bc_ready *bc_ready; /* members in a large bcast, at its root */
     int bc_lost;                     /* bcast packets dropped (no memory, malformed) */
+    /* line sends of torus bcasts by this task and by its communication
+     * thread (co mode): TORX_STATS, and the tests' proof that the thread
+     * did its part */
+    uint64_t bc_sent_task, bc_sent_thread;
 };
 
 struct torx_coll_group {
@@ -96,6 +105,8 @@ struct torx_coll_group {
     int *a2a_perm;
     size_t *a2a_v;         /* alltoall's counts and displacements */
     unsigned char *xchg;   /* direct exchange: the members' vectors */
+    unsigned char *split;  /* split exchange: parts of this task's segment */
+    size_t split_cap;
     /* torus bcast (coll_torus.c): whether the group fills a box of the
      * torus, its dimensions longer than one node, and this task's lines
      * along each (one on a whole ring, one each way on a run) */
@@ -162,9 +173,10 @@ void torxc_torus_handler(torx_coll_t *c, const torx_recv_info_t *info, torx_recv
 void torxc_torus_finalize(torx_coll_t *c);
 void torxc_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info, torx_recv_t *recv);
 
-/* coll_exchange.c: allreduce/reduce of a short vector by direct exchange;
- * out NULL: combine nothing (a reduce off its root) */
+/* coll_exchange.c: allreduce/reduce by direct exchange; out NULL: this
+ * task keeps no result (a reduce off its root); root: the reduce's root,
+ * -1 for an allreduce */
 torx_status_t torxc_exchange_reduce(torx_coll_group_t *g, const void *in, void *out, size_t count,
-                                    torx_coll_dtype_t dtype, torx_coll_op_t op);
+                                    torx_coll_dtype_t dtype, torx_coll_op_t op, int root);
 
 #endif /* TORX_COLL_INTERNAL_H */

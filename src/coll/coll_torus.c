@@ -284,6 +284,7 @@ typedef struct bc_share {
     size_t bytes;
     bc_hdr_t h;
     torx_status_t status;
+    uint64_t sent; /* line sends */
 } bc_share_t;
 
 /* Injects what the network takes of route k's packets up to avail (of the
@@ -301,6 +302,7 @@ static int share_push(bc_share_t *s, const torxc_bcast_t *b, int k, size_t avail
                 return 0;
             if (st != TORX_OK)
                 return st;
+            s->sent++;
         }
         s->at[k] = 0;
         s->next[k]++;
@@ -517,6 +519,9 @@ torx_status_t torxc_torus_bcast(torx_coll_group_t *g, void *buf, size_t bytes, i
                               "for 60 s: a member is gone or stuck");
     }
     b->active = 0;
+    c->bc_sent_task += own.sent;
+    if (unit)
+        c->bc_sent_thread += unit->share.sent;
     free(unit);
     free(mates);
     return err;

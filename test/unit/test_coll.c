@@ -14,7 +14,10 @@
 #include <torx/coll.h>
 #include <torx/msg.h>
 
+#include "coll/coll_internal.h" /* the torus bcast's line-send counters */
+
 #include <float.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -225,7 +228,9 @@ static torx_coll_group_t *make_group(torx_coll_t *c, torx_boot_t *boot, int perm
     return g;
 }
 
-static const size_t counts[] = {0, 1, 2, 7, 31, 32, 33, 63, 64, 65, 127, 257, 1031, 4099};
+/* past 16 KiB the torus allreduce splits the vector (reduce-scatter and
+ * allgather); 70001 runs on it only */
+static const size_t counts[] = {0, 1, 2, 7, 31, 32, 33, 63, 64, 65, 127, 257, 1031, 4099, 70001};
 
 /* The direct exchange's floating sum: each element's values added in
  * ascending magnitude (ties by bits), in double. */
@@ -280,8 +285,8 @@ static int check_reduce_alg(torx_boot_t *boot, torx_coll_group_t *g, int me, int
     for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
         size_t count = counts[ci];
         size_t bytes = count * esizes[dt];
-        if (alg == TORX_COLL_ALG_TORUS && bytes > 16384)
-            break; /* the exchange takes short vectors only */
+        if (alg == TORX_COLL_ALG_CN && count > 4099)
+            break; /* long enough for the collective network */
         unsigned char *in = malloc(bytes + 8), *out = malloc(bytes + 8), *want = malloc(bytes + 8);
         make_input(dt, op, seed + (int)ci, me, count, in);
         memset(out, 0xa5, bytes + 8);
@@ -443,6 +448,17 @@ static int coll_task(torx_boot_t *boot, void *argp)
             for (int rep = 0; rep < 2; rep++)
                 if (check_torus_bcast(boot, g, me, tsizes[si], root, rep))
                     return 1;
+    /* every task was a root: in co mode its communication thread sent its
+     * share of the lines, in the other modes there is no thread */
+    if (torx_mode(ctx) == TORX_MODE_CO)
+        TASK_CHECK(c->bc_sent_thread > 0 && c->bc_sent_task > 0,
+                   "co mode: line sends by the task %" PRIu64 ", by the thread %" PRIu64,
+                   c->bc_sent_task, c->bc_sent_thread);
+    else
+        TASK_CHECK(c->bc_sent_thread == 0 && (g->box_dims == 0 || c->bc_sent_task > 0),
+                   "line sends by the task %" PRIu64 ", by a thread %" PRIu64, c->bc_sent_task,
+                   c->bc_sent_thread);
+
     /* allgather, out of place and in place */
     static const size_t gsizes[] = {0, 1, 3, 8, 100, 256, 700};
     for (size_t si = 0; si < sizeof gsizes / sizeof gsizes[0]; si++)
@@ -779,11 +795,12 @@ static void select_case(const char *coll, const char *barrier, const char *cn_ma
 START_TEST(selection_follows_the_environment)
 {
     unsetenv("TEST_EXPECT_ENV_ERROR");
-    select_case(NULL, NULL, NULL, "gi", "torus", "mpich");
+    /* 1 MiB at 2 tasks: the split exchange (from TORXC_SPLIT_AUTO_BYTES, 512 KiB) */
+    select_case(NULL, NULL, NULL, "gi", "torus", "torus");
     select_case("mpich", NULL, NULL, "mpich", "mpich", "mpich");
     select_case("mpich", "gi", NULL, "gi", "mpich", "mpich");
     select_case("auto", "mpich", "2000000", "mpich", "torus", "cn");
-    select_case(NULL, NULL, "0", "gi", "torus", "mpich");
+    select_case(NULL, NULL, "0", "gi", "torus", "torus");
     static const char *const bad[][2] = {{"TORX_COLL", "torus"},
                                          {"TORX_COLL_BARRIER", "cn"},
                                          {"TORX_COLL_BCAST", "fast"},

@@ -193,6 +193,153 @@ START_TEST(idle_wait_sleeps)
 }
 END_TEST
 
+/* ---- Line sends (the deposit bit) ------------------------------------------------------ */
+
+#define LINE_HANDLER 6
+#define LINE_PACKETS 3000
+
+/* Per receiving task: the next line packet expected from each line, and the
+ * next point-to-point message from rank 0. */
+typedef struct line_rx {
+    uint32_t next_line[2];
+    uint32_t next_p2p;
+    int errors;
+} line_rx_t;
+
+static void line_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info,
+                         torx_recv_t *recv)
+{
+    (void)ctx;
+    (void)recv;
+    line_rx_t *r = harg;
+    test_hdr_t h; /* sender: which line (0: +x, 1: -x); seq */
+    RUN_CHECK(r, info->hdr_len == sizeof h && info->data && info->protocol == TORX_PROTO_ONEPKT,
+              "line packet: hdr %zu, data %p", info->hdr_len, info->data);
+    memcpy(&h, info->hdr, sizeof h);
+    RUN_CHECK(r, info->src == 0 && h.sender < 2, "line packet from %d, line %u", info->src,
+              h.sender);
+    if (h.sender >= 2)
+        return;
+    RUN_CHECK(r, h.seq == r->next_line[h.sender], "line %u: packet %u, expected %u", h.sender,
+              h.seq, r->next_line[h.sender]);
+    r->next_line[h.sender] = h.seq + 1;
+    const uint8_t *d = info->data;
+    RUN_CHECK(r, info->data_len == h.seq % 200, "line packet %u: %zu bytes", h.seq,
+              info->data_len);
+    for (size_t i = 0; i < info->data_len; i++)
+        if (d[i] != test_pattern(h.sender, h.seq, i)) {
+            RUN_CHECK(r, 0, "line packet %u: byte %zu", h.seq, i);
+            break;
+        }
+}
+
+static void line_p2p_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info,
+                             torx_recv_t *recv)
+{
+    (void)ctx;
+    (void)recv;
+    line_rx_t *r = harg;
+    test_hdr_t h;
+    memcpy(&h, info->hdr, sizeof h);
+    RUN_CHECK(r, h.seq == r->next_p2p, "message %u from rank 0, expected %u", h.seq, r->next_p2p);
+    r->next_p2p = h.seq + 1;
+}
+
+/* On a 4x1x1 torus rank 0 sends line packets along +x to the end (ranks 1,
+ * 2, 3) and along -x for two hops (ranks 3 and 2), between adaptive
+ * messages to rank 2 under chaos: every node of each line gets every packet
+ * once and in order, and the messages' order is untouched. Bad lines are
+ * refused. */
+static int line_task(torx_boot_t *boot, void *argp)
+{
+    (void)argp;
+    line_rx_t r = {{0, 0}, 0, 0};
+    torx_ctx_t *ctx;
+    torx_init_attr_t attr = {.boot = boot, .mode = -1};
+    TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
+    TASK_CHECK(torx_register(ctx, LINE_HANDLER, line_handler, &r) == TORX_OK, "register");
+    TASK_CHECK(torx_register(ctx, HANDLER, line_p2p_handler, &r) == TORX_OK, "register");
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    if (boot->rank == 0) {
+        torx_line_t bad;
+        TASK_CHECK(torx_line_init(ctx, &bad, TORX_DIM_X, 1, 4, LINE_HANDLER, 8) ==
+                       TORX_ERR_INVAL,
+                   "4 hops on a ring of 4 accepted");
+        TASK_CHECK(torx_line_init(ctx, &bad, TORX_DIM_X, 1, 0, LINE_HANDLER, 8) ==
+                       TORX_ERR_INVAL,
+                   "0 hops accepted");
+        TASK_CHECK(torx_line_init(ctx, &bad, TORX_DIM_Y, 1, 1, LINE_HANDLER, 8) ==
+                       TORX_ERR_INVAL,
+                   "a line along a dimension of one node accepted");
+        TASK_CHECK(torx_line_init(ctx, &bad, TORX_DIM_X, 0, 1, LINE_HANDLER, 8) ==
+                       TORX_ERR_INVAL,
+                   "direction 0 accepted");
+        TASK_CHECK(torx_line_init(ctx, &bad, 3, 1, 1, LINE_HANDLER, 8) == TORX_ERR_INVAL,
+                   "dimension 3 accepted");
+        TASK_CHECK(torx_line_init(ctx, &bad, TORX_DIM_X, 1, 1, TORX_MSG_HANDLERS, 8) ==
+                       TORX_ERR_INVAL,
+                   "handler out of range accepted");
+        torx_line_t line[2];
+        TASK_CHECK(torx_line_init(ctx, &line[0], TORX_DIM_X, 1, 3, LINE_HANDLER,
+                                  sizeof(test_hdr_t)) == TORX_OK,
+                   "%s", torx_last_error());
+        TASK_CHECK(torx_line_init(ctx, &line[1], TORX_DIM_X, -1, 2, LINE_HANDLER,
+                                  sizeof(test_hdr_t)) == TORX_OK,
+                   "%s", torx_last_error());
+        uint8_t data[240];
+        TASK_CHECK(torx_line_send(&line[0], &(test_hdr_t){0, 0}, data, 240 - 7) ==
+                       TORX_ERR_INVAL,
+                   "a line packet over 240 bytes accepted");
+        torx_msg_t msgs[LINE_PACKETS / 10];
+        static uint8_t big[5000];
+        for (uint32_t k = 0; k < LINE_PACKETS; k++) {
+            for (int l = 0; l < 2; l++) {
+                const test_hdr_t h = {(uint32_t)l, k};
+                for (size_t i = 0; i < k % 200; i++)
+                    data[i] = test_pattern((uint32_t)l, k, i);
+                torx_status_t st;
+                while ((st = torx_line_send(&line[l], &h, data, k % 200)) == TORX_AGAIN)
+                    TASK_CHECK(torx_advance(ctx) >= 0, "%s", torx_last_error());
+                TASK_CHECK(st == TORX_OK, "line send: %s", torx_last_error());
+            }
+            if (k % 10 == 0) {
+                const test_hdr_t h = {0, k / 10};
+                TASK_CHECK(torx_send(ctx, &msgs[k / 10], 2, HANDLER, &h, sizeof h, big,
+                                     k % 20 ? 300 : sizeof big, TORX_PROTO_ADAPTIVE, NULL,
+                                     NULL) == TORX_OK,
+                           "%s", torx_last_error());
+            }
+        }
+        for (uint32_t k = 0; k < LINE_PACKETS / 10; k++)
+            while (torx_msg_pending(&msgs[k]))
+                TASK_CHECK(torx_advance(ctx) >= 0, "%s", torx_last_error());
+    } else {
+        /* rank 1: +x only; 2: both lines and the messages; 3: both lines */
+        const uint32_t want_pos = LINE_PACKETS, want_neg = boot->rank == 1 ? 0 : LINE_PACKETS;
+        const uint32_t want_p2p = boot->rank == 2 ? LINE_PACKETS / 10 : 0;
+        while (r.next_line[0] < want_pos || r.next_line[1] < want_neg || r.next_p2p < want_p2p)
+            TASK_CHECK(torx_advance(ctx) >= 0 && !r.errors, "%s", torx_last_error());
+        TASK_CHECK(r.next_line[1] == want_neg, "rank %d got %u packets of the -x line",
+                   boot->rank, r.next_line[1]);
+    }
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    TASK_CHECK(!r.errors, "%d errors", r.errors);
+    TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
+    return 0;
+}
+
+START_TEST(line_sends_reach_every_node_in_order)
+{
+    setenv("TORX_CHAOS", "77", 1);
+    setenv("TORX_TORUS", "4x1x1", 1);
+    setenv("TORX_MODE", "heater", 1);
+    RUN_JOB(4, line_task, NULL);
+    unsetenv("TORX_TORUS");
+    unsetenv("TORX_MODE");
+    unsetenv("TORX_CHAOS");
+}
+END_TEST
+
 Suite *msg_order_suite(void);
 
 Suite *msg_order_suite(void)
@@ -204,6 +351,7 @@ Suite *msg_order_suite(void)
     tcase_add_test(tc, mixed_protocols_oversubscribed);
     tcase_add_test(tc, hot_spot_million);
     tcase_add_test(tc, idle_wait_sleeps);
+    tcase_add_test(tc, line_sends_reach_every_node_in_order);
     suite_add_tcase(s, tc);
     return s;
 }
