@@ -223,8 +223,9 @@ static torx_status_t split_reduce(torx_coll_group_t *g, const void *in, void *ou
 #define SEG_LO(m) (count * (size_t)(m) / nn)
     const size_t my_lo = SEG_LO(me), my_n = SEG_LO(me + 1) - my_lo;
     const size_t most = (count + nn - 1) / nn; /* elements of the longest segment */
-    /* n parts of this task's segment, then the combined segment */
-    const size_t need = (nn + 1) * most * es + 4 * nn * sizeof(size_t);
+    /* the exchanges' counts, then n parts of this task's segment, then the
+     * combined segment (off the root of a reduce) */
+    const size_t need = 4 * nn * sizeof(size_t) + (nn + 1) * most * es;
     if (g->split_cap < need) {
         free(g->split);
         if ((g->split = malloc(need)) == NULL) {
@@ -234,8 +235,8 @@ static torx_status_t split_reduce(torx_coll_group_t *g, const void *in, void *ou
         }
         g->split_cap = need;
     }
-    unsigned char *parts = g->split, *mine = parts + nn * most * es;
-    size_t *v = (size_t *)(void *)(mine + most * es);
+    size_t *v = (size_t *)(void *)g->split;
+    unsigned char *parts = g->split + 4 * nn * sizeof(size_t), *mine = parts + nn * most * es;
     for (int m = 0; m < n; m++) {
         /* send: member m's segment of in; receive: their part of mine. Not
          * to this task itself: its part is read from in where it lies. */
