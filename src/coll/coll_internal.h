@@ -26,12 +26,15 @@
 /* Direct exchange (coll_exchange.c): at most this many members; vectors
  * up to TORXC_EXCHANGE_MAX_BYTES go whole to every member, longer ones by
  * a reduce-scatter and an allgather. Auto takes the latter from
- * TORXC_SPLIT_AUTO_BYTES on groups of up to TORXC_SPLIT_AUTO_TASKS, where
- * it measured faster than MPICH's algorithm over torx (bench/RESULTS.md). */
+ * TORXC_SPLIT_AUTO_BYTES on groups of up to TORXC_SPLIT_AUTO_TASKS: at 2
+ * tasks one per core it beat MPICH's algorithm over torx by 1.3x at 1-4
+ * MiB; at 4 and 8 tasks on 2 cores it was 5x slower (each rendezvous get
+ * waits for a task that is not running), and larger groups on cores of
+ * their own were not measured (bench/RESULTS.md, "Collectives"). */
 #define TORXC_EXCHANGE_MAX_TASKS 8
 #define TORXC_EXCHANGE_MAX_BYTES 16384
 #define TORXC_SPLIT_AUTO_BYTES (512u * 1024u)
-#define TORXC_SPLIT_AUTO_TASKS 8
+#define TORXC_SPLIT_AUTO_TASKS 2
 
 /* Per collective: the choice in force (TORX_COLL and TORX_COLL_<KIND>). */
 typedef enum torxc_choice {

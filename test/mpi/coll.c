@@ -292,8 +292,8 @@ static void test_reductions(MPI_Comm comm, int all_tasks)
     for (size_t i = 0; i < big; i++)
         a[i] = (double)(me + 1) * (double)(i % 97);
     MPI_Allreduce(a, b, (int)big, MPI_DOUBLE, MPI_SUM, comm);
-    /* from 512 KiB on groups of up to 8: the split direct exchange */
-    expect_alg(comm, "allreduce", n <= 8 && big * sizeof(double) >= 512 * 1024, "torus");
+    /* from 512 KiB on groups of 2: the split direct exchange */
+    expect_alg(comm, "allreduce", n <= 2 && big * sizeof(double) >= 512 * 1024, "torus");
     for (size_t i = 0; i < big; i++)
         CHECK(b[i] == (double)(n * (n + 1) / 2) * (double)(i % 97), "big allreduce [%zu]", i);
     free(a);
