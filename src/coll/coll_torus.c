@@ -95,6 +95,11 @@ static unsigned coord_of(torx_coord_t c, int d)
     return d == TORX_DIM_X ? c.x : d == TORX_DIM_Y ? c.y : c.z;
 }
 
+static int same_node(torx_coord_t a, torx_coord_t b)
+{
+    return a.x == b.x && a.y == b.y && a.z == b.z;
+}
+
 torx_status_t torxc_torus_group_init(torx_coll_group_t *g)
 {
     torx_coll_t *c = g->c;
@@ -145,8 +150,8 @@ torx_status_t torxc_torus_group_init(torx_coll_group_t *g)
                 hops[nl] = (int)pos, dirs[nl++] = -1;
         }
         for (int l = 0; l < nl; l++) {
-            const torx_status_t st = torx_line_init(c->ctx, &g->box_line[d][l], d, dirs[l],
-                                                    hops[l], c->handler, sizeof(bc_hdr_t));
+            const torx_status_t st = torx_line_init(c->ctx, &g->box_line[d][l], d, dirs[l], hops[l],
+                                                    c->handler, sizeof(bc_hdr_t));
             if (st != TORX_OK)
                 return st;
         }
@@ -168,8 +173,7 @@ static void place(torx_coll_t *c, const bc_hdr_t *h, const void *data, size_t le
     int k = 0;
     while (k < b->nroutes && p >= b->hi[k])
         k++;
-    const size_t want = b->bytes - h->off < TORXC_BC_PAYLOAD ? b->bytes - h->off
-                                                              : TORXC_BC_PAYLOAD;
+    const size_t want = b->bytes - h->off < TORXC_BC_PAYLOAD ? b->bytes - h->off : TORXC_BC_PAYLOAD;
     if (h->off % TORXC_BC_PAYLOAD || h->off >= b->bytes || k == b->nroutes ||
         p != b->lo[k] + b->got[k] || len != want || b->received >= b->expect) {
         b->status = torxp_error(TORX_ERR_PROTO,
@@ -389,8 +393,9 @@ torx_status_t torxc_torus_bcast(torx_coll_group_t *g, void *buf, size_t bytes, i
 
     /* What this task forwards of each route: along the route's dimensions
      * after the one it receives on (all of them on the root's node). */
-    const int plane_root = mc.x == rc.x && mc.y == rc.y && mc.z == rc.z;
-    bc_share_t own = {.buf = buf, .bytes = bytes,
+    const int plane_root = same_node(mc, rc);
+    bc_share_t own = {.buf = buf,
+                      .bytes = bytes,
                       .h = {.msg = TORXC_MSG_BCAST, .group_id = g->id, .seq = seq},
                       .status = TORX_OK};
     bc_unit_t *unit = NULL;
@@ -424,16 +429,14 @@ torx_status_t torxc_torus_bcast(torx_coll_group_t *g, void *buf, size_t bytes, i
     int nmates = 0, *mates = NULL;
     if (me == root && torx_tasks_per_node(c->ctx) > 1) {
         for (int i = 0; i < g->n; i++)
-            nmates += i != me && g->coord[i].x == rc.x && g->coord[i].y == rc.y &&
-                      g->coord[i].z == rc.z;
+            nmates += i != me && same_node(g->coord[i], rc);
         if (nmates && (mates = malloc((size_t)nmates * sizeof *mates)) == NULL) {
             free(unit);
             return torxp_error(TORX_ERR_NOMEM, "torx: torus bcast: out of memory");
         }
         nmates = 0;
         for (int i = 0; i < g->n; i++)
-            if (i != me && g->coord[i].x == rc.x && g->coord[i].y == rc.y &&
-                g->coord[i].z == rc.z)
+            if (i != me && same_node(g->coord[i], rc))
                 mates[nmates++] = g->tasks[i];
     }
 
@@ -444,8 +447,8 @@ torx_status_t torxc_torus_bcast(torx_coll_group_t *g, void *buf, size_t bytes, i
         if (me != root) {
             const bc_hdr_t r = {.msg = TORXC_MSG_BCAST_READY, .group_id = g->id, .seq = seq};
             torx_status_t st;
-            while ((st = torx_send_inject(c->ctx, g->tasks[root], c->handler, &r, sizeof r,
-                                          NULL, 0)) == TORX_AGAIN)
+            while ((st = torx_send_inject(c->ctx, g->tasks[root], c->handler, &r, sizeof r, NULL,
+                                          0)) == TORX_AGAIN)
                 torxc_progress(c, &spins);
             if (st != TORX_OK) {
                 free(mates);
@@ -487,9 +490,9 @@ torx_status_t torxc_torus_bcast(torx_coll_group_t *g, void *buf, size_t bytes, i
             const size_t len = bytes - off < TORXC_BC_PAYLOAD ? bytes - off : TORXC_BC_PAYLOAD;
             own.h.off = (uint32_t)off;
             if (local_m < nmates) {
-                const torx_status_t st = torx_send_inject(c->ctx, mates[local_m], c->handler,
-                                                          &own.h, sizeof own.h,
-                                                          (unsigned char *)buf + off, len);
+                const torx_status_t st =
+                    torx_send_inject(c->ctx, mates[local_m], c->handler, &own.h, sizeof own.h,
+                                     (unsigned char *)buf + off, len);
                 if (st == TORX_AGAIN)
                     break;
                 if (st != TORX_OK)
