@@ -491,8 +491,8 @@ typedef void (*torx_cowork_fn)(void *arg);
  *   In co mode, starts fn(arg) as a transient work unit on the communication
  *   thread; units run one at a time, in the order started, between the
  *   thread's network work, concurrently with the task. fn must not call
- *   torx_* functions (torx_line_send excepted) and must synchronise with the task only through
- *   torx_cojoin (what fn wrote is visible after it). A full queue (256
+ *   torx_* functions (torx_line_send excepted) and must synchronise with
+ *   the task only through torx_cojoin (what fn wrote is visible after it). A full queue (256
  *   units) makes costart wait, advancing. In heater and vn modes there is no
  *   thread: fn runs at once, in the caller, and its handle is complete.
  * RETURN VALUE

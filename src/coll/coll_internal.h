@@ -172,7 +172,6 @@ void torxc_a2a_finalize(torx_coll_t *c);
 torx_status_t torxc_torus_group_init(torx_coll_group_t *g);
 int torxc_torus_applies(const torx_coll_group_t *g, size_t bytes);
 torx_status_t torxc_torus_bcast(torx_coll_group_t *g, void *buf, size_t bytes, int root);
-void torxc_torus_handler(torx_coll_t *c, const torx_recv_info_t *info, torx_recv_t *recv);
 void torxc_torus_finalize(torx_coll_t *c);
 void torxc_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info, torx_recv_t *recv);
 

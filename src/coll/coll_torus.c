@@ -190,7 +190,7 @@ static void place(torx_coll_t *c, const bc_hdr_t *h, const void *data, size_t le
     b->received++;
 }
 
-void torxc_torus_handler(torx_coll_t *c, const torx_recv_info_t *info, torx_recv_t *recv)
+static void torus_handler(torx_coll_t *c, const torx_recv_info_t *info, torx_recv_t *recv)
 {
     recv->buf = NULL; /* the data is here (info->data): consumed below */
     bc_hdr_t h;
@@ -333,13 +333,12 @@ static void unit_run(void *arg)
             continue;
         const size_t all = u->b->hi[k] - u->b->lo[k];
         int rc;
-        size_t seen = SIZE_MAX;
+        uint64_t seen = u->share.sent;
         while ((rc = share_push(&u->share, u->b, k, all)) == 0) {
             /* 60 s without taking a packet: a member is gone or stuck */
-            const size_t sent = u->share.next[k] * 8 + (size_t)u->share.at[k];
             clock_gettime(CLOCK_MONOTONIC, &now);
-            if (sent != seen) {
-                seen = sent;
+            if (u->share.sent != seen) {
+                seen = u->share.sent;
                 start = now;
             } else if (now.tv_sec - start.tv_sec > 60) {
                 u->share.status = TORX_ERR_PEER;
@@ -553,7 +552,7 @@ void torxc_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info, to
     if (info->hdr_len >= sizeof msg)
         memcpy(&msg, info->hdr, sizeof msg);
     if (is_bcast_msg(msg))
-        torxc_torus_handler(harg, info, recv);
+        torus_handler(harg, info, recv);
     else
         torxc_a2a_handler(ctx, harg, info, recv);
 }

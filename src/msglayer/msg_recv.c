@@ -173,36 +173,38 @@ torx_status_t torxm_onepkt_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t
     return TORX_OK;
 }
 
-void torxm_onepkt_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt)
+/* A packet that is a whole message (hdr, data): the handler, then the
+ * data. A one-packet message counts in its source's sequence (in_sequence);
+ * a line packet does not (constant at each call: the branch folds away). */
+static inline __attribute__((always_inline)) void
+whole_packet_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt, int in_sequence)
 {
     const uint32_t w = torxm_sw_word(pkt);
     const unsigned hl = (w >> 8) & 0xffu;
     const int src = (int)(peer - ctx->peers);
     if (TORXM_UNLIKELY(hl > pkt->payload_len)) {
-        torxm_bad_packet(ctx, src, "a one-packet message whose header is longer than its payload");
+        torxm_bad_packet(ctx, src,
+                         in_sequence
+                             ? "a one-packet message whose header is longer than its payload"
+                             : "a line packet whose header is longer than its payload");
         return;
     }
     const uint8_t *p = torx_pkt_payload(pkt);
     const size_t dl = pkt->payload_len - hl;
     torx_recv_t recv;
     torxm_match(ctx, src, w & 0xffu, p, hl, dl, p + hl, TORX_PROTO_ONEPKT, 0, &recv);
-    torxm_matched(ctx, peer);
+    if (in_sequence)
+        torxm_matched(ctx, peer);
     torxm_recv_now(ctx, src, &recv, p + hl, dl);
+}
+
+void torxm_onepkt_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt)
+{
+    whole_packet_rx(ctx, peer, pkt, 1);
 }
 
 /* A line packet: a one-packet message outside the sequence numbers. */
 void torxm_line_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt)
 {
-    const uint32_t w = torxm_sw_word(pkt);
-    const unsigned hl = (w >> 8) & 0xffu;
-    const int src = (int)(peer - ctx->peers);
-    if (TORXM_UNLIKELY(hl > pkt->payload_len)) {
-        torxm_bad_packet(ctx, src, "a line packet whose header is longer than its payload");
-        return;
-    }
-    const uint8_t *p = torx_pkt_payload(pkt);
-    const size_t dl = pkt->payload_len - hl;
-    torx_recv_t recv;
-    torxm_match(ctx, src, w & 0xffu, p, hl, dl, p + hl, TORX_PROTO_ONEPKT, 0, &recv);
-    torxm_recv_now(ctx, src, &recv, p + hl, dl);
+    whole_packet_rx(ctx, peer, pkt, 0);
 }

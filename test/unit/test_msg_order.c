@@ -261,24 +261,23 @@ static int line_task(torx_boot_t *boot, void *argp)
     TASK_CHECK(torx_register(ctx, HANDLER, line_p2p_handler, &r) == TORX_OK, "register");
     TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
     if (boot->rank == 0) {
-        torx_line_t bad;
-        TASK_CHECK(torx_line_init(ctx, &bad, TORX_DIM_X, 1, 4, LINE_HANDLER, 8) ==
-                       TORX_ERR_INVAL,
-                   "4 hops on a ring of 4 accepted");
-        TASK_CHECK(torx_line_init(ctx, &bad, TORX_DIM_X, 1, 0, LINE_HANDLER, 8) ==
-                       TORX_ERR_INVAL,
-                   "0 hops accepted");
-        TASK_CHECK(torx_line_init(ctx, &bad, TORX_DIM_Y, 1, 1, LINE_HANDLER, 8) ==
-                       TORX_ERR_INVAL,
-                   "a line along a dimension of one node accepted");
-        TASK_CHECK(torx_line_init(ctx, &bad, TORX_DIM_X, 0, 1, LINE_HANDLER, 8) ==
-                       TORX_ERR_INVAL,
-                   "direction 0 accepted");
-        TASK_CHECK(torx_line_init(ctx, &bad, 3, 1, 1, LINE_HANDLER, 8) == TORX_ERR_INVAL,
-                   "dimension 3 accepted");
-        TASK_CHECK(torx_line_init(ctx, &bad, TORX_DIM_X, 1, 1, TORX_MSG_HANDLERS, 8) ==
-                       TORX_ERR_INVAL,
-                   "handler out of range accepted");
+        static const struct {
+            int dim, dir, hops, handler;
+            const char *what;
+        } bad_lines[] = {
+            {TORX_DIM_X, 1, 4, LINE_HANDLER, "4 hops on a ring of 4"},
+            {TORX_DIM_X, 1, 0, LINE_HANDLER, "0 hops"},
+            {TORX_DIM_Y, 1, 1, LINE_HANDLER, "a line along a dimension of one node"},
+            {TORX_DIM_X, 0, 1, LINE_HANDLER, "direction 0"},
+            {3, 1, 1, LINE_HANDLER, "dimension 3"},
+            {TORX_DIM_X, 1, 1, TORX_MSG_HANDLERS, "a handler out of range"},
+        };
+        for (size_t i = 0; i < sizeof bad_lines / sizeof bad_lines[0]; i++) {
+            torx_line_t bad;
+            TASK_CHECK(torx_line_init(ctx, &bad, bad_lines[i].dim, bad_lines[i].dir,
+                                      bad_lines[i].hops, bad_lines[i].handler, 8) == TORX_ERR_INVAL,
+                       "%s accepted", bad_lines[i].what);
+        }
         torx_line_t line[2];
         TASK_CHECK(torx_line_init(ctx, &line[0], TORX_DIM_X, 1, 3, LINE_HANDLER,
                                   sizeof(test_hdr_t)) == TORX_OK,
