@@ -76,6 +76,9 @@ static torx_status_t bind_with(torx_ctx_t *ctx, hwloc_topology_t topo, int cpn_a
     if (!obj || hwloc_set_cpubind(topo, obj->cpuset, HWLOC_CPUBIND_PROCESS) != 0)
         torxp_log(NULL, 0, "warning: rank %d: could not bind to core %d; running unbound",
                   ctx->rank, core);
+    else
+        torxp_log(NULL, 1, "rank %d: bound to core %d (nodes of %d core%s%s)", ctx->rank, core,
+                  cpn, cpn == 1 ? "" : "s", cpn_asked ? "" : ", fitted to this host");
     return TORX_OK;
 }
 
