@@ -350,7 +350,10 @@ mh_down() {
     mh_init_vars
     local pids ns
     for _ in 1 2 3 4 5; do
-        pids=$(mh_pids_of_set | sort -un | grep -vx "$$" || true)
+        # live ones only (a killed init stays a zombie until unshare reaps it)
+        pids=$(mh_pids_of_set | sort -un | grep -vx "$$" | while read -r p; do
+            [[ $(awk '{ print $3 }' "/proc/$p/stat" 2>/dev/null) =~ ^[RSDTtWP]$ ]] && echo "$p"
+        done || true)
         [[ -z $pids ]] && break
         # shellcheck disable=SC2086 # a list of pids
         kill -9 $pids 2>/dev/null || true
@@ -384,7 +387,9 @@ mh_check_clean() {
         echo "hosts.sh: namespaces left: $(echo "$ns" | tr '\n' ' ')" >&2
         left=1
     fi
-    pids=$(mh_pids_of_set | sort -un || true)
+    pids=$(mh_pids_of_set | sort -un | while read -r p; do
+        [[ $(awk '{ print $3 }' "/proc/$p/stat" 2>/dev/null) =~ ^[RSDTtWP]$ ]] && echo "$p"
+    done || true)
     if [[ -n $pids ]]; then
         echo "hosts.sh: processes left:" >&2
         # shellcheck disable=SC2086
