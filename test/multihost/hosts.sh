@@ -414,6 +414,10 @@ mh_run() {
     shift
     (($#)) || mh_die "run: no command"
     mh_env
+    if [[ ${mh_exec:-0} == 1 ]]; then
+        [[ $mh_hcg == - ]] || echo "$$" >"$mh_hcg/cgroup.procs"
+        exec taskset -c "$mh_hcpus" nsenter -t "$mh_initpid" --net --uts --ipc --mount --pid --wd="$PWD" -- "$@"
+    fi
     (
         [[ $mh_hcg == - ]] || echo "$BASHPID" >"$mh_hcg/cgroup.procs"
         exec taskset -c "$mh_hcpus" nsenter -t "$mh_initpid" --net --uts --ipc --mount --pid --wd="$PWD" -- "$@"
@@ -428,6 +432,9 @@ mh_front() {
     mh_env
     # nsenter, not "ip netns exec", which mounts the namespace's own sysfs on
     # /sys and so hides /sys/fs/cgroup from ns-ssh.
+    # From the command line (mh_main), exec: a signal to hosts.sh (timeout,
+    # Ctrl-C) then reaches mpiexec itself rather than leaving it orphaned.
+    if [[ ${mh_exec:-0} == 1 ]]; then exec nsenter --net="/run/netns/$mh_sw" -- "$@"; fi
     nsenter --net="/run/netns/$mh_sw" -- "$@"
 }
 
@@ -605,10 +612,10 @@ mh_main() {
         ;;
     down) mh_down ;;
     with) mh_with "$@" ;;
-    run) mh_run "$@" ;;
-    front) mh_front "$@" ;;
-    mpiexec) mh_mpiexec "$@" ;;
-    mpirun) mh_mpirun "$@" ;;
+    run) mh_exec=1 mh_run "$@" ;;
+    front) mh_exec=1 mh_front "$@" ;;
+    mpiexec) mh_exec=1 mh_mpiexec "$@" ;;
+    mpirun) mh_exec=1 mh_mpirun "$@" ;;
     counters) mh_counters ;;
     netem) mh_netem "$@" ;;
     kill) mh_kill "$@" ;;
