@@ -22,7 +22,11 @@
 # Usage (as root):
 #   hosts.sh up N [--netem 'ARGS']  make the set (N = 1..250 hosts); with
 #                              --netem, every host's eth0 gets a netem qdisc
-#                              (e.g. 'delay 1ms loss 0.1%')
+#                              (e.g. 'delay 1ms loss 0.1%'), or any other
+#                              qdisc given whole ('tbf rate 1gbit burst 64kb
+#                              latency 10ms'). netem needs a kernel with
+#                              CONFIG_NET_SCH_NETEM (Debian's has it; the
+#                              CI VMs' 6.18 kernel does not: a clear error)
 #   hosts.sh down              tear the set down: kill every process in its
 #                              namespaces, delete them, remove the state
 #   hosts.sh with N CMD...     a fresh set with a unique name, CMD run on the
@@ -504,14 +508,23 @@ mh_counters() {
     done
 }
 
-# mh_netem_one NS ARGS|off
+# mh_netem_one NS ARGS|off: ARGS are netem's ("delay 1ms loss 0.1%"), or
+# a whole qdisc when they start with its kind ("tbf rate 1gbit burst 64kb
+# latency 10ms", "netem delay 1ms").
 mh_netem_one() {
-    local ns=$1 args=$2
+    local ns=$1 args=$2 a
     if [[ $args == off ]]; then
         tc -n "$ns" qdisc del dev eth0 root 2>/dev/null || true
-    else
-        # shellcheck disable=SC2086 # netem's arguments are a word list
-        tc -n "$ns" qdisc replace dev eth0 root netem $args
+        return 0
+    fi
+    read -r -a a <<<"$args"
+    case ${a[0]} in netem | tbf | htb | fq | fq_codel | pfifo | bfifo | sfq | cake | red) ;; *) a=(netem "${a[@]}") ;; esac
+    if ! tc -n "$ns" qdisc replace dev eth0 root "${a[@]}"; then
+        if ! tc -n "$ns" qdisc replace dev eth0 root "${a[0]}" 2>/dev/null \
+            && [[ $(tc -n "$ns" qdisc replace dev eth0 root "${a[0]}" 2>&1) == *unknown* ]]; then
+            mh_die "tc: this kernel has no '${a[0]}' qdisc (netem needs CONFIG_NET_SCH_NETEM; $(uname -r))"
+        fi
+        mh_die "tc qdisc replace dev eth0 root ${a[*]}: failed"
     fi
 }
 
