@@ -84,6 +84,9 @@
 #              an MPI's own binding such as -bind-to core overrides): split (default; the CPUs dealt out among
 #              the hosts: with 2 CPUs and 2 hosts, one each), all, or one
 #              taskset list per host, e.g. "0 1"
+#   TMH_ISOLATE  full (default) or net: hosts with a network namespace
+#              only (shared hostname, /dev/shm, SysV IPC, PIDs): not hosts,
+#              for showing what an MPI does when they leak
 #   TMH_SHM    size of each host's /dev/shm tmpfs (default 512m)
 #   TMH_RUN    where the sets' state lives (default /run/torx-multihost)
 # Set for commands it runs (front, mpiexec, mpirun, with) and read by ns-ssh:
@@ -120,6 +123,8 @@ mh_init_vars() {
     [[ $mh_net =~ ^[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}$ ]] || mh_die "TMH_NET='$mh_net': three octets such as 10.213.0"
     mh_front_ip=$mh_net.254
     mh_iface=br0
+    mh_isolate=${TMH_ISOLATE:-full}
+    [[ $mh_isolate == full || $mh_isolate == net ]] || mh_die "TMH_ISOLATE='$mh_isolate': full or net"
     # cgroup v1 cpuset hierarchy, for the hosts' CPUs (TMH_CPUS)
     mh_cg_root=""
     if [[ ${TMH_CGROUP:-1} == 1 && -w /sys/fs/cgroup/cpuset/cpuset.mems ]]; then
@@ -183,7 +188,10 @@ mh_resolve() {
     [[ -f $f ]] || mh_die "no host '$1' in set '$mh_name'"
     mh_i=$h
     mh_ip=$mh_net.$h
-    read -r mh_ns mh_initpid _ mh_hcpus mh_hcg <"$f"
+    read -r mh_ns mh_initpid _ mh_hcpus mh_hcg mh_hiso <"$f"
+    mh_nsopts=(--net --uts --ipc --mount --pid)
+    [[ $mh_hiso == net ]] && mh_nsopts=(--net)
+    return 0
 }
 
 # mh_count: number of hosts of the current set.
@@ -278,7 +286,6 @@ mh_up() {
         # and mount namespaces. unshare --kill-child: if unshare dies, so does
         # the init, and with it every process of the PID namespace. setsid: no
         # terminal signals (Ctrl-C goes to the caller, whose trap tears down).
-        # shellcheck disable=SC2016 # the init's script, expanded in the init
         cg=-
         if [[ -n $mh_cg_root ]]; then
             cg=$mh_cg_root/torx-mh-$ns
@@ -286,19 +293,24 @@ mh_up() {
             echo "${mh_cpus[i]}" >"$cg/cpuset.cpus"
             cat "$mh_cg_root/cpuset.mems" >"$cg/cpuset.mems"
         fi
-        # shellcheck disable=SC2016 # expanded by that bash
+        # TMH_ISOLATE=net: a network namespace only (for comparison).
+        local uns=(--uts --ipc --mount --pid --mount-proc --propagation private)
+        [[ $mh_isolate == net ]] && uns=()
+        # shellcheck disable=SC2016 # expanded by those bash
         setsid bash -c '[[ $0 == - ]] || echo $$ >"$0/cgroup.procs"; exec "$@"' "$cg" \
-            taskset -c "${mh_cpus[i]}" ip netns exec "$ns" unshare --uts --ipc --mount --pid --fork --kill-child \
-            --mount-proc --propagation private -- bash -c '
-                set -e
-                hostname "$1"
-                mount -t tmpfs -o "mode=1777,size=$2" tmpfs /dev/shm
-                mount --bind "$3" /etc/hosts
+            taskset -c "${mh_cpus[i]}" ip netns exec "$ns" unshare "${uns[@]}" --fork --kill-child \
+            -- bash -c '
+                if [[ $5 == full ]]; then
+                    set -e
+                    hostname "$1"
+                    mount -t tmpfs -o "mode=1777,size=$2" tmpfs /dev/shm
+                    mount --bind "$3" /etc/hosts
+                fi
                 set +e
                 trap "exit 0" TERM
                 : >"$4"
                 while :; do sleep 3600 & wait $!; done' \
-            tmh-init "node$i" "${TMH_SHM:-512m}" "$mh_state/etc-hosts" "$mh_state/ready.$i" \
+            tmh-init "node$i" "${TMH_SHM:-512m}" "$mh_state/etc-hosts" "$mh_state/ready.$i" "$mh_isolate" \
             </dev/null >"$mh_state/init.$i.log" 2>&1 &
         pid=$!
         disown "$pid" # no "Killed" notice from bash at teardown
@@ -313,7 +325,7 @@ mh_up() {
         local init
         init=$(pgrep -P "$pid" -x bash | head -1)
         [[ -n $init ]] || mh_die "host $i: no init process under unshare ($pid)"
-        echo "$ns $init $pid ${mh_cpus[i]} $cg" >"$mh_state/host/$ip"
+        echo "$ns $init $pid ${mh_cpus[i]} $cg $mh_isolate" >"$mh_state/host/$ip"
     done
     # Every host answers the front end (a refused TCP connection is an
     # answer: the address is reachable through the bridge).
@@ -420,11 +432,11 @@ mh_run() {
     mh_env
     if [[ ${mh_exec:-0} == 1 ]]; then
         [[ $mh_hcg == - ]] || echo "$$" >"$mh_hcg/cgroup.procs"
-        exec taskset -c "$mh_hcpus" nsenter -t "$mh_initpid" --net --uts --ipc --mount --pid --wd="$PWD" -- "$@"
+        exec taskset -c "$mh_hcpus" nsenter -t "$mh_initpid" "${mh_nsopts[@]}" --wd="$PWD" -- "$@"
     fi
     (
         [[ $mh_hcg == - ]] || echo "$BASHPID" >"$mh_hcg/cgroup.procs"
-        exec taskset -c "$mh_hcpus" nsenter -t "$mh_initpid" --net --uts --ipc --mount --pid --wd="$PWD" -- "$@"
+        exec taskset -c "$mh_hcpus" nsenter -t "$mh_initpid" "${mh_nsopts[@]}" --wd="$PWD" -- "$@"
     )
 }
 
