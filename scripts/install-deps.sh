@@ -38,6 +38,9 @@ PACKAGES=(
     mpich libmpich-dev openmpi-bin libopenmpi-dev
     # apt-get source mpich (the MPICH build with the torx netmod)
     dpkg-dev
+    # test/multihost: emulated hosts (ip netns, veth, bridge, tc; unshare,
+    # nsenter; pgrep, ps)
+    iproute2 util-linux procps
 )
 
 APT_ETC=${TORX_APT_ETC:-/etc/apt} # overridable only to test this script
