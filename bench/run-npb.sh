@@ -365,9 +365,9 @@ for ((r = 1; r <= rounds; r++)); do
                 fail=$((fail + 1))
                 broken[$id]=1
                 if [[ $i == torx ]]; then
-                    what="round $r: ${b^^}.$class torx TORX_MODE=$m, $t tasks, TORX_MAPPING=${mapping_of[$id]}"
+                    what="round $r: ${b^^}.$class torx $m ($t tasks, TORX_MAPPING=${mapping_of[$id]})"
                 else
-                    what="round $r: ${b^^}.$class $i, $t tasks"
+                    what="round $r: ${b^^}.$class $i ($t tasks)"
                 fi
                 [[ $i == torx && $m == co && $verdict == timed* ]] &&
                     verdict+="; co mode with several tasks is known to be slow while the communication threads compete with the tasks for the cores"
