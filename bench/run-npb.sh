@@ -55,6 +55,7 @@
 #                   gets -fallow-argument-mismatch -fallow-invalid-boz)
 #   RESULTS_DIR     where npb-<stamp>.txt, .md and .png go (default bench/results)
 #   PLOT=0          no PNG
+#   BUILD_ONLY=1    build (or find in the cache) and stop
 #
 # Exit status: 0 when every run verified; 1 when a run failed (each is
 # named: no SUCCESSFUL verification, nonzero exit, timeout, wrong task
@@ -216,6 +217,10 @@ if [[ " $impls " == *" torx "* ]]; then
     read -r first _ <<<"$benches"
     libs=$(ldd "${bins[torx.$first]}" 2>/dev/null | awk '/libmpi\.|libtorx/ { print $3 }' | tr '\n' ' ')
     [[ $libs == *"$prefix"* ]] || die "${bins[torx.$first]} does not load libmpi from $prefix ($libs)"
+fi
+if [[ ${BUILD_ONLY:-0} == 1 ]]; then
+    echo "$bench_name: built (BUILD_ONLY=1): $(for k in "${!bins[@]}"; do echo "${bins[$k]}"; done | sort | tr '\n' ' ')"
+    exit 0
 fi
 
 # ---- The runs ---------------------------------------------------------------------------
