@@ -5,8 +5,10 @@
 # (Mop/s total, vn / co); the task count on each bar. Log scale: the
 # benchmarks' rates differ by two orders of magnitude.
 # The run script passes (gnuplot -e "..."):
-#   dat       rows "BENCH <per-task Mop/s> <tasks> ... <gain>", one pair of
-#             columns per mode, in modes order; NaN where a run failed
+#   dat       rows "BENCH <per-task Mop/s> <tasks> ... <ratio> <gain>", one
+#             pair of columns per mode, in modes order (NaN where every
+#             round failed), then vn / co per task and in total ("n/a"
+#             without both)
 #   modes     the modes, space-separated (e.g. "heater co vn")
 #   klass     the NPB class; nodes, cpn  the node count, cores per node
 #   out       the PNG to write; subtitle  machine, date and load
@@ -20,7 +22,7 @@ set style fill solid 0.85 border -1
 set boxwidth 0.9
 set grid ytics
 set logscale y
-set offsets 0, 0, graph 0.12, 0
+set offsets 0, 0, graph 0.2, 0
 set key top right
 set ylabel "Mop/s per task (log scale)"
 nm = words(modes)
@@ -28,12 +30,12 @@ label(m) = m eq "heater" ? "heater (1 task/node)" : \
            m eq "co" ? "co (1 task/node + communication thread)" : \
            sprintf("vn (%d tasks/node)", cpn)
 colour(m) = m eq "heater" ? "#999999" : m eq "co" ? "#1f77b4" : "#d62728"
-set title sprintf("NAS Parallel Benchmarks class %s, %d node%s of %d cores: per-task Mop/s (task counts on the bars), vn/co total throughput above (Figure 5(a) in shape)\n{/*0.8 %s}", \
+set title sprintf("NAS Parallel Benchmarks class %s, %d node%s of %d cores, torx modes (Figure 5(a) in shape)\n{/*0.8 task counts on the bars; above them vn / co, per task and in total (throughput)}\n{/*0.8 %s}", \
                   klass, nodes, nodes > 1 ? "s" : "", cpn, subtitle)
 # the tallest bar of a row, for the gain label
 rowmax(dummy) = (m = 0, sum [k = 1:nm] (column(2 * k) > m ? (m = column(2 * k), 0) : 0), m)
 plot for [k = 1:nm] dat using (column(2 * k)):xtic(1) title label(word(modes, k)) lc rgb colour(word(modes, k)), \
-     dat using ($0):(rowmax(0)):(strcol(2 * nm + 2) eq "n/a" ? "" : "vn/co total ".strcol(2 * nm + 2)) \
-         with labels offset 0, 1 notitle, \
+     dat using ($0):(rowmax(0)):(strcol(2 * nm + 3) eq "n/a" ? "" : "vn/co ".strcol(2 * nm + 2)." per task\n".strcol(2 * nm + 3)." total") \
+         with labels offset 0, 1.8 notitle, \
      for [k = 1:nm] dat using ($0 + (k - (nm + 1) / 2.0) / (nm + 1.0)):(column(2 * k)):(sprintf("%d", column(2 * k + 1))) \
          with labels offset 0, 0.5 font ",8" notitle

@@ -63,6 +63,9 @@
 # is "run-npb: N passed, N failed".
 set -euo pipefail
 
+# The whole script is one block, read before any of it runs: editing this
+# file during a run (an hour at class A) cannot change the run.
+{
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
 bench_name=run-npb
@@ -511,11 +514,13 @@ if [[ $plot == 1 && " $impls " == *" torx "* ]] && ((pass)) && bench_have_gnuplo
                 id=${runs_of["$n $b torx $m"]}
                 line+=" $(med "$id" 13) ${id##*.}"
             done
-            gain=n/a
-            if [[ " $modes " == *" co "* && " $modes " == *" vn "* ]]; then
-                gain=$(ratio "$(med "${runs_of["$n $b torx vn"]}" 12)" "$(med "${runs_of["$n $b torx co"]}" 12)")
+            per=n/a gain=n/a
+            if ((has_fig5)); then
+                co=${runs_of["$n $b torx co"]} vn=${runs_of["$n $b torx vn"]}
+                per=$(ratio "$(med "$vn" 13)" "$(med "$co" 13)")
+                gain=$(ratio "$(med "$vn" 12)" "$(med "$co" 12)")
             fi
-            echo "$line $gain"
+            echo "$line $per $gain"
         done >"$dat"
         png=$results/npb-$stamp-nodes$n.png
         if bench_gnuplot "dat='$dat'; out='$png'; modes='${cols# }'; klass='$class'; nodes=$n; cpn=$cpn; subtitle='$machine, $when, load $la_start'" \
@@ -536,3 +541,5 @@ if ((fail)); then
 fi
 echo "$bench_name: $pass passed, $fail failed"
 ((fail == 0)) || exit 1
+exit 0
+}
