@@ -187,7 +187,8 @@ case $cache in /*) ;; *) cache=$PWD/$cache ;; esac
 build() {
     local i=$1 b=$2 dir=$cache/$1
     bin=$dir/bin/$b.$class.x
-    [[ -x $bin ]] && return 0
+    # the stamp says make finished: a build killed half-way left no stamp
+    [[ -x $bin && -f $bin.built ]] && return 0
     if [[ ! -f $dir/.copied ]]; then
         rm -rf "$dir"
         mkdir -p "$dir"
@@ -203,6 +204,7 @@ build() {
         tail -25 "$dir/build-$b.$class.log" >&2
         return 1
     fi
+    touch "$bin.built"
 }
 
 echo "== NPB $class: ${benches// /,}; ${impls// /,}; torx modes ${modes// /,}; NODES=${nodes_list// /,} x CORES_PER_NODE=$cpn; $rounds round(s)"
