@@ -22,7 +22,7 @@ set style fill solid 0.85 border -1
 set boxwidth 0.9
 set grid ytics
 set logscale y
-set offsets 0, 0, graph 0.2, 0
+set offsets 0, 0, graph 0.25, 0
 set key top right
 set ylabel "Mop/s per task (log scale)"
 nm = words(modes)
@@ -35,7 +35,7 @@ set title sprintf("NAS Parallel Benchmarks class %s, %d node%s of %d cores, torx
 # the tallest bar of a row, for the gain label
 rowmax(dummy) = (m = 0, sum [k = 1:nm] (column(2 * k) > m ? (m = column(2 * k), 0) : 0), m)
 plot for [k = 1:nm] dat using (column(2 * k)):xtic(1) title label(word(modes, k)) lc rgb colour(word(modes, k)), \
-     dat using ($0):(rowmax(0)):(strcol(2 * nm + 3) eq "n/a" ? "" : "vn/co ".strcol(2 * nm + 2)." per task\n".strcol(2 * nm + 3)." total") \
-         with labels offset 0, 1.8 notitle, \
+     dat using ($0):(rowmax(0)):(strcol(2 * nm + 3) eq "n/a" ? "" : "vn/co ".strcol(2 * nm + 2)." per task\n".strcol(2 * nm + 3)." in total") \
+         with labels offset 0, 2.2 font ",8" notitle, \
      for [k = 1:nm] dat using ($0 + (k - (nm + 1) / 2.0) / (nm + 1.0)):(column(2 * k)):(sprintf("%d", column(2 * k + 1))) \
          with labels offset 0, 0.5 font ",8" notitle

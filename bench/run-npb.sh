@@ -426,6 +426,14 @@ first_of() {
         '$3 == b && $5 == i && $6 == m && $7 == t && $NF == "ok" { print $f; x = 1; exit } END { if (!x) print "-" }' \
         "$work/runs.txt"
 }
+# loads_of ID: the 1-minute load average before each round's run, "a / b".
+loads_of() {
+    local b i m t
+    IFS=. read -r b i m t <<<"$1"
+    awk -v b="$b" -v i="$i" -v m="$m" -v t="$t" \
+        '$3 == b && $5 == i && $6 == m && $7 == t { split($17, a, ","); s = s (s == "" ? "" : " / ") a[1] }
+         END { print s == "" ? "-" : s }' "$work/runs.txt"
+}
 has_fig5=0
 [[ " $impls " == *" torx "* && " $modes " == *" co "* && " $modes " == *" vn "* ]] && has_fig5=1
 
@@ -450,8 +458,8 @@ has_fig5=0
             done
         fi
         echo
-        echo "| bench | run | tasks | busy threads | torus | mapping | Mop/s total | Mop/s per task | wall s |"
-        echo "|---|---|--:|--:|---|---|--:|--:|--:|"
+        echo "| bench | run | tasks | busy threads | torus | mapping | Mop/s total | Mop/s per task | wall s | load before |"
+        echo "|---|---|--:|--:|---|---|--:|--:|--:|--:|"
         for b in $benches; do
             for c in "${configs[@]}"; do
                 read -r i m <<<"$c"
@@ -461,7 +469,8 @@ has_fig5=0
                 busy=$(first_of "$id" 10)
                 [[ $(first_of "$id" 11) == yes ]] && busy+=" (over)"
                 echo "| ${b^^}.$class | $name | ${id##*.} | $busy | $(first_of "$id" 9) | $(first_of "$id" 8)" \
-                    "| $(fmt "$(med "$id" 12)" 0) | $(fmt "$(med "$id" 13)" 0) | $(fmt "$(med "$id" 15)" 1) |"
+                    "| $(fmt "$(med "$id" 12)" 0) | $(fmt "$(med "$id" 13)" 0) | $(fmt "$(med "$id" 15)" 1)" \
+                    "| $(loads_of "$id") |"
             done
         done
     done
@@ -470,7 +479,8 @@ has_fig5=0
     echo "vn's per-task loss, \"vn/co total\" its throughput gain (the original, 32 BG/L nodes at"
     echo "class B: per task 2-20% below co, so about 2x the throughput). Busy threads: tasks, plus"
     echo "co's communication threads; \"(over)\": more than the host's CPUs. Torus: the occupied"
-    echo "extents XxYxZ and tasks per node t, from the coordinates TORX_VERBOSE=2 prints."
+    echo "extents XxYxZ and tasks per node t, from the coordinates TORX_VERBOSE=2 prints. Load"
+    echo "before: /proc/loadavg's 1-minute figure before the run, per round."
     echo "Mappings: $(for m in $modes; do v=MAPPING_${m^^}; printf '%s %s; ' "$m" "${!v:-${MAPPING:-XYZT}}"; done | sed 's/; $//')."
     if ((fail)); then
         echo
