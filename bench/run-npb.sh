@@ -49,8 +49,9 @@
 #   ROUNDS          rounds (default 2)
 #   RUN_TIMEOUT_S   a run taking longer is killed and fails (default 900)
 #   TORX_PREFIX     torx MPICH (default: the path in ~/.cache/torx/current-prefix)
-#   NPB_BUILD       build cache (default ~/.cache/torx/npb-<hash of the
-#                   source tree, the MPIs and the flags>/<impl>/)
+#   NPB_BUILD       build cache: NPB_BUILD/<impl>/ (default
+#                   ~/.cache/torx/npb-<hash of the source tree, that MPI's
+#                   compilers and the flags>/<impl>/)
 #   NPB_FFLAGS, NPB_CFLAGS   compiler flags (default -O3; Fortran also
 #                   gets -fallow-argument-mismatch -fallow-invalid-boz)
 #   RESULTS_DIR     where npb-<stamp>.txt, .md and .png go (default bench/results)
@@ -165,27 +166,31 @@ RAND = randi8
 EOF
 }
 
-# The cache key: the source tree (names, sizes, times), every make.def, and
-# the compilers' own identities.
-if [[ -n ${NPB_BUILD:-} ]]; then
-    cache=$NPB_BUILD
-else
-    key=$({
-        echo "$npb_dir"
-        (cd "$npb_dir" && find . -type f -printf '%P %s %T@\n' | LC_ALL=C sort)
-        for i in $impls; do
+# Each MPI's build directory: $NPB_BUILD/<impl>, or by default
+# ~/.cache/torx/npb-<key>/<impl>, the key a hash of the source tree (names,
+# sizes, times), that MPI's make.def (its compilers' paths: a rebuilt torx
+# MPICH has a new prefix) and its Fortran compiler's version.
+declare -A cdir
+src_list=$(cd "$npb_dir" && find . -type f -printf '%P %s %T@\n' | LC_ALL=C sort)
+for i in $impls; do
+    if [[ -n ${NPB_BUILD:-} ]]; then
+        cdir[$i]=$NPB_BUILD/$i
+        case ${cdir[$i]} in /*) ;; *) cdir[$i]=$PWD/${cdir[$i]} ;; esac
+    else
+        key=$({
+            echo "$npb_dir"
+            echo "$src_list"
             make_def "$i"
             command -v "${fc[$i]}"
             "${fc[$i]}" --version 2>&1 | head -1
-        done
-    } | sha1sum | cut -c1-12)
-    cache=$HOME/.cache/torx/npb-$key
-fi
-case $cache in /*) ;; *) cache=$PWD/$cache ;; esac
+        } | sha1sum | cut -c1-12)
+        cdir[$i]=$HOME/.cache/torx/npb-$key/$i
+    fi
+done
 
 # build IMPL BENCH: sets bin to the binary, building it when missing.
 build() {
-    local i=$1 b=$2 dir=$cache/$1
+    local i=$1 b=$2 dir=${cdir[$1]}
     bin=$dir/bin/$b.$class.x
     # the stamp says make finished: a build killed half-way left no stamp
     [[ -x $bin && -f $bin.built ]] && return 0
@@ -209,7 +214,7 @@ build() {
 
 echo "== NPB $class: ${benches// /,}; ${impls// /,}; torx modes ${modes// /,}; NODES=${nodes_list// /,} x CORES_PER_NODE=$cpn; $rounds round(s)"
 echo "== $machine; $when; torx $rev; loadavg $(loadavg)"
-echo "== source $npb_dir (read only), builds in $cache"
+echo "== source $npb_dir (read only), builds in $(for i in $impls; do printf '%s ' "${cdir[$i]}"; done)"
 declare -A bins
 for i in $impls; do
     for b in $benches; do
@@ -398,7 +403,6 @@ total_s=$((SECONDS - start_s))
 
 report=$results/npb-$stamp.txt
 section=$results/npb-$stamp.md
-shown=${results#"$root"/}
 cmd="CLASS=$class NODES='$nodes_list' CORES_PER_NODE=$cpn ROUNDS=$rounds"
 [[ $benches != "bt cg ep ft is lu mg sp" ]] && cmd+=" BENCHMARKS='$benches'"
 [[ $impls != "torx mpich openmpi" ]] && cmd+=" IMPLS='$impls'"
@@ -494,7 +498,7 @@ has_fig5=0
     echo "machine: $machine"
     echo "command: $cmd"
     echo "torx: $rev"
-    echo "npb: $npb_dir, built in $cache"
+    echo "npb: $npb_dir, built in $(for i in $impls; do printf '%s ' "${cdir[$i]}"; done)"
     echo "loadavg start: $la_start; end: $la_end; total: $total_s s"
     echo
     cat "$section"
@@ -546,7 +550,7 @@ echo
 cat "$section"
 echo
 echo "report: ${report#"$root"/}; table: ${section#"$root"/}${pngs[*]:+; plots: ${pngs[*]#"$root"/}}"
-echo "(results go to $shown, which git ignores)"
+[[ $results == "$here/results" ]] && echo "(bench/results is ignored by git: copy what is worth keeping into bench/RESULTS.md)"
 if ((fail)); then
     echo "$bench_name: FAILED runs:" >&2
     for f in "${failures[@]}"; do echo "  $f" >&2; done
