@@ -121,6 +121,7 @@ trap 'rm -rf "$work"' EXIT
 # ---- The MPIs -----------------------------------------------------------------------
 
 declare -A fc cc launcher
+prefix=""
 for i in $impls; do
     case $i in
     torx)
@@ -444,7 +445,7 @@ has_fig5=0
 {
     echo "### NAS Parallel Benchmarks, class $class: heater, co and vn (Figure 5(a) in shape)"
     echo
-    echo "Command: \`$cmd\`; $when; torx $rev."
+    echo "Command: \`$cmd\`; $when; harness at $rev${prefix:+, torx MPICH $prefix}."
     echo "Machine: $machine. Load average at the start $la_start, at the end $la_end;"
     echo "the highest 1-minute load seen before a run: $maxload. $rounds round(s), medians;"
     echo "$pass runs verified, $fail failed; $total_s s."
