@@ -452,16 +452,33 @@ has_fig5=0
     for n in $nodes_list; do
         echo
         echo "#### NODES=$n x CORES_PER_NODE=$cpn ($((n * cpn)) cores; this host has $ncpu CPUs$( ((n * cpn > ncpu)) && echo ": oversubscribed"))"
-        if ((has_fig5)); then
-            echo
-            echo "| bench | co tasks | co Mop/s per task | vn tasks | vn Mop/s per task | vn/co per task | vn/co total (throughput gain) |"
-            echo "|---|--:|--:|--:|--:|--:|--:|"
-            for b in $benches; do
-                co=${runs_of["$n $b torx co"]} vn=${runs_of["$n $b torx vn"]}
-                echo "| ${b^^}.$class | ${co##*.} | $(fmt "$(med "$co" 13)" 0) | ${vn##*.} | $(fmt "$(med "$vn" 13)" 0)" \
-                    "| $(ratio "$(med "$vn" 13)" "$(med "$co" 13)") | $(ratio "$(med "$vn" 12)" "$(med "$co" 12)") |"
+        echo
+        echo "Mop/s per task (tasks):"
+        echo
+        printf '| bench |'
+        for c in "${configs[@]}"; do
+            read -r i m <<<"$c"
+            case $i in torx) printf ' torx %s |' "$m" ;; mpich) printf ' Debian MPICH |' ;; *) printf ' Open MPI |' ;; esac
+        done
+        ((has_fig5)) && printf ' vn/co per task | vn/co total |'
+        echo
+        printf '|---|'
+        for c in "${configs[@]}"; do printf -- '--:|'; done
+        ((has_fig5)) && printf -- '--:|--:|'
+        echo
+        for b in $benches; do
+            printf '| %s.%s |' "${b^^}" "$class"
+            for c in "${configs[@]}"; do
+                read -r i m <<<"$c"
+                id=${runs_of["$n $b $i $m"]}
+                printf ' %s (%s) |' "$(fmt "$(med "$id" 13)" 0)" "${id##*.}"
             done
-        fi
+            if ((has_fig5)); then
+                co=${runs_of["$n $b torx co"]} vn=${runs_of["$n $b torx vn"]}
+                printf ' %s | %s |' "$(ratio "$(med "$vn" 13)" "$(med "$co" 13)")" "$(ratio "$(med "$vn" 12)" "$(med "$co" 12)")"
+            fi
+            echo
+        done
         echo
         echo "| bench | run | tasks | busy threads | torus | mapping | Mop/s total | Mop/s per task | wall s | load before |"
         echo "|---|---|--:|--:|---|---|--:|--:|--:|--:|"
