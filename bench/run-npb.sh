@@ -80,9 +80,12 @@ die() {
 
 npb_dir=${NPB_DIR:-$(dirname "$root")/shared/npb/NPB3.4-MPI}
 benches=${BENCHMARKS:-bt cg ep ft is lu mg sp}
+benches=${benches,,}
 class=${CLASS:-W}
+class=${class^^}
 impls=${IMPLS:-torx mpich openmpi}
 modes=${MODES:-heater co vn}
+modes=${modes,,}
 nodes_list=${NODES:-1}
 cpn=${CORES_PER_NODE:-2}
 rounds=${ROUNDS:-2}
@@ -213,27 +216,6 @@ build() {
     touch "$bin.built"
 }
 
-echo "== NPB $class: ${benches// /,}; ${impls// /,}; torx modes ${modes// /,}; NODES=${nodes_list// /,} x CORES_PER_NODE=$cpn; $rounds round(s)"
-echo "== $machine; $when; torx $rev; loadavg $(loadavg)"
-echo "== source $npb_dir (read only), builds in $(for i in $impls; do printf '%s ' "${cdir[$i]}"; done)"
-declare -A bins
-for i in $impls; do
-    for b in $benches; do
-        build "$i" "$b" || exit 2
-        bins[$i.$b]=$bin
-    done
-done
-if [[ " $impls " == *" torx "* ]]; then
-    # torx's binaries must load torx MPICH's libmpi (RUNPATH), not Debian's.
-    read -r first _ <<<"$benches"
-    libs=$(ldd "${bins[torx.$first]}" 2>/dev/null | awk '/libmpi\.|libtorx/ { print $3 }' | tr '\n' ' ')
-    [[ $libs == *"$prefix"* ]] || die "${bins[torx.$first]} does not load libmpi from $prefix ($libs)"
-fi
-if [[ ${BUILD_ONLY:-0} == 1 ]]; then
-    echo "$bench_name: built (BUILD_ONLY=1): $(for k in "${!bins[@]}"; do echo "${bins[$k]}"; done | sort | tr '\n' ' ')"
-    exit 0
-fi
-
 # ---- The runs ---------------------------------------------------------------------------
 
 # valid_tasks BENCH N: the largest count <= N that BENCH accepts.
@@ -285,6 +267,27 @@ for n in $nodes_list; do
         done
     done
 done
+
+echo "== NPB $class: ${benches// /,}; ${impls// /,}; torx modes ${modes// /,}; NODES=${nodes_list// /,} x CORES_PER_NODE=$cpn; $rounds round(s)"
+echo "== $machine; $when; torx $rev; loadavg $(loadavg)"
+echo "== source $npb_dir (read only), builds in $(for i in $impls; do printf '%s ' "${cdir[$i]}"; done)"
+declare -A bins
+for i in $impls; do
+    for b in $benches; do
+        build "$i" "$b" || exit 2
+        bins[$i.$b]=$bin
+    done
+done
+if [[ " $impls " == *" torx "* ]]; then
+    # torx's binaries must load torx MPICH's libmpi (RUNPATH), not Debian's.
+    read -r first _ <<<"$benches"
+    libs=$(ldd "${bins[torx.$first]}" 2>/dev/null | awk '/libmpi\.|libtorx/ { print $3 }' | tr '\n' ' ')
+    [[ $libs == *"$prefix"* ]] || die "${bins[torx.$first]} does not load libmpi from $prefix ($libs)"
+fi
+if [[ ${BUILD_ONLY:-0} == 1 ]]; then
+    echo "$bench_name: built (BUILD_ONLY=1): $(for k in "${!bins[@]}"; do echo "${bins[$k]}"; done | sort | tr '\n' ' ')"
+    exit 0
+fi
 
 # make_argv ID: the command line into argv, the busy threads into busy.
 make_argv() {
