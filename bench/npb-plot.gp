@@ -30,12 +30,12 @@ label(m) = m eq "heater" ? "heater (1 task/node)" : \
            m eq "co" ? "co (1 task/node + communication thread)" : \
            sprintf("vn (%d tasks/node)", cpn)
 colour(m) = m eq "heater" ? "#999999" : m eq "co" ? "#1f77b4" : "#d62728"
-set title sprintf("NAS Parallel Benchmarks class %s, %d node%s of %d cores, torx modes (Figure 5(a) in shape)\n{/*0.8 task counts on the bars; above them vn / co, per task and in total (throughput)}\n{/*0.8 %s}", \
+set title sprintf("NAS Parallel Benchmarks class %s, %d node%s of %d cores, torx modes (Figure 5(a) in shape)\n{/*0.8 task counts on the bars; above each group vn / co, per task and in total (throughput)}\n{/*0.8 %s}", \
                   klass, nodes, nodes > 1 ? "s" : "", cpn, subtitle)
 # the tallest bar of a row, for the gain label
 rowmax(dummy) = (m = 0, sum [k = 1:nm] (column(2 * k) > m ? (m = column(2 * k), 0) : 0), m)
 plot for [k = 1:nm] dat using (column(2 * k)):xtic(1) title label(word(modes, k)) lc rgb colour(word(modes, k)), \
-     dat using ($0):(rowmax(0)):(strcol(2 * nm + 3) eq "n/a" ? "" : "vn/co ".strcol(2 * nm + 2)." per task\n".strcol(2 * nm + 3)." in total") \
+     dat using ($0):(rowmax(0)):(strcol(2 * nm + 3) eq "n/a" ? "" : strcol(2 * nm + 2)." per task\n".strcol(2 * nm + 3)." in total") \
          with labels offset 0, 2.2 font ",8" notitle, \
      for [k = 1:nm] dat using ($0 + (k - (nm + 1) / 2.0) / (nm + 1.0)):(column(2 * k)):(sprintf("%d", column(2 * k + 1))) \
          with labels offset 0, 0.5 font ",8" notitle
