@@ -452,6 +452,8 @@ has_fig5=0
     echo "Machine: $machine. Load average at the start $la_start, at the end $la_end;"
     echo "the highest 1-minute load seen before a run: $maxload. $rounds round(s), medians;"
     echo "$pass runs verified, $fail failed; $total_s s."
+    torx_env=$(env | grep '^TORX_' | LC_ALL=C sort | tr '\n' ' ' || true)
+    [[ -n $torx_env ]] && echo "TORX_ variables in the environment (torx runs inherit them): ${torx_env% }."
     for n in $nodes_list; do
         echo
         echo "#### NODES=$n x CORES_PER_NODE=$cpn ($((n * cpn)) cores; this host has $ncpu CPUs$( ((n * cpn > ncpu)) && echo ": oversubscribed"))"
