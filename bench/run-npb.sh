@@ -269,7 +269,7 @@ for n in $nodes_list; do
 done
 
 echo "== NPB $class: ${benches// /,}; ${impls// /,}; torx modes ${modes// /,}; NODES=${nodes_list// /,} x CORES_PER_NODE=$cpn; $rounds round(s)"
-echo "== $machine; $when; torx $rev; loadavg $(loadavg)"
+echo "== $machine; $when; harness $rev${prefix:+; torx MPICH $prefix}; loadavg $(loadavg)"
 echo "== source $npb_dir (read only), builds in $(for i in $impls; do printf '%s ' "${cdir[$i]}"; done)"
 declare -A bins
 for i in $impls; do
