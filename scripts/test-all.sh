@@ -15,6 +15,9 @@
 #                                          test/mpich-suite/ci/; the runs that
 #                                          test/KNOWN_FAILURES lists are expected
 #                                          failures; full suite: make mpich-testsuite)
+#   npb          the same MPICH            bench/run-npb.sh, class S (the NAS Parallel
+#                                          Benchmarks in heater, co and vn mode on 1 and 2
+#                                          nodes; every run must verify)
 #
 # Tests run one after another (no -j for make check: they fork up to 16 tasks
 # and measure ordering under load); compiling uses -j$TORX_JOBS (default 2).
@@ -23,7 +26,7 @@
 # anything failed, after printing the failing tests' logs.
 #
 # Environment:
-#   TORX_TEST_BUILDS    which builds to run (default "normal asan tsan faults fuzz mpi mpisuite")
+#   TORX_TEST_BUILDS    which builds to run (default "normal asan tsan faults fuzz mpi mpisuite npb")
 #   TORX_FUZZ_SECONDS   fuzzing time per harness in the fuzz stage (default 45)
 #   TORX_JOBS           parallel compile jobs (default 2)
 #   TORX_CHECK_TIMEOUT  seconds one build's test run may take (default 1800)
@@ -32,7 +35,7 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 
-builds=${TORX_TEST_BUILDS:-normal asan tsan faults fuzz mpi mpisuite}
+builds=${TORX_TEST_BUILDS:-normal asan tsan faults fuzz mpi mpisuite npb}
 fuzz_seconds=${TORX_FUZZ_SECONDS:-45}
 jobs=${TORX_JOBS:-2}
 check_timeout=${TORX_CHECK_TIMEOUT:-1800}
@@ -208,6 +211,54 @@ run_mpisuite() {
         "$([ "$incomplete" = 0 ] || echo " ($incomplete directories incomplete)")")")
 }
 
+# The NAS Parallel Benchmarks (bench/run-npb.sh; source ../shared/npb, built
+# once into ~/.cache/torx/npb-*) at class S: every benchmark in heater, co and
+# vn mode, on 1 node of 2 cores and on 2 (oversubscribed here, but co's
+# communication threads and the torus carry traffic only there). Every run
+# must print "Verification = SUCCESSFUL" within TORX_NPB_TIMEOUT seconds.
+run_npb() {
+    local start=$SECONDS log rc pass=0 fail=0 failing
+    banner "npb: NAS Parallel Benchmarks class S in heater, co and vn mode (bench/run-npb.sh)"
+    local npb=${NPB_DIR:-$(dirname "$top")/shared/npb/NPB3.4-MPI}
+    if [ ! -f "$npb/Makefile" ]; then
+        echo "test-all: no NPB3.4-MPI source at $npb (set NPB_DIR); npb skipped"
+        summary+=("$(printf '%-7s %-12s SKIPPED: no NPB3.4-MPI source at %s (set NPB_DIR)' npb "MPICH" "$npb")")
+        total_skip=$((total_skip + 1))
+        return
+    fi
+    if [ -z "$mpich_built" ]; then
+        if scripts/build-mpich.sh </dev/null; then mpich_built=1; else mpich_built=0; fi
+        if [ $mpich_built = 0 ]; then
+            summary+=("$(printf '%-7s %-12s BUILD FAILED (see above)' npb "MPICH")")
+            total_fail=$((total_fail + 1))
+            status=1
+            return
+        fi
+    elif [ "$mpich_built" = 0 ]; then
+        summary+=("$(printf '%-7s %-12s NOT RUN (the MPICH build failed, see mpi)' npb "MPICH")")
+        status=1
+        return
+    fi
+    log=$(mktemp)
+    CLASS=S IMPLS=torx NODES="1 2" ROUNDS=1 PLOT=0 RUN_TIMEOUT_S=${TORX_NPB_TIMEOUT:-180} \
+        bench/run-npb.sh </dev/null 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    read -r pass fail < <(sed -n 's/^run-npb: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$log")
+    failing=$(sed -n 's/^  round [0-9]*: \([^:]*\):.*/\1/p' "$log" | sort -u | tr '\n' ';' | sed 's/;$//; s/;/; /g')
+    rm -f "$log"
+    pass=${pass:-0}
+    fail=${fail:-0}
+    if [ "$rc" != 0 ]; then
+        status=1
+        [ "$fail" -gt 0 ] || fail=1
+    fi
+    total_pass=$((total_pass + pass))
+    total_fail=$((total_fail + fail))
+    summary+=("$(printf '%-7s %-12s bench/run-npb.sh %s: %d passed, %d failed (%d s)%s' npb "MPICH" \
+        "$([ "$rc" = 0 ] && echo ok || echo FAILED)" "$pass" "$fail" $((SECONDS - start)) \
+        "${failing:+ failing: $failing}")")
+}
+
 # The libFuzzer harnesses of test/fuzz/ (test/fuzz/README.md): every
 # committed input once, then a short fuzzing pass from the corpus. One pass
 # or failure per harness and pass, as test/fuzz/run.sh counts them.
@@ -251,8 +302,9 @@ for b in $builds; do
     fuzz) run_fuzz ;;
     mpi) run_mpi ;;
     mpisuite) run_mpisuite ;;
+    npb) run_npb ;;
     *)
-        echo "test-all: unknown build '$b' in TORX_TEST_BUILDS (normal, asan, tsan, faults, fuzz, mpi, mpisuite)" >&2
+        echo "test-all: unknown build '$b' in TORX_TEST_BUILDS (normal, asan, tsan, faults, fuzz, mpi, mpisuite, npb)" >&2
         summary+=("$b: unknown build")
         total_fail=$((total_fail + 1))
         status=1
