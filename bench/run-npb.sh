@@ -388,8 +388,6 @@ for ((r = 1; r <= rounds; r++)); do
                 else
                     what="round $r: ${b^^}.$class $i ($t tasks)"
                 fi
-                [[ $i == torx && $m == co && $verdict == timed* ]] &&
-                    verdict+="; co mode with several tasks is known to be slow while the communication threads compete with the tasks for the cores"
                 failures+=("$what: $verdict")
                 echo "   round $r  $id FAILED: $verdict; command: ${argv[*]}" >&2
                 echo "     end of its stdout:" >&2
