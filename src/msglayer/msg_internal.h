@@ -352,6 +352,8 @@ struct torx_ctx {
     int oversubscribed; /* more tasks than online CPUs: waits yield at once */
     int stats_print;    /* TORX_STATS */
     torx_proto_stats_t stats[TORX_PROTO_COUNT];
+    uint64_t *bytes_to; /* TORX_STATS, TORX_STATS_FILE: data bytes sent to each rank; else NULL */
+    int stats_fd;       /* TORX_STATS_FILE: where this task appends its row; else -1 */
 
     torx_mode_t mode;
     int tasks_per_node;
@@ -360,6 +362,15 @@ struct torx_ctx {
     torx_boot_t own_boot; /* when torx_init started PMI itself */
     int owns_boot;
 };
+
+/* Counts len data bytes of a message to peer, once per message, where its
+ * protocol counts it as sent. One increment when TORX_STATS is on; off, a
+ * branch that is never taken. */
+static inline void torxm_count_dest(torx_ctx_t *ctx, const torxm_peer_t *peer, uint64_t len)
+{
+    if (TORXM_UNLIKELY(ctx->bytes_to != NULL))
+        ctx->bytes_to[peer - ctx->peers] += len;
+}
 
 /* Binds the task to its core with hwloc (msg_bind.c): in vn mode task t of
  * a node takes the node's core t, in heater mode the node's first core. A
