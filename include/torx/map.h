@@ -273,12 +273,12 @@ typedef struct torx_map_opt_attr {
 } torx_map_opt_attr_t;
 
 typedef struct torx_map_opt_report {
-    torx_hop_bytes_t xyzt;   /* under the default order XYZT */
-    torx_hop_bytes_t order;  /* under the best of the 24 order strings */
-    char best_order[5];      /* which one */
-    torx_hop_bytes_t greedy; /* after greedy placement (hop_bytes 0 and bytes 0 when skipped) */
-    int greedy_ran;          /* 0: skipped, the job was too large for it */
-    torx_hop_bytes_t result; /* of the map returned */
+    torx_hop_bytes_t xyzt;    /* under the default order XYZT */
+    torx_hop_bytes_t order;   /* under the best of the 24 order strings */
+    char best_order[5];       /* which one */
+    torx_hop_bytes_t greedy;  /* after greedy placement (hop_bytes 0 and bytes 0 when skipped) */
+    int greedy_ran;           /* 0: skipped, the job was too large for it */
+    torx_hop_bytes_t result;  /* of the map returned */
     uint64_t moves, accepted; /* annealing moves tried and taken */
 } torx_map_opt_report_t;
 

@@ -226,8 +226,9 @@ torx_status_t torx_map_from_coords(const torx_coord_t *coord, torx_shape_t shape
         }
         const unsigned slot = torx_coord_index(shape, c);
         if (map->rank_of_slot[slot] >= 0) {
-            rc = torxp_error(TORX_ERR_INVAL, "torx: rank %d at (%u,%u,%u,%u): already used by "
-                                             "rank %d",
+            rc = torxp_error(TORX_ERR_INVAL,
+                             "torx: rank %d at (%u,%u,%u,%u): already used by "
+                             "rank %d",
                              r, c.x, c.y, c.z, c.t, map->rank_of_slot[slot]);
             torx_map_free(map);
             return rc;

@@ -27,7 +27,7 @@
 #include <string.h>
 
 #define TORXT_REASON_BYTES 256
-#define TORXT_TOKEN_SHOWN 40 /* longest token quoted back in a message */
+#define TORXT_TOKEN_SHOWN 40  /* longest token quoted back in a message */
 #define TORXT_MISSING_SHOWN 8 /* ranks without a row named in the message */
 
 /* ---- Reading ------------------------------------------------------------------ */
@@ -101,11 +101,13 @@ static torx_status_t parse_count(const char *path, unsigned long line, const cha
         for (int i = 1; negative && i < tlen; i++)
             negative = tok[i] >= '0' && tok[i] <= '9';
         if (negative)
-            return line_error(path, line, TOKEN_FMT " is negative: a %s is a non-negative "
-                                                    "decimal integer",
+            return line_error(path, line,
+                              TOKEN_FMT " is negative: a %s is a non-negative "
+                                        "decimal integer",
                               TOKEN_ARGS(tok, tlen), what);
-        return line_error(path, line, TOKEN_FMT " is not a number: a %s is a non-negative "
-                                                "decimal integer",
+        return line_error(path, line,
+                          TOKEN_FMT " is not a number: a %s is a non-negative "
+                                    "decimal integer",
                           TOKEN_ARGS(tok, tlen), what);
     }
     for (int i = 0; i < tlen; i++) {
@@ -138,7 +140,8 @@ static torx_status_t parse_row(const char *path, unsigned long line, const char 
                           n + 1, n, nfields,
                           at_eof && nfields < (long)n + 1
                               ? "; the file ends inside this line (cut short?)"
-                              : hash ? "; a comment must be on a line of its own" : "");
+                          : hash ? "; a comment must be on a line of its own"
+                                 : "");
     }
     const char *tok;
     int tlen;
@@ -169,8 +172,7 @@ static torx_status_t parse_row(const char *path, unsigned long line, const char 
 torx_status_t torx_traffic_read(const char *path, torx_traffic_t *t)
 {
     if (!path || !t)
-        return torxp_error(TORX_ERR_INVAL, "torx: torx_traffic_read: %s is NULL",
-                           t ? "path" : "t");
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_traffic_read: %s is NULL", t ? "path" : "t");
     *t = (torx_traffic_t){.ntasks = 0};
     FILE *f = fopen(path, "r");
     if (!f)
@@ -203,8 +205,9 @@ torx_status_t torx_traffic_read(const char *path, torx_traffic_t *t)
                 goto fn_fail;
             }
             if (nfields - 1 > TORX_TRAFFIC_MAX_RANKS) {
-                rc = line_error(path, line, "a row of %ld byte counts; at most %d ranks are "
-                                            "supported",
+                rc = line_error(path, line,
+                                "a row of %ld byte counts; at most %d ranks are "
+                                "supported",
                                 nfields - 1, TORX_TRAFFIC_MAX_RANKS);
                 goto fn_fail;
             }
@@ -243,8 +246,7 @@ torx_status_t torx_traffic_read(const char *path, torx_traffic_t *t)
                 snprintf(missing + at, sizeof missing - at, ", ...");
                 break;
             }
-            at += (size_t)snprintf(missing + at, sizeof missing - at, "%s%d", shown ? ", " : "",
-                                   r);
+            at += (size_t)snprintf(missing + at, sizeof missing - at, "%s%d", shown ? ", " : "", r);
             shown++;
         }
         rc = line_error(path, line,
@@ -312,8 +314,8 @@ torx_status_t torx_map_hop_bytes(const torx_map_t *map, const torx_traffic_t *t,
                            t->ntasks, map->ntasks);
     for (int s = 0; s < t->ntasks; s++) {
         torx_hop_bytes_t r;
-        torx_status_t rc = torx_map_hop_bytes_row(map, s, t->bytes + (size_t)s * (size_t)t->ntasks,
-                                                  &r);
+        torx_status_t rc =
+            torx_map_hop_bytes_row(map, s, t->bytes + (size_t)s * (size_t)t->ntasks, &r);
         if (rc != TORX_OK)
             return rc;
         if (__builtin_add_overflow(out->bytes, r.bytes, &out->bytes) ||
@@ -341,15 +343,15 @@ typedef struct {
     int n;
     unsigned nslots;
     torx_shape_t shape;
-    uint8_t *sx, *sy, *sz;      /* node coordinate of each slot */
-    uint8_t *dx, *dy, *dz;      /* ring hops per dimension, ext x ext */
-    int *adj_start, *adj_rank;  /* partners of each rank (CSR), both directions merged */
-    double *adj_w;              /* w(i,j) = B[i][j] + B[j][i] */
-    int *active;                /* ranks with a partner */
+    uint8_t *sx, *sy, *sz;     /* node coordinate of each slot */
+    uint8_t *dx, *dy, *dz;     /* ring hops per dimension, ext x ext */
+    int *adj_start, *adj_rank; /* partners of each rank (CSR), both directions merged */
+    double *adj_w;             /* w(i,j) = B[i][j] + B[j][i] */
+    int *active;               /* ranks with a partner */
     int nactive;
-    uint64_t nnz;               /* directed nonzeros off the diagonal */
-    unsigned *pos;              /* rank -> slot */
-    int *occ;                   /* slot -> rank, -1 when free */
+    uint64_t nnz;  /* directed nonzeros off the diagonal */
+    unsigned *pos; /* rank -> slot */
+    int *occ;      /* slot -> rank, -1 when free */
     uint64_t rng;
 } opt_t;
 
@@ -688,10 +690,10 @@ torx_status_t torx_map_optimize(const torx_traffic_t *t, torx_shape_t shape,
     *r = (torx_map_opt_report_t){.greedy_ran = 0};
 
     /* The 24 orders, XYZT first: ties keep the default. */
-    static const char *const orders[] = {
-        "XYZT", "XYTZ", "XZYT", "XZTY", "XTYZ", "XTZY", "YXZT", "YXTZ",
-        "YZXT", "YZTX", "YTXZ", "YTZX", "ZXYT", "ZXTY", "ZYXT", "ZYTX",
-        "ZTXY", "ZTYX", "TXYZ", "TXZY", "TYXZ", "TYZX", "TZXY", "TZYX"};
+    static const char *const orders[] = {"XYZT", "XYTZ", "XZYT", "XZTY", "XTYZ", "XTZY",
+                                         "YXZT", "YXTZ", "YZXT", "YZTX", "YTXZ", "YTZX",
+                                         "ZXYT", "ZXTY", "ZYXT", "ZYTX", "ZTXY", "ZTYX",
+                                         "TXYZ", "TXZY", "TYXZ", "TYZX", "TZXY", "TZYX"};
     torx_map_t best = {.ntasks = 0};
     torx_hop_bytes_t best_hb = {0};
     torx_status_t rc;

@@ -57,7 +57,7 @@ const torxm_proto_t torxm_protocols[TORX_PROTO_COUNT] = {
 #define WAIT_SPINS 4096u
 #define WAIT_YIELDS 4096u
 #define WAIT_SLEEP_MS 20
-#define WAIT_NAP_NS 20000L     /* first naps */
+#define WAIT_NAP_NS 20000L      /* first naps */
 #define WAIT_NAP_MAX_NS 200000L /* naps grow to this the longer the wait stays idle */
 
 #define FINALIZE_TIMEOUT_S 120.0
@@ -125,15 +125,15 @@ static torx_status_t read_limits(const torx_init_attr_t *attr, torx_limits_t *li
     return TORX_OK;
 }
 
-static torx_status_t read_mode(const torx_init_attr_t *attr, torx_mode_t *mode, int *tpn,
-                               int *cpn)
+static torx_status_t read_mode(const torx_init_attr_t *attr, torx_mode_t *mode, int *tpn, int *cpn)
 {
     int m;
     torx_status_t rc;
     if (attr && attr->mode >= 0) {
         if (attr->mode > TORX_MODE_VN)
-            return torxp_error(TORX_ERR_INVAL, "torx: torx_init: mode %d (expected 0..2, or -1 "
-                                               "for TORX_MODE)",
+            return torxp_error(TORX_ERR_INVAL,
+                               "torx: torx_init: mode %d (expected 0..2, or -1 "
+                               "for TORX_MODE)",
                                attr->mode);
         m = attr->mode;
     } else if ((rc = torx_env_choice("TORX_MODE", mode_names, TORX_MODE_HEATER, &m)) != TORX_OK) {
@@ -180,13 +180,14 @@ static torx_status_t stats_open(torx_ctx_t *ctx)
                     "# job of %d task%s on torus %ux%ux%u, %u task%s per node, mapping %s\n",
                     ctx->size - 1, ctx->size, ctx->size == 1 ? "" : "s", s.x, s.y, s.z, s.t,
                     s.t == 1 ? "" : "s", map_origin(&ctx->map)) < 0)
-            return torxp_error(TORX_ERR_ENV, "torx: TORX_STATS_FILE='%s': cannot write: %s",
-                               path, strerror(errno));
+            return torxp_error(TORX_ERR_ENV, "torx: TORX_STATS_FILE='%s': cannot write: %s", path,
+                               strerror(errno));
     }
     if ((ctx->stats_print || ctx->stats_fd >= 0) &&
         !(ctx->bytes_to = torxp_calloc((size_t)ctx->size, sizeof *ctx->bytes_to)))
-        return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the traffic counters of %d "
-                                           "ranks",
+        return torxp_error(TORX_ERR_NOMEM,
+                           "torx: out of memory for the traffic counters of %d "
+                           "ranks",
                            ctx->size);
     return TORX_OK;
 }
@@ -302,8 +303,7 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
     if (attr && attr->mapping) {
         torx_shape_t shape;
         if ((rc = torx_env_shape(ctx->size, ctx->tasks_per_node, &shape)) != TORX_OK ||
-            (rc = torx_map_from_spec(attr->mapping, NULL, shape, ctx->size, &ctx->map)) !=
-                TORX_OK)
+            (rc = torx_map_from_spec(attr->mapping, NULL, shape, ctx->size, &ctx->map)) != TORX_OK)
             goto fail;
     } else if ((rc = torx_map_from_env(ctx->size, ctx->tasks_per_node, &ctx->map)) != TORX_OK) {
         goto fail;
@@ -333,7 +333,8 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
     build_dispatch(ctx);
     if (ctx->limits.stage_min) {
         const size_t max = torx_stage_max(ctx->dev);
-        ctx->stage_chunk = (uint32_t)(ctx->limits.stage_chunk < max ? ctx->limits.stage_chunk : max);
+        ctx->stage_chunk =
+            (uint32_t)(ctx->limits.stage_chunk < max ? ctx->limits.stage_chunk : max);
     }
     /* The shm device runs every task on this host. */
     const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -358,8 +359,7 @@ fail:
 
 /* ---- Advance ------------------------------------------------------------------------ */
 
-static void __attribute__((noinline, cold))
-bad_dispatch(torx_ctx_t *ctx, const torx_pkt_hdr_t *pkt)
+static void __attribute__((noinline, cold)) bad_dispatch(torx_ctx_t *ctx, const torx_pkt_hdr_t *pkt)
 {
     ctx->malformed++;
     torxp_error(TORX_ERR_PROTO,
@@ -535,8 +535,8 @@ static void stats_write_row(const torx_ctx_t *ctx)
     }
     size_t len = (size_t)snprintf(row, cap, "%d", ctx->rank);
     for (int d = 0; d < ctx->size; d++)
-        len += (size_t)snprintf(row + len, cap - len, " %llu",
-                                (unsigned long long)ctx->bytes_to[d]);
+        len +=
+            (size_t)snprintf(row + len, cap - len, " %llu", (unsigned long long)ctx->bytes_to[d]);
     row[len++] = '\n';
     for (const char *p = row; len > 0;) {
         const ssize_t w = write(ctx->stats_fd, p, len);
@@ -599,8 +599,9 @@ static void print_traffic(const torx_ctx_t *ctx, int joined)
     if (!joined)
         return;
     if (!stats_job_totals(ctx, &hb, &job)) {
-        torxp_log(ctx->dev, 0, "stats job: the totals' collective-network round did not "
-                               "complete (does every task run with TORX_STATS=1?)");
+        torxp_log(ctx->dev, 0,
+                  "stats job: the totals' collective-network round did not "
+                  "complete (does every task run with TORX_STATS=1?)");
         return;
     }
     if (ctx->rank == 0)
@@ -631,8 +632,7 @@ torx_status_t torx_finalize(torx_ctx_t *ctx)
     if (!ctx)
         return torxp_error(TORX_ERR_INVAL, "torx: torx_finalize: ctx is NULL");
     if (ctx->in_advance)
-        return torxp_error(TORX_ERR_INVAL,
-                           "torx: torx_finalize called from a handler or callback");
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_finalize called from a handler or callback");
     /* A failed context cannot drain or meet its peers: it only closes. */
     torx_status_t rc = ctx->failed;
     const double deadline = now_s() + FINALIZE_TIMEOUT_S;
@@ -770,8 +770,7 @@ const char *torx_protocol_name(torx_protocol_t p)
 torx_status_t torx_costart(torx_ctx_t *ctx, torx_cowork_fn fn, void *arg, int *handle)
 {
     if (!ctx || !fn)
-        return torxp_error(TORX_ERR_INVAL, "torx: torx_costart: %s is NULL",
-                           ctx ? "fn" : "ctx");
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_costart: %s is NULL", ctx ? "fn" : "ctx");
     if (ctx->co)
         return torxm_co_costart(ctx, fn, arg, handle);
     /* No communication thread in heater and vn modes: the work runs here. */
@@ -787,7 +786,6 @@ torx_status_t torx_cojoin(torx_ctx_t *ctx, int handle)
         return torxm_co_cojoin(ctx, handle);
     if (!ctx || handle < 1 || handle > ctx->costarted)
         return torxp_error(TORX_ERR_INVAL,
-                           "torx: torx_cojoin: handle %d was not returned by torx_costart",
-                           handle);
+                           "torx: torx_cojoin: handle %d was not returned by torx_costart", handle);
     return TORX_OK;
 }
