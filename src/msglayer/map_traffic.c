@@ -128,21 +128,13 @@ static torx_status_t parse_row(const char *path, unsigned long line, const char 
 {
     const int n = t->ntasks;
     const long nfields = count_tokens(buf, len);
-    if (nfields != (long)n + 1) {
-        const char *tok;
-        int tlen;
-        size_t i = 0;
-        next_token(buf, len, &i, &tok, &tlen);
-        const int hash = tok[0] == '#';
-        return line_error(path, line,
-                          "expected %d fields (the source rank, then the bytes to each of %d "
-                          "ranks, as the first row has), found %ld%s",
-                          n + 1, n, nfields,
-                          at_eof && nfields < (long)n + 1
-                              ? "; the file ends inside this line (cut short?)"
-                          : hash ? "; a comment must be on a line of its own"
-                                 : "");
-    }
+    if (nfields != (long)n + 1)
+        return line_error(
+            path, line,
+            "expected %d fields (the source rank, then the bytes to each of %d "
+            "ranks, as the first row has), found %ld%s",
+            n + 1, n, nfields,
+            at_eof && nfields < (long)n + 1 ? "; the file ends inside this line (cut short?)" : "");
     const char *tok;
     int tlen;
     size_t i = 0;
@@ -195,6 +187,10 @@ torx_status_t torx_traffic_read(const char *path, torx_traffic_t *t)
         if (i == len || buf[i] == '#')
             continue;
         const int at_eof = buf[len - 1] != '\n';
+        if (memchr(buf, '#', (size_t)len)) {
+            rc = line_error(path, line, "'#' after a row: a comment must be on a line of its own");
+            goto fn_fail;
+        }
         if (!t->bytes) { /* the first row sets the job size */
             const long nfields = count_tokens(buf, (size_t)len);
             if (nfields < 2) {
