@@ -67,8 +67,9 @@ CLINKFLAGS = \$(CFLAGS)
 CC = gcc
 BINDIR = ../bin
 CONVERTFLAG = -DFORTRAN_REC_SIZE=1
-RAND = randi8
+RAND = randdp
 EOF
+mkdir -p "$src/bin" # NPB links into bin/, which the source tree may lack
 for b in $BENCHES; do
     if [ ! -x "$src/bin/$b.$CLASS.x" ]; then
         log "building $b class $CLASS"
