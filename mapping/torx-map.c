@@ -41,7 +41,8 @@ static const char usage_text[] =
 static const char help_text[] =
     "\n"
     "Checks, writes and shows torx rank mappings: which torus coordinate (x,y,z,t)\n"
-    "each MPI rank takes (the TORX_MAPPING of a job).\n"
+    "each MPI rank takes (the TORX_MAPPING of a job); weighs them against a job's\n"
+    "recorded traffic and proposes one with fewer hop-bytes.\n"
     "\n"
     "Commands:\n"
     "  check FILE      validate a mapping file as a job would; prints\n"
