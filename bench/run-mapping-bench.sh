@@ -81,6 +81,7 @@ done
 # ---- Runs ------------------------------------------------------------------------
 tpn=1
 [ "$MODE" = vn ] && tpn=${TORX_CORES_PER_NODE:-2}
+modeopt=(--mode "$MODE")
 
 # run BENCH MAPPING TAG: one run; prints "seconds hop_bytes bytes".
 run() {
@@ -100,25 +101,42 @@ run() {
     echo "$secs $(echo "$job" | sed 's/.*bytes=\([0-9]*\) hop_bytes=\([0-9]*\).*/\2 \1/')"
 }
 
-# A deliberately poor map: rank r on slot (r * stride) mod slots, x fastest,
-# with a stride that scatters neighbours across the torus.
-poor_map() {
+# random_map SEED: the ranks on a pseudo-random permutation of the slots
+# (Fisher-Yates, x fastest).
+random_map() {
     local x y z
     IFS=x read -r x y z <<<"$TORUS"
-    awk -v n="$NP" -v X="$x" -v Y="$y" -v Z="$z" -v T="$tpn" 'BEGIN {
+    awk -v n="$NP" -v X="$x" -v Y="$y" -v Z="$z" -v T="$tpn" -v seed="$1" 'BEGIN {
         slots = X * Y * Z * T
-        stride = int(slots / 2) + 1
-        while (1) { a = stride; b = slots; while (b) { t = a % b; a = b; b = t }
-                    if (a == 1) break; stride++ }
-        print "# deliberately poor: rank r on slot (r * " stride ") mod " slots
-        for (r = 0; r < n; r++) {
-            s = (r * stride) % slots
+        for (s = 0; s < slots; s++) p[s] = s
+        r = seed
+        for (s = slots - 1; s > 0; s--) {
+            r = (r * 1103515245 + 12345) % 2147483648
+            j = int(r / 65536) % (s + 1)
+            t = p[s]; p[s] = p[j]; p[j] = t
+        }
+        print "# random permutation of the slots, seed " seed
+        for (k = 0; k < n; k++) {
+            s = p[k]
             print s % X, int(s / X) % Y, int(s / (X * Y)) % Z, int(s / (X * Y * Z))
         }
     }'
 }
 
-modeopt=(--mode "$MODE")
+# poor_map TRAFFIC: a deliberately poor map, the worst of 20 random ones by
+# the hop-bytes of the recorded traffic (torx-map eval weighs them).
+poor_map() {
+    local traffic=$1 dir=$OUT/random i worst
+    mkdir -p "$dir"
+    for ((i = 1; i <= 20; i++)); do
+        random_map "$i" >"$dir/r$i.map"
+    done
+    worst=$("$TORX_MAP" eval "$traffic" "$dir"/r*.map --torus "$TORUS" "${modeopt[@]}" |
+        sed -n 's/^\(.*\): hop_bytes=\([0-9]*\) .*/\2 \1/p' | sort -n | tail -1 | cut -d' ' -f2-)
+    [ -n "$worst" ] || die "no random map to choose from"
+    cat "$worst"
+}
+
 results=$OUT/results.txt
 {
     echo "# NPB class $CLASS, $NP ranks on torus $TORUS, mode $MODE, $ROUNDS rounds"
@@ -130,7 +148,7 @@ for b in $BENCHES; do
     log "$b: recording its traffic under XYZT"
     run "$b" XYZT record >/dev/null
     traffic=$OUT/$b-record.traffic
-    poor_map >"$OUT/$b-poor.map"
+    poor_map "$traffic" >"$OUT/$b-poor.map"
     "$TORX_MAP" check "$OUT/$b-poor.map" --torus "$TORUS" "${modeopt[@]}" --ntasks "$NP" >/dev/null
     "$TORX_MAP" opt "$traffic" --torus "$TORUS" "${modeopt[@]}" -o "$OUT/$b-opt.map" \
         >"$OUT/$b-opt.txt"
