@@ -363,15 +363,6 @@ struct torx_ctx {
     int owns_boot;
 };
 
-/* Counts len data bytes of a message to peer, once per message, where its
- * protocol counts it as sent. One increment when TORX_STATS is on; off, a
- * branch that is never taken. */
-static inline void torxm_count_dest(torx_ctx_t *ctx, const torxm_peer_t *peer, uint64_t len)
-{
-    if (TORXM_UNLIKELY(ctx->bytes_to != NULL))
-        ctx->bytes_to[peer - ctx->peers] += len;
-}
-
 /* Binds the task to its core with hwloc (msg_bind.c): in vn mode task t of
  * a node takes the node's core t, in heater mode the node's first core. A
  * task already bound by its launcher keeps that binding. More tasks than
@@ -399,6 +390,15 @@ typedef struct torxm_proto {
 } torxm_proto_t;
 
 extern const torxm_proto_t torxm_protocols[TORX_PROTO_COUNT];
+
+/* Counts len data bytes of a message to peer, once per message, where its
+ * protocol counts it as sent. One increment when TORX_STATS is on; off, a
+ * branch that is never taken. */
+static inline void torxm_count_dest(torx_ctx_t *ctx, const torxm_peer_t *peer, uint64_t len)
+{
+    if (TORXM_UNLIKELY(ctx->bytes_to != NULL))
+        ctx->bytes_to[peer - ctx->peers] += len;
+}
 
 /* Push and receive functions (proto_*.c). */
 torx_status_t torxm_onepkt_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m);
