@@ -57,7 +57,7 @@ const torxm_proto_t torxm_protocols[TORX_PROTO_COUNT] = {
 #define WAIT_SPINS 4096u
 #define WAIT_YIELDS 4096u
 #define WAIT_SLEEP_MS 20
-#define WAIT_NAP_NS 20000L     /* first naps */
+#define WAIT_NAP_NS 20000L      /* first naps */
 #define WAIT_NAP_MAX_NS 200000L /* naps grow to this the longer the wait stays idle */
 
 #define FINALIZE_TIMEOUT_S 120.0
@@ -125,26 +125,28 @@ static torx_status_t read_limits(const torx_init_attr_t *attr, torx_limits_t *li
     return TORX_OK;
 }
 
-static torx_status_t read_mode(const torx_init_attr_t *attr, torx_mode_t *mode, int *tpn,
-                               int *cpn)
+static torx_status_t read_mode(const torx_init_attr_t *attr, torx_mode_t *mode, int *tpn, int *cpn)
 {
     int m;
     torx_status_t rc;
     if (attr && attr->mode >= 0) {
         if (attr->mode > TORX_MODE_VN)
-            return torxp_error(TORX_ERR_INVAL, "torx: torx_init: mode %d (expected 0..2, or -1 "
-                                               "for TORX_MODE)",
+            return torxp_error(TORX_ERR_INVAL,
+                               "torx: torx_init: mode %d (expected 0..2, or -1 "
+                               "for TORX_MODE)",
                                attr->mode);
         m = attr->mode;
     } else if ((rc = torx_env_choice("TORX_MODE", mode_names, TORX_MODE_HEATER, &m)) != TORX_OK) {
         return rc;
     }
+    /* Unset: 0, "fit the host" (torxm_bind picks the node size once the
+     * torus is known). vn's node is 2 cores, as the original's. */
     long cores;
-    if ((rc = torx_env_int("TORX_CORES_PER_NODE", 1, 255, 2, &cores)) != TORX_OK)
+    if ((rc = torx_env_int("TORX_CORES_PER_NODE", 1, 255, 0, &cores)) != TORX_OK)
         return rc;
     *mode = (torx_mode_t)m;
-    *tpn = m == TORX_MODE_VN ? (int)cores : 1;
-    *cpn = (int)cores;
+    *tpn = m == TORX_MODE_VN ? (cores ? (int)cores : 2) : 1;
+    *cpn = m == TORX_MODE_VN ? *tpn : (int)cores;
     return TORX_OK;
 }
 
@@ -303,8 +305,7 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
     if (attr && attr->mapping) {
         torx_shape_t shape;
         if ((rc = torx_env_shape(ctx->size, ctx->tasks_per_node, &shape)) != TORX_OK ||
-            (rc = torx_map_from_spec(attr->mapping, NULL, shape, ctx->size, &ctx->map)) !=
-                TORX_OK)
+            (rc = torx_map_from_spec(attr->mapping, NULL, shape, ctx->size, &ctx->map)) != TORX_OK)
             goto fail;
     } else if ((rc = torx_map_from_env(ctx->size, ctx->tasks_per_node, &ctx->map)) != TORX_OK) {
         goto fail;
@@ -334,7 +335,8 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
     build_dispatch(ctx);
     if (ctx->limits.stage_min) {
         const size_t max = torx_stage_max(ctx->dev);
-        ctx->stage_chunk = (uint32_t)(ctx->limits.stage_chunk < max ? ctx->limits.stage_chunk : max);
+        ctx->stage_chunk =
+            (uint32_t)(ctx->limits.stage_chunk < max ? ctx->limits.stage_chunk : max);
     }
     /* The shm device runs every task on this host. */
     const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -359,8 +361,7 @@ fail:
 
 /* ---- Advance ------------------------------------------------------------------------ */
 
-static void __attribute__((noinline, cold))
-bad_dispatch(torx_ctx_t *ctx, const torx_pkt_hdr_t *pkt)
+static void __attribute__((noinline, cold)) bad_dispatch(torx_ctx_t *ctx, const torx_pkt_hdr_t *pkt)
 {
     ctx->malformed++;
     torxp_error(TORX_ERR_PROTO,
@@ -422,7 +423,7 @@ int torx_advance(torx_ctx_t *ctx)
         n += torxm_ctrl_drain(ctx);
     if (TORXM_UNLIKELY(ctx->busy != NULL))
         n += torxm_push_all(ctx);
-    if (ctx->co) {
+    if (ctx->co_net) {
         /* co: the communication thread reads the network; take what it
          * staged and finished. */
         n += torxm_co_advance(ctx);
@@ -453,7 +454,7 @@ int torx_advance(torx_ctx_t *ctx)
  * for room at a peer). deadline < 0: none. */
 static void idle_backoff(torx_ctx_t *ctx, unsigned idle, double deadline, int doorbell)
 {
-    if (ctx->co && doorbell) {
+    if (ctx->co_net && doorbell) {
         torxm_co_idle(ctx, idle, deadline);
         return;
     }
@@ -633,8 +634,7 @@ torx_status_t torx_finalize(torx_ctx_t *ctx)
     if (!ctx)
         return torxp_error(TORX_ERR_INVAL, "torx: torx_finalize: ctx is NULL");
     if (ctx->in_advance)
-        return torxp_error(TORX_ERR_INVAL,
-                           "torx: torx_finalize called from a handler or callback");
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_finalize called from a handler or callback");
     /* A failed context cannot drain or meet its peers: it only closes. */
     torx_status_t rc = ctx->failed;
     const double deadline = now_s() + FINALIZE_TIMEOUT_S;
@@ -772,8 +772,7 @@ const char *torx_protocol_name(torx_protocol_t p)
 torx_status_t torx_costart(torx_ctx_t *ctx, torx_cowork_fn fn, void *arg, int *handle)
 {
     if (!ctx || !fn)
-        return torxp_error(TORX_ERR_INVAL, "torx: torx_costart: %s is NULL",
-                           ctx ? "fn" : "ctx");
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_costart: %s is NULL", ctx ? "fn" : "ctx");
     if (ctx->co)
         return torxm_co_costart(ctx, fn, arg, handle);
     /* No communication thread in heater and vn modes: the work runs here. */
@@ -789,7 +788,6 @@ torx_status_t torx_cojoin(torx_ctx_t *ctx, int handle)
         return torxm_co_cojoin(ctx, handle);
     if (!ctx || handle < 1 || handle > ctx->costarted)
         return torxp_error(TORX_ERR_INVAL,
-                           "torx: torx_cojoin: handle %d was not returned by torx_costart",
-                           handle);
+                           "torx: torx_cojoin: handle %d was not returned by torx_costart", handle);
     return TORX_OK;
 }

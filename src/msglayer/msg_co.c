@@ -42,6 +42,19 @@
  * Large gets are cut into CO_CHUNK pieces, one piece per loop of the thread,
  * so packets keep being staged while a 64 MiB transfer runs.
  *
+ * Short of cores. All of the above needs the thread to have a core of its
+ * own: on one it shares (a node of one core, more nodes than the host has
+ * cores, or a launcher's one-core binding), a thread that owns the network
+ * holds every packet until the scheduler runs it, and the task, spinning
+ * in MPI's progress loop, keeps it from running: a 0-byte round trip grew
+ * from 0.4 us to milliseconds. So torxm_co_start decides once
+ * (TORX_CO_THREAD=auto|own|shared): with a core of its own the thread owns
+ * the network ("own", all of the above); without one ("shared") the task
+ * reads the network and moves rendezvous data itself, exactly as in heater
+ * mode (ctx->co_net = 0), and the thread only runs work units, sleeping on
+ * a futex of its own (comm_bell) that only torx_costart and stop ring: it
+ * takes no CPU from the task unless it has work.
+ *
  * Sleeping. While work comes, the thread spins (it owns its core); after a
  * while idle it yields, then sleeps on the device doorbell (torx_pkt_wait),
  * which an injector rings for a packet and the task rings (torx_pkt_wake) for
@@ -79,6 +92,7 @@
 #define CO_SPINS 20000u
 #define CO_YIELDS 2000u
 #define CO_SLEEP_MS 100       /* longest doorbell sleep of the thread */
+#define CO_SHARED_YIELDS 16u  /* "shared": idle rounds before the thread sleeps */
 #define CO_FULL_NAP_NS 50000L /* staging ring full: the task drains it, nobody rings */
 /* The task's wait: spins and yields before it sleeps, and its naps. */
 #define TASK_SPINS 4096u
@@ -143,6 +157,7 @@ struct torxm_co {
     uint32_t stop;                           /* task writes, once */
     alignas(CO_LINE) uint32_t task_bell;     /* thread bumps: futex word */
     alignas(CO_LINE) uint32_t comm_idle;     /* thread writes */
+    alignas(CO_LINE) uint32_t comm_bell;     /* task bumps: futex word ("shared") */
 
     /* ---- slots ---- */
     alignas(CO_LINE) co_cmd_t cmds[CO_CMDS];
@@ -156,6 +171,7 @@ struct torxm_co {
 
     /* ---- set before the thread starts, read-only after ---- */
     alignas(CO_LINE) torx_pkt_dev_t *dev;
+    int owns_net; /* "own": the thread reads the network and moves gets */
     int oversubscribed;
     int started;
     pthread_t thread;
@@ -167,6 +183,7 @@ static_assert(
         offsetof(struct torxm_co, unit_head) - offsetof(struct torxm_co, unit_tail) >= CO_LINE &&
         offsetof(struct torxm_co, task_bell) % CO_LINE == 0 &&
         offsetof(struct torxm_co, comm_idle) % CO_LINE == 0 &&
+        offsetof(struct torxm_co, comm_bell) % CO_LINE == 0 &&
         offsetof(struct torxm_co, stage) % CO_LINE == 0,
     "producer and consumer fields of the scratchpad on separate lines");
 static_assert(sizeof(struct torxm_co) % CO_LINE == 0, "the scratchpad fills whole lines");
@@ -360,7 +377,16 @@ static void comm_sleep(struct torxm_co *co)
      * rings; pairs with the fence in wake_comm. */
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if (!comm_has_orders(co)) {
-        if (co->stage_full) {
+        if (!co->owns_net) {
+            /* "shared": only torx_costart and stop ring comm_bell; a wake
+             * after the fence changed it, so the wait returns at once. */
+            /* relaxed: ordered by the fence; the futex compares it. */
+            const uint32_t bell = __atomic_load_n(&co->comm_bell, __ATOMIC_RELAXED);
+            if (!comm_has_orders(co)) {
+                const struct timespec ts = {0, CO_SLEEP_MS * 1000000L};
+                futex_private(&co->comm_bell, FUTEX_WAIT, bell, &ts);
+            }
+        } else if (co->stage_full) {
             const struct timespec nap = {0, CO_FULL_NAP_NS};
             nanosleep(&nap, NULL);
         } else {
@@ -380,6 +406,17 @@ static void *comm_main(void *arg)
     /* acquire: pairs with the release of stop in torxm_co_stop. */
     while (!__atomic_load_n(&co->stop, __ATOMIC_ACQUIRE)) {
         int work = comm_unit(co);
+        if (!co->owns_net) { /* "shared": work units only; sleep soon */
+            if (work) {
+                ring_task(co);
+                idle = 0;
+            } else if (++idle < CO_SHARED_YIELDS) {
+                sched_yield();
+            } else {
+                comm_sleep(co);
+            }
+            continue;
+        }
         work += comm_gets(co);
         work += comm_stage(co);
         if (work) {
@@ -408,8 +445,31 @@ static void wake_comm(struct torxm_co *co)
      * load of comm_idle; pairs with the fence in comm_sleep. */
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     /* relaxed: ordered by the fence. */
-    if (__atomic_load_n(&co->comm_idle, __ATOMIC_RELAXED))
+    if (!__atomic_load_n(&co->comm_idle, __ATOMIC_RELAXED))
+        return;
+    if (co->owns_net) {
         torx_pkt_wake(co->dev);
+    } else {
+        /* release: after the order we published (the ring carries its own). */
+        __atomic_add_fetch(&co->comm_bell, 1, __ATOMIC_RELEASE);
+        futex_private(&co->comm_bell, FUTEX_WAKE, 1, NULL);
+    }
+}
+
+enum { CO_ROLE_AUTO, CO_ROLE_OWN, CO_ROLE_SHARED };
+static const char *const co_role_names[] = {"auto", "own", "shared", NULL};
+
+/* Why the thread has no core of its own, or NULL when it has one. */
+static const char *core_short(const torx_ctx_t *ctx)
+{
+    if (ctx->prebound_cpus == 1)
+        return "the launcher bound the task to one CPU";
+    if (ctx->cores_per_node < 2)
+        return "nodes of one core (TORX_CORES_PER_NODE=1, or the host has fewer than 2 cores "
+               "per node)";
+    if (!ctx->nodes_fit)
+        return "the host has fewer cores than the nodes need";
+    return NULL;
 }
 
 torx_status_t torxm_co_start(torx_ctx_t *ctx)
@@ -421,11 +481,33 @@ torx_status_t torxm_co_start(torx_ctx_t *ctx)
                            sizeof *co >> 10);
     memset(co, 0, sizeof *co);
     co->dev = ctx->dev;
+    int role;
+    torx_status_t rc = torx_env_choice("TORX_CO_THREAD", co_role_names, CO_ROLE_AUTO, &role);
+    if (rc != TORX_OK) {
+        free(co);
+        return rc;
+    }
+    const char *why = NULL;
+    if (role == CO_ROLE_AUTO)
+        why = core_short(ctx);
+    co->owns_net = role == CO_ROLE_OWN || (role == CO_ROLE_AUTO && !why);
     const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    /* Two threads per task now. */
-    co->oversubscribed = cpus > 0 && 2L * ctx->size > cpus;
+    /* "own": two running threads per task. */
+    co->oversubscribed = cpus > 0 && (co->owns_net ? 2L : 1L) * ctx->size > cpus;
     ctx->oversubscribed = co->oversubscribed;
     ctx->co_wait_tail = &ctx->co_wait;
+    if (ctx->rank == 0) {
+        if (co->owns_net)
+            torxp_log(ctx->dev, 1,
+                      "co mode: the communication thread reads the network and moves "
+                      "rendezvous data (%s)",
+                      role == CO_ROLE_OWN ? "TORX_CO_THREAD=own" : "it has a core of its own");
+        else
+            torxp_log(ctx->dev, 1,
+                      "co mode: %s: the task reads the network and moves rendezvous data as "
+                      "in heater mode; the communication thread runs work units only",
+                      why ? why : "TORX_CO_THREAD=shared");
+    }
 
     /* The thread takes no signals: they belong to the application's thread. */
     sigset_t all, old;
@@ -440,7 +522,9 @@ torx_status_t torxm_co_start(torx_ctx_t *ctx)
     }
     co->started = 1;
     ctx->co = co;
-    torxm_bind_comm(ctx, co->thread);
+    ctx->co_net = co->owns_net;
+    if (co->owns_net)
+        torxm_bind_comm(ctx, co->thread);
     return TORX_OK;
 }
 
@@ -452,7 +536,7 @@ void torxm_co_stop(torx_ctx_t *ctx)
     if (co->started) {
         /* release: pairs with the thread's acquire of stop. */
         __atomic_store_n(&co->stop, 1u, __ATOMIC_RELEASE);
-        torx_pkt_wake(co->dev);
+        wake_comm(co);
         pthread_join(co->thread, NULL);
     }
     /* Receive records of gets that never finished (finalize timed out, or
@@ -466,6 +550,7 @@ void torxm_co_stop(torx_ctx_t *ctx)
     ctx->co_wait = NULL;
     ctx->co_wait_tail = &ctx->co_wait;
     ctx->co = NULL;
+    ctx->co_net = 0;
     free(co);
 }
 
@@ -583,6 +668,11 @@ static double co_now(void)
 
 void torxm_co_idle(torx_ctx_t *ctx, unsigned idle, double deadline)
 {
+    if (!ctx->co_net) {
+        /* "shared": waiting for a work unit that runs on our own core. */
+        sched_yield();
+        return;
+    }
     if (!ctx->oversubscribed && idle < TASK_SPINS) {
         cpu_relax();
         return;

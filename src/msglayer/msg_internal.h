@@ -118,13 +118,13 @@ enum torxm_pkt_type {
  * adaptive packets (TORX_RZV_DATA=packets) instead of a bulk get. */
 #define TORXM_SCOUT_PACKETS 0x1u
 
-#define TORXM_EAGER_FIRST_PREFIX 4u  /* u32 total */
-#define TORXM_ADAPT_FIRST_PREFIX 8u  /* u32 total, u32 seq */
-#define TORXM_ADAPT_MORE_PREFIX 4u   /* u32 seq */
-#define TORXM_SCOUT_PREFIX 24u       /* u64 total, addr, cookie */
-#define TORXM_RZV_DATA_PREFIX 8u     /* u64 rcookie */
-#define TORXM_STAGED_PREFIX 12u      /* u32 total, u32 ref off, u32 ref len */
-#define TORXM_PIECE_BYTES 8u         /* u32 ref off, u32 ref len */
+#define TORXM_EAGER_FIRST_PREFIX 4u /* u32 total */
+#define TORXM_ADAPT_FIRST_PREFIX 8u /* u32 total, u32 seq */
+#define TORXM_ADAPT_MORE_PREFIX 4u  /* u32 seq */
+#define TORXM_SCOUT_PREFIX 24u      /* u64 total, addr, cookie */
+#define TORXM_RZV_DATA_PREFIX 8u    /* u64 rcookie */
+#define TORXM_STAGED_PREFIX 12u     /* u32 total, u32 ref off, u32 ref len */
+#define TORXM_PIECE_BYTES 8u        /* u32 ref off, u32 ref len */
 
 static_assert(TORX_MSG_ONEPKT_MAX == TORX_PKT_MAX_PAYLOAD, "one-packet uses the whole payload");
 static_assert(TORXM_SCOUT_PREFIX + TORX_MSG_MAX_HDR <= TORX_PKT_MAX_PAYLOAD,
@@ -230,27 +230,27 @@ static inline torxm_msg_t *torxm_msg(torx_msg_t *m)
  * vn transfers. Allocated from a free list; never on the one-packet path. */
 typedef struct torxm_rx {
     struct torxm_rx *next;
-    uint8_t *buf;       /* NULL: discard */
-    uint64_t cap;       /* the handler's len */
-    uint64_t total;     /* the sender's len */
-    uint64_t want;      /* bytes that will arrive here */
+    uint8_t *buf;   /* NULL: discard */
+    uint64_t cap;   /* the handler's len */
+    uint64_t total; /* the sender's len */
+    uint64_t want;  /* bytes that will arrive here */
     uint64_t arrived;
     torx_recv_done_fn done;
     void *arg;
     torx_status_t status; /* an error of the transfer, else TORX_OK */
     int src;
-    uint32_t seq;        /* adaptive: the message's seq */
+    uint32_t seq; /* adaptive: the message's seq */
     uint8_t proto;
-    uint8_t ack_type;    /* rendezvous, vn: the packet type of the ack */
-    uint8_t pooled;      /* 1: from the free list; 0: a peer's embedded eager record */
-    uint8_t flags;       /* deferred: the scout's flags (TORXM_SCOUT_PACKETS);
-                            reassembly: TORXM_RX_STAGED for staged pieces */
-    uint8_t deferred;    /* on ctx->deferred, waiting for torx_accept */
-    uint8_t later;       /* continued by torx_accept: finish through ctx->rx_done */
+    uint8_t ack_type;      /* rendezvous, vn: the packet type of the ack */
+    uint8_t pooled;        /* 1: from the free list; 0: a peer's embedded eager record */
+    uint8_t flags;         /* deferred: the scout's flags (TORXM_SCOUT_PACKETS);
+                              reassembly: TORXM_RX_STAGED for staged pieces */
+    uint8_t deferred;      /* on ctx->deferred, waiting for torx_accept */
+    uint8_t later;         /* continued by torx_accept: finish through ctx->rx_done */
     struct torxm_rx *prev; /* ctx->deferred is doubly linked: accept unlinks any */
-    uint64_t scookie;    /* rendezvous, vn: the sender's cookie */
-    uint64_t rcookie;    /* rendezvous packets: ours */
-    uint64_t raddr;      /* rendezvous, vn in co mode: the sender's buffer, for the get */
+    uint64_t scookie;      /* rendezvous, vn: the sender's cookie */
+    uint64_t rcookie;      /* rendezvous packets: ours */
+    uint64_t raddr;        /* rendezvous, vn in co mode: the sender's buffer, for the get */
     torx_bulk_t bulk;
 } torxm_rx_t;
 
@@ -272,16 +272,16 @@ typedef struct torxm_peer {
     /* send */
     torxm_msg_t *head, **tail; /* pending queue; tail valid when head != NULL */
     struct torxm_peer *busy_next;
-    uint8_t busy;           /* on ctx->busy */
-    uint32_t tx_seq;        /* messages started to this peer */
-    uint32_t tokens_owed;   /* adaptive messages not yet matched there */
+    uint8_t busy;         /* on ctx->busy */
+    uint32_t tx_seq;      /* messages started to this peer */
+    uint32_t tokens_owed; /* adaptive messages not yet matched there */
     torx_coord_t coord;
     /* receive */
-    uint32_t rx_seq;        /* messages matched from this peer */
-    torxm_rx_t *eager;      /* the eager message being reassembled, or NULL */
-    torxm_rx_t eager_rec;   /* its record: one at a time per source, never allocated */
-    torxm_rx_t *adapt;      /* adaptive messages being reassembled */
-    torxm_early_t *early;   /* adaptive packets parked before their turn */
+    uint32_t rx_seq;      /* messages matched from this peer */
+    torxm_rx_t *eager;    /* the eager message being reassembled, or NULL */
+    torxm_rx_t eager_rec; /* its record: one at a time per source, never allocated */
+    torxm_rx_t *adapt;    /* adaptive messages being reassembled */
+    torxm_early_t *early; /* adaptive packets parked before their turn */
 } torxm_peer_t;
 
 /* A control packet (token, ack, clear-to-send) the FIFOs had no room for. */
@@ -325,30 +325,35 @@ struct torx_ctx {
     uint64_t warned_handlers; /* bit per id: an unregistered-id warning printed */
 
     torx_limits_t limits;
-    uint32_t stage_chunk; /* bytes per staged piece; 0 when staging is off */
-    torxm_peer_t *busy;                    /* peers with a non-empty queue */
-    torxm_msg_t *done_head, **done_tail;   /* sends whose done is due */
+    uint32_t stage_chunk;                /* bytes per staged piece; 0 when staging is off */
+    torxm_peer_t *busy;                  /* peers with a non-empty queue */
+    torxm_msg_t *done_head, **done_tail; /* sends whose done is due */
     torxm_ctrl_t *ctrl_head, **ctrl_tail, *ctrl_free;
-    torxm_rx_t *bulk;                      /* receives with a bulk get running */
-    torxm_rx_t *deferred;                  /* scouts whose handler deferred them */
+    torxm_rx_t *bulk;                         /* receives with a bulk get running */
+    torxm_rx_t *deferred;                     /* scouts whose handler deferred them */
     torxm_rx_t *rx_done_head, **rx_done_tail; /* accepted receives whose done is due */
     torxm_rx_t *rx_free;
     torxm_early_t *early_free;
     torxm_cookie_slot_t *cookies;
     uint32_t ncookies, cookie_free;
-    uint64_t awaiting; /* sends whose scout is out, waiting for the receiver */
-    uint64_t inflight_rx; /* rendezvous and vn receives not yet finished */
-    uint64_t parked;      /* adaptive packets that came before their turn (tests read it) */
+    uint64_t awaiting;      /* sends whose scout is out, waiting for the receiver */
+    uint64_t inflight_rx;   /* rendezvous and vn receives not yet finished */
+    uint64_t parked;        /* adaptive packets that came before their turn (tests read it) */
     uint64_t staged_pieces; /* staged pieces received (tests read it) */
-    uint64_t malformed;   /* packets dropped by torxm_bad_packet or the dispatch */
-    torx_status_t failed; /* torxm_fail: the first error the context cannot recover from */
-    char failed_why[400]; /* and its message, which every later advance reports again */
+    uint64_t malformed;     /* packets dropped by torxm_bad_packet or the dispatch */
+    torx_status_t failed;   /* torxm_fail: the first error the context cannot recover from */
+    char failed_why[400];   /* and its message, which every later advance reports again */
 
     int in_advance;
-    int costarted;      /* heater, vn: work units run by torx_costart */
+    int costarted;       /* heater, vn: work units run by torx_costart */
     struct torxm_co *co; /* co mode: the scratchpad shared with the communication thread */
     torxm_rx_t *co_wait, **co_wait_tail; /* co: gets not yet handed to the thread */
-    int cores_per_node; /* TORX_CORES_PER_NODE */
+    int co_net;                          /* co: the communication thread reads the network and moves
+                                          * rendezvous data (it has a core); 0: the task does, as in heater */
+    int cores_per_node; /* TORX_CORES_PER_NODE, or fitted to the host (msg_bind.c) */
+    int host_cores;     /* cores the job may use on this host; 0 = unknown */
+    int nodes_fit;      /* every node gets cores_per_node cores of its own */
+    int prebound_cpus;  /* CPUs of the launcher's binding; 0 = we bind */
     int oversubscribed; /* more tasks than online CPUs: waits yield at once */
     int stats_print;    /* TORX_STATS */
     torx_proto_stats_t stats[TORX_PROTO_COUNT];
@@ -363,15 +368,16 @@ struct torx_ctx {
     int owns_boot;
 };
 
-/* Binds the task to its core with hwloc (msg_bind.c): in vn mode task t of
- * a node takes the node's core t, in heater mode the node's first core. A
- * task already bound by its launcher keeps that binding. More tasks than
- * cores: a warning, no binding. A node larger than the host: TORX_ERR_ENV
- * naming TORX_CORES_PER_NODE. */
+/* Sizes the node when TORX_CORES_PER_NODE is unset (2 cores where the host
+ * has them for every node, else 1), then binds the task to its core with
+ * hwloc (msg_bind.c): in vn mode task t of a node takes the node's core t,
+ * in heater and co mode the node's first core. A task already bound by its
+ * launcher keeps that binding. More nodes than the host holds: no binding
+ * (a warning when the user set the node size). A node larger than the
+ * host: TORX_ERR_ENV naming TORX_CORES_PER_NODE. */
 torx_status_t torxm_bind(torx_ctx_t *ctx);
-/* Binds co mode's communication thread to the node's second core; warns and
- * leaves it unbound when the node has one core or the host is
- * oversubscribed. */
+/* Binds co mode's communication thread to the node's second core, when the
+ * node has one of its own and torx bound the task. */
 void torxm_bind_comm(torx_ctx_t *ctx, pthread_t thread);
 
 /* ---- Protocol table ------------------------------------------------------------ */
@@ -425,8 +431,7 @@ static inline int torxm_stages(const torx_ctx_t *ctx, unsigned proto, uint64_t l
 {
     if (!ctx->stage_chunk || len < ctx->limits.stage_min)
         return 0;
-    return proto == TORX_PROTO_EAGER ||
-           (proto == TORX_PROTO_VN && len <= ctx->limits.eager_limit);
+    return proto == TORX_PROTO_EAGER || (proto == TORX_PROTO_VN && len <= ctx->limits.eager_limit);
 }
 torx_status_t torxm_staged_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m,
                                 unsigned proto);
@@ -500,8 +505,8 @@ void torxm_peer_push(torx_ctx_t *ctx, torxm_peer_t *peer);
 int torxm_push_all(torx_ctx_t *ctx);
 
 /* Sends a control packet now, or queues it when the FIFO is full. */
-void torxm_ctrl_send(torx_ctx_t *ctx, int dest, unsigned type, uint32_t word,
-                     const void *payload, size_t len, unsigned proto);
+void torxm_ctrl_send(torx_ctx_t *ctx, int dest, unsigned type, uint32_t word, const void *payload,
+                     size_t len, unsigned proto);
 int torxm_ctrl_drain(torx_ctx_t *ctx);
 
 /* The context cannot go on: memory for a message that is already arriving,
@@ -530,8 +535,7 @@ void torxm_cookie_free(torx_ctx_t *ctx, uint64_t cookie);
  * data NULL): otherwise NULL is stored through it and recv->defer comes back
  * NULL. */
 void torxm_match(torx_ctx_t *ctx, int src, unsigned handler, const void *hdr, size_t hdr_len,
-                 size_t total, const void *data, unsigned proto, int deferrable,
-                 torx_recv_t *recv);
+                 size_t total, const void *data, unsigned proto, int deferrable, torx_recv_t *recv);
 /* Processes the parked adaptive first packet whose turn has come, if any. */
 void torxm_release_due(torx_ctx_t *ctx, torxm_peer_t *peer);
 

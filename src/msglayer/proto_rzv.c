@@ -11,7 +11,8 @@
  *   virtual node    the bulk variant between the two tasks of one node
  *                   (VN_SCOUT / VN_ACK), counted as its own protocol.
  *
- * In co mode the get is the communication thread's (torxm_co_get): the
+ * In co mode, when the communication thread has a core of its own
+ * (ctx->co_net), the get is the thread's (torxm_co_get): the
  * handler's choice of buffer is handed to it, it moves the data while the
  * task computes, and the task's next advance sends the ack and runs done.
  *
@@ -23,11 +24,10 @@
  * the buffer, for the get and for the stream alike. */
 #include "msg_internal.h"
 
-
 /* ---- Sender ---------------------------------------------------------------------- */
 
-static torx_status_t scout_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m,
-                                unsigned type, unsigned proto, unsigned flags)
+static torx_status_t scout_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m, unsigned type,
+                                unsigned proto, unsigned flags)
 {
     if (!m->cookie) {
         const torx_status_t rc = torxm_cookie_new(ctx, m, 0, &m->cookie);
@@ -101,7 +101,8 @@ static torxm_msg_t *awaiting_msg(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t c
     torxm_msg_t *m = torxm_cookie_get(ctx, cookie, 0);
     if (TORXM_UNLIKELY(!m || m->magic != TORXM_MSG_MAGIC || m->state != TORXM_MSG_AWAIT ||
                        &ctx->peers[m->dest] != peer)) {
-        torxm_bad_packet(ctx, (int)(peer - ctx->peers), "a rendezvous reply naming no waiting send");
+        torxm_bad_packet(ctx, (int)(peer - ctx->peers),
+                         "a rendezvous reply naming no waiting send");
         return NULL;
     }
     return m;
@@ -184,8 +185,7 @@ static const uint8_t nothing[1];
  * complete and the status. rx: the record of a deferred scout, which
  * torx_accept continues (its done then runs in a later advance); NULL from
  * the handler, which allocates one only when data moves. */
-static void scout_start(torx_ctx_t *ctx, const scout_t *s, const torx_recv_t *recv,
-                        torxm_rx_t *rx)
+static void scout_start(torx_ctx_t *ctx, const scout_t *s, const torx_recv_t *recv, torxm_rx_t *rx)
 {
     const uint64_t total = s->total;
     const uint64_t want = recv->buf ? (total < recv->len ? total : recv->len) : 0;
@@ -234,7 +234,7 @@ static void scout_start(torx_ctx_t *ctx, const scout_t *s, const torx_recv_t *re
     rx->want = want;
     rx->scookie = s->scookie;
     rx->ack_type = (uint8_t)s->ack_type;
-    if (ctx->co) { /* co mode: the communication thread moves the data */
+    if (ctx->co_net) { /* co mode: the communication thread moves the data */
         rx->raddr = s->addr;
         torxm_co_get(ctx, rx);
         return;
@@ -333,7 +333,9 @@ torx_status_t torx_accept(torx_ctx_t *ctx, torx_deferred_t *d, const torx_recv_t
 {
     if (!ctx || !d || !recv)
         return torxp_error(TORX_ERR_INVAL, "torx: torx_accept: %s is NULL",
-                           !ctx ? "ctx" : !d ? "the deferred handle" : "recv");
+                           !ctx ? "ctx"
+                           : !d ? "the deferred handle"
+                                : "recv");
     torxm_rx_t *rx = (torxm_rx_t *)(void *)d;
     if (!rx->deferred)
         return torxp_error(TORX_ERR_INVAL,

@@ -4,6 +4,8 @@
 #
 #   1. basic     1 and 2 ranks, special limits, Fortran (fortran.f90), and
 #                the MPI_T performance variables (mpit_pvars.c)
+#   1c. mpix     the MPIX machine queries (mpix.c, mpix.f90) in every mode,
+#                with an order and mapping files
 #   2. matrix    every node mode (heater, co, vn) x mapping (XYZT, TXYZ, a
 #                mapping file), 4 ranks
 #   3. chaos     every mode with TORX_CHAOS and adaptive packets
@@ -30,7 +32,7 @@
 # Environment: TORX_MPI_NP (ranks of the matrix, default 4; the mapping-file
 # cells and sections 4-5 need 4 and are skipped otherwise), TORX_MPI_TIMEOUT
 # (s per run, default 120), TORX_MPI_SECTIONS (default
-# "basic matrix chaos badmap die stats nocma kill"), TORX_KILL_SEED (the
+# "basic coll mpix matrix chaos badmap die stats nocma kill"), TORX_KILL_SEED (the
 # kill section's random victims and moments; default random, printed).
 # torx settings go to the tasks with mpiexec -genv NAME VALUE.
 #
@@ -51,7 +53,7 @@ fi
 }
 np=${TORX_MPI_NP:-4}
 tmo=${TORX_MPI_TIMEOUT:-120}
-sections=${TORX_MPI_SECTIONS:-basic coll matrix chaos badmap die stats nocma kill}
+sections=${TORX_MPI_SECTIONS:-basic coll mpix matrix chaos badmap die stats nocma kill}
 maps=$here/maps
 known_file=$here/../KNOWN_FAILURES
 out=$(mktemp -d "${TMPDIR:-/tmp}/torx-mpi-tests.XXXXXX")
@@ -98,7 +100,7 @@ good_known() {
 }
 show() { tail -n "${2:-30}" "$1" | sed 's/^/    /'; }
 
-progs="hello ring pingpong rma_coll probe_unexp p2p_semantics die traffic mpit_pvars coll"
+progs="hello ring pingpong rma_coll probe_unexp p2p_semantics die traffic mpit_pvars coll mpix"
 for t in $progs; do
     if ! "$prefix/bin/mpicc" -O2 -Wall -o "$out/$t" "$here/$t.c" 2>"$out/$t.cc.log"; then
         bad "$t" "compile error"
@@ -106,10 +108,14 @@ for t in $progs; do
     fi
 done
 # Fortran (mpi_f08): the NAS Parallel Benchmarks are Fortran.
-if ! "$prefix/bin/mpif90" -O2 -Wall -o "$out/fortran" "$here/fortran.f90" 2>"$out/fortran.cc.log"; then
-    bad fortran "compile error (mpif90)"
-    show "$out/fortran.cc.log"
-fi
+for t in fortran mpix_f; do
+    src=$here/$t.f90
+    [ $t = mpix_f ] && src=$here/mpix.f90
+    if ! "$prefix/bin/mpif90" -O2 -Wall -o "$out/$t" "$src" 2>"$out/$t.cc.log"; then
+        bad $t "compile error (mpif90)"
+        show "$out/$t.cc.log"
+    fi
+done
 
 # run LABEL NP PROG [NAME=VALUE...]: runs PROG with NAME VALUE passed by
 # -genv; passes when it exits 0 and prints " No Errors".
@@ -174,6 +180,25 @@ if want coll; then
     run coll-np8-vn-torus-chaos 8 coll TORX_MODE=vn TORX_CHAOS=3 TORX_COLL_BCAST=torus COLL_TEST_SPLIT_BOX=1
     run coll-np6-torus 6 coll TORX_COLL_BCAST=torus COLL_TEST_SPLIT_BOX=0
     run coll-np2-co-torus 2 coll TORX_MODE=co TORX_COLL_BCAST=torus COLL_TEST_SPLIT_BOX=1
+fi
+
+# ---- 1c. mpix: the MPIX machine queries (mpix.c, mpix.f90) ----------------------
+# Checked against the mode, the order or the mapping file the job started
+# with; every mode; a job that fills the torus (a Cartesian communicator)
+# and one that does not (MPI_ERR_TOPOLOGY); from C and Fortran.
+if want mpix; then
+    banner "mpix"
+    run mpix-np4 4 mpix
+    run mpix-np2-co 2 mpix TORX_MODE=co
+    run mpix-np4-vn 4 mpix TORX_MODE=vn
+    run mpix-np4-vn-txyz 4 mpix TORX_MODE=vn TORX_MAPPING=TXYZ
+    run mpix-np4-mapfile 4 mpix TORX_TORUS=2x2x1 "TORX_MAPPING=$maps/good-4-heater.map"
+    run mpix-np4-vn-mapfile-sparse 4 mpix TORX_MODE=vn TORX_TORUS=2x2x1 "TORX_MAPPING=$maps/good-4-vn.map"
+    run mpix-np3-partial 3 mpix TORX_TORUS=2x2x1
+    run mpix_f-np4 4 mpix_f
+    run mpix_f-np4-vn 4 mpix_f TORX_MODE=vn
+    run mpix_f-np4-mapfile 4 mpix_f TORX_TORUS=2x2x1 "TORX_MAPPING=$maps/good-4-heater.map"
+    run mpix_f-np2-co 2 mpix_f TORX_MODE=co
 fi
 
 # ---- 2. matrix: mode x mapping --------------------------------------------------

@@ -1,11 +1,21 @@
 /* Coprocessor mode (TORX_MODE=co): the protocol runs of test_msg and the
  * chaos ordering run of test_msg_order with a communication thread per
- * task; transient work units (costart/cojoin); a rendezvous that completes
- * while the task computes without advancing; an idle co job that sleeps. */
+ * task, both with the thread owning the network (TORX_CO_THREAD=own) and
+ * with the task doing it because cores are short (shared); transient work
+ * units (costart/cojoin) in both; a rendezvous that completes while the
+ * task computes without advancing (own), and one the task moves itself
+ * (shared); an idle co job that sleeps; the node sized to fit the host
+ * when TORX_CORES_PER_NODE is unset. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#endif
+
 #include "harness.h"
 #include "msg_test.h"
 
+#include <sched.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 /* ---- Protocols -------------------------------------------------------------------- */
 
@@ -14,24 +24,32 @@ static const variant_t co_variants[] = {
     {"co-eager", TORX_PROTO_EAGER, NULL, NULL, NULL, "co", NULL, 1, 0, 2, NULL, NULL, NULL},
     {"co-adaptive", TORX_PROTO_ADAPTIVE, NULL, NULL, NULL, "co", NULL, 0, 0, 2, NULL, NULL, NULL},
     {"co-rzv", TORX_PROTO_RZV, NULL, NULL, NULL, "co", NULL, 1, 0, 2, NULL, NULL, NULL},
-    {"co-rzv-packets", TORX_PROTO_RZV, NULL, NULL, "packets", "co", NULL, 1, 0, 2, NULL, NULL, NULL},
+    {"co-rzv-packets", TORX_PROTO_RZV, NULL, NULL, "packets", "co", NULL, 1, 0, 2, NULL, NULL,
+     NULL},
     {"co-rzv-fifo-bulk", TORX_PROTO_RZV, NULL, NULL, NULL, "co", "fifo", 0, 0, 2, NULL, NULL, NULL},
     {"co-auto-240", TORX_PROTO_AUTO, "240", NULL, NULL, "co", NULL, 0, 0, 3, NULL, NULL, NULL},
     {"co-auto-65536", TORX_PROTO_AUTO, "65536", NULL, NULL, "co", NULL, 0, 0, 3, NULL, NULL, NULL},
-    {"co-auto-adaptive-1000", TORX_PROTO_AUTO, "65536", "1000", NULL, "co", NULL, 0, 0, 3, NULL, NULL, NULL},
+    {"co-auto-adaptive-1000", TORX_PROTO_AUTO, "65536", "1000", NULL, "co", NULL, 0, 0, 3, NULL,
+     NULL, NULL},
     {"co-cut-eager", TORX_PROTO_EAGER, NULL, NULL, NULL, "co", NULL, 0, 1, 2, NULL, NULL, NULL},
     {"co-staged-wrap", TORX_PROTO_EAGER, NULL, NULL, NULL, "co", NULL, 0, 0, 2, "1", "1000",
      "4096"},
     {"co-cut-rzv", TORX_PROTO_RZV, NULL, NULL, NULL, "co", NULL, 0, 1, 2, NULL, NULL, NULL},
     {"co-cut-rzv-fifo", TORX_PROTO_RZV, NULL, NULL, NULL, "co", "fifo", 0, 1, 2, NULL, NULL, NULL},
-    {"co-cut-auto-1000", TORX_PROTO_AUTO, "1000", NULL, NULL, "co", NULL, 0, 1, 3, NULL, NULL, NULL},
+    {"co-cut-auto-1000", TORX_PROTO_AUTO, "1000", NULL, NULL, "co", NULL, 0, 1, 3, NULL, NULL,
+     NULL},
 };
 #define NCO_VARIANTS ((int)(sizeof co_variants / sizeof co_variants[0]))
 
+static const char *const co_roles[] = {"own", "shared"};
+
+/* _i: variant * 2 + role */
 START_TEST(co_protocol_variant)
 {
-    const variant_t *v = &co_variants[_i];
-    ck_assert_msg(test_run_variant(v) == 0, "variant %s failed", v->name);
+    const variant_t *v = &co_variants[_i / 2];
+    setenv("TORX_CO_THREAD", co_roles[_i % 2], 1);
+    ck_assert_msg(test_run_variant(v) == 0, "variant %s (TORX_CO_THREAD=%s) failed", v->name,
+                  co_roles[_i % 2]);
 }
 END_TEST
 
@@ -40,17 +58,38 @@ END_TEST
 START_TEST(co_mixed_protocols_ordered_under_chaos)
 {
     setenv("TORX_MODE", "co", 1);
+    setenv("TORX_CO_THREAD", co_roles[_i / 2], 1);
     setenv("TORX_CHAOS", "4242", 1);
     setenv("TORX_ADAPTIVE_LIMIT", "2000", 1);
-    if (_i == 1)
+    if (_i % 2 == 1)
         setenv("TORX_RZV_DATA", "packets", 1);
     uint32_t per_peer = 600 / SCALE;
     const double t0 = test_now();
     RUN_JOB(4, mix_task, &per_peer);
-    fprintf(stderr, "co: mixed protocols under chaos (rzv data by %s): %.2f s\n",
-            _i ? "packets" : "bulk get", test_now() - t0);
+    fprintf(stderr, "co (%s): mixed protocols under chaos (rzv data by %s): %.2f s\n",
+            co_roles[_i / 2], _i % 2 ? "packets" : "bulk get", test_now() - t0);
 }
 END_TEST
+
+static int init_fails_naming_co_thread(torx_boot_t *boot, void *argp)
+{
+    (void)argp;
+    torx_ctx_t *ctx = NULL;
+    torx_init_attr_t attr = {.boot = boot, .mode = TORX_MODE_CO};
+    TASK_CHECK(torx_init(&attr, &ctx) == TORX_ERR_ENV && ctx == NULL, "init accepted it");
+    TASK_CHECK(strstr(torx_last_error(), "TORX_CO_THREAD") && strstr(torx_last_error(), "maybe"),
+               "the error does not name the variable and value: %s", torx_last_error());
+    return 0;
+}
+
+static void fit_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info,
+                        torx_recv_t *recv)
+{
+    (void)ctx;
+    (void)recv;
+    if (info->data && info->data_len == sizeof(uint64_t))
+        memcpy(harg, info->data, sizeof(uint64_t));
+}
 
 /* ---- Work units ------------------------------------------------------------------------ */
 
@@ -117,6 +156,7 @@ static int units_task(torx_boot_t *boot, void *argp)
 
 START_TEST(co_work_units)
 {
+    setenv("TORX_CO_THREAD", co_roles[_i], 1);
     RUN_JOB(2, units_task, NULL);
 }
 END_TEST
@@ -156,7 +196,7 @@ static void overlap_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t 
 
 static int overlap_task(torx_boot_t *boot, void *argp)
 {
-    (void)argp;
+    const int shared = argp != NULL;
     torx_ctx_t *ctx;
     torx_init_attr_t attr = {.boot = boot, .mode = TORX_MODE_CO};
     TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
@@ -179,6 +219,22 @@ static int overlap_task(torx_boot_t *boot, void *argp)
         /* Advance until the scout is matched: the handler has chosen the
          * buffer and the get is handed to the communication thread. */
         TASK_CHECK(torx_wait_timeout(ctx, &o.matched, 60) == TORX_OK, "no scout");
+        if (shared) {
+            /* Short of cores: the task moves the data itself, as in heater
+             * mode, and the thread moves none. */
+            TASK_CHECK(torx_wait_timeout(ctx, &o.done, 60) == TORX_OK, "done never ran");
+            TASK_CHECK(o.status == TORX_OK && o.received == OVERLAP_BYTES, "status %s, %zu bytes",
+                       torx_status_str(o.status), o.received);
+            for (size_t i = 0; i < OVERLAP_BYTES; i++)
+                if (o.buf[i] != test_pattern(1, 0, i))
+                    TASK_CHECK(0, "byte %zu is %u, expected %u", i, o.buf[i],
+                               test_pattern(1, 0, i));
+            TASK_CHECK(torxm_co_gets_done(ctx) == 0, "the thread moved %llu gets",
+                       (unsigned long long)torxm_co_gets_done(ctx));
+            TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
+            free(o.buf);
+            return 0;
+        }
         const uint64_t before = torxm_co_gets_done(ctx);
         /* Compute, never advancing, until the thread says the get is done. */
         const double t0 = test_now();
@@ -211,7 +267,15 @@ static int overlap_task(torx_boot_t *boot, void *argp)
 
 START_TEST(co_rendezvous_during_compute)
 {
+    setenv("TORX_CO_THREAD", "own", 1);
     RUN_JOB(2, overlap_task, NULL);
+}
+END_TEST
+
+START_TEST(co_short_of_cores_task_moves_data)
+{
+    setenv("TORX_CO_THREAD", "shared", 1);
+    RUN_JOB(2, overlap_task, "shared");
 }
 END_TEST
 
@@ -286,7 +350,61 @@ static int idle_task(torx_boot_t *boot, void *argp)
 
 START_TEST(co_idle_wait_sleeps)
 {
+    setenv("TORX_CO_THREAD", co_roles[_i], 1);
     RUN_JOB(2, idle_task, NULL);
+}
+END_TEST
+
+START_TEST(co_bad_thread_role_stops_init)
+{
+    setenv("TORX_CO_THREAD", "maybe", 1);
+    RUN_JOB(1, init_fails_naming_co_thread, NULL);
+}
+END_TEST
+
+/* ---- The node fits the host ---------------------------------------------------------- */
+
+/* With TORX_CORES_PER_NODE unset, as many tasks as the host has CPUs get
+ * one CPU each, bound, in every mode (heater and co by 1-core nodes, vn by
+ * its 2-core nodes), and the fit costs co its thread's own core. */
+static int fit_task(torx_boot_t *boot, void *argp)
+{
+    const torx_mode_t mode = (torx_mode_t)(intptr_t)argp;
+    torx_ctx_t *ctx;
+    torx_init_attr_t attr = {.boot = boot, .mode = mode};
+    TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
+    cpu_set_t set;
+    TASK_CHECK(sched_getaffinity(0, sizeof set, &set) == 0, "sched_getaffinity");
+    TASK_CHECK(CPU_COUNT(&set) == 1, "mode %d: rank %d may run on %d CPUs, expected 1 (bound)",
+               (int)mode, boot->rank, CPU_COUNT(&set));
+    int cpu = -1;
+    for (int c = 0; c < CPU_SETSIZE && cpu < 0; c++)
+        if (CPU_ISSET(c, &set))
+            cpu = c;
+    /* Each rank on its own CPU: exchange them through a message. */
+    uint64_t got = UINT64_MAX;
+    volatile int flag = 0;
+    TASK_CHECK(torx_register(ctx, 6, fit_handler, (void *)&got) == TORX_OK, "register");
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    const uint64_t mine = (uint64_t)cpu;
+    torx_msg_t m;
+    TASK_CHECK(torx_send(ctx, &m, 1 - boot->rank, 6, NULL, 0, &mine, sizeof mine, TORX_PROTO_AUTO,
+                         test_count_msg, (void *)&flag) == TORX_OK,
+               "%s", torx_last_error());
+    while (got == UINT64_MAX || !flag)
+        TASK_CHECK(torx_advance(ctx) >= 0, "%s", torx_last_error());
+    TASK_CHECK(got != mine, "both ranks bound to CPU %d", cpu);
+    TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
+    return 0;
+}
+
+START_TEST(nodes_fit_the_host_when_unset)
+{
+    if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+        return; /* one CPU: nothing to spread over */
+    unsetenv("TORX_CORES_PER_NODE");
+    static const torx_mode_t modes[] = {TORX_MODE_HEATER, TORX_MODE_CO, TORX_MODE_VN};
+    RUN_JOB(2, fit_task, (void *)(intptr_t)modes[_i]);
 }
 END_TEST
 
@@ -297,11 +415,14 @@ Suite *msg_co_suite(void)
     Suite *s = suite_create("msg_co");
     TCase *tc = tcase_create("co");
     tcase_set_timeout(tc, 200);
-    tcase_add_loop_test(tc, co_protocol_variant, 0, NCO_VARIANTS);
-    tcase_add_loop_test(tc, co_mixed_protocols_ordered_under_chaos, 0, 2);
-    tcase_add_test(tc, co_work_units);
+    tcase_add_loop_test(tc, co_protocol_variant, 0, 2 * NCO_VARIANTS);
+    tcase_add_loop_test(tc, co_mixed_protocols_ordered_under_chaos, 0, 4);
+    tcase_add_loop_test(tc, co_work_units, 0, 2);
     tcase_add_test(tc, co_rendezvous_during_compute);
-    tcase_add_test(tc, co_idle_wait_sleeps);
+    tcase_add_test(tc, co_short_of_cores_task_moves_data);
+    tcase_add_loop_test(tc, co_idle_wait_sleeps, 0, 2);
+    tcase_add_test(tc, co_bad_thread_role_stops_init);
+    tcase_add_loop_test(tc, nodes_fit_the_host_when_unset, 0, 3);
     suite_add_tcase(s, tc);
     return s;
 }
