@@ -293,11 +293,13 @@ typedef struct torx_map_opt_report {
  *   given attr->seed. The result is never worse than the best order
  *   string, and is a valid map (it passes every check of a mapping file).
  *   attr may be NULL (defaults). report, when not NULL, receives the
- *   hop-bytes at each stage.
+ *   hop-bytes at each stage (UINT64_MAX for a stage whose hop-bytes exceed
+ *   64 bits: it counts as the worst, and another may still fit).
  * RETURN VALUE
  *   TORX_OK: *map is the proposal (free with torx_map_free). TORX_ERR_INVAL:
  *   t, map NULL or t empty; shape unusable or too small for t's ranks; the
- *   hop-bytes overflow 64 bits. TORX_ERR_NOMEM: no memory.
+ *   hop-bytes exceed 64 bits under every map tried. TORX_ERR_NOMEM: no
+ *   memory.
  * SEE ALSO torx_map_hop_bytes, torx_map_write, torx-map(1) (mapping/README.md)
  */
 torx_status_t torx_map_optimize(const torx_traffic_t *t, torx_shape_t shape,

@@ -672,6 +672,16 @@ static void anneal(opt_t *o, uint64_t moves, unsigned *best_pos, torx_map_opt_re
     rep->moves = moves;
 }
 
+/* The hop-bytes of t under m. 0 when they exceed 64 bits: *hb then says
+ * UINT64_MAX, the worst there is (another map may still fit). */
+static int weigh(const torx_map_t *m, const torx_traffic_t *t, torx_hop_bytes_t *hb)
+{
+    if (torx_map_hop_bytes(m, t, hb) == TORX_OK)
+        return 1;
+    *hb = (torx_hop_bytes_t){.bytes = UINT64_MAX, .hop_bytes = UINT64_MAX};
+    return 0;
+}
+
 torx_status_t torx_map_optimize(const torx_traffic_t *t, torx_shape_t shape,
                                 const torx_map_opt_attr_t *attr, torx_map_t *map,
                                 torx_map_opt_report_t *report)
@@ -692,22 +702,21 @@ torx_status_t torx_map_optimize(const torx_traffic_t *t, torx_shape_t shape,
                                          "TXYZ", "TXZY", "TYXZ", "TYZX", "TZXY", "TZYX"};
     torx_map_t best = {.ntasks = 0};
     torx_hop_bytes_t best_hb = {0};
+    int best_fits = 0; /* best's hop-bytes fit 64 bits */
     torx_status_t rc;
     for (size_t i = 0; i < sizeof orders / sizeof orders[0]; i++) {
         torx_map_t m;
         torx_hop_bytes_t hb;
         if ((rc = torx_map_from_order(orders[i], shape, t->ntasks, &m)) != TORX_OK)
             goto fn_fail;
-        if ((rc = torx_map_hop_bytes(&m, t, &hb)) != TORX_OK) {
-            torx_map_free(&m);
-            goto fn_fail;
-        }
+        const int fits = weigh(&m, t, &hb);
         if (i == 0)
             r->xyzt = hb;
-        if (i == 0 || hb.hop_bytes < best_hb.hop_bytes) {
+        if (i == 0 || (fits && (!best_fits || hb.hop_bytes < best_hb.hop_bytes))) {
             torx_map_free(&best);
             best = m;
             best_hb = hb;
+            best_fits = fits;
             memcpy(r->best_order, orders[i], 5);
         } else {
             torx_map_free(&m);
@@ -731,16 +740,14 @@ torx_status_t torx_map_optimize(const torx_traffic_t *t, torx_shape_t shape,
         torx_hop_bytes_t hb;
         if ((rc = greedy(&o)) != TORX_OK || (rc = map_of(&o, o.pos, &g)) != TORX_OK)
             goto fn_fail_pos;
-        if ((rc = torx_map_hop_bytes(&g, t, &hb)) != TORX_OK) {
-            torx_map_free(&g);
-            goto fn_fail_pos;
-        }
+        const int fits = weigh(&g, t, &hb);
         r->greedy = hb;
         r->greedy_ran = 1;
-        if (hb.hop_bytes < best_hb.hop_bytes) {
+        if (fits && (!best_fits || hb.hop_bytes < best_hb.hop_bytes)) {
             torx_map_free(&best);
             best = g;
             best_hb = hb;
+            best_fits = 1;
         } else {
             torx_map_free(&g);
         }
@@ -764,19 +771,21 @@ torx_status_t torx_map_optimize(const torx_traffic_t *t, torx_shape_t shape,
         torx_hop_bytes_t hb;
         if ((rc = map_of(&o, best_pos, &a)) != TORX_OK)
             goto fn_fail_pos;
-        if ((rc = torx_map_hop_bytes(&a, t, &hb)) != TORX_OK) {
-            torx_map_free(&a);
-            goto fn_fail_pos;
-        }
-        if (hb.hop_bytes < best_hb.hop_bytes) {
+        const int fits = weigh(&a, t, &hb);
+        if (fits && (!best_fits || hb.hop_bytes < best_hb.hop_bytes)) {
             torx_map_free(&best);
             best = a;
             best_hb = hb;
+            best_fits = 1;
         } else {
             torx_map_free(&a);
         }
     }
     r->result = best_hb;
+    if (!best_fits) {
+        rc = overflow();
+        goto fn_fail_pos;
+    }
     /* The caller gets a map of explicit coordinates, whichever stage won. */
     best.order[0] = '\0';
     free(best.path);

@@ -154,6 +154,29 @@ START_TEST(hop_bytes_overflow)
     torx_map_free(&m);
     torx_traffic_free(&t);
     unlink(path);
+
+    /* The optimizer skips maps whose hop-bytes overflow: 3 ranks on 5x1x1
+     * with 2 tasks per node, 2^63 bytes from rank 0 to rank 2. XYZT puts
+     * them 2 hops apart (2^64: too many); TXYZ 1 hop. */
+    torx_traffic_t big = {.ntasks = 3, .bytes = calloc(9, sizeof(uint64_t))};
+    ck_assert_ptr_nonnull(big.bytes);
+    big.bytes[0 * 3 + 2] = 1ull << 63;
+    torx_map_opt_report_t rep;
+    ck_assert_msg(torx_map_optimize(&big, (torx_shape_t){5, 1, 1, 2}, NULL, &m, &rep) == TORX_OK,
+                  "%s", torx_last_error());
+    ck_assert_uint_eq(rep.xyzt.hop_bytes, UINT64_MAX);
+    ck_assert_uint_le(rep.result.hop_bytes, 1ull << 63);
+    ck_assert_int_eq(torx_map_hop_bytes(&m, &big, &hb), TORX_OK);
+    ck_assert_uint_eq(hb.hop_bytes, rep.result.hop_bytes);
+    torx_map_free(&m);
+    /* 2^63 bytes each way: 2^64 bytes, too many under any map. */
+    big.bytes[0 * 3 + 2] = 0;
+    big.bytes[0 * 3 + 1] = big.bytes[1 * 3 + 0] = 1ull << 63;
+    ck_assert_int_eq(torx_map_optimize(&big, (torx_shape_t){4, 1, 1, 1}, NULL, &m, &rep),
+                     TORX_ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(torx_last_error(), "exceed 2^64-1"));
+    ck_assert_ptr_null(m.coord);
+    torx_traffic_free(&big);
 }
 END_TEST
 
