@@ -1,4 +1,6 @@
-/* torx-map: checks, writes and shows torx rank mappings (include/torx/map.h).
+/* torx-map: checks, writes and shows torx rank mappings (include/torx/map.h),
+ * weighs them against a recorded traffic matrix (eval) and proposes one
+ * with fewer hop-bytes (opt).
  *
  * Every map is built by libtorx itself, so `torx-map check` accepts exactly
  * the files a job accepts and prints the very message a job would fail with.
@@ -30,12 +32,17 @@ static const char usage_text[] =
     "                    [--ntasks N] [-o FILE]\n"
     "       torx-map show FILE|ORDER --torus XxYxZ [--mode heater|co|vn | --tasks-per-node T]\n"
     "                     [--ntasks N] [--distance A B]\n"
+    "       torx-map eval MATRIX [FILE|ORDER...] --torus XxYxZ [--mode heater|co|vn |\n"
+    "                     --tasks-per-node T]\n"
+    "       torx-map opt MATRIX --torus XxYxZ [--mode heater|co|vn | --tasks-per-node T]\n"
+    "                    [--seed S] [--moves M] [-o FILE]\n"
     "       torx-map -h|--help\n";
 
 static const char help_text[] =
     "\n"
     "Checks, writes and shows torx rank mappings: which torus coordinate (x,y,z,t)\n"
-    "each MPI rank takes (the TORX_MAPPING of a job).\n"
+    "each MPI rank takes (the TORX_MAPPING of a job); weighs them against a job's\n"
+    "recorded traffic and proposes one with fewer hop-bytes.\n"
     "\n"
     "Commands:\n"
     "  check FILE      validate a mapping file as a job would; prints\n"
@@ -43,6 +50,11 @@ static const char help_text[] =
     "                  (\"FILE:LINE: reason\") on stderr and exits 1\n"
     "  gen             write the mapping file of an order string (default XYZT)\n"
     "  show FILE|ORDER print the rank -> (x,y,z,t) table of a file or an order string\n"
+    "  eval MATRIX [FILE|ORDER...]\n"
+    "                  the hop-bytes of a traffic matrix (TORX_STATS_FILE) under each\n"
+    "                  mapping (default XYZT): bytes x torus hops, and hops per byte\n"
+    "  opt MATRIX      write a mapping file with fewer hop-bytes for the matrix: the best\n"
+    "                  order string, greedy placement, then simulated annealing\n"
     "\n"
     "Options:\n"
     "  --torus XxYxZ          torus extents, 1..255 each (default: $TORX_TORUS; with\n"
@@ -51,9 +63,12 @@ static const char help_text[] =
     "                         $TORX_CORES_PER_NODE (default 2); default: $TORX_MODE, else heater\n"
     "  --tasks-per-node T     tasks per node (t = 0..T-1), 1..255; overrides vn's count\n"
     "  --ntasks N             ranks in the job (default: the file's rank lines for check\n"
-    "                         and show FILE, every slot of the torus for gen and show ORDER)\n"
+    "                         and show FILE, every slot of the torus for gen and show ORDER;\n"
+    "                         eval and opt take it from the matrix)\n"
     "  --order ORDER          gen: a permutation of XYZT, fastest-varying first (XYZT)\n"
-    "  -o, --output FILE      gen: write to FILE instead of standard output\n"
+    "  -o, --output FILE      gen, opt: write to FILE instead of standard output\n"
+    "  --seed S               opt: seed of the annealing (default 1; same seed, same map)\n"
+    "  --moves M              opt: annealing moves (default: from the job size)\n"
     "  --distance A B         show: print the hop count between ranks A and B instead of\n"
     "                         the table (also --distance A,B)\n"
     "  -h, --help             this text\n"
@@ -63,9 +78,13 @@ static const char help_text[] =
     "fastest-varying to the slowest: XYZT fills x first, TXYZ fills the tasks of a node\n"
     "first.\n"
     "\n"
+    "Traffic matrices (what TORX_STATS_FILE collects): one row per source rank, in any\n"
+    "order, \"SRC B0 B1 ... B(N-1)\": the bytes SRC sent to each rank; '#' lines and\n"
+    "blank lines are ignored.\n"
+    "\n"
     "Exit status: 0 ok, 1 bad map (or output error), 2 bad command line.\n";
 
-enum command { CMD_CHECK, CMD_GEN, CMD_SHOW };
+enum command { CMD_CHECK, CMD_GEN, CMD_SHOW, CMD_EVAL, CMD_OPT };
 
 enum {
     OPT_TORUS = 256,
@@ -74,6 +93,8 @@ enum {
     OPT_NTASKS,
     OPT_ORDER,
     OPT_DISTANCE,
+    OPT_SEED,
+    OPT_MOVES,
 };
 
 typedef struct {
@@ -85,7 +106,10 @@ typedef struct {
     const char *order;   /* gen */
     const char *output;  /* gen; NULL: stdout */
     long dist_a, dist_b; /* show; -1: no --distance */
-    const char *spec;    /* check FILE, show FILE|ORDER */
+    const char *spec;    /* check FILE, show FILE|ORDER, eval and opt MATRIX */
+    char **specs;        /* eval: the mappings after MATRIX */
+    int nspecs;
+    long seed, moves; /* opt; -1: the default */
 } options_t;
 
 static const char *prog = "torx-map";
@@ -137,11 +161,13 @@ static void parse_args(int argc, char **argv, options_t *o)
         {"order", required_argument, NULL, OPT_ORDER},
         {"output", required_argument, NULL, 'o'},
         {"distance", required_argument, NULL, OPT_DISTANCE},
+        {"seed", required_argument, NULL, OPT_SEED},
+        {"moves", required_argument, NULL, OPT_MOVES},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     if (argc < 2)
-        usage_error("missing command (check, gen or show)");
+        usage_error("missing command (check, gen, show, eval or opt)");
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
         printf("%s%s", usage_text, help_text);
         exit(EXIT_SUCCESS);
@@ -152,8 +178,12 @@ static void parse_args(int argc, char **argv, options_t *o)
         o->cmd = CMD_GEN;
     else if (!strcmp(argv[1], "show"))
         o->cmd = CMD_SHOW;
+    else if (!strcmp(argv[1], "eval"))
+        o->cmd = CMD_EVAL;
+    else if (!strcmp(argv[1], "opt"))
+        o->cmd = CMD_OPT;
     else
-        usage_error("unknown command '%s' (expected check, gen or show)", argv[1]);
+        usage_error("unknown command '%s' (expected check, gen, show, eval or opt)", argv[1]);
     const char *cmdname = argv[1];
 
     optind = 2; /* past the command; getopt prefixes its messages with argv[0] */
@@ -170,7 +200,18 @@ static void parse_args(int argc, char **argv, options_t *o)
             o->tasks_per_node = parse_long("--tasks-per-node", optarg, 1, 255);
             break;
         case OPT_NTASKS:
+            if (o->cmd == CMD_EVAL || o->cmd == CMD_OPT)
+                usage_error("--ntasks is not for %s: the matrix's rows give the job size", cmdname);
             o->ntasks = parse_long("--ntasks", optarg, 1, INT_MAX);
+            break;
+        case OPT_SEED:
+        case OPT_MOVES:
+            if (o->cmd != CMD_OPT)
+                usage_error("--%s is for opt only", c == OPT_SEED ? "seed" : "moves");
+            if (c == OPT_SEED)
+                o->seed = parse_long("--seed", optarg, 1, LONG_MAX);
+            else
+                o->moves = parse_long("--moves", optarg, 1, LONG_MAX);
             break;
         case OPT_ORDER:
             if (o->cmd != CMD_GEN)
@@ -178,8 +219,8 @@ static void parse_args(int argc, char **argv, options_t *o)
             o->order = optarg;
             break;
         case 'o':
-            if (o->cmd != CMD_GEN)
-                usage_error("-o/--output is for gen only");
+            if (o->cmd != CMD_GEN && o->cmd != CMD_OPT)
+                usage_error("-o/--output is for gen and opt only");
             o->output = optarg;
             break;
         case OPT_DISTANCE: {
@@ -217,6 +258,17 @@ static void parse_args(int argc, char **argv, options_t *o)
         if (npos != 0)
             usage_error("gen takes no file or order argument ('%s'); use --order or -o",
                         argv[optind]);
+    } else if (o->cmd == CMD_EVAL) {
+        if (npos < 1)
+            usage_error("eval takes a MATRIX argument, then the mappings (FILE or ORDER) to "
+                        "weigh");
+        o->spec = argv[optind];
+        o->specs = argv + optind + 1;
+        o->nspecs = npos - 1;
+    } else if (o->cmd == CMD_OPT) {
+        if (npos != 1)
+            usage_error("opt takes one MATRIX argument, got %d", npos);
+        o->spec = argv[optind];
     } else {
         if (npos != 1)
             usage_error("%s takes one %s argument, got %d", cmdname,
@@ -269,6 +321,8 @@ static torx_shape_t shape_of(const options_t *o, int tpn)
     } else if ((!env || !*env) && !o->ntasks) {
         usage_error("needs --torus XxYxZ (or TORX_TORUS, or --ntasks to derive the shape)");
     }
+    /* eval, opt: with no torus given, the shape a job of the matrix's size
+     * would take. */
     /* With a torus given, the slot check against the job is the map's. */
     int n = o->torus || (env && *env) ? 1 : (int)o->ntasks;
     if (torx_env_shape(n, tpn, &shape) != TORX_OK) {
@@ -364,13 +418,157 @@ static int cmd_show(const options_t *o, torx_shape_t shape)
     return EXIT_SUCCESS;
 }
 
+/* "hop_bytes=H bytes=B hops_per_byte=X local_bytes=L", as the TORX_STATS
+ * traffic lines print them. */
+static void print_hop_bytes(FILE *out, const char *prefix, const torx_hop_bytes_t *h)
+{
+    fprintf(out, "%shop_bytes=%llu bytes=%llu hops_per_byte=%.3f local_bytes=%llu\n", prefix,
+            (unsigned long long)h->hop_bytes, (unsigned long long)h->bytes, torx_hops_per_byte(h),
+            (unsigned long long)h->local_bytes);
+}
+
+static int flush_stdout(void)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "%s: writing standard output: %s\n", prog, strerror(errno));
+        return EXIT_BAD_MAP;
+    }
+    return EXIT_SUCCESS;
+}
+
+static int cmd_eval(const options_t *o, torx_shape_t shape, const torx_traffic_t *t)
+{
+    static char *const xyzt[] = {"XYZT"};
+    char *const *specs = o->nspecs ? o->specs : xyzt;
+    const int nspecs = o->nspecs ? o->nspecs : 1;
+    printf("# %s: %d rank%s on %ux%ux%u, %u task%s per node\n", o->spec, t->ntasks,
+           plural(t->ntasks), shape.x, shape.y, shape.z, shape.t, plural(shape.t));
+    int rc = EXIT_SUCCESS;
+    for (int i = 0; i < nspecs; i++) {
+        torx_map_t map;
+        torx_hop_bytes_t hb;
+        if (torx_map_from_spec(specs[i], NULL, shape, t->ntasks, &map) != TORX_OK ||
+            torx_map_hop_bytes(&map, t, &hb) != TORX_OK) {
+            /* Say which mapping failed, go on with the others, exit 1. */
+            fflush(stdout);
+            fprintf(stderr, "%s\n", torx_last_error());
+            torx_map_free(&map);
+            rc = EXIT_BAD_MAP;
+            continue;
+        }
+        char prefix[PATH_MAX + 8];
+        snprintf(prefix, sizeof prefix, "%s: ", specs[i]);
+        print_hop_bytes(stdout, prefix, &hb);
+        torx_map_free(&map);
+    }
+    const int frc = flush_stdout();
+    return rc != EXIT_SUCCESS ? rc : frc;
+}
+
+/* Reads the file opt wrote back as a job would, and checks that it holds
+ * the map and its hop-bytes: opt never leaves a file a job would reject. */
+static int opt_verify(const char *path, const torx_map_t *want, const torx_traffic_t *t,
+                      const torx_hop_bytes_t *hb)
+{
+    torx_map_t got;
+    torx_hop_bytes_t ghb;
+    if (torx_map_from_file(path, want->shape, want->ntasks, &got) != TORX_OK) {
+        fprintf(stderr, "%s: internal error: the map written to %s does not read back: %s\n", prog,
+                path, torx_last_error());
+        return 0;
+    }
+    int same = torx_map_hop_bytes(&got, t, &ghb) == TORX_OK && ghb.hop_bytes == hb->hop_bytes;
+    for (int r = 0; same && r < want->ntasks; r++)
+        same = torx_coord_equal(got.coord[r], want->coord[r]);
+    torx_map_free(&got);
+    if (!same)
+        fprintf(stderr, "%s: internal error: the map written to %s reads back different\n", prog,
+                path);
+    return same;
+}
+
+static int cmd_opt(const options_t *o, torx_shape_t shape, const torx_traffic_t *t, int argc,
+                   char **argv)
+{
+    const torx_map_opt_attr_t attr = {.seed = o->seed > 0 ? (uint64_t)o->seed : 1,
+                                      .moves = o->moves > 0 ? (uint64_t)o->moves : 0};
+    torx_map_t map;
+    torx_map_opt_report_t rep;
+    if (torx_map_optimize(t, shape, &attr, &map, &rep) != TORX_OK)
+        map_error();
+    FILE *out = o->output ? fopen(o->output, "w") : stdout;
+    if (!out) {
+        fprintf(stderr, "%s: cannot create %s: %s\n", prog, o->output, strerror(errno));
+        torx_map_free(&map);
+        return EXIT_BAD_MAP;
+    }
+    fputs("# torx-map", out);
+    for (int i = 1; i < argc; i++) {
+        fputc(' ', out);
+        for (const char *p = argv[i]; *p; p++)
+            fputc(*p == '\n' || *p == '\r' ? ' ' : *p, out);
+    }
+    fputc('\n', out);
+    fprintf(out, "# seed %llu, %llu annealing moves tried, %llu taken\n",
+            (unsigned long long)attr.seed, (unsigned long long)rep.moves,
+            (unsigned long long)rep.accepted);
+    print_hop_bytes(out, "# XYZT:       ", &rep.xyzt);
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "# best order %s: ", rep.best_order);
+    print_hop_bytes(out, prefix, &rep.order);
+    if (rep.greedy_ran)
+        print_hop_bytes(out, "# greedy:     ", &rep.greedy);
+    else
+        fputs("# greedy:     skipped (too many slots x partners)\n", out);
+    print_hop_bytes(out, "# this map:   ", &rep.result);
+    int rc = EXIT_SUCCESS;
+    if (torx_map_write(&map, out) != TORX_OK) {
+        fprintf(stderr, "%s\n", torx_last_error());
+        rc = EXIT_BAD_MAP;
+    }
+    if (out != stdout && fclose(out) != 0 && rc == EXIT_SUCCESS) {
+        fprintf(stderr, "%s: writing %s: %s\n", prog, o->output, strerror(errno));
+        rc = EXIT_BAD_MAP;
+    }
+    if (rc == EXIT_SUCCESS && o->output && !opt_verify(o->output, &map, t, &rep.result))
+        rc = EXIT_BAD_MAP;
+    if (rc != EXIT_SUCCESS && o->output)
+        remove(o->output); /* no half-written or wrong map for a job to pick up */
+    if (rc == EXIT_SUCCESS && o->output) {
+        printf("%s: %d rank%s on %ux%ux%u, %u task%s per node\n", o->output, map.ntasks,
+               plural(map.ntasks), shape.x, shape.y, shape.z, shape.t, plural(shape.t));
+        print_hop_bytes(stdout, "XYZT: ", &rep.xyzt);
+        snprintf(prefix, sizeof prefix, "%s (best order): ", rep.best_order);
+        print_hop_bytes(stdout, prefix, &rep.order);
+        print_hop_bytes(stdout, "opt: ", &rep.result);
+        rc = flush_stdout();
+    }
+    torx_map_free(&map);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
-    options_t o = {.dist_a = -1, .dist_b = -1};
+    options_t o = {.dist_a = -1, .dist_b = -1, .seed = -1, .moves = -1};
     parse_args(argc, argv, &o);
     int tpn = tasks_per_node(&o);
+    torx_traffic_t traffic = {.ntasks = 0};
+    if (o.cmd == CMD_EVAL || o.cmd == CMD_OPT) {
+        if (torx_traffic_read(o.spec, &traffic) != TORX_OK)
+            map_error();
+        o.ntasks = traffic.ntasks; /* derives the shape when no torus is given */
+    }
     torx_shape_t shape = shape_of(&o, tpn);
+    int rc;
     switch (o.cmd) {
+    case CMD_EVAL:
+        rc = cmd_eval(&o, shape, &traffic);
+        torx_traffic_free(&traffic);
+        return rc;
+    case CMD_OPT:
+        rc = cmd_opt(&o, shape, &traffic, argc, argv);
+        torx_traffic_free(&traffic);
+        return rc;
     case CMD_CHECK:
         return cmd_check(&o, shape);
     case CMD_GEN:

@@ -168,6 +168,144 @@ unsigned torx_map_distance(const torx_map_t *map, int a, int b);
  */
 torx_status_t torx_map_write(const torx_map_t *map, FILE *out);
 
+/* NAME     torx_map_from_coords - map ranks to explicit coordinates
+ * DESCRIPTION
+ *   Maps rank r (0..ntasks-1) to coord[r] on shape: what a mapping file
+ *   says, given as an array. Checks what a file's lines are checked for:
+ *   every coordinate inside the shape (t below the tasks per node), no
+ *   coordinate twice. Free *map with torx_map_free; its order and path
+ *   are empty.
+ * RETURN VALUE
+ *   TORX_OK. TORX_ERR_INVAL: map or coord NULL; a zero extent; ntasks < 1
+ *   or above the shape's slots; a coordinate out of range or used twice
+ *   (the message names the ranks). TORX_ERR_NOMEM: no memory.
+ * SEE ALSO torx_map_from_file, torx_map_optimize
+ */
+torx_status_t torx_map_from_coords(const torx_coord_t *coord, torx_shape_t shape, int ntasks,
+                                   torx_map_t *map);
+
+/* ---- Traffic and hop-bytes -----------------------------------------------
+ *
+ * A traffic matrix says how many bytes of message data each rank sent to
+ * each other rank. The file form (what TORX_STATS_FILE collects, see
+ * <torx/msg.h>) is text, one row per source rank, in any order:
+ *
+ *     # comment lines and blank lines are ignored
+ *     SRC B0 B1 ... B(N-1)
+ *
+ * SRC is the sending rank and Bd the bytes it sent to rank d, all
+ * non-negative decimal integers (bytes up to 2^64-1). The first row sets N,
+ * the job size: every row has N+1 fields, and each rank 0..N-1 has exactly
+ * one row. A bad file is rejected with "torx: path:line: reason".
+ *
+ * Hop-bytes weigh each byte by the torus hops it travels under a map: the
+ * sum over (src, dst) of bytes x hops, each dimension the shorter way round
+ * (torx_map_distance; tasks of one node are 0 hops apart). Divided by the
+ * bytes, it gives the average hops per byte.
+ */
+
+#define TORX_TRAFFIC_MAX_RANKS 16384 /* a dense N x N matrix: 2 GiB at this size */
+
+typedef struct torx_traffic {
+    int ntasks;
+    uint64_t *bytes; /* bytes[src * ntasks + dst]: bytes src sent to dst */
+} torx_traffic_t;
+
+/* NAME     torx_traffic_read - read a traffic matrix file
+ * DESCRIPTION
+ *   Reads the traffic matrix at path (format above) into *t. Free it with
+ *   torx_traffic_free.
+ * RETURN VALUE
+ *   TORX_OK. TORX_ERR_INVAL: path or t NULL; the file cannot be opened or
+ *   read; no rows; a bad row ("torx: path:line: reason": a field that is
+ *   not a non-negative decimal integer, a byte count above 2^64-1, a row
+ *   with the wrong number of fields, a line cut short at the end of the
+ *   file, a source rank outside 0..N-1 or with two rows); rows missing for
+ *   some ranks (named, with the last line); more than
+ *   TORX_TRAFFIC_MAX_RANKS ranks. TORX_ERR_NOMEM: no memory.
+ * SEE ALSO torx_traffic_free, torx_map_hop_bytes
+ */
+torx_status_t torx_traffic_read(const char *path, torx_traffic_t *t);
+
+/* NAME     torx_traffic_free - release a traffic matrix
+ * DESCRIPTION
+ *   Frees what torx_traffic_read allocated and zeroes *t; t may be NULL.
+ * RETURN VALUE
+ *   None.
+ */
+void torx_traffic_free(torx_traffic_t *t);
+
+typedef struct torx_hop_bytes {
+    uint64_t bytes;       /* data bytes */
+    uint64_t hop_bytes;   /* the sum of bytes x hops */
+    uint64_t local_bytes; /* of the bytes, those that travel 0 hops (same node) */
+} torx_hop_bytes_t;
+
+/* NAME     torx_map_hop_bytes_row, torx_map_hop_bytes - hop-bytes of traffic
+ * DESCRIPTION
+ *   torx_map_hop_bytes_row: the bytes and hop-bytes of one source rank
+ *   src, whose row[d] bytes went to rank d (map->ntasks entries).
+ *   torx_map_hop_bytes: the same summed over every row of t, whose size
+ *   must be map->ntasks.
+ * RETURN VALUE
+ *   TORX_OK: *out holds the sums. TORX_ERR_INVAL: an argument NULL, src
+ *   outside the map, t of another size than the map, or a sum beyond
+ *   2^64-1.
+ * SEE ALSO torx_hops_per_byte, torx_map_distance, torx_stats_bytes_to
+ */
+torx_status_t torx_map_hop_bytes_row(const torx_map_t *map, int src, const uint64_t *row,
+                                     torx_hop_bytes_t *out);
+torx_status_t torx_map_hop_bytes(const torx_map_t *map, const torx_traffic_t *t,
+                                 torx_hop_bytes_t *out);
+
+/* NAME     torx_hops_per_byte - average hops per byte
+ * RETURN VALUE
+ *   h->hop_bytes / h->bytes, 0 when no byte was sent. Inline.
+ */
+static inline double torx_hops_per_byte(const torx_hop_bytes_t *h)
+{
+    return h->bytes ? (double)h->hop_bytes / (double)h->bytes : 0.0;
+}
+
+typedef struct torx_map_opt_attr {
+    uint64_t seed;  /* of the annealing's random numbers; 0: 1 */
+    uint64_t moves; /* annealing moves tried; 0: a default from the job size */
+} torx_map_opt_attr_t;
+
+typedef struct torx_map_opt_report {
+    torx_hop_bytes_t xyzt;    /* under the default order XYZT */
+    torx_hop_bytes_t order;   /* under the best of the 24 order strings */
+    char best_order[5];       /* which one */
+    torx_hop_bytes_t greedy;  /* after greedy placement (hop_bytes 0 and bytes 0 when skipped) */
+    int greedy_ran;           /* 0: skipped, the job was too large for it */
+    torx_hop_bytes_t result;  /* of the map returned */
+    uint64_t moves, accepted; /* annealing moves tried and taken */
+} torx_map_opt_report_t;
+
+/* NAME     torx_map_optimize - a map with fewer hop-bytes for some traffic
+ * DESCRIPTION
+ *   Proposes a map of t's ranks onto shape that lowers the hop-bytes of t:
+ *   the best of the 24 order strings; a greedy placement (the rank most
+ *   bound to those already placed goes to the free slot nearest to its
+ *   partners); then simulated annealing from the better of the two, moving
+ *   a rank to another slot (swapping with the rank there, or into a free
+ *   slot), half the time next to one of its partners. Deterministic for a
+ *   given attr->seed. The result is never worse than the best order
+ *   string, and is a valid map (it passes every check of a mapping file).
+ *   attr may be NULL (defaults). report, when not NULL, receives the
+ *   hop-bytes at each stage (UINT64_MAX for a stage whose hop-bytes exceed
+ *   64 bits: it counts as the worst, and another may still fit).
+ * RETURN VALUE
+ *   TORX_OK: *map is the proposal (free with torx_map_free). TORX_ERR_INVAL:
+ *   t, map NULL or t empty; shape unusable or too small for t's ranks; the
+ *   hop-bytes exceed 64 bits under every map tried. TORX_ERR_NOMEM: no
+ *   memory.
+ * SEE ALSO torx_map_hop_bytes, torx_map_write, torx-map(1) (mapping/README.md)
+ */
+torx_status_t torx_map_optimize(const torx_traffic_t *t, torx_shape_t shape,
+                                const torx_map_opt_attr_t *attr, torx_map_t *map,
+                                torx_map_opt_report_t *report);
+
 #ifdef __cplusplus
 }
 #endif

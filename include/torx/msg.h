@@ -45,7 +45,15 @@
  *   TORX_STAGE_MIN, TORX_STAGE_CHUNK
  *                          see torx_limits_t
  *   TORX_STATS=1           print per-protocol counters at finalize, one line
- *                          per protocol per task, to stderr
+ *                          per protocol per task, to stderr; then this task's
+ *                          traffic line (data bytes sent, hop-bytes under the
+ *                          map in force, hops per byte) and, on rank 0, the
+ *                          job's (torx_stats_bytes_to)
+ *   TORX_STATS_FILE=PATH   record the bytes sent to each rank (also without
+ *                          TORX_STATS) and append this task's row of the
+ *                          job's traffic matrix to PATH at finalize (rank 0
+ *                          empties PATH at torx_init); the format is
+ *                          torx_traffic_read's (<torx/map.h>)
  *   plus the packet layer's (TORX_DEVICE, TORX_CHAOS, ...; <torx/packet.h>)
  */
 #ifndef TORX_MSG_H
@@ -550,6 +558,21 @@ void torx_stats(const torx_ctx_t *ctx, torx_proto_stats_t out[TORX_PROTO_COUNT])
  * SEE ALSO torx_stats, torx_choose_protocol
  */
 const char *torx_protocol_name(torx_protocol_t p);
+
+/* NAME     torx_stats_bytes_to - data bytes this task sent to each rank
+ * DESCRIPTION
+ *   With TORX_STATS=1 or TORX_STATS_FILE set, torx_init allocates one
+ *   counter per rank of the job: element d is the data bytes of the
+ *   messages this task sent to rank d, every protocol, each message counted
+ *   once with its whole length when torx_stats counts it as sent. Line
+ *   sends (torx_line_send, one packet deposited on many nodes) are not
+ *   counted. torx_map_hop_bytes_row (<torx/map.h>) weighs the row by hops.
+ * RETURN VALUE
+ *   The torx_size(ctx) counters, valid until torx_finalize; NULL when
+ *   neither variable is set.
+ * SEE ALSO torx_stats, torx_map_hop_bytes_row, torx_traffic_read
+ */
+const uint64_t *torx_stats_bytes_to(const torx_ctx_t *ctx);
 
 #ifdef __cplusplus
 }

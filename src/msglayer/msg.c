@@ -7,6 +7,8 @@
 
 #include "msg_internal.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +61,9 @@ const torxm_proto_t torxm_protocols[TORX_PROTO_COUNT] = {
 #define WAIT_NAP_MAX_NS 200000L /* naps grow to this the longer the wait stays idle */
 
 #define FINALIZE_TIMEOUT_S 120.0
+/* The job's traffic totals (TORX_STATS) are one collective-network round
+ * after the final barrier; a task that never joins it costs this long. */
+#define STATS_TOTAL_TIMEOUT_S 10.0
 
 #define COOKIE_NONE UINT32_MAX
 
@@ -145,6 +150,50 @@ static torx_status_t read_mode(const torx_init_attr_t *attr, torx_mode_t *mode, 
     return TORX_OK;
 }
 
+/* Where the mapping in force came from, for the stats lines. */
+static const char *map_origin(const torx_map_t *map)
+{
+    return map->order[0] ? map->order : map->path ? map->path : "(explicit)";
+}
+
+/* TORX_STATS and TORX_STATS_FILE: the per-destination byte counters, and
+ * the traffic file this task appends its row to at finalize. Every task
+ * opens the file now, so a bad path stops every task before any traffic;
+ * rank 0 empties it and writes the header. The rows come after the final
+ * barrier, which rank 0 reaches only after this, so none is lost to the
+ * truncation. */
+static torx_status_t stats_open(torx_ctx_t *ctx)
+{
+    const char *path = getenv("TORX_STATS_FILE");
+    if (path && *path) {
+        const int flags =
+            O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (ctx->rank == 0 ? O_TRUNC : 0);
+        if ((ctx->stats_fd = open(path, flags, 0666)) < 0)
+            return torxp_error(TORX_ERR_ENV,
+                               "torx: TORX_STATS_FILE='%s': cannot open it to append this task's "
+                               "traffic row: %s (expected the path of a file in a writable "
+                               "directory)",
+                               path, strerror(errno));
+        const torx_shape_t s = ctx->map.shape;
+        if (ctx->rank == 0 &&
+            dprintf(ctx->stats_fd,
+                    "# torx traffic matrix (TORX_STATS_FILE): one row per source rank, in any "
+                    "order: SRC, then the data bytes it sent to ranks 0..%d\n"
+                    "# job of %d task%s on torus %ux%ux%u, %u task%s per node, mapping %s\n",
+                    ctx->size - 1, ctx->size, ctx->size == 1 ? "" : "s", s.x, s.y, s.z, s.t,
+                    s.t == 1 ? "" : "s", map_origin(&ctx->map)) < 0)
+            return torxp_error(TORX_ERR_ENV, "torx: TORX_STATS_FILE='%s': cannot write: %s", path,
+                               strerror(errno));
+    }
+    if ((ctx->stats_print || ctx->stats_fd >= 0) &&
+        !(ctx->bytes_to = torxp_calloc((size_t)ctx->size, sizeof *ctx->bytes_to)))
+        return torxp_error(TORX_ERR_NOMEM,
+                           "torx: out of memory for the traffic counters of %d "
+                           "ranks",
+                           ctx->size);
+    return TORX_OK;
+}
+
 static void build_dispatch(torx_ctx_t *ctx)
 {
     for (unsigned p = 0; p < TORX_PROTO_COUNT; p++)
@@ -205,6 +254,9 @@ static void ctx_free(torx_ctx_t *ctx)
             free(ctx->cookies[i].p);
     free(ctx->cookies);
     free(ctx->peers);
+    free(ctx->bytes_to);
+    if (ctx->stats_fd >= 0)
+        close(ctx->stats_fd);
     torx_map_free(&ctx->map);
     if (ctx->owns_boot && ctx->boot->finalize)
         ctx->boot->finalize(ctx->boot);
@@ -222,6 +274,7 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
     ctx->done_tail = &ctx->done_head;
     ctx->rx_done_tail = &ctx->rx_done_head;
     ctx->cookie_free = COOKIE_NONE;
+    ctx->stats_fd = -1;
 
     torx_status_t rc = TORX_OK;
     if (attr && attr->boot) {
@@ -258,6 +311,8 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
         goto fail;
     }
     ctx->self = torx_map_coord(&ctx->map, ctx->rank);
+    if ((rc = stats_open(ctx)) != TORX_OK)
+        goto fail;
 
     if ((rc = torxm_bind(ctx)) != TORX_OK)
         goto fail;
@@ -470,7 +525,96 @@ static int has_work(const torx_ctx_t *ctx)
            ctx->rx_done_head || ctx->co_wait;
 }
 
-static void print_stats(const torx_ctx_t *ctx)
+/* This task's traffic row, "SRC B0 .. B(N-1)", appended in one write so
+ * that the rows of tasks sharing the file do not interleave. */
+static void stats_write_row(const torx_ctx_t *ctx)
+{
+    const size_t cap = (size_t)ctx->size * 21 + 24; /* 20 digits and a blank per count */
+    char *row = torxp_malloc(cap);
+    if (!row) {
+        torxp_log(ctx->dev, 0, "stats: no memory for the traffic row; TORX_STATS_FILE lacks it");
+        return;
+    }
+    size_t len = (size_t)snprintf(row, cap, "%d", ctx->rank);
+    for (int d = 0; d < ctx->size; d++)
+        len +=
+            (size_t)snprintf(row + len, cap - len, " %llu", (unsigned long long)ctx->bytes_to[d]);
+    row[len++] = '\n';
+    for (const char *p = row; len > 0;) {
+        const ssize_t w = write(ctx->stats_fd, p, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            torxp_log(ctx->dev, 0, "stats: writing the traffic row to TORX_STATS_FILE failed: %s",
+                      w < 0 ? strerror(errno) : "nothing written");
+            break;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    free(row);
+}
+
+/* The job's sums of this task's counters: one collective-network round.
+ * 0 when it did not complete. */
+static int stats_job_totals(const torx_ctx_t *ctx, const torx_hop_bytes_t *mine,
+                            torx_hop_bytes_t *job)
+{
+    uint64_t lane[TORX_CN_PACKET_BYTES / sizeof(uint64_t)] = {mine->bytes, mine->hop_bytes,
+                                                              mine->local_bytes};
+    const double deadline = now_s() + STATS_TOTAL_TIMEOUT_S;
+    torx_status_t rc;
+    while ((rc = torx_cn_inject(ctx->dev, TORX_CN_ADD, TORX_CN_U64, 0, lane)) == TORX_NO_ROOM)
+        if (now_s() > deadline)
+            return 0;
+    if (rc != TORX_OK)
+        return 0;
+    while ((rc = torx_cn_read(ctx->dev, lane)) == TORX_AGAIN) {
+        if (now_s() > deadline)
+            return 0;
+        sched_yield();
+    }
+    if (rc != TORX_OK)
+        return 0;
+    *job = (torx_hop_bytes_t){.bytes = lane[0], .hop_bytes = lane[1], .local_bytes = lane[2]};
+    return 1;
+}
+
+/* The traffic lines of TORX_STATS: this task's bytes and hop-bytes under
+ * the map in force, then (rank 0) the job's. joined: every task met the
+ * final barrier, so all take part in the totals' round. */
+static void print_traffic(const torx_ctx_t *ctx, int joined)
+{
+    const torx_shape_t s = ctx->map.shape;
+    torx_hop_bytes_t hb;
+    if (torx_map_hop_bytes_row(&ctx->map, ctx->rank, ctx->bytes_to, &hb) != TORX_OK) {
+        torxp_log(ctx->dev, 0, "stats traffic    %s", torx_last_error() + sizeof "torx: " - 1);
+        hb = (torx_hop_bytes_t){0};
+    }
+    torxp_log(ctx->dev, 0,
+              "stats traffic    bytes=%llu hop_bytes=%llu hops_per_byte=%.3f local_bytes=%llu "
+              "(torus %ux%ux%u, %u task%s per node, mapping %s)",
+              (unsigned long long)hb.bytes, (unsigned long long)hb.hop_bytes,
+              torx_hops_per_byte(&hb), (unsigned long long)hb.local_bytes, s.x, s.y, s.z, s.t,
+              s.t == 1 ? "" : "s", map_origin(&ctx->map));
+    torx_hop_bytes_t job;
+    if (!joined)
+        return;
+    if (!stats_job_totals(ctx, &hb, &job)) {
+        torxp_log(ctx->dev, 0,
+                  "stats job: the totals' collective-network round did not "
+                  "complete (does every task run with TORX_STATS=1?)");
+        return;
+    }
+    if (ctx->rank == 0)
+        torxp_log(ctx->dev, 0,
+                  "stats job        bytes=%llu hop_bytes=%llu hops_per_byte=%.3f "
+                  "local_bytes=%llu (%d tasks)",
+                  (unsigned long long)job.bytes, (unsigned long long)job.hop_bytes,
+                  torx_hops_per_byte(&job), (unsigned long long)job.local_bytes, ctx->size);
+}
+
+static void print_stats(const torx_ctx_t *ctx, int joined)
 {
     for (unsigned p = TORX_PROTO_AUTO + 1; p < TORX_PROTO_COUNT; p++) {
         const torx_proto_stats_t *s = &ctx->stats[p];
@@ -482,6 +626,7 @@ static void print_stats(const torx_ctx_t *ctx)
                   (unsigned long long)s->bytes_received, (unsigned long long)s->packets_sent,
                   (unsigned long long)s->packets_received);
     }
+    print_traffic(ctx, joined);
 }
 
 torx_status_t torx_finalize(torx_ctx_t *ctx)
@@ -552,7 +697,9 @@ torx_status_t torx_finalize(torx_ctx_t *ctx)
         }
     }
     if (ctx->stats_print)
-        print_stats(ctx);
+        print_stats(ctx, rc == TORX_OK);
+    if (ctx->stats_fd >= 0)
+        stats_write_row(ctx);
     ctx_free(ctx);
     return rc;
 }
@@ -608,6 +755,11 @@ torx_status_t torx_register(torx_ctx_t *ctx, int id, torx_handler_fn fn, void *h
 void torx_stats(const torx_ctx_t *ctx, torx_proto_stats_t out[TORX_PROTO_COUNT])
 {
     memcpy(out, ctx->stats, sizeof ctx->stats);
+}
+
+const uint64_t *torx_stats_bytes_to(const torx_ctx_t *ctx)
+{
+    return ctx->bytes_to;
 }
 
 const char *torx_protocol_name(torx_protocol_t p)

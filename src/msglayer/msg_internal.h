@@ -357,6 +357,8 @@ struct torx_ctx {
     int oversubscribed; /* more tasks than online CPUs: waits yield at once */
     int stats_print;    /* TORX_STATS */
     torx_proto_stats_t stats[TORX_PROTO_COUNT];
+    uint64_t *bytes_to; /* TORX_STATS, TORX_STATS_FILE: data bytes sent to each rank; else NULL */
+    int stats_fd;       /* TORX_STATS_FILE: where this task appends its row; else -1 */
 
     torx_mode_t mode;
     int tasks_per_node;
@@ -394,6 +396,15 @@ typedef struct torxm_proto {
 } torxm_proto_t;
 
 extern const torxm_proto_t torxm_protocols[TORX_PROTO_COUNT];
+
+/* Counts len data bytes of a message to peer, once per message, where its
+ * protocol counts it as sent. One increment when TORX_STATS is on; off, a
+ * branch that is never taken. */
+static inline void torxm_count_dest(torx_ctx_t *ctx, const torxm_peer_t *peer, uint64_t len)
+{
+    if (TORXM_UNLIKELY(ctx->bytes_to != NULL))
+        ctx->bytes_to[peer - ctx->peers] += len;
+}
 
 /* Push and receive functions (proto_*.c). */
 torx_status_t torxm_onepkt_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m);

@@ -169,6 +169,7 @@ torx_status_t torxm_onepkt_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t
         return rc;
     ctx->stats[TORX_PROTO_ONEPKT].sent++;
     ctx->stats[TORX_PROTO_ONEPKT].bytes_sent += m->len;
+    torxm_count_dest(ctx, peer, m->len);
     torxm_complete(ctx, m);
     return TORX_OK;
 }

@@ -122,6 +122,7 @@ static inline torx_status_t onepkt_now(torx_ctx_t *ctx, torxm_peer_t *peer, int 
         s->sent++;
         s->bytes_sent += len;
         s->packets_sent++;
+        torxm_count_dest(ctx, peer, len);
         peer->tx_seq++;
     }
     return rc;

@@ -64,6 +64,7 @@ torx_status_t torxm_eager_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t 
             return rc;
         ctx->stats[TORX_PROTO_EAGER].sent++;
         ctx->stats[TORX_PROTO_EAGER].bytes_sent += m->len;
+        torxm_count_dest(ctx, peer, m->len);
         m->off = n;
         m->state = TORXM_MSG_MORE;
     }
@@ -86,6 +87,7 @@ torx_status_t torxm_adapt_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t 
             return rc;
         ctx->stats[TORX_PROTO_ADAPTIVE].sent++;
         ctx->stats[TORX_PROTO_ADAPTIVE].bytes_sent += m->len;
+        torxm_count_dest(ctx, peer, m->len);
         /* The next message to this peer waits for the token (peer_push). */
         peer->tokens_owed++;
         m->off = n;

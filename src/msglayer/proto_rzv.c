@@ -45,6 +45,7 @@ static torx_status_t scout_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t
         return rc;
     ctx->stats[proto].sent++;
     ctx->stats[proto].bytes_sent += m->len;
+    torxm_count_dest(ctx, peer, m->len);
     m->state = TORXM_MSG_AWAIT;
     ctx->awaiting++;
     return TORX_OK;

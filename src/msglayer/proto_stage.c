@@ -55,6 +55,7 @@ torx_status_t torxm_staged_first(torx_ctx_t *ctx, torxm_peer_t *peer, unsigned p
     if (rc == TORX_OK) {
         ctx->stats[proto].sent++;
         ctx->stats[proto].bytes_sent += len;
+        torxm_count_dest(ctx, peer, len);
     }
     return rc;
 }
