@@ -204,7 +204,8 @@ typedef struct torxp_ofi_dev {
 
     torxp_ofi_cn_t *cn;
     torxp_ofi_bulk_t *bulk;
-    int wake_pending; /* wait found the eventfd rung */
+    uint8_t *heard;   /* per slot: a PING came from it (the start-up connect) */
+    unsigned nheard;
 } torxp_ofi_dev_t;
 
 static inline torxp_ofi_dev_t *torxp_ofi_of(torx_pkt_dev_t *dev)

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #define OFI_ADDR_MAX 64
@@ -371,6 +372,7 @@ static void ofi_close(torx_pkt_dev_t *dev)
     free(d->slot_rank);
     free(d->rank_slot);
     free(d->slot_addr);
+    free(d->heard);
     pthread_mutex_destroy(&d->lock);
     free(d);
 }
@@ -400,12 +402,62 @@ static const torxp_dev_ops_t ofi_ops = {
     .close = ofi_close,
 };
 
+/* ---- Connecting ----------------------------------------------------------------- */
+
+/* Connects to every task before the job starts. A reception FIFO takes
+ * packets whether or not its owner is polling; a provider that progresses
+ * manually and connects on first use (tcp;ofi_rxm) cannot accept a packet
+ * from a new peer until that peer's owner progresses, so a sender would
+ * see TORX_NO_ROOM toward a task with an empty FIFO. Every task therefore
+ * sends a PING to every task (itself included) and progresses until it has
+ * heard from all and its own have left: then each pair's connection
+ * exists, in both directions, while everyone is still progressing. */
+#define CONNECT_TIMEOUT_S 60.0
+
+static torx_status_t connect_all(torxp_ofi_dev_t *d)
+{
+    d->heard = torxp_calloc(d->nslots, 1);
+    if (!d->heard)
+        return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for %u slots", d->nslots);
+    const torxp_ofi_sys_t ping = {.type = TORXP_OFI_SYS_PING, .version = TORXP_OFI_WIRE_VERSION};
+    torxp_ofi_lock(d);
+    for (int r = 0; r < d->base.size; r++)
+        torxp_ofi_sys_send(d, d->rank_slot[r], &ping, sizeof ping);
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double waited = 0;
+    while (d->base.failed == TORX_OK && waited < CONNECT_TIMEOUT_S &&
+           (d->nheard < (unsigned)d->base.size || d->sys_head || d->sys_inflight ||
+            d->inj_inflight)) {
+        torxp_ofi_progress(d);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        waited = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) * 1e-9;
+    }
+    torx_status_t rc = d->base.failed;
+    if (rc == TORX_OK && d->nheard < (unsigned)d->base.size) {
+        int missing = -1;
+        for (int r = 0; r < d->base.size && missing < 0; r++)
+            if (!d->heard[d->rank_slot[r]])
+                missing = r;
+        rc = torxp_error(TORX_ERR_PEER,
+                         "torx: ofi device: rank %d heard nothing from rank %d (and %u more) in "
+                         "%.0f s over provider %s; is the network between them up?",
+                         d->base.rank, missing, (unsigned)d->base.size - d->nheard - 1,
+                         CONNECT_TIMEOUT_S, d->prov);
+    }
+    torxp_ofi_unlock(d);
+    return rc;
+}
+
 /* ---- Open ----------------------------------------------------------------------------- */
 
 /* What each task contributes to the address exchange. */
 typedef struct addr_record {
     int32_t status;
     torx_coord_t self;
+    torx_shape_t shape;
+    uint32_t ntasks;
+    uint32_t window; /* TORX_FIFO_PACKETS: the credit window both ends assume */
     uint32_t addrlen;
     char prov[OFI_PROV_MAX];
     unsigned char addr[OFI_ADDR_MAX];
@@ -415,6 +467,25 @@ typedef struct addr_record {
 static torx_status_t insert_peers(torxp_ofi_dev_t *d, const addr_record_t *all)
 {
     const int n = d->base.size;
+    /* Every task checks every record against rank 0's, so all of them
+     * report the same disagreement. */
+    const torx_shape_t t = all[0].shape;
+    for (int r = 1; r < n; r++) {
+        const torx_shape_t s = all[r].shape;
+        if (s.x != t.x || s.y != t.y || s.z != t.z || s.t != t.t ||
+            all[r].ntasks != all[0].ntasks)
+            return torxp_error(TORX_ERR_PROTO,
+                               "torx: rank %d uses torus %ux%ux%u x %u for %u tasks but rank 0 "
+                               "uses %ux%ux%u x %u for %u",
+                               r, s.x, s.y, s.z, s.t, all[r].ntasks, t.x, t.y, t.z, t.t,
+                               all[0].ntasks);
+    }
+    for (int r = 1; r < n; r++)
+        if (all[r].window != all[0].window)
+            return torxp_error(TORX_ERR_PROTO,
+                               "torx: rank %d uses TORX_FIFO_PACKETS=%u but rank 0 uses %u; set "
+                               "the same value for every task",
+                               r, all[r].window, all[0].window);
     for (int r = 0; r < n; r++) {
         if (strncmp(all[r].prov, d->prov, OFI_PROV_MAX))
             return torxp_error(TORX_ERR_PROTO,
@@ -488,7 +559,10 @@ torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
     if (rc == TORX_OK)
         rc = open_endpoint(d, (unsigned)boot->size);
 
-    addr_record_t mine = {.self = attr->self};
+    addr_record_t mine = {.self = attr->self,
+                          .shape = attr->shape,
+                          .ntasks = (uint32_t)boot->size,
+                          .window = (uint32_t)env->fifo_packets};
     if (rc == TORX_OK) {
         size_t len = sizeof mine.addr;
         const int frc = fi_getname(&d->ep->fid, mine.addr, &len);
@@ -520,6 +594,8 @@ torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
         rc = torxp_ofi_cn_setup(d);
     if (rc == TORX_OK)
         rc = torxp_ofi_bulk_setup(d);
+    if (rc == TORX_OK)
+        rc = connect_all(d);
 
     /* The start-up vote. */
     int32_t my_status = rc, *statuses = torxp_calloc((size_t)boot->size, sizeof *statuses);

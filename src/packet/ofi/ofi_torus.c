@@ -75,6 +75,10 @@
 #define WAIT_SLICE_MS 1
 /* A nap while the device's own sends wait for the provider. */
 #define WAIT_NAP_NS 50000L
+/* How long an injection retries a provider that is busy (connecting). */
+#define EAGAIN_SPIN_S 1.0
+
+static double mono_s(void);
 
 static inline uint64_t chaos_next(uint64_t *state)
 {
@@ -310,6 +314,10 @@ static void on_sys(torxp_ofi_dev_t *d, unsigned i, unsigned src, size_t len)
             torxp_ofi_bulk_on_sys(d, src, m, len);
             break;
         case TORXP_OFI_SYS_PING:
+            if (d->heard && !d->heard[src]) {
+                d->heard[src] = 1;
+                d->nheard++;
+            }
             break;
         default:
             malformed(d, "device message of unknown type %u from slot %u", m->type, src);
@@ -458,11 +466,18 @@ static torx_status_t send_packet(torxp_ofi_dev_t *d, unsigned slot, const torx_p
     }
     if (t)
         t->ctx.peer = slot;
-    ssize_t rc = -FI_EAGAIN;
-    for (int attempt = 0; attempt < 2 && rc == -FI_EAGAIN; attempt++) {
-        if (attempt)
-            torxp_ofi_progress(d); /* the provider may free resources as it progresses */
-        rc = tsend(d, p, bytes, slot, TORXP_OFI_TAG_TORUS, t ? &t->ctx : NULL);
+    ssize_t rc = tsend(d, p, bytes, slot, TORXP_OFI_TAG_TORUS, t ? &t->ctx : NULL);
+    if (TORXP_UNLIKELY(rc == -FI_EAGAIN)) {
+        /* The provider is out of resources or still connecting to the peer
+         * (tcp;ofi_rxm connects on first use). The credits say the peer
+         * has room, so this is transient: progress, which also keeps
+         * receiving, so two tasks doing this at once both get through, and
+         * try again for a while before reporting the FIFO full. */
+        const double give_up = mono_s() + EAGAIN_SPIN_S;
+        do {
+            torxp_ofi_progress(d);
+            rc = tsend(d, p, bytes, slot, TORXP_OFI_TAG_TORUS, t ? &t->ctx : NULL);
+        } while (rc == -FI_EAGAIN && d->base.failed == TORX_OK && mono_s() < give_up);
     }
     if (rc == -FI_EAGAIN)
         return TORX_NO_ROOM;
