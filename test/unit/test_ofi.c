@@ -346,7 +346,9 @@ static torx_status_t bulk_wait(torx_pkt_dev_t *dev, torx_bulk_t *op)
 static torx_status_t dev_barrier(torx_pkt_dev_t *dev)
 {
     torx_status_t st = torx_gi_arm(dev);
-    while (st == TORX_OK && (st = torx_gi_poll(dev)) == TORX_AGAIN)
+    if (st != TORX_OK)
+        return st;
+    while ((st = torx_gi_poll(dev)) == TORX_AGAIN)
         torx_pkt_poll(dev);
     return st;
 }
@@ -365,6 +367,7 @@ static int bulk_task(torx_boot_t *boot, void *argp)
         src[i] = pat(me, i);
     bulk_addrs_t mine = {(uint64_t)(uintptr_t)src, (uint64_t)(uintptr_t)dst}, all[2];
     TASK_CHECK(boot->allgather(boot, &mine, all, sizeof mine) == TORX_OK, "allgather");
+    torx_status_t st;
     for (size_t k = 0; k < NBULK; k++) {
         const size_t n = bulk_sizes[k], off = 1 + k % 5;
         torx_bulk_t op;
@@ -373,23 +376,26 @@ static int bulk_task(torx_boot_t *boot, void *argp)
         TASK_CHECK(torx_bulk_get(dev, &op, pc, (const void *)(uintptr_t)(all[peer].src + off),
                                  dst + GUARD, n) == TORX_OK,
                    "get %zu: %s", n, torx_last_error());
-        torx_status_t st = bulk_wait(dev, &op);
+        st = bulk_wait(dev, &op);
         TASK_CHECK(st == TORX_OK, "get %zu: %s (%s)", n, torx_status_str(st), torx_last_error());
         TASK_CHECK(torx_bulk_test(dev, &op) == TORX_OK, "a finished get tests OK again");
         for (size_t i = 0; i < n; i++)
             TASK_CHECK(dst[GUARD + i] == pat(peer, off + i), "get %zu: byte %zu", n, i);
         for (size_t i = 0; i < GUARD; i++)
             TASK_CHECK(dst[i] == 0xEE && dst[GUARD + n + i] == 0xEE, "get %zu wrote outside", n);
-        TASK_CHECK(dev_barrier(dev) == TORX_OK, "barrier: %s", torx_last_error());
+        TASK_CHECK((st = dev_barrier(dev)) == TORX_OK, "barrier: %s: %s", torx_status_str(st),
+               torx_last_error());
         /* put: peer's dst[GUARD..] <- src[off..] */
         memset(dst, 0xEE, n + 2 * GUARD);
-        TASK_CHECK(dev_barrier(dev) == TORX_OK, "barrier: %s", torx_last_error());
+        TASK_CHECK((st = dev_barrier(dev)) == TORX_OK, "barrier: %s: %s", torx_status_str(st),
+               torx_last_error());
         TASK_CHECK(torx_bulk_put(dev, &op, pc, (void *)(uintptr_t)(all[peer].dst + GUARD),
                                  src + off, n) == TORX_OK,
                    "put %zu: %s", n, torx_last_error());
         st = bulk_wait(dev, &op);
         TASK_CHECK(st == TORX_OK, "put %zu: %s (%s)", n, torx_status_str(st), torx_last_error());
-        TASK_CHECK(dev_barrier(dev) == TORX_OK, "barrier: %s", torx_last_error());
+        TASK_CHECK((st = dev_barrier(dev)) == TORX_OK, "barrier: %s: %s", torx_status_str(st),
+               torx_last_error());
         for (size_t i = 0; i < n; i++)
             TASK_CHECK(dst[GUARD + i] == pat(peer, off + i), "put %zu: byte %zu", n, i);
         for (size_t i = 0; i < GUARD; i++)
@@ -401,7 +407,8 @@ static int bulk_task(torx_boot_t *boot, void *argp)
     torx_bulk_t op;
     TASK_CHECK(torx_bulk_get(dev, &op, (torx_coord_t){5, 0, 0, 0}, src, dst, 8) == TORX_ERR_INVAL,
                "get from outside the torus");
-    TASK_CHECK(dev_barrier(dev) == TORX_OK, "barrier: %s", torx_last_error());
+    TASK_CHECK((st = dev_barrier(dev)) == TORX_OK, "barrier: %s: %s", torx_status_str(st),
+               torx_last_error());
     torx_pkt_close(dev);
     free(src);
     free(dst);
@@ -463,6 +470,7 @@ static int cn_task(torx_boot_t *boot, void *argp)
     torx_pkt_dev_t *dev;
     const torx_shape_t shape = {CN_TASKS, 1, 1, 1};
     TASK_CHECK(test_open(boot, shape, &dev) == TORX_OK, "%s", torx_last_error());
+    torx_status_t st;
     for (int k = 0; k < CN_ROUNDS; k++) {
         uint64_t lanes[TORX_CN_PACKET_BYTES / 8];
         for (int i = 0; i < TORX_CN_PACKET_BYTES / 8; i++)
@@ -472,7 +480,6 @@ static int cn_task(torx_boot_t *boot, void *argp)
         torx_cn_type_t type;
         int root;
         cn_round(k, boot->rank, &op, &type, &root);
-        torx_status_t st;
         while ((st = torx_cn_inject(dev, op, type, root, lanes)) == TORX_NO_ROOM)
             torx_pkt_poll(dev);
         TASK_CHECK(st == TORX_OK, "round %d inject: %s", k, torx_last_error());
@@ -488,7 +495,8 @@ static int cn_task(torx_boot_t *boot, void *argp)
                     (1.0 + 3.0 * i) +
                 (boot->rank == i % CN_TASKS ? 0.1 : 0.0);
     rec->sum_status = torx_cn_allreduce_sum_double(dev, in, rec->sum, CN_DOUBLES);
-    TASK_CHECK(dev_barrier(dev) == TORX_OK, "barrier: %s", torx_last_error());
+    TASK_CHECK((st = dev_barrier(dev)) == TORX_OK, "barrier: %s: %s", torx_status_str(st),
+               torx_last_error());
     torx_pkt_close(dev);
     return 0;
 }
@@ -548,8 +556,9 @@ static int dead_task(torx_boot_t *boot, void *argp)
         _exit(0); /* vanish without closing */
     const double t0 = test_now();
     torx_status_t st = torx_gi_arm(dev);
-    while (st == TORX_OK && (st = torx_gi_poll(dev)) == TORX_AGAIN && test_now() < t0 + 30)
-        torx_pkt_poll(dev);
+    if (st == TORX_OK)
+        while ((st = torx_gi_poll(dev)) == TORX_AGAIN && test_now() < t0 + 30)
+            torx_pkt_poll(dev);
     run->status[boot->rank] = st;
     run->seconds[boot->rank] = test_now() - t0;
     snprintf(run->msg[boot->rank], sizeof run->msg[0], "%s", torx_last_error());
