@@ -103,7 +103,8 @@ enum torxp_ofi_ctx_kind {
     TORXP_OFI_CTX_RX,    /* a posted torus receive buffer */
     TORXP_OFI_CTX_SYSRX, /* a posted device-internal receive buffer */
     TORXP_OFI_CTX_RMA,   /* an RMA operation served for a peer (ofi_bulk.c) */
-    TORXP_OFI_CTX_INJ    /* a send injected from a stack buffer (one context per peer) */
+    TORXP_OFI_CTX_INJ,   /* a send injected from a stack buffer (one context per peer) */
+    TORXP_OFI_CTX_PING   /* a liveness probe (one per peer, torxp_ofi_ping) */
 };
 
 typedef struct torxp_ofi_ctx {
@@ -204,6 +205,12 @@ typedef struct torxp_ofi_dev {
 
     torxp_ofi_cn_t *cn;
     torxp_ofi_bulk_t *bulk;
+    struct torxp_ofi_ping {
+        torxp_ofi_ctx_t ctx;
+        torxp_ofi_sys_t msg;
+        double sent_at; /* monotonic seconds; 0 when none is in flight */
+        double refused_since; /* the provider refuses to send it (-FI_EAGAIN) since; or 0 */
+    } *pings;         /* per slot */
     uint8_t *heard;   /* per slot: a PING came from it (the start-up connect) */
     unsigned nheard;
 } torxp_ofi_dev_t;
@@ -256,6 +263,11 @@ void torxp_ofi_progress(torxp_ofi_dev_t *d);
 /* Queues a device-internal message of len bytes (header included) to slot
  * and tries to send the queue; the caller holds the lock. */
 torx_status_t torxp_ofi_sys_send(torxp_ofi_dev_t *d, unsigned slot, const void *msg, size_t len);
+/* Probes the task in slot, which this task waits for: a probe the
+ * provider has not delivered after TORXP_OFI_PEER_TIMEOUT_S fails the device
+ * with TORX_ERR_PEER naming the task. The caller holds the lock. */
+#define TORXP_OFI_PEER_TIMEOUT_S 10.0
+void torxp_ofi_ping(torxp_ofi_dev_t *d, unsigned slot);
 /* A fatal libfabric error: names the call, the peer if any, and the
  * provider's words. */
 torx_status_t torxp_ofi_fi_fail(torxp_ofi_dev_t *d, const char *call, int peer_slot, int err);

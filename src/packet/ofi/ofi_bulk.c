@@ -28,8 +28,8 @@
  *
  * An operation that cannot progress because the peer vanished ends in the
  * device's failure, which names the peer: every BULK_PING_EVERY tests of a
- * running operation the device probes the peer, and a probe the provider
- * cannot deliver fails the device. */
+ * running operation the device probes the peer (torxp_ofi_ping), and a probe
+ * the provider cannot deliver fails the device. */
 #include "ofi.h"
 
 #include <errno.h>
@@ -390,9 +390,7 @@ torx_status_t torxp_ofi_bulk_test(torx_pkt_dev_t *dev, torx_bulk_t *op)
             fi_close(&r->mr->fid);
         free(r);
     } else if (++r->tests % BULK_PING_EVERY == 0) {
-        const torxp_ofi_sys_t ping = {.type = TORXP_OFI_SYS_PING,
-                                      .version = TORXP_OFI_WIRE_VERSION};
-        torxp_ofi_sys_send(d, r->peer, &ping, sizeof ping);
+        torxp_ofi_ping(d, r->peer);
     }
     if (rc != TORX_AGAIN) {
         o->finished = 1;

@@ -41,10 +41,10 @@
  * what a task sent before arming leaves before its GI_UP, so its work is
  * visible to every task that leaves the round, as the barrier promises.
  *
- * Dead peers. While a round waits, every PING_EVERY_S this task sends a
- * probe to its tree neighbours; a send that the provider cannot deliver
- * completes in error and fails the device with the peer's rank, so a
- * vanished task ends the wait with an error instead of a hang. */
+ * Dead peers. While a round waits, every PING_EVERY_S this task probes its
+ * tree neighbours (torxp_ofi_ping); a probe the provider cannot deliver
+ * fails the device with the peer's rank, so a vanished task ends the wait
+ * with an error instead of a hang. */
 #include "ofi.h"
 
 #include <stdio.h>
@@ -181,11 +181,10 @@ static void ping_neighbours(torxp_ofi_dev_t *d)
     if (now - c->last_ping < PING_EVERY_S)
         return;
     c->last_ping = now;
-    const torxp_ofi_sys_t m = {.type = TORXP_OFI_SYS_PING, .version = TORXP_OFI_WIRE_VERSION};
     if (c->parent >= 0)
-        torxp_ofi_sys_send(d, slot_of(d, c->parent), &m, sizeof m);
+        torxp_ofi_ping(d, slot_of(d, c->parent));
     for (unsigned i = 0; i < c->nchild; i++)
-        torxp_ofi_sys_send(d, slot_of(d, (int)c->child[i]), &m, sizeof m);
+        torxp_ofi_ping(d, slot_of(d, (int)c->child[i]));
 }
 
 torx_status_t torxp_ofi_cn_setup(torxp_ofi_dev_t *d)

@@ -238,6 +238,46 @@ static void credit_return(torxp_ofi_dev_t *d, unsigned src)
     torxp_ofi_sys_send(d, src, &m, sizeof m);
 }
 
+/* Liveness. A peer that dies leaves tcp;ofi_rxm reconnecting to it
+ * quietly, with the sends toward it neither completing nor failing. A probe
+ * is sent from a buffer of its own (not inline), so its completion means the
+ * provider transmitted it, which needs a connection but not the peer's
+ * attention: a live peer's kernel takes it even while the peer computes. */
+void torxp_ofi_ping(torxp_ofi_dev_t *d, unsigned slot)
+{
+    struct torxp_ofi_ping *p = &d->pings[slot];
+    const double now = mono_s();
+    double since = p->sent_at;
+    if (p->sent_at == 0) {
+        p->ctx.kind = TORXP_OFI_CTX_PING;
+        p->ctx.peer = slot;
+        p->msg = (torxp_ofi_sys_t){.type = TORXP_OFI_SYS_PING, .version = TORXP_OFI_WIRE_VERSION};
+        const ssize_t rc = fi_tsend(d->ep, &p->msg, sizeof p->msg, NULL, d->slot_addr[slot],
+                                    torxp_ofi_tag(TORXP_OFI_TAG_SYS, d->self_slot), &p->ctx.fi);
+        if (rc == 0) {
+            p->sent_at = now;
+            p->refused_since = 0;
+            return;
+        }
+        if (rc != -FI_EAGAIN) {
+            torxp_ofi_fi_fail(d, "fi_tsend (liveness probe)", (int)slot, (int)rc);
+            return;
+        }
+        /* Refused: tcp;ofi_rxm does so while it reconnects to a peer that
+         * closed the connection, for as long as the peer stays away. */
+        if (p->refused_since == 0)
+            p->refused_since = now;
+        since = p->refused_since;
+    }
+    if (now - since > TORXP_OFI_PEER_TIMEOUT_S) {
+        const torx_coord_t c = torxp_ofi_coord_of(d, slot);
+        torxp_ofi_fail(d, TORX_ERR_PEER,
+                       "rank %d at (%u,%u,%u,%u) is unreachable: provider %s has not delivered a "
+                       "probe to it in %.0f s (the task died, or the network to it is down)",
+                       d->slot_rank[slot], c.x, c.y, c.z, c.t, d->prov, now - since);
+    }
+}
+
 /* ---- Completions ------------------------------------------------------------------ */
 
 static void __attribute__((cold, format(printf, 2, 3))) malformed(torxp_ofi_dev_t *d,
@@ -357,6 +397,11 @@ static void on_tx_done(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, int err)
     }
     case TORXP_OFI_CTX_RMA:
         torxp_ofi_bulk_on_rma(d, ctx, err);
+        break;
+    case TORXP_OFI_CTX_PING:
+        d->pings[ctx->peer].sent_at = 0;
+        if (err)
+            torxp_ofi_fi_fail(d, "a liveness probe", (int)ctx->peer, err);
         break;
     case TORXP_OFI_CTX_INJ:
         if (err)
@@ -837,10 +882,11 @@ torx_status_t torxp_ofi_torus_setup(torxp_ofi_dev_t *d, const torxp_env_t *env, 
     d->consumed = torxp_calloc(d->nslots, sizeof *d->consumed);
     d->rxbufs = torxp_calloc(d->nrx + d->nsysrx, sizeof *d->rxbufs);
     d->inj_ctx = torxp_calloc(d->nslots, sizeof *d->inj_ctx);
+    d->pings = torxp_calloc(d->nslots, sizeof *d->pings);
     for (unsigned q = 0; q < TORXP_OFI_RXQ; q++)
         if (!(d->rxq[q].ring = torxp_calloc(d->nrx, sizeof *d->rxq[q].ring)))
             return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the ofi device's queues");
-    if (!d->txbufs || !d->credits || !d->consumed || !d->rxbufs || !d->inj_ctx)
+    if (!d->txbufs || !d->credits || !d->consumed || !d->rxbufs || !d->inj_ctx || !d->pings)
         return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the ofi device's buffers");
     for (unsigned i = 0; i < d->tx_pool; i++) {
         d->txbufs[i].ctx.kind = TORXP_OFI_CTX_TX;
@@ -878,6 +924,7 @@ void torxp_ofi_torus_fini(torxp_ofi_dev_t *d)
     free(d->consumed);
     free(d->rxbufs);
     free(d->inj_ctx);
+    free(d->pings);
 }
 
 void torxp_ofi_flush(torxp_ofi_dev_t *d, double timeout_s)
