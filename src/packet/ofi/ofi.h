@@ -244,6 +244,11 @@ static inline torx_coord_t torxp_ofi_coord_of(const torxp_ofi_dev_t *d, unsigned
 torx_status_t torxp_ofi_fail(torxp_ofi_dev_t *d, torx_status_t st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* ofi_open.c: why the provider described by list (asked for with nothing
+ * but its name) cannot carry the device on iface ("" for any): the first of
+ * torx's needs it lacks, in words for an error message. */
+const char *torxp_ofi_missing_need(const struct fi_info *list, const char *iface);
+
 /* ofi_torus.c */
 torx_status_t torxp_ofi_torus_setup(torxp_ofi_dev_t *d, const torxp_env_t *env, long tx_pool);
 void torxp_ofi_torus_fini(torxp_ofi_dev_t *d);

@@ -137,7 +137,7 @@ static struct fi_info *take_on_iface(struct fi_info *list, const char *iface)
 
 /* Why prov cannot carry the device: the first of torx's needs that the
  * provider's own description (asked with nothing but its name) lacks. */
-static const char *missing_need(const struct fi_info *list, const char *iface)
+const char *torxp_ofi_missing_need(const struct fi_info *list, const char *iface)
 {
     const struct fi_info *rdm = NULL;
     for (const struct fi_info *p = list; p && !rdm; p = p->next)
@@ -207,7 +207,7 @@ static torx_status_t try_provider(const char *prov, const char *iface, struct fi
     if (full)
         fi_freeinfo(full);
     if (!one) {
-        const char *why = missing_need(list, iface);
+        const char *why = torxp_ofi_missing_need(list, iface);
         fi_freeinfo(list);
         return torxp_error(TORX_ERR_UNSUPPORTED,
                            "torx: ofi device: provider %s lacks %s, which torx needs; pick "
