@@ -343,10 +343,9 @@ static int line_task(torx_boot_t *boot, void *argp)
             uint32_t id, body;
             memcpy(&id, p->sw, 4);
             torx_pkt_read(p, &body, 0, sizeof body);
-            TASK_CHECK(id == want && body == want, "packet %u (body %u) when %u was due", id,
-                       body, want);
-            TASK_CHECK(!(want % 3) == !(p->ctl & TORX_PKT_DEPOSIT), "deposit bit of packet %u",
-                       id);
+            TASK_CHECK(id == want && body == want, "packet %u (body %u) when %u was due", id, body,
+                       want);
+            TASK_CHECK(!(want % 3) == !(p->ctl & TORX_PKT_DEPOSIT), "deposit bit of packet %u", id);
             torx_pkt_consume(dev);
             want++;
         }
@@ -436,18 +435,18 @@ static int bulk_task(torx_boot_t *boot, void *argp)
         for (size_t i = 0; i < GUARD; i++)
             TASK_CHECK(dst[i] == 0xEE && dst[GUARD + n + i] == 0xEE, "get %zu wrote outside", n);
         TASK_CHECK((st = dev_barrier(dev)) == TORX_OK, "barrier: %s: %s", torx_status_str(st),
-               torx_last_error());
+                   torx_last_error());
         /* put: peer's dst[GUARD..] <- src[off..] */
         memset(dst, 0xEE, n + 2 * GUARD);
         TASK_CHECK((st = dev_barrier(dev)) == TORX_OK, "barrier: %s: %s", torx_status_str(st),
-               torx_last_error());
+                   torx_last_error());
         TASK_CHECK(torx_bulk_put(dev, &op, pc, (void *)(uintptr_t)(all[peer].dst + GUARD),
                                  src + off, n) == TORX_OK,
                    "put %zu: %s", n, torx_last_error());
         st = bulk_wait(dev, &op);
         TASK_CHECK(st == TORX_OK, "put %zu: %s (%s)", n, torx_status_str(st), torx_last_error());
         TASK_CHECK((st = dev_barrier(dev)) == TORX_OK, "barrier: %s: %s", torx_status_str(st),
-               torx_last_error());
+                   torx_last_error());
         for (size_t i = 0; i < n; i++)
             TASK_CHECK(dst[GUARD + i] == pat(peer, off + i), "put %zu: byte %zu", n, i);
         for (size_t i = 0; i < GUARD; i++)
@@ -498,7 +497,7 @@ typedef struct cn_run {
 static void cn_round(int k, int rank, torx_cn_op_t *op, torx_cn_type_t *type, int *root)
 {
     static const torx_cn_op_t ops[CN_ROUNDS] = {
-        TORX_CN_ADD, TORX_CN_ADD, TORX_CN_MIN, TORX_CN_MAX, TORX_CN_AND, TORX_CN_OR,
+        TORX_CN_ADD, TORX_CN_ADD,   TORX_CN_MIN, TORX_CN_MAX, TORX_CN_AND,   TORX_CN_OR,
         TORX_CN_XOR, TORX_CN_BCAST, TORX_CN_MIN, TORX_CN_ADD, TORX_CN_BCAST, TORX_CN_BCAST};
     static const torx_cn_type_t types[CN_ROUNDS] = {
         TORX_CN_S64, TORX_CN_U32, TORX_CN_S32, TORX_CN_U64, TORX_CN_U32, TORX_CN_S64,
@@ -543,9 +542,9 @@ static int cn_task(torx_boot_t *boot, void *argp)
     }
     double in[CN_DOUBLES];
     for (int i = 0; i < CN_DOUBLES; i++)
-        in[i] = (i % 2 ? -1.0 : 1.0) * (1.0 + boot->rank) * (i % 3 ? 1e-7 : 3.0e12) /
-                    (1.0 + 3.0 * i) +
-                (boot->rank == i % CN_TASKS ? 0.1 : 0.0);
+        in[i] =
+            (i % 2 ? -1.0 : 1.0) * (1.0 + boot->rank) * (i % 3 ? 1e-7 : 3.0e12) / (1.0 + 3.0 * i) +
+            (boot->rank == i % CN_TASKS ? 0.1 : 0.0);
     rec->sum_status = torx_cn_allreduce_sum_double(dev, in, rec->sum, CN_DOUBLES);
     TASK_CHECK((st = dev_barrier(dev)) == TORX_OK, "barrier: %s: %s", torx_status_str(st),
                torx_last_error());
@@ -583,8 +582,8 @@ START_TEST(cn_matches_shm_bitwise)
     /* The rounds meant to disagree did, and the others did not. */
     for (int k = 0; k < CN_ROUNDS; k++)
         ck_assert_int_eq(run->rec[1][0].status[k], k >= 9 ? TORX_ERR_PROTO : TORX_OK);
-    fprintf(stderr, "cn: %d rounds and a %d-double sum identical on shm and ofi (%s)\n",
-            CN_ROUNDS, CN_DOUBLES, run->rec[1][0].msg[9]);
+    fprintf(stderr, "cn: %d rounds and a %d-double sum identical on shm and ofi (%s)\n", CN_ROUNDS,
+            CN_DOUBLES, run->rec[1][0].msg[9]);
     munmap(run, sizeof *run);
 }
 END_TEST
@@ -629,8 +628,7 @@ START_TEST(dead_peer_named)
      * name it; rank 1 waits for rank 0 and may fail either way. */
     fprintf(stderr, "dead peer: rank 0 after %.2f s: %s\n", run->seconds[0], run->msg[0]);
     ck_assert_int_eq(run->status[0], TORX_ERR_PEER);
-    ck_assert_msg(strstr(run->msg[0], "rank 2"), "message '%s' does not name rank 2",
-                  run->msg[0]);
+    ck_assert_msg(strstr(run->msg[0], "rank 2"), "message '%s' does not name rank 2", run->msg[0]);
     munmap(run, sizeof *run);
 }
 END_TEST

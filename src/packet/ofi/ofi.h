@@ -88,7 +88,7 @@ typedef struct torxp_ofi_sys {
     uint8_t type;    /* enum torxp_ofi_sys_type */
     uint8_t version; /* TORXP_OFI_WIRE_VERSION */
     uint16_t pad;
-    uint32_t arg; /* meaning per type (credit count, status) */
+    uint32_t arg;   /* meaning per type (credit count, status) */
     uint64_t round; /* collective rounds; bulk cookie */
 } torxp_ofi_sys_t;
 static_assert(sizeof(torxp_ofi_sys_t) == 16, "sys header is 16 bytes");
@@ -124,9 +124,9 @@ typedef struct torxp_ofi_txbuf {
 /* A posted receive buffer. */
 typedef struct torxp_ofi_rxbuf {
     torxp_ofi_ctx_t ctx;
-    uint32_t src;    /* sender's slot, from the tag (torus buffers) */
-    uint32_t len;    /* bytes received */
-    int posted;      /* 1 while the provider owns it */
+    uint32_t src; /* sender's slot, from the tag (torus buffers) */
+    uint32_t len; /* bytes received */
+    int posted;   /* 1 while the provider owns it */
     unsigned char data[TORXP_OFI_SYS_MAX];
 } torxp_ofi_rxbuf_t;
 
@@ -166,18 +166,18 @@ typedef struct torxp_ofi_dev {
 
     /* job */
     unsigned nslots, self_slot;
-    int32_t *slot_rank;     /* per slot: its rank, -1 when empty */
-    unsigned *rank_slot;    /* per rank: its slot */
-    fi_addr_t *slot_addr;   /* per slot: the AV address, FI_ADDR_NOTAVAIL when empty */
+    int32_t *slot_rank;   /* per slot: its rank, -1 when empty */
+    unsigned *rank_slot;  /* per rank: its slot */
+    fi_addr_t *slot_addr; /* per slot: the AV address, FI_ADDR_NOTAVAIL when empty */
 
     /* torus: send side */
     torxp_ofi_txbuf_t *txbufs;
-    int tx_free;       /* head of the free list, -1 when the pool is empty */
+    int tx_free; /* head of the free list, -1 when the pool is empty */
     unsigned tx_nfree, tx_pool;
-    int32_t *credits;  /* per destination slot: packets it still takes from us */
+    int32_t *credits;    /* per destination slot: packets it still takes from us */
     uint32_t credit_max; /* the credit window per pair (TORX_FIFO_PACKETS) */
-    uint64_t chaos_rx; /* xorshift state of the receive side; 0 = chaos off */
-    struct { /* a deposit line only partly sent (see ofi_torus.c) */
+    uint64_t chaos_rx;   /* xorshift state of the receive side; 0 = chaos off */
+    struct {             /* a deposit line only partly sent (see ofi_torus.c) */
         int active;
         unsigned next_hop, hops;
         torx_pkt_hdr_t hdr;
@@ -187,11 +187,11 @@ typedef struct torxp_ofi_dev {
     /* torus: receive side */
     torxp_ofi_rxbuf_t *rxbufs; /* nrx torus buffers, then nsysrx device buffers */
     unsigned nrx, nsysrx;
-    unsigned unposted;           /* buffers waiting to be posted again */
+    unsigned unposted; /* buffers waiting to be posted again */
     torxp_ofi_rxq_t rxq[TORXP_OFI_RXQ];
     unsigned next_q, burst;
-    int cur;                   /* index of the peeked buffer, -1 when none */
-    uint32_t *consumed;        /* per source slot: packets consumed, not yet credited */
+    int cur;            /* index of the peeked buffer, -1 when none */
+    uint32_t *consumed; /* per source slot: packets consumed, not yet credited */
 
     /* device-internal sends, oldest first */
     torxp_ofi_sysmsg_t *sys_head, **sys_tail;
@@ -208,10 +208,10 @@ typedef struct torxp_ofi_dev {
     struct torxp_ofi_ping {
         torxp_ofi_ctx_t ctx;
         torxp_ofi_sys_t msg;
-        double sent_at; /* monotonic seconds; 0 when none is in flight */
+        double sent_at;       /* monotonic seconds; 0 when none is in flight */
         double refused_since; /* the provider refuses to send it (-FI_EAGAIN) since; or 0 */
-    } *pings;         /* per slot */
-    uint8_t *heard;   /* per slot: a PING came from it (the start-up connect) */
+    } * pings;                /* per slot */
+    uint8_t *heard;           /* per slot: a PING came from it (the start-up connect) */
     unsigned nheard;
 } torxp_ofi_dev_t;
 

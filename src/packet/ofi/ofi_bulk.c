@@ -146,8 +146,8 @@ static void serve_finish(torxp_ofi_dev_t *d, bulk_serve_t *s)
             *p = s->next;
             break;
         }
-    const torxp_ofi_sys_t done = {.type = s->is_put ? TORXP_OFI_SYS_PUT_DONE
-                                                    : TORXP_OFI_SYS_GET_DONE,
+    const torxp_ofi_sys_t done = {.type =
+                                      s->is_put ? TORXP_OFI_SYS_PUT_DONE : TORXP_OFI_SYS_GET_DONE,
                                   .version = TORXP_OFI_WIRE_VERSION,
                                   .arg = (uint32_t)s->err,
                                   .round = s->cookie};
@@ -164,8 +164,9 @@ static void serve_post(torxp_ofi_dev_t *d, bulk_serve_t *s)
         const size_t n = s->len - s->posted < b->rma_max ? s->len - s->posted : b->rma_max;
         void *mine = (void *)(uintptr_t)(s->local + s->posted);
         const uint64_t theirs = s->remote + s->posted;
-        const ssize_t rc = s->is_put ? fi_read(d->ep, mine, n, NULL, to, theirs, s->key, &s->ctx.fi)
-                                     : fi_write(d->ep, mine, n, NULL, to, theirs, s->key, &s->ctx.fi);
+        const ssize_t rc = s->is_put
+                               ? fi_read(d->ep, mine, n, NULL, to, theirs, s->key, &s->ctx.fi)
+                               : fi_write(d->ep, mine, n, NULL, to, theirs, s->key, &s->ctx.fi);
         if (rc == -FI_EAGAIN)
             return; /* torxp_ofi_bulk_progress tries again */
         if (rc != 0) {
@@ -239,8 +240,9 @@ void torxp_ofi_bulk_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sys
     const int req = m->type == TORXP_OFI_SYS_GET_REQ || m->type == TORXP_OFI_SYS_PUT_REQ;
     if (len != (req ? sizeof(bulk_req_t) : sizeof(torxp_ofi_sys_t))) {
         d->base.malformed++;
-        torxp_log(&d->base, 0, "protocol error: bulk message of %zu bytes (type %u) from slot %u; "
-                               "dropped",
+        torxp_log(&d->base, 0,
+                  "protocol error: bulk message of %zu bytes (type %u) from slot %u; "
+                  "dropped",
                   len, m->type, src);
         return;
     }
@@ -251,8 +253,9 @@ void torxp_ofi_bulk_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sys
     bulk_rec_t *r = find_rec(d->bulk, m->round);
     if (!r || r->peer != src || r->done || r->is_put != (m->type == TORXP_OFI_SYS_PUT_DONE)) {
         d->base.malformed++;
-        torxp_log(&d->base, 0, "protocol error: bulk completion for unknown operation %llu from "
-                               "slot %u; dropped",
+        torxp_log(&d->base, 0,
+                  "protocol error: bulk completion for unknown operation %llu from "
+                  "slot %u; dropped",
                   (unsigned long long)m->round, src);
         return;
     }
@@ -316,8 +319,8 @@ static torx_status_t bulk_start(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord
         }
         if (frc != 0)
             rc = torxp_error(frc == -FI_ENOMEM ? TORX_ERR_NOMEM : TORX_ERR_SYS,
-                             "torx: %s: registering %zu bytes at %p failed (provider %s): %s",
-                             what, len, local, d->prov, fi_strerror(-frc));
+                             "torx: %s: registering %zu bytes at %p failed (provider %s): %s", what,
+                             len, local, d->prov, fi_strerror(-frc));
     }
     if (rc != TORX_OK) {
         if (r && r->mr)

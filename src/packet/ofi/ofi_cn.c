@@ -79,14 +79,14 @@ typedef struct gi_msg {
 } gi_msg_t;
 
 struct torxp_ofi_cn {
-    int parent;        /* rank, -1 at the root */
-    unsigned nchild;   /* children, in rank order */
+    int parent;      /* rank, -1 at the root */
+    unsigned nchild; /* children, in rank order */
     unsigned child[CN_MAX_CHILDREN];
     uint64_t injected, read, up_next;
     struct cn_up {
         uint64_t round; /* the round the slot holds, when own or got */
         int own;
-        uint32_t got; /* bit i: child i's packet is in */
+        uint32_t got;                     /* bit i: child i's packet is in */
         cn_meta_t m[CN_MAX_CHILDREN + 1]; /* [0] own, [1 + i] child i */
         unsigned char data[CN_MAX_CHILDREN + 1][TORX_CN_PACKET_BYTES];
     } up[TORXP_OFI_CN_DEPTH];
@@ -128,34 +128,36 @@ static double mono_s(void)
 /* ---- the ALU: lanes through memcpy (the payload may hold anything, at any
  * alignment); ADD on unsigned lanes wraps like two's complement. --------- */
 
-#define ALU_LOOP(T, S, N)                                                                         \
-    do {                                                                                          \
-        T a[N], v[N];                                                                             \
-        memcpy(a, acc, sizeof a);                                                                 \
-        memcpy(v, src, sizeof v);                                                                 \
-        for (unsigned i = 0; i < N; i++) {                                                        \
-            switch (op) {                                                                         \
-            case TORX_CN_ADD:                                                                     \
-                a[i] += v[i];                                                                     \
-                break;                                                                            \
-            case TORX_CN_MIN:                                                                     \
-                a[i] = is_signed ? ((S)v[i] < (S)a[i] ? v[i] : a[i]) : (v[i] < a[i] ? v[i] : a[i]); \
-                break;                                                                            \
-            case TORX_CN_MAX:                                                                     \
-                a[i] = is_signed ? ((S)v[i] > (S)a[i] ? v[i] : a[i]) : (v[i] > a[i] ? v[i] : a[i]); \
-                break;                                                                            \
-            case TORX_CN_AND:                                                                     \
-                a[i] &= v[i];                                                                     \
-                break;                                                                            \
-            case TORX_CN_OR:                                                                      \
-                a[i] |= v[i];                                                                     \
-                break;                                                                            \
-            case TORX_CN_XOR:                                                                     \
-                a[i] ^= v[i];                                                                     \
-                break;                                                                            \
-            }                                                                                     \
-        }                                                                                         \
-        memcpy(acc, a, sizeof a);                                                                 \
+#define ALU_LOOP(T, S, N)                                                                          \
+    do {                                                                                           \
+        T a[N], v[N];                                                                              \
+        memcpy(a, acc, sizeof a);                                                                  \
+        memcpy(v, src, sizeof v);                                                                  \
+        for (unsigned i = 0; i < N; i++) {                                                         \
+            switch (op) {                                                                          \
+            case TORX_CN_ADD:                                                                      \
+                a[i] += v[i];                                                                      \
+                break;                                                                             \
+            case TORX_CN_MIN:                                                                      \
+                a[i] =                                                                             \
+                    is_signed ? ((S)v[i] < (S)a[i] ? v[i] : a[i]) : (v[i] < a[i] ? v[i] : a[i]);   \
+                break;                                                                             \
+            case TORX_CN_MAX:                                                                      \
+                a[i] =                                                                             \
+                    is_signed ? ((S)v[i] > (S)a[i] ? v[i] : a[i]) : (v[i] > a[i] ? v[i] : a[i]);   \
+                break;                                                                             \
+            case TORX_CN_AND:                                                                      \
+                a[i] &= v[i];                                                                      \
+                break;                                                                             \
+            case TORX_CN_OR:                                                                       \
+                a[i] |= v[i];                                                                      \
+                break;                                                                             \
+            case TORX_CN_XOR:                                                                      \
+                a[i] ^= v[i];                                                                      \
+                break;                                                                             \
+            }                                                                                      \
+        }                                                                                          \
+        memcpy(acc, a, sizeof a);                                                                  \
     } while (0)
 
 static void alu(unsigned op, unsigned type, unsigned char *acc, const unsigned char *src)
@@ -181,6 +183,14 @@ static void ping_neighbours(torxp_ofi_dev_t *d)
     if (now - c->last_ping < PING_EVERY_S)
         return;
     c->last_ping = now;
+    torxp_log(&d->base, 3,
+              "cn wait: injected %llu read %llu up_next %llu; up own %d%d%d%d got %x %x %x %x; "
+              "res %d%d%d%d; gi armed %llu released %llu",
+              (unsigned long long)c->injected, (unsigned long long)c->read,
+              (unsigned long long)c->up_next, c->up[0].own, c->up[1].own, c->up[2].own,
+              c->up[3].own, c->up[0].got, c->up[1].got, c->up[2].got, c->up[3].got, c->res[0].ready,
+              c->res[1].ready, c->res[2].ready, c->res[3].ready, (unsigned long long)c->gi_armed,
+              (unsigned long long)c->gi_released);
     if (c->parent >= 0)
         torxp_ofi_ping(d, slot_of(d, c->parent));
     for (unsigned i = 0; i < c->nchild; i++)
@@ -334,8 +344,8 @@ static struct cn_up *up_slot(torxp_ofi_cn_t *c, uint64_t r)
     return u;
 }
 
-static void __attribute__((cold)) bad_msg(torxp_ofi_dev_t *d, unsigned src, const char *why,
-                                          unsigned type, unsigned long long round)
+static void __attribute__((cold))
+bad_msg(torxp_ofi_dev_t *d, unsigned src, const char *why, unsigned type, unsigned long long round)
 {
     d->base.malformed++;
     torxp_error(TORX_ERR_PROTO,
@@ -358,8 +368,8 @@ void torxp_ofi_cn_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sys_t
     const int up = m->type == TORXP_OFI_SYS_CN_UP || m->type == TORXP_OFI_SYS_GI_UP;
     const int is_cn = m->type == TORXP_OFI_SYS_CN_UP || m->type == TORXP_OFI_SYS_CN_DOWN;
     if (up ? child < 0 : from != c->parent || c->parent < 0)
-        return bad_msg(d, src, up ? "not a child of this task" : "not this task's parent",
-                       m->type, (unsigned long long)m->round);
+        return bad_msg(d, src, up ? "not a child of this task" : "not this task's parent", m->type,
+                       (unsigned long long)m->round);
     if (len != (is_cn ? sizeof(cn_msg_t) : sizeof(gi_msg_t)))
         return bad_msg(d, src, "wrong length", m->type, (unsigned long long)m->round);
 

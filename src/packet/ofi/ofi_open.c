@@ -36,8 +36,7 @@
 static const char *const auto_providers[] = {"tcp;ofi_rxm", "udp;ofi_rxd", "sockets", "net", NULL};
 
 /* The endpoint's needs, each with the words of the error when missing. */
-#define OFI_CAPS                                                                                  \
-    (FI_TAGGED | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
+#define OFI_CAPS (FI_TAGGED | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
 #define OFI_MR_MODES (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT)
 
 /* ---- Environment ---------------------------------------------------------- */
@@ -70,9 +69,9 @@ static torx_status_t ofi_env_read(ofi_env_t *e)
                                      "0123456789_;-";
     static const char iface_chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                       "0123456789_.:-@";
-    torx_status_t rc = env_word("TORX_OFI_PROVIDER", prov_chars, sizeof e->provider,
-                                "a libfabric provider name such as tcp;ofi_rxm or auto",
-                                e->provider);
+    torx_status_t rc =
+        env_word("TORX_OFI_PROVIDER", prov_chars, sizeof e->provider,
+                 "a libfabric provider name such as tcp;ofi_rxm or auto", e->provider);
     if (rc != TORX_OK)
         return rc;
     const char *p = e->provider;
@@ -105,8 +104,7 @@ static int on_iface(const struct fi_info *info, const char *iface)
     const uint32_t f = info->addr_format;
     if (f != FI_SOCKADDR && f != FI_SOCKADDR_IN && f != FI_SOCKADDR_IN6)
         return 1;
-    return info->domain_attr && info->domain_attr->name &&
-           !strcmp(info->domain_attr->name, iface);
+    return info->domain_attr && info->domain_attr->name && !strcmp(info->domain_attr->name, iface);
 }
 
 static struct fi_info *base_hints(const char *prov)
@@ -177,8 +175,8 @@ static torx_status_t try_provider(const char *prov, const char *iface, struct fi
     if (rc != 0) {
         fi_freeinfo(h);
         return torxp_error(TORX_ERR_UNSUPPORTED,
-                           "torx: ofi device: libfabric has no provider %s on this host (%s)",
-                           prov, fi_strerror(-rc));
+                           "torx: ofi device: libfabric has no provider %s on this host (%s)", prov,
+                           fi_strerror(-rc));
     }
     int any_iface = 0;
     for (struct fi_info *p = list; p && !any_iface; p = p->next)
@@ -230,8 +228,8 @@ static torx_status_t choose_provider(const torx_pkt_dev_t *dev, const ofi_env_t 
         if (try_provider(auto_providers[k], e->iface, out) == TORX_OK)
             return TORX_OK;
         torxp_log(dev, 1, "ofi: %s", torx_last_error() + sizeof "torx: " - 1);
-        const int n = snprintf(tried + used, sizeof tried - used, "%s%s", k ? ", " : "",
-                               auto_providers[k]);
+        const int n =
+            snprintf(tried + used, sizeof tried - used, "%s%s", k ? ", " : "", auto_providers[k]);
         if (n > 0 && (size_t)n < sizeof tried - used)
             used += (size_t)n;
     }
@@ -426,9 +424,9 @@ static torx_status_t connect_all(torxp_ofi_dev_t *d)
     struct timespec t0, now;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     double waited = 0;
-    while (d->base.failed == TORX_OK && waited < CONNECT_TIMEOUT_S &&
-           (d->nheard < (unsigned)d->base.size || d->sys_head || d->sys_inflight ||
-            d->inj_inflight)) {
+    while (
+        d->base.failed == TORX_OK && waited < CONNECT_TIMEOUT_S &&
+        (d->nheard < (unsigned)d->base.size || d->sys_head || d->sys_inflight || d->inj_inflight)) {
         torxp_ofi_progress(d);
         clock_gettime(CLOCK_MONOTONIC, &now);
         waited = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) * 1e-9;
@@ -472,8 +470,7 @@ static torx_status_t insert_peers(torxp_ofi_dev_t *d, const addr_record_t *all)
     const torx_shape_t t = all[0].shape;
     for (int r = 1; r < n; r++) {
         const torx_shape_t s = all[r].shape;
-        if (s.x != t.x || s.y != t.y || s.z != t.z || s.t != t.t ||
-            all[r].ntasks != all[0].ntasks)
+        if (s.x != t.x || s.y != t.y || s.z != t.z || s.t != t.t || all[r].ntasks != all[0].ntasks)
             return torxp_error(TORX_ERR_PROTO,
                                "torx: rank %d uses torus %ux%ux%u x %u for %u tasks but rank 0 "
                                "uses %ux%ux%u x %u for %u",
@@ -583,8 +580,8 @@ torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
     for (int r = 0; rc == TORX_OK && r < boot->size; r++)
         if (all[r].status != TORX_OK)
             rc = torxp_error(TORX_ERR_PEER,
-                             "torx: rank %d failed to open the ofi device (%s; see its message)",
-                             r, torx_status_str((torx_status_t)all[r].status));
+                             "torx: rank %d failed to open the ofi device (%s; see its message)", r,
+                             torx_status_str((torx_status_t)all[r].status));
     if (rc == TORX_OK)
         rc = insert_peers(d, all);
     free(all);
@@ -606,8 +603,8 @@ torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
     for (int r = 0; rc == TORX_OK && r < boot->size; r++)
         if (statuses[r] != TORX_OK)
             rc = torxp_error(TORX_ERR_PEER,
-                             "torx: rank %d failed to open the ofi device (%s; see its message)",
-                             r, torx_status_str((torx_status_t)statuses[r]));
+                             "torx: rank %d failed to open the ofi device (%s; see its message)", r,
+                             torx_status_str((torx_status_t)statuses[r]));
     free(statuses);
     if (rc != TORX_OK)
         goto fail;

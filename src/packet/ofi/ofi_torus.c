@@ -118,10 +118,9 @@ torx_status_t torxp_ofi_fi_fail(torxp_ofi_dev_t *d, const char *call, int peer_s
         return torxp_ofi_fail(d, TORX_ERR_SYS, "%s failed (provider %s): %s", call, d->prov,
                               fi_strerror(err));
     const torx_coord_t c = torxp_ofi_coord_of(d, (unsigned)peer_slot);
-    return torxp_ofi_fail(d, TORX_ERR_PEER,
-                          "rank %d at (%u,%u,%u,%u) is unreachable: %s failed (provider %s): %s",
-                          d->slot_rank[peer_slot], c.x, c.y, c.z, c.t, call, d->prov,
-                          fi_strerror(err));
+    return torxp_ofi_fail(
+        d, TORX_ERR_PEER, "rank %d at (%u,%u,%u,%u) is unreachable: %s failed (provider %s): %s",
+        d->slot_rank[peer_slot], c.x, c.y, c.z, c.t, call, d->prov, fi_strerror(err));
 }
 
 /* ---- Receive buffers -------------------------------------------------------- */
@@ -138,10 +137,9 @@ static void post_rx(torxp_ofi_dev_t *d, unsigned i)
     torxp_ofi_rxbuf_t *b = &d->rxbufs[i];
     const int sys = is_sys_buf(d, i);
     const size_t size = sys ? TORXP_OFI_SYS_MAX : TORX_PKT_MAX_BYTES;
-    const ssize_t rc =
-        fi_trecv(d->ep, b->data, size, NULL, FI_ADDR_UNSPEC,
-                 torxp_ofi_tag(sys ? TORXP_OFI_TAG_SYS : TORXP_OFI_TAG_TORUS, 0),
-                 TORXP_OFI_TAG_SRC_MASK, &b->ctx.fi);
+    const ssize_t rc = fi_trecv(d->ep, b->data, size, NULL, FI_ADDR_UNSPEC,
+                                torxp_ofi_tag(sys ? TORXP_OFI_TAG_SYS : TORXP_OFI_TAG_TORUS, 0),
+                                TORXP_OFI_TAG_SRC_MASK, &b->ctx.fi);
     if (rc == 0) {
         b->posted = 1;
         return;
@@ -231,9 +229,8 @@ torx_status_t torxp_ofi_sys_send(torxp_ofi_dev_t *d, unsigned slot, const void *
 /* Gives src back the credits for the packets consumed from it. */
 static void credit_return(torxp_ofi_dev_t *d, unsigned src)
 {
-    const torxp_ofi_sys_t m = {.type = TORXP_OFI_SYS_CREDIT,
-                               .version = TORXP_OFI_WIRE_VERSION,
-                               .arg = d->consumed[src]};
+    const torxp_ofi_sys_t m = {
+        .type = TORXP_OFI_SYS_CREDIT, .version = TORXP_OFI_WIRE_VERSION, .arg = d->consumed[src]};
     d->consumed[src] = 0;
     torxp_ofi_sys_send(d, src, &m, sizeof m);
 }
@@ -280,8 +277,8 @@ void torxp_ofi_ping(torxp_ofi_dev_t *d, unsigned slot)
 
 /* ---- Completions ------------------------------------------------------------------ */
 
-static void __attribute__((cold, format(printf, 2, 3))) malformed(torxp_ofi_dev_t *d,
-                                                                   const char *fmt, ...)
+static void __attribute__((cold, format(printf, 2, 3)))
+malformed(torxp_ofi_dev_t *d, const char *fmt, ...)
 {
     char msg[400];
     va_list ap;
@@ -554,8 +551,8 @@ static int deposit_hop_slot(const torxp_ofi_dev_t *d, const torx_pkt_hdr_t *h, u
     const int dim = torx_pkt_hdr_deposit_dim(h);
     uint8_t c[3] = {d->base.self.x, d->base.self.y, d->base.self.z};
     const unsigned n = ext[dim];
-    c[dim] = (uint8_t)((h->ctl & TORX_PKT_DEPOSIT_NEG) ? (c[dim] + n - k % n) % n
-                                                        : (c[dim] + k) % n);
+    c[dim] =
+        (uint8_t)((h->ctl & TORX_PKT_DEPOSIT_NEG) ? (c[dim] + n - k % n) % n : (c[dim] + k) % n);
     const unsigned slot = torx_coord_index(s, (torx_coord_t){c[0], c[1], c[2], h->dest.t});
     return d->slot_rank[slot] >= 0 ? (int)slot : -1;
 }
@@ -592,7 +589,7 @@ static torx_status_t inject_deposit(torxp_ofi_dev_t *d, const torx_pkt_hdr_t *hd
                                me.x, me.y, me.z, to.x, to.y, to.z, dim);
     const unsigned n = ext[dim];
     const unsigned hops = (hdr->ctl & TORX_PKT_DEPOSIT_NEG) ? (mine[dim] + n - theirs[dim]) % n
-                                                             : (theirs[dim] + n - mine[dim]) % n;
+                                                            : (theirs[dim] + n - mine[dim]) % n;
     if (hops == 0)
         return torxp_error(TORX_ERR_INVAL,
                            "torx: deposit line from (%u,%u,%u) ends where it starts; name the "
