@@ -62,9 +62,14 @@ torx_status_t torx_pkt_open(const torx_pkt_attr_t *attr, torx_pkt_dev_t **dev)
     case DEVICE_SHM:
         return torxp_shm_open(attr, &env, dev);
     default:
+#ifdef TORX_HAVE_OFI
+        return torxp_ofi_open(attr, &env, dev);
+#else
         return torxp_error(TORX_ERR_UNSUPPORTED,
-                           "torx: TORX_DEVICE=ofi: this build has no libfabric device yet; "
-                           "use TORX_DEVICE=shm (one host)");
+                           "torx: TORX_DEVICE=ofi: this build has no libfabric device "
+                           "(configured --without-ofi or libfabric-dev missing); use "
+                           "TORX_DEVICE=shm (one host)");
+#endif
     }
 }
 

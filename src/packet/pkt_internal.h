@@ -122,6 +122,10 @@ torx_status_t torxp_env_read(torxp_env_t *env);
 /* Device constructors. */
 torx_status_t torxp_shm_open(const torx_pkt_attr_t *attr, const torxp_env_t *env,
                              torx_pkt_dev_t **dev);
+#ifdef TORX_HAVE_OFI
+torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env,
+                             torx_pkt_dev_t **dev);
+#endif
 
 /* Records a formatted error message for torx_last_error() and returns status.
  * Messages start with "torx: ". */

@@ -1,0 +1,306 @@
+/* The ofi device: the Blue Gene network hardware of the packet layer,
+ * emulated over one libfabric reliable-datagram (FI_EP_RDM) endpoint per
+ * task. Prefix: torxp_ofi_.
+ *
+ * Everything travels as a tagged message. The tag says what a message is and
+ * who sent it (the wire header of a torus packet carries only the
+ * destination):
+ *
+ *   bits 0..31   the sender's torus slot (torx_coord_index)
+ *   bits 32..39  TORXP_OFI_TAG_TORUS: a torus packet, exactly the 16-byte
+ *                header and its payload as torx_pkt_inject formats them;
+ *                TORXP_OFI_TAG_SYS: a device-internal message (credits,
+ *                collective network, global interrupt, bulk control), a
+ *                torxp_ofi_sys_t and its body
+ *
+ * The receiver posts separate buffers for the two kinds, so device traffic
+ * never waits behind torus packets the layer above has not consumed yet (on
+ * shm the collective network and barrier are separate hardware too).
+ *
+ * Files: ofi_open.c (provider choice, endpoint, address exchange, ops
+ * table), ofi_torus.c (torus packets, credits, deposit lines, progress,
+ * doorbell), ofi_cn.c (collective network and global interrupt as binomial
+ * trees), ofi_bulk.c (bulk transfers by RMA).
+ *
+ * Threading: one mutex (lock) guards all device state and every call into
+ * libfabric that reads a completion queue. A completion is read and acted
+ * on under the same hold of the lock, so two threads draining the queue can
+ * never swap the order of two packets from one sender. The device is opened
+ * FI_THREAD_SAFE as well, so a thread sleeping in poll(2) on the queue's
+ * wait descriptor needs no lock. The mutex is uncontended except in
+ * coprocessor mode, where the injecting and receiving threads share it. */
+#ifndef TORXP_OFI_H
+#define TORXP_OFI_H
+
+#include "../pkt_internal.h"
+
+#include <assert.h>
+#include <pthread.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+#include <stdint.h>
+
+#define TORXP_OFI_API FI_VERSION(1, 11)
+
+#define TORXP_OFI_TAG_TORUS 1u
+#define TORXP_OFI_TAG_SYS 2u
+#define TORXP_OFI_TAG_KIND_SHIFT 32
+#define TORXP_OFI_TAG_SRC_MASK 0xffffffffULL
+
+static inline uint64_t torxp_ofi_tag(unsigned kind, unsigned src_slot)
+{
+    return ((uint64_t)kind << TORXP_OFI_TAG_KIND_SHIFT) | src_slot;
+}
+
+/* Reception queues per task, as the shm device's reception FIFOs:
+ * deterministic packets from one sender are pinned to one queue; adaptive
+ * ones scatter over all of them when TORX_CHAOS is set. */
+#define TORXP_OFI_RXQ 4
+
+/* The largest device-internal message: a collective-network packet and its
+ * descriptor (ofi_cn.c). */
+#define TORXP_OFI_SYS_MAX 384
+
+/* Device-internal message types. */
+enum torxp_ofi_sys_type {
+    TORXP_OFI_SYS_CREDIT = 1, /* body: u32 packets consumed since the last credit message */
+    TORXP_OFI_SYS_CN_UP,      /* a subtree's combined collective-network contribution */
+    TORXP_OFI_SYS_CN_DOWN,    /* a round's result, from the tree's root down */
+    TORXP_OFI_SYS_GI_UP,      /* a subtree has entered a barrier round */
+    TORXP_OFI_SYS_GI_DOWN,    /* every task has entered it */
+    TORXP_OFI_SYS_GET_REQ,    /* bulk get: write this range into my registered buffer */
+    TORXP_OFI_SYS_GET_DONE,   /* the write is done (or failed) */
+    TORXP_OFI_SYS_PUT_REQ,    /* bulk put: read my registered buffer into this range */
+    TORXP_OFI_SYS_PUT_DONE,   /* the read is done (or failed) */
+    TORXP_OFI_SYS_PING,       /* liveness probe; the receiver ignores it */
+    TORXP_OFI_SYS_NTYPES
+};
+
+#define TORXP_OFI_WIRE_VERSION 1u
+
+/* The start of every device-internal message. */
+typedef struct torxp_ofi_sys {
+    uint8_t type;    /* enum torxp_ofi_sys_type */
+    uint8_t version; /* TORXP_OFI_WIRE_VERSION */
+    uint16_t pad;
+    uint32_t arg;   /* meaning per type (credit count, status) */
+    uint64_t round; /* collective rounds; bulk cookie */
+} torxp_ofi_sys_t;
+static_assert(sizeof(torxp_ofi_sys_t) == 16, "sys header is 16 bytes");
+
+/* What a completion's context points at; every context starts with one.
+ * The device does not offer the providers FI_CONTEXT mode, so a context
+ * (the per-peer inject contexts) may serve several operations at once; the
+ * fi_context2 only makes the struct usable should that change. */
+enum torxp_ofi_ctx_kind {
+    TORXP_OFI_CTX_TX,    /* a torus packet's send buffer (pool entry) */
+    TORXP_OFI_CTX_SYS,   /* a device-internal send (sys queue entry) */
+    TORXP_OFI_CTX_RX,    /* a posted torus receive buffer */
+    TORXP_OFI_CTX_SYSRX, /* a posted device-internal receive buffer */
+    TORXP_OFI_CTX_RMA,   /* an RMA operation served for a peer (ofi_bulk.c) */
+    TORXP_OFI_CTX_INJ,   /* a send injected from a stack buffer (one context per peer) */
+    TORXP_OFI_CTX_PING   /* a liveness probe (one per peer, torxp_ofi_ping) */
+};
+
+typedef struct torxp_ofi_ctx {
+    struct fi_context2 fi; /* provider scratch (FI_CONTEXT2 mode) */
+    int kind;              /* enum torxp_ofi_ctx_kind */
+    unsigned peer;         /* the other end's torus slot */
+} torxp_ofi_ctx_t;
+
+/* A torus packet's send buffer, kept until the provider reports the send
+ * complete (tcp;ofi_rxm injects only 64 bytes inline). */
+typedef struct torxp_ofi_txbuf {
+    torxp_ofi_ctx_t ctx;
+    int next_free; /* free list; -1 at the end */
+    unsigned char pkt[TORX_PKT_MAX_BYTES];
+} torxp_ofi_txbuf_t;
+
+/* A posted receive buffer. */
+typedef struct torxp_ofi_rxbuf {
+    torxp_ofi_ctx_t ctx;
+    uint32_t src; /* sender's slot, from the tag (torus buffers) */
+    uint32_t len; /* bytes received */
+    int posted;   /* 1 while the provider owns it */
+    unsigned char data[TORXP_OFI_SYS_MAX];
+} torxp_ofi_rxbuf_t;
+
+/* A device-internal message on its way out: queued in order, sent when the
+ * provider takes it, freed at its completion. */
+typedef struct torxp_ofi_sysmsg {
+    torxp_ofi_ctx_t ctx;
+    struct torxp_ofi_sysmsg *next;
+    uint32_t len;
+    unsigned char data[TORXP_OFI_SYS_MAX];
+} torxp_ofi_sysmsg_t;
+
+/* A reception queue: a ring of receive-buffer indices. */
+typedef struct torxp_ofi_rxq {
+    uint32_t *ring;
+    uint32_t head, tail; /* positions; tail - head entries */
+} torxp_ofi_rxq_t;
+
+typedef struct torxp_ofi_cn torxp_ofi_cn_t;     /* ofi_cn.c */
+typedef struct torxp_ofi_bulk torxp_ofi_bulk_t; /* ofi_bulk.c */
+
+typedef struct torxp_ofi_dev {
+    torx_pkt_dev_t base;
+    pthread_mutex_t lock;
+
+    /* libfabric objects */
+    struct fi_info *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_ep *ep;
+    struct fid_av *av;
+    struct fid_cq *txcq, *rxcq;
+    int txcq_fd, rxcq_fd; /* wait descriptors (FI_WAIT_FD), -1 without */
+    int wake_fd;          /* eventfd: torx_pkt_wake */
+    size_t inject_size;   /* tx_attr->inject_size, capped at a packet */
+    const char *prov;     /* provider name, from info */
+
+    /* job */
+    unsigned nslots, self_slot;
+    int32_t *slot_rank;   /* per slot: its rank, -1 when empty */
+    unsigned *rank_slot;  /* per rank: its slot */
+    fi_addr_t *slot_addr; /* per slot: the AV address, FI_ADDR_NOTAVAIL when empty */
+
+    /* torus: send side */
+    torxp_ofi_txbuf_t *txbufs;
+    int tx_free; /* head of the free list, -1 when the pool is empty */
+    unsigned tx_nfree, tx_pool;
+    int32_t *credits;    /* per destination slot: packets it still takes from us */
+    uint32_t credit_max; /* the credit window per pair (TORX_FIFO_PACKETS) */
+    uint64_t chaos_rx;   /* xorshift state of the receive side; 0 = chaos off */
+    struct {             /* a deposit line only partly sent (see ofi_torus.c) */
+        int active;
+        unsigned next_hop, hops;
+        torx_pkt_hdr_t hdr;
+        unsigned char payload[TORX_PKT_MAX_PAYLOAD];
+    } stash;
+
+    /* torus: receive side */
+    torxp_ofi_rxbuf_t *rxbufs; /* nrx torus buffers, then nsysrx device buffers */
+    unsigned nrx, nsysrx;
+    unsigned unposted; /* buffers waiting to be posted again */
+    torxp_ofi_rxq_t rxq[TORXP_OFI_RXQ];
+    unsigned next_q, burst;
+    int cur;            /* index of the peeked buffer, -1 when none */
+    uint32_t *consumed; /* per source slot: packets consumed, not yet credited */
+
+    /* device-internal sends, oldest first */
+    torxp_ofi_sysmsg_t *sys_head, **sys_tail;
+    unsigned sys_inflight;
+    /* Small sends go out FI_INJECT (the provider copies them at once) but
+     * with a completion, counted here, so close can wait until every packet
+     * has left: a provider that progresses manually may still hold it. */
+    torxp_ofi_ctx_t *inj_ctx; /* per destination slot */
+    unsigned long inj_inflight;
+    int closing; /* close is flushing: a failed send no longer matters */
+
+    torxp_ofi_cn_t *cn;
+    torxp_ofi_bulk_t *bulk;
+    struct torxp_ofi_ping {
+        torxp_ofi_ctx_t ctx;
+        torxp_ofi_sys_t msg;
+        double sent_at;       /* monotonic seconds; 0 when none is in flight */
+        double refused_since; /* the provider refuses to send it (-FI_EAGAIN) since; or 0 */
+    } * pings;                /* per slot */
+    uint8_t *heard;           /* per slot: a PING came from it (the start-up connect) */
+    unsigned nheard;
+} torxp_ofi_dev_t;
+
+static inline torxp_ofi_dev_t *torxp_ofi_of(torx_pkt_dev_t *dev)
+{
+    return (torxp_ofi_dev_t *)dev; /* base is the first member */
+}
+
+static inline void torxp_ofi_lock(torxp_ofi_dev_t *d)
+{
+    pthread_mutex_lock(&d->lock);
+}
+
+static inline void torxp_ofi_unlock(torxp_ofi_dev_t *d)
+{
+    pthread_mutex_unlock(&d->lock);
+}
+
+/* The rank and coordinate of slot, for messages. */
+static inline torx_coord_t torxp_ofi_coord_of(const torxp_ofi_dev_t *d, unsigned slot)
+{
+    const torx_shape_t s = d->base.shape;
+    const unsigned plane = (unsigned)s.x * s.y;
+    return (torx_coord_t){(uint8_t)(slot % s.x), (uint8_t)(slot / s.x % s.y),
+                          (uint8_t)(slot / plane % s.z), (uint8_t)(slot / plane / s.z)};
+}
+
+/* Records an error the device cannot recover from (the first wins) and
+ * logs it; returns st. */
+torx_status_t torxp_ofi_fail(torxp_ofi_dev_t *d, torx_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ofi_open.c: why the provider described by list (asked for with nothing
+ * but its name) cannot carry the device on iface ("" for any): the first of
+ * torx's needs it lacks, in words for an error message. */
+const char *torxp_ofi_missing_need(const struct fi_info *list, const char *iface);
+
+/* ofi_torus.c */
+torx_status_t torxp_ofi_torus_setup(torxp_ofi_dev_t *d, const torxp_env_t *env, long tx_pool);
+void torxp_ofi_torus_fini(torxp_ofi_dev_t *d);
+/* Progresses until every send has completed, at most timeout_s. */
+void torxp_ofi_flush(torxp_ofi_dev_t *d, double timeout_s);
+torx_status_t torxp_ofi_inject(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
+                               const struct iovec *iov, int iovcnt);
+int torxp_ofi_poll(torx_pkt_dev_t *dev);
+const torx_pkt_hdr_t *torxp_ofi_peek(torx_pkt_dev_t *dev);
+void torxp_ofi_consume(torx_pkt_dev_t *dev);
+int torxp_ofi_room(torx_pkt_dev_t *dev, torx_coord_t dest);
+torx_status_t torxp_ofi_wait(torx_pkt_dev_t *dev, int timeout_ms);
+void torxp_ofi_wake(torx_pkt_dev_t *dev);
+/* Reads both completion queues and acts on what they hold, sends queued
+ * device messages; the caller holds the lock. */
+void torxp_ofi_progress(torxp_ofi_dev_t *d);
+/* Queues a device-internal message of len bytes (header included) to slot
+ * and tries to send the queue; the caller holds the lock. */
+torx_status_t torxp_ofi_sys_send(torxp_ofi_dev_t *d, unsigned slot, const void *msg, size_t len);
+/* Probes the task in slot, which this task waits for: a probe the
+ * provider has not delivered after TORXP_OFI_PEER_TIMEOUT_S fails the device
+ * with TORX_ERR_PEER naming the task. The caller holds the lock. */
+#define TORXP_OFI_PEER_TIMEOUT_S 10.0
+void torxp_ofi_ping(torxp_ofi_dev_t *d, unsigned slot);
+/* A fatal libfabric error: names the call, the peer if any, and the
+ * provider's words. */
+torx_status_t torxp_ofi_fi_fail(torxp_ofi_dev_t *d, const char *call, int peer_slot, int err);
+
+/* ofi_cn.c */
+torx_status_t torxp_ofi_cn_setup(torxp_ofi_dev_t *d);
+void torxp_ofi_cn_fini(torxp_ofi_dev_t *d);
+void torxp_ofi_cn_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sys_t *m, size_t len);
+torx_status_t torxp_ofi_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_type_t type,
+                                  int is_root, const void *data);
+torx_status_t torxp_ofi_cn_read(torx_pkt_dev_t *dev, void *result);
+torx_status_t torxp_ofi_gi_arm(torx_pkt_dev_t *dev);
+torx_status_t torxp_ofi_gi_poll(torx_pkt_dev_t *dev);
+
+/* ofi_bulk.c */
+torx_status_t torxp_ofi_bulk_setup(torxp_ofi_dev_t *d);
+void torxp_ofi_bulk_fini(torxp_ofi_dev_t *d);
+void torxp_ofi_bulk_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sys_t *m, size_t len);
+/* An RMA operation served for a peer completed (err: 0 or a positive
+ * libfabric error number). */
+void torxp_ofi_bulk_on_rma(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, int err);
+/* Posts the RMA operations the provider refused for want of resources. */
+void torxp_ofi_bulk_progress(torxp_ofi_dev_t *d);
+torx_status_t torxp_ofi_bulk_get(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
+                                 const void *remote, void *local, size_t len);
+torx_status_t torxp_ofi_bulk_put(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
+                                 void *remote, const void *local, size_t len);
+torx_status_t torxp_ofi_bulk_test(torx_pkt_dev_t *dev, torx_bulk_t *op);
+const char *torxp_ofi_bulk_path(const torx_pkt_dev_t *dev);
+
+#endif /* TORXP_OFI_H */

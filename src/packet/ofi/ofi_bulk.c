@@ -1,0 +1,405 @@
+/* Bulk transfer ("DMA") for the ofi device: libfabric RMA.
+ *
+ * torx_bulk_get and torx_bulk_put name a plain address in the peer, with no
+ * key, so the peer's memory cannot be read or written by RMA before it has
+ * been registered. Instead the initiator registers its own buffer and asks
+ * the peer to move the data against it:
+ *
+ *   get   initiator registers local (FI_REMOTE_WRITE), sends GET_REQ
+ *         {its buffer's address and key, the peer's source address, len};
+ *         the peer fi_writes its memory into the buffer and, once the write
+ *         has completed, sends GET_DONE with the status.
+ *   put   initiator registers local (FI_REMOTE_READ), sends PUT_REQ; the
+ *         peer fi_reads the buffer into its memory and sends PUT_DONE.
+ *
+ * Two messages and one RMA per operation; nobody registers memory it does
+ * not own, and no key or window has to be set up at start-up. GET_DONE is
+ * sent only after the write's completion, so the data are in place before
+ * the initiator learns of it whatever the provider's write-after-send
+ * order. Transfers longer than the provider's largest message go as several
+ * RMA operations, all done before the DONE.
+ *
+ * The registration follows the provider's mr_mode: with FI_MR_VIRT_ADDR the
+ * remote address is the buffer's virtual address, else an offset from its
+ * start; with FI_MR_PROV_KEY the provider picks the key, else the device
+ * does (a counter, unique in the domain); with FI_MR_ENDPOINT the region is
+ * bound to the endpoint and enabled. Providers that need local
+ * registration (FI_MR_LOCAL) are refused at open.
+ *
+ * An operation that cannot progress because the peer vanished ends in the
+ * device's failure, which names the peer: every BULK_PING_EVERY tests of a
+ * running operation the device probes the peer (torxp_ofi_ping), and a probe
+ * the provider cannot deliver fails the device. */
+#include "ofi.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#define BULK_MAGIC 0x6f626c6bu /* "oblk" */
+#define BULK_PING_EVERY 4096u
+#define BULK_RMA_MAX ((size_t)1 << 30)
+
+/* The request's body after the sys header (round = cookie). */
+typedef struct bulk_req {
+    torxp_ofi_sys_t h;
+    uint64_t peer_addr; /* address in the receiver of the request */
+    uint64_t len;
+    uint64_t buf_addr; /* the initiator's buffer as RMA addresses it */
+    uint64_t key;
+} bulk_req_t;
+
+/* An operation this task started, in the device's list until tested done. */
+typedef struct bulk_rec {
+    struct bulk_rec *next;
+    uint64_t cookie;
+    struct fid_mr *mr;
+    unsigned peer; /* slot */
+    int is_put, done;
+    torx_status_t status;
+    size_t len;
+    unsigned tests;
+} bulk_rec_t;
+
+/* What the caller's torx_bulk_t holds. */
+typedef struct bulk_op {
+    uint32_t magic; /* BULK_MAGIC once started */
+    int32_t status; /* the final status, once finished */
+    uint32_t finished;
+    uint32_t pad;
+    bulk_rec_t *rec; /* while running */
+} bulk_op_t;
+static_assert(sizeof(bulk_op_t) <= sizeof(torx_bulk_t), "bulk op fits torx_bulk_t");
+
+/* An RMA operation this task performs for a peer. */
+typedef struct bulk_serve {
+    torxp_ofi_ctx_t ctx; /* first: completions point here */
+    struct bulk_serve *next;
+    uint64_t cookie;
+    int is_put; /* the peer's put: we read; else we write */
+    uint64_t local, len, remote, key;
+    uint64_t posted;      /* bytes handed to the provider */
+    unsigned outstanding; /* RMA operations not yet completed */
+    int err;              /* first failure, a libfabric error number */
+} bulk_serve_t;
+
+struct torxp_ofi_bulk {
+    bulk_rec_t *ops;
+    bulk_serve_t *serving; /* with RMA still to post or complete */
+    uint64_t next_cookie, next_key;
+    int virt_addr, prov_key, mr_endpoint;
+    size_t rma_max;
+};
+
+torx_status_t torxp_ofi_bulk_setup(torxp_ofi_dev_t *d)
+{
+    torxp_ofi_bulk_t *b = torxp_calloc(1, sizeof *b);
+    if (!b)
+        return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for bulk transfers");
+    const uint64_t mode = (uint64_t)d->info->domain_attr->mr_mode;
+    b->virt_addr = (mode & FI_MR_VIRT_ADDR) != 0;
+    b->prov_key = (mode & FI_MR_PROV_KEY) != 0;
+    b->mr_endpoint = (mode & FI_MR_ENDPOINT) != 0;
+    b->rma_max = d->info->ep_attr->max_msg_size;
+    if (b->rma_max == 0 || b->rma_max > BULK_RMA_MAX)
+        b->rma_max = BULK_RMA_MAX;
+    b->next_cookie = 1;
+    b->next_key = 1;
+    d->bulk = b;
+    return TORX_OK;
+}
+
+void torxp_ofi_bulk_fini(torxp_ofi_dev_t *d)
+{
+    torxp_ofi_bulk_t *b = d->bulk;
+    if (!b)
+        return;
+    while (b->ops) {
+        bulk_rec_t *r = b->ops;
+        b->ops = r->next;
+        if (r->mr)
+            fi_close(&r->mr->fid);
+        free(r);
+    }
+    while (b->serving) {
+        bulk_serve_t *s = b->serving;
+        b->serving = s->next;
+        free(s);
+    }
+    free(b);
+    d->bulk = NULL;
+}
+
+const char *torxp_ofi_bulk_path(const torx_pkt_dev_t *dev)
+{
+    (void)dev;
+    return "rma";
+}
+
+/* ---- serving a peer ---------------------------------------------------------- */
+
+static void serve_finish(torxp_ofi_dev_t *d, bulk_serve_t *s)
+{
+    torxp_ofi_bulk_t *b = d->bulk;
+    for (bulk_serve_t **p = &b->serving; *p; p = &(*p)->next)
+        if (*p == s) {
+            *p = s->next;
+            break;
+        }
+    const torxp_ofi_sys_t done = {.type =
+                                      s->is_put ? TORXP_OFI_SYS_PUT_DONE : TORXP_OFI_SYS_GET_DONE,
+                                  .version = TORXP_OFI_WIRE_VERSION,
+                                  .arg = (uint32_t)s->err,
+                                  .round = s->cookie};
+    torxp_ofi_sys_send(d, s->ctx.peer, &done, sizeof done);
+    free(s);
+}
+
+/* Posts what the provider takes of s's RMA operations. */
+static void serve_post(torxp_ofi_dev_t *d, bulk_serve_t *s)
+{
+    const torxp_ofi_bulk_t *b = d->bulk;
+    const fi_addr_t to = d->slot_addr[s->ctx.peer];
+    while (!s->err && s->posted < s->len) {
+        const size_t n = s->len - s->posted < b->rma_max ? s->len - s->posted : b->rma_max;
+        void *mine = (void *)(uintptr_t)(s->local + s->posted);
+        const uint64_t theirs = s->remote + s->posted;
+        const ssize_t rc = s->is_put
+                               ? fi_read(d->ep, mine, n, NULL, to, theirs, s->key, &s->ctx.fi)
+                               : fi_write(d->ep, mine, n, NULL, to, theirs, s->key, &s->ctx.fi);
+        if (rc == -FI_EAGAIN)
+            return; /* torxp_ofi_bulk_progress tries again */
+        if (rc != 0) {
+            s->err = (int)-rc;
+            break;
+        }
+        s->posted += n;
+        s->outstanding++;
+    }
+    if (!s->outstanding && (s->err || s->posted == s->len))
+        serve_finish(d, s);
+}
+
+void torxp_ofi_bulk_on_rma(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, int err)
+{
+    bulk_serve_t *s = (bulk_serve_t *)ctx;
+    s->outstanding--;
+    if (err && !s->err)
+        s->err = err;
+    if (!s->outstanding && (s->err || s->posted == s->len))
+        serve_finish(d, s);
+}
+
+/* Starts the RMA a peer asked for. */
+static void serve_request(torxp_ofi_dev_t *d, unsigned src, const bulk_req_t *q, int is_put)
+{
+    bulk_serve_t *s = torxp_calloc(1, sizeof *s);
+    if (!s) {
+        torxp_ofi_fail(d, TORX_ERR_NOMEM, "out of memory serving a bulk %s of %llu bytes",
+                       is_put ? "put" : "get", (unsigned long long)q->len);
+        return;
+    }
+    s->ctx.kind = TORXP_OFI_CTX_RMA;
+    s->ctx.peer = src;
+    s->cookie = q->h.round;
+    s->is_put = is_put;
+    s->local = q->peer_addr;
+    s->len = q->len;
+    s->remote = q->buf_addr;
+    s->key = q->key;
+    if (q->len == 0 || q->peer_addr + q->len < q->peer_addr)
+        s->err = FI_EINVAL;
+    s->next = d->bulk->serving;
+    d->bulk->serving = s;
+    serve_post(d, s);
+}
+
+void torxp_ofi_bulk_progress(torxp_ofi_dev_t *d)
+{
+    bulk_serve_t *s = d->bulk ? d->bulk->serving : NULL;
+    while (s) {
+        bulk_serve_t *next = s->next; /* serve_post may finish and free s */
+        if (s->posted < s->len && !s->err)
+            serve_post(d, s);
+        s = next;
+    }
+}
+
+/* ---- this task's operations -------------------------------------------------------- */
+
+static bulk_rec_t *find_rec(torxp_ofi_bulk_t *b, uint64_t cookie)
+{
+    for (bulk_rec_t *r = b->ops; r; r = r->next)
+        if (r->cookie == cookie)
+            return r;
+    return NULL;
+}
+
+void torxp_ofi_bulk_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sys_t *m, size_t len)
+{
+    const int req = m->type == TORXP_OFI_SYS_GET_REQ || m->type == TORXP_OFI_SYS_PUT_REQ;
+    if (len != (req ? sizeof(bulk_req_t) : sizeof(torxp_ofi_sys_t))) {
+        d->base.malformed++;
+        torxp_log(&d->base, 0,
+                  "protocol error: bulk message of %zu bytes (type %u) from slot %u; "
+                  "dropped",
+                  len, m->type, src);
+        return;
+    }
+    if (req) {
+        serve_request(d, src, (const bulk_req_t *)m, m->type == TORXP_OFI_SYS_PUT_REQ);
+        return;
+    }
+    bulk_rec_t *r = find_rec(d->bulk, m->round);
+    if (!r || r->peer != src || r->done || r->is_put != (m->type == TORXP_OFI_SYS_PUT_DONE)) {
+        d->base.malformed++;
+        torxp_log(&d->base, 0,
+                  "protocol error: bulk completion for unknown operation %llu from "
+                  "slot %u; dropped",
+                  (unsigned long long)m->round, src);
+        return;
+    }
+    r->done = 1;
+    r->status = TORX_OK;
+    if (m->arg) {
+        const torx_coord_t c = torxp_ofi_coord_of(d, src);
+        r->status = m->arg == FI_EINVAL || m->arg == FI_EFAULT ? TORX_ERR_INVAL : TORX_ERR_SYS;
+        torxp_error(r->status,
+                    "torx: bulk %s of %zu bytes with rank %d at (%u,%u,%u,%u): the peer's RMA %s "
+                    "failed (provider %s): %s",
+                    r->is_put ? "put" : "get", r->len, d->slot_rank[src], c.x, c.y, c.z, c.t,
+                    r->is_put ? "read" : "write", d->prov, fi_strerror((int)m->arg));
+    }
+}
+
+static torx_status_t bulk_start(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
+                                uint64_t remote, void *local, size_t len, int is_put)
+{
+    torxp_ofi_dev_t *d = torxp_ofi_of(dev);
+    const char *what = is_put ? "torx_bulk_put" : "torx_bulk_get";
+    if (!op)
+        return torxp_error(TORX_ERR_INVAL, "torx: %s: op is NULL", what);
+    bulk_op_t *o = (bulk_op_t *)op;
+    if (o->magic == BULK_MAGIC && !o->finished)
+        return torxp_error(TORX_ERR_INVAL, "torx: %s: op is still in flight", what);
+    if (!torx_coord_in_shape(dev->shape, peer) ||
+        d->slot_rank[torx_coord_index(dev->shape, peer)] < 0)
+        return torxp_error(TORX_ERR_INVAL, "torx: %s: no task at (%u,%u,%u,%u)", what, peer.x,
+                           peer.y, peer.z, peer.t);
+    if (len && (!remote || !local))
+        return torxp_error(TORX_ERR_INVAL, "torx: %s: NULL address with %zu bytes", what, len);
+    if (len && (remote + len < remote || (uintptr_t)local + len < (uintptr_t)local))
+        return torxp_error(TORX_ERR_INVAL, "torx: %s: a range of %zu bytes wraps around", what,
+                           len);
+    *o = (bulk_op_t){.magic = BULK_MAGIC};
+    const unsigned slot = torx_coord_index(dev->shape, peer);
+    if (len == 0 || slot == d->self_slot) { /* nothing to move, or our own memory */
+        if (len)
+            memmove(is_put ? (void *)(uintptr_t)remote : local,
+                    is_put ? local : (void *)(uintptr_t)remote, len);
+        o->finished = 1;
+        o->status = TORX_OK;
+        return TORX_OK;
+    }
+
+    torxp_ofi_lock(d);
+    torxp_ofi_bulk_t *b = d->bulk;
+    torx_status_t rc = dev->failed;
+    bulk_rec_t *r = rc == TORX_OK ? torxp_calloc(1, sizeof *r) : NULL;
+    if (rc == TORX_OK && !r)
+        rc = torxp_error(TORX_ERR_NOMEM, "torx: %s: out of memory", what);
+    int frc = 0;
+    if (rc == TORX_OK) {
+        frc = fi_mr_reg(d->domain, local, len, is_put ? FI_REMOTE_READ : FI_REMOTE_WRITE, 0,
+                        b->prov_key ? 0 : b->next_key++, 0, &r->mr, NULL);
+        if (frc == 0 && b->mr_endpoint) {
+            frc = fi_mr_bind(r->mr, &d->ep->fid, 0);
+            if (frc == 0)
+                frc = fi_mr_enable(r->mr);
+        }
+        if (frc != 0)
+            rc = torxp_error(frc == -FI_ENOMEM ? TORX_ERR_NOMEM : TORX_ERR_SYS,
+                             "torx: %s: registering %zu bytes at %p failed (provider %s): %s", what,
+                             len, local, d->prov, fi_strerror(-frc));
+    }
+    if (rc != TORX_OK) {
+        if (r && r->mr)
+            fi_close(&r->mr->fid);
+        free(r);
+        torxp_ofi_unlock(d);
+        o->magic = 0;
+        return rc;
+    }
+    r->cookie = b->next_cookie++;
+    r->peer = slot;
+    r->is_put = is_put;
+    r->len = len;
+    r->next = b->ops;
+    b->ops = r;
+    const bulk_req_t q = {.h = {.type = is_put ? TORXP_OFI_SYS_PUT_REQ : TORXP_OFI_SYS_GET_REQ,
+                                .version = TORXP_OFI_WIRE_VERSION,
+                                .round = r->cookie},
+                          .peer_addr = remote,
+                          .len = len,
+                          .buf_addr = b->virt_addr ? (uint64_t)(uintptr_t)local : 0,
+                          .key = fi_mr_key(r->mr)};
+    rc = torxp_ofi_sys_send(d, slot, &q, sizeof q);
+    o->rec = r;
+    torxp_ofi_unlock(d);
+    return rc == TORX_OK ? TORX_OK : rc;
+}
+
+torx_status_t torxp_ofi_bulk_get(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
+                                 const void *remote, void *local, size_t len)
+{
+    return bulk_start(dev, op, peer, (uint64_t)(uintptr_t)remote, local, len, 0);
+}
+
+torx_status_t torxp_ofi_bulk_put(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
+                                 void *remote, const void *local, size_t len)
+{
+    return bulk_start(dev, op, peer, (uint64_t)(uintptr_t)remote, (void *)local, len, 1);
+}
+
+torx_status_t torxp_ofi_bulk_test(torx_pkt_dev_t *dev, torx_bulk_t *op)
+{
+    torxp_ofi_dev_t *d = torxp_ofi_of(dev);
+    bulk_op_t *o = (bulk_op_t *)op;
+    if (!o || o->magic != BULK_MAGIC)
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: torx_bulk_test: op was not started by torx_bulk_get or "
+                           "torx_bulk_put");
+    if (o->finished)
+        return (torx_status_t)o->status;
+    torxp_ofi_lock(d);
+    torxp_ofi_progress(d);
+    bulk_rec_t *r = o->rec;
+    torx_status_t rc = TORX_AGAIN;
+    torxp_ofi_bulk_t *b = d->bulk;
+    int linked = 0;
+    for (bulk_rec_t *p = b->ops; p && !linked; p = p->next)
+        linked = p == r;
+    if (!linked) {
+        rc = torxp_ofi_fail(d, TORX_ERR_INVAL,
+                            "torx_bulk_test: the operation's state was overwritten while it ran");
+    } else if (r->done || dev->failed != TORX_OK) {
+        rc = r->done ? r->status : dev->failed;
+        for (bulk_rec_t **p = &b->ops; *p; p = &(*p)->next)
+            if (*p == r) {
+                *p = r->next;
+                break;
+            }
+        if (r->mr)
+            fi_close(&r->mr->fid);
+        free(r);
+    } else if (++r->tests % BULK_PING_EVERY == 0) {
+        torxp_ofi_ping(d, r->peer);
+    }
+    if (rc != TORX_AGAIN) {
+        o->finished = 1;
+        o->status = rc;
+        o->rec = NULL;
+    }
+    torxp_ofi_unlock(d);
+    return rc;
+}

@@ -1,0 +1,580 @@
+/* The ofi device's collective network and global interrupt, emulated in
+ * software over the endpoint's device-internal messages.
+ *
+ * Tree. A binomial tree over the job's ranks, rooted at rank 0: the parent
+ * of rank v > 0 is v with its lowest set bit cleared, and v's subtree is the
+ * ranks v .. v + lowbit(v) - 1 (all ranks for 0). Its depth is
+ * ceil(log2(ntasks)) and every task sends one message up and forwards one
+ * down per round, so a round costs 2 log2(n) message latencies and no task
+ * handles more than log2(n) + 1 messages.
+ *
+ * Collective network. A round goes up the tree (CN_UP): a task waits for its
+ * own contribution and each child's, combines them and sends one packet to
+ * its parent; rank 0 combines the last and sends the result down (CN_DOWN),
+ * each task keeping a copy and forwarding it to its children. The ALU's
+ * integer operations are associative and commutative (ADD wraps as
+ * two's-complement arithmetic on unsigned lanes), so combining along the
+ * tree gives the very bits the shm device's rank-order combine gives, and
+ * the reproducible double sum (fpsum.c), which runs on these integer
+ * lanes, is bitwise identical on both devices.
+ *
+ * Disagreement. Each upward packet also carries what the error report
+ * needs: its subtree's op and type (those of its lowest rank), the lowest
+ * rank that injected another op or type, and the number of BCAST roots with
+ * the first two of them. Rank 0 then finds exactly the error the shm device
+ * reports for the round, and the result packet carries it down, so every
+ * task reports the same error for the same round and the pipeline stays in
+ * step.
+ *
+ * Pipelining. Up to TORXP_OFI_CN_DEPTH rounds per task are injected and not
+ * yet read; a task further ahead gets TORX_NO_ROOM. Round r's upward state
+ * and its result each live in slot r % DEPTH: a child can send round r + DEPTH
+ * only after it read round r, whose result passed through this task after
+ * this task had sent round r up, so the upward slot is free; and this task
+ * is sent round r + DEPTH's result only after it injected that round, which
+ * needed it to have read round r, so the result slot is free.
+ *
+ * Global interrupt. The same tree: a task whose children have all entered
+ * round k, and which has itself, sends GI_UP(k) to its parent; rank 0 then
+ * sends GI_DOWN(k) down the tree, and a task's round is complete when
+ * GI_DOWN(k) reaches it. Messages between two tasks keep their order and
+ * what a task sent before arming leaves before its GI_UP, so its work is
+ * visible to every task that leaves the round, as the barrier promises.
+ *
+ * Dead peers. While a round waits, every PING_EVERY_S this task probes its
+ * tree neighbours (torxp_ofi_ping); a probe the provider cannot deliver
+ * fails the device with the peer's rank, so a vanished task ends the wait
+ * with an error instead of a hang. */
+#include "ofi.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define TORXP_OFI_CN_DEPTH 4u
+#define CN_NONE UINT32_MAX
+#define CN_MAX_CHILDREN 32
+#define CN_LANES64 (TORX_CN_PACKET_BYTES / 8)
+#define CN_LANES32 (TORX_CN_PACKET_BYTES / 4)
+#define PING_EVERY_S 0.5
+
+/* What a subtree's packet says besides its data. */
+typedef struct cn_meta {
+    uint8_t op, type;         /* of the subtree's lowest rank */
+    uint8_t mis_op, mis_type; /* what rank mis injected */
+    uint32_t mis;             /* lowest rank whose op or type differs; CN_NONE */
+    uint32_t nroots;          /* BCAST: tasks that passed is_root */
+    uint32_t root, root2;     /* the first two of them in rank order; CN_NONE */
+} cn_meta_t;
+
+typedef struct cn_msg {
+    torxp_ofi_sys_t h; /* round = the round; arg = status (CN_DOWN) */
+    cn_meta_t m;
+    unsigned char data[TORX_CN_PACKET_BYTES];
+} cn_msg_t;
+static_assert(sizeof(cn_msg_t) <= TORXP_OFI_SYS_MAX, "a cn packet fits a device message");
+
+typedef struct gi_msg {
+    torxp_ofi_sys_t h; /* round = the barrier round */
+} gi_msg_t;
+
+struct torxp_ofi_cn {
+    int parent;      /* rank, -1 at the root */
+    unsigned nchild; /* children, in rank order */
+    unsigned child[CN_MAX_CHILDREN];
+    uint64_t injected, read, up_next;
+    struct cn_up {
+        uint64_t round; /* the round the slot holds, when own or got */
+        int own;
+        uint32_t got;                     /* bit i: child i's packet is in */
+        cn_meta_t m[CN_MAX_CHILDREN + 1]; /* [0] own, [1 + i] child i */
+        unsigned char data[CN_MAX_CHILDREN + 1][TORX_CN_PACKET_BYTES];
+    } up[TORXP_OFI_CN_DEPTH];
+    struct cn_res {
+        uint64_t round;
+        int ready;
+        cn_msg_t msg;
+    } res[TORXP_OFI_CN_DEPTH];
+    /* global interrupt */
+    uint64_t gi_armed, gi_complete, gi_released, gi_sent_up;
+    uint64_t child_armed[CN_MAX_CHILDREN];
+    double last_ping;
+};
+
+static const char *cn_op_name(unsigned op)
+{
+    static const char *const names[] = {
+        [TORX_CN_ADD] = "ADD",     [TORX_CN_MIN] = "MIN", [TORX_CN_MAX] = "MAX",
+        [TORX_CN_AND] = "AND",     [TORX_CN_OR] = "OR",   [TORX_CN_XOR] = "XOR",
+        [TORX_CN_BCAST] = "BCAST",
+    };
+    return op < TORX_CN_NOPS ? names[op] : "?";
+}
+
+static const char *cn_type_name(unsigned type)
+{
+    static const char *const names[] = {
+        [TORX_CN_S32] = "S32", [TORX_CN_U32] = "U32", [TORX_CN_S64] = "S64", [TORX_CN_U64] = "U64"};
+    return type < TORX_CN_NTYPES ? names[type] : "?";
+}
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- the ALU: lanes through memcpy (the payload may hold anything, at any
+ * alignment); ADD on unsigned lanes wraps like two's complement. --------- */
+
+#define ALU_LOOP(T, S, N)                                                                          \
+    do {                                                                                           \
+        T a[N], v[N];                                                                              \
+        memcpy(a, acc, sizeof a);                                                                  \
+        memcpy(v, src, sizeof v);                                                                  \
+        for (unsigned i = 0; i < N; i++) {                                                         \
+            switch (op) {                                                                          \
+            case TORX_CN_ADD:                                                                      \
+                a[i] += v[i];                                                                      \
+                break;                                                                             \
+            case TORX_CN_MIN:                                                                      \
+                a[i] =                                                                             \
+                    is_signed ? ((S)v[i] < (S)a[i] ? v[i] : a[i]) : (v[i] < a[i] ? v[i] : a[i]);   \
+                break;                                                                             \
+            case TORX_CN_MAX:                                                                      \
+                a[i] =                                                                             \
+                    is_signed ? ((S)v[i] > (S)a[i] ? v[i] : a[i]) : (v[i] > a[i] ? v[i] : a[i]);   \
+                break;                                                                             \
+            case TORX_CN_AND:                                                                      \
+                a[i] &= v[i];                                                                      \
+                break;                                                                             \
+            case TORX_CN_OR:                                                                       \
+                a[i] |= v[i];                                                                      \
+                break;                                                                             \
+            case TORX_CN_XOR:                                                                      \
+                a[i] ^= v[i];                                                                      \
+                break;                                                                             \
+            }                                                                                      \
+        }                                                                                          \
+        memcpy(acc, a, sizeof a);                                                                  \
+    } while (0)
+
+static void alu(unsigned op, unsigned type, unsigned char *acc, const unsigned char *src)
+{
+    const int is_signed = type == TORX_CN_S32 || type == TORX_CN_S64;
+    if (type == TORX_CN_S64 || type == TORX_CN_U64)
+        ALU_LOOP(uint64_t, int64_t, CN_LANES64);
+    else
+        ALU_LOOP(uint32_t, int32_t, CN_LANES32);
+}
+
+/* ---- tree ------------------------------------------------------------------ */
+
+static unsigned slot_of(const torxp_ofi_dev_t *d, int rank)
+{
+    return d->rank_slot[rank];
+}
+
+static void ping_neighbours(torxp_ofi_dev_t *d)
+{
+    torxp_ofi_cn_t *c = d->cn;
+    const double now = mono_s();
+    if (now - c->last_ping < PING_EVERY_S)
+        return;
+    c->last_ping = now;
+    torxp_log(&d->base, 3,
+              "cn wait: injected %llu read %llu up_next %llu; up own %d%d%d%d got %x %x %x %x; "
+              "res %d%d%d%d; gi armed %llu released %llu",
+              (unsigned long long)c->injected, (unsigned long long)c->read,
+              (unsigned long long)c->up_next, c->up[0].own, c->up[1].own, c->up[2].own,
+              c->up[3].own, c->up[0].got, c->up[1].got, c->up[2].got, c->up[3].got, c->res[0].ready,
+              c->res[1].ready, c->res[2].ready, c->res[3].ready, (unsigned long long)c->gi_armed,
+              (unsigned long long)c->gi_released);
+    if (c->parent >= 0)
+        torxp_ofi_ping(d, slot_of(d, c->parent));
+    for (unsigned i = 0; i < c->nchild; i++)
+        torxp_ofi_ping(d, slot_of(d, (int)c->child[i]));
+}
+
+torx_status_t torxp_ofi_cn_setup(torxp_ofi_dev_t *d)
+{
+    torxp_ofi_cn_t *c = torxp_calloc(1, sizeof *c);
+    if (!c)
+        return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the collective network");
+    const unsigned v = (unsigned)d->base.rank, n = (unsigned)d->base.size;
+    c->parent = v ? (int)(v & (v - 1)) : -1;
+    const unsigned low = v ? (v & -v) : 0;
+    for (unsigned bit = 1; (v == 0 || bit < low) && v + bit < n && bit; bit <<= 1)
+        c->child[c->nchild++] = v + bit;
+    c->last_ping = mono_s();
+    d->cn = c;
+    return TORX_OK;
+}
+
+void torxp_ofi_cn_fini(torxp_ofi_dev_t *d)
+{
+    free(d->cn);
+    d->cn = NULL;
+}
+
+/* Combines slot u (own packet and every child's, children in rank order)
+ * into out. */
+static void combine(const torxp_ofi_dev_t *d, struct cn_up *u, cn_msg_t *out)
+{
+    const torxp_ofi_cn_t *c = d->cn;
+    cn_meta_t m = u->m[0];
+    memcpy(out->data, u->data[0], TORX_CN_PACKET_BYTES);
+    for (unsigned i = 0; i < c->nchild; i++) {
+        const cn_meta_t *cm = &u->m[1 + i];
+        const int same = cm->op == m.op && cm->type == m.type;
+        uint32_t cand = cm->mis;
+        uint8_t cop = cm->mis_op, ctype = cm->mis_type;
+        if (!same) {
+            cand = c->child[i];
+            cop = cm->op;
+            ctype = cm->type;
+        }
+        if (cand < m.mis) {
+            m.mis = cand;
+            m.mis_op = cop;
+            m.mis_type = ctype;
+        }
+        if (m.op == TORX_CN_BCAST) {
+            /* Children come in rank order and hold higher ranks than this
+             * task: the first subtree with a root holds the lowest one. */
+            if (cm->nroots && m.nroots == 0)
+                memcpy(out->data, u->data[1 + i], TORX_CN_PACKET_BYTES);
+            const uint32_t r[4] = {m.root, m.root2, cm->root, cm->root2};
+            uint32_t a = CN_NONE, b = CN_NONE;
+            for (int k = 0; k < 4; k++) {
+                if (r[k] < a) {
+                    b = a;
+                    a = r[k];
+                } else if (r[k] < b && r[k] != a) {
+                    b = r[k];
+                }
+            }
+            m.root = a;
+            m.root2 = b;
+            m.nroots += cm->nroots;
+        } else if (same) {
+            alu(m.op, m.type, out->data, u->data[1 + i]);
+        }
+    }
+    out->m = m;
+}
+
+/* The status of a round that reached rank 0 with meta m, as the shm device
+ * reports it. */
+static torx_status_t round_status(const cn_meta_t *m)
+{
+    if (m->mis != CN_NONE || (m->op == TORX_CN_BCAST && m->nroots != 1))
+        return TORX_ERR_PROTO;
+    return TORX_OK;
+}
+
+static torx_status_t round_error(const cn_msg_t *msg)
+{
+    const cn_meta_t *m = &msg->m;
+    const unsigned long long r = (unsigned long long)msg->h.round;
+    if (m->mis != CN_NONE)
+        return torxp_error(TORX_ERR_PROTO,
+                           "torx: collective network round %llu: task 0 injected %s/%s but "
+                           "task %u injected %s/%s (every task must use the same op and "
+                           "type in the same round)",
+                           r, cn_op_name(m->op), cn_type_name(m->type), m->mis,
+                           cn_op_name(m->mis_op), cn_type_name(m->mis_type));
+    if (m->nroots == 0)
+        return torxp_error(TORX_ERR_PROTO,
+                           "torx: collective network round %llu: BCAST/%s with no root "
+                           "(exactly one task must pass is_root)",
+                           r, cn_type_name(m->type));
+    return torxp_error(TORX_ERR_PROTO,
+                       "torx: collective network round %llu: BCAST/%s with %u roots, "
+                       "tasks %u and %u among them (exactly one task must pass is_root)",
+                       r, cn_type_name(m->type), m->nroots, m->root, m->root2);
+}
+
+/* Keeps a round's result and passes it down. */
+static void deliver_down(torxp_ofi_dev_t *d, const cn_msg_t *msg)
+{
+    torxp_ofi_cn_t *c = d->cn;
+    struct cn_res *res = &c->res[msg->h.round % TORXP_OFI_CN_DEPTH];
+    res->round = msg->h.round;
+    res->ready = 1;
+    res->msg = *msg;
+    for (unsigned i = 0; i < c->nchild; i++)
+        torxp_ofi_sys_send(d, slot_of(d, (int)c->child[i]), msg, sizeof *msg);
+}
+
+/* Sends up (or, at the root, down) every round whose packets are all in. */
+static void cn_advance(torxp_ofi_dev_t *d)
+{
+    torxp_ofi_cn_t *c = d->cn;
+    const uint32_t all = c->nchild ? (uint32_t)((1ULL << c->nchild) - 1) : 0;
+    for (;;) {
+        struct cn_up *u = &c->up[c->up_next % TORXP_OFI_CN_DEPTH];
+        if (!u->own || u->got != all || u->round != c->up_next)
+            return;
+        cn_msg_t out = {.h = {.version = TORXP_OFI_WIRE_VERSION, .round = c->up_next}};
+        combine(d, u, &out);
+        u->own = 0;
+        u->got = 0;
+        c->up_next++;
+        if (c->parent >= 0) {
+            out.h.type = TORXP_OFI_SYS_CN_UP;
+            torxp_ofi_sys_send(d, slot_of(d, c->parent), &out, sizeof out);
+        } else {
+            out.h.type = TORXP_OFI_SYS_CN_DOWN;
+            out.h.arg = (uint32_t)round_status(&out.m);
+            deliver_down(d, &out);
+        }
+    }
+}
+
+/* The upward slot for round r, claimed for it; NULL when it holds another
+ * round (a protocol error). */
+static struct cn_up *up_slot(torxp_ofi_cn_t *c, uint64_t r)
+{
+    struct cn_up *u = &c->up[r % TORXP_OFI_CN_DEPTH];
+    if (u->own || u->got)
+        return u->round == r ? u : NULL;
+    u->round = r;
+    return u;
+}
+
+static void __attribute__((cold))
+bad_msg(torxp_ofi_dev_t *d, unsigned src, const char *why, unsigned type, unsigned long long round)
+{
+    d->base.malformed++;
+    torxp_error(TORX_ERR_PROTO,
+                "torx: protocol error: collective message (type %u, round %llu) from slot %u: "
+                "%s; dropped",
+                type, round, src, why);
+    torxp_log(&d->base, 0, "%s", torx_last_error() + sizeof "torx: " - 1);
+}
+
+static void gi_advance(torxp_ofi_dev_t *d);
+
+void torxp_ofi_cn_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sys_t *m, size_t len)
+{
+    torxp_ofi_cn_t *c = d->cn;
+    const int from = d->slot_rank[src];
+    int child = -1;
+    for (unsigned i = 0; i < c->nchild; i++)
+        if ((int)c->child[i] == from)
+            child = (int)i;
+    const int up = m->type == TORXP_OFI_SYS_CN_UP || m->type == TORXP_OFI_SYS_GI_UP;
+    const int is_cn = m->type == TORXP_OFI_SYS_CN_UP || m->type == TORXP_OFI_SYS_CN_DOWN;
+    if (up ? child < 0 : from != c->parent || c->parent < 0)
+        return bad_msg(d, src, up ? "not a child of this task" : "not this task's parent", m->type,
+                       (unsigned long long)m->round);
+    if (len != (is_cn ? sizeof(cn_msg_t) : sizeof(gi_msg_t)))
+        return bad_msg(d, src, "wrong length", m->type, (unsigned long long)m->round);
+
+    switch (m->type) {
+    case TORXP_OFI_SYS_CN_UP: {
+        const cn_msg_t *msg = (const cn_msg_t *)m;
+        struct cn_up *u =
+            msg->h.round >= c->up_next && msg->h.round < c->up_next + TORXP_OFI_CN_DEPTH
+                ? up_slot(c, msg->h.round)
+                : NULL;
+        if (!u || (u->got & (1u << child)))
+            return bad_msg(d, src, "round out of the pipeline or sent twice", m->type,
+                           (unsigned long long)m->round);
+        u->m[1 + child] = msg->m;
+        memcpy(u->data[1 + child], msg->data, TORX_CN_PACKET_BYTES);
+        u->got |= 1u << child;
+        cn_advance(d);
+        break;
+    }
+    case TORXP_OFI_SYS_CN_DOWN: {
+        const cn_msg_t *msg = (const cn_msg_t *)m;
+        const struct cn_res *res = &c->res[msg->h.round % TORXP_OFI_CN_DEPTH];
+        if (msg->h.round < c->read || msg->h.round >= c->injected || res->ready)
+            return bad_msg(d, src, "result of a round this task has no room for", m->type,
+                           (unsigned long long)m->round);
+        deliver_down(d, msg);
+        break;
+    }
+    case TORXP_OFI_SYS_GI_UP:
+        if (m->round != c->child_armed[child] + 1)
+            return bad_msg(d, src, "barrier round out of order", m->type,
+                           (unsigned long long)m->round);
+        c->child_armed[child] = m->round;
+        gi_advance(d);
+        break;
+    case TORXP_OFI_SYS_GI_DOWN:
+        if (m->round != c->gi_released + 1 || m->round > c->gi_armed)
+            return bad_msg(d, src, "barrier release out of order", m->type,
+                           (unsigned long long)m->round);
+        c->gi_released = m->round;
+        for (unsigned i = 0; i < c->nchild; i++)
+            torxp_ofi_sys_send(d, slot_of(d, (int)c->child[i]), m, sizeof(gi_msg_t));
+        break;
+    }
+}
+
+/* ---- collective network ---------------------------------------------------------- */
+
+torx_status_t torxp_ofi_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_type_t type,
+                                  int is_root, const void *data)
+{
+    torxp_ofi_dev_t *d = torxp_ofi_of(dev);
+    if (TORXP_UNLIKELY((unsigned)op >= TORX_CN_NOPS))
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_cn_inject: op %d is not a torx_cn_op_t",
+                           (int)op);
+    if (TORXP_UNLIKELY((unsigned)type >= TORX_CN_NTYPES))
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_cn_inject: type %d is not a torx_cn_type_t",
+                           (int)type);
+    const int root = op == TORX_CN_BCAST && is_root;
+    const int has_data = op != TORX_CN_BCAST || root;
+    if (TORXP_UNLIKELY(has_data && data == NULL))
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_cn_inject: %s%s with data == NULL",
+                           cn_op_name(op), root ? " root" : "");
+
+    torxp_ofi_lock(d);
+    torxp_ofi_cn_t *c = d->cn;
+    torx_status_t rc = dev->failed;
+    if (rc != TORX_OK)
+        goto out;
+    const uint64_t r = c->injected;
+    if (r >= c->read + TORXP_OFI_CN_DEPTH) {
+        rc = TORX_NO_ROOM; /* as many rounds ahead of our reads as the pipeline holds */
+        goto out;
+    }
+    struct cn_up *u = up_slot(c, r);
+    if (!u) { /* cannot happen: the pipeline argument at the top */
+        rc = torxp_ofi_fail(d, TORX_ERR_PROTO, "collective network slot of round %llu is busy",
+                            (unsigned long long)r);
+        goto out;
+    }
+    const unsigned me = (unsigned)dev->rank;
+    u->m[0] = (cn_meta_t){.op = (uint8_t)op,
+                          .type = (uint8_t)type,
+                          .mis = CN_NONE,
+                          .nroots = (uint32_t)root,
+                          .root = root ? me : CN_NONE,
+                          .root2 = CN_NONE};
+    if (has_data)
+        memcpy(u->data[0], data, TORX_CN_PACKET_BYTES);
+    else
+        memset(u->data[0], 0, TORX_CN_PACKET_BYTES);
+    u->own = 1;
+    c->injected = r + 1;
+    cn_advance(d);
+    torxp_ofi_progress(d);
+out:
+    torxp_ofi_unlock(d);
+    return rc;
+}
+
+torx_status_t torxp_ofi_cn_read(torx_pkt_dev_t *dev, void *result)
+{
+    torxp_ofi_dev_t *d = torxp_ofi_of(dev);
+    torxp_ofi_lock(d);
+    torxp_ofi_cn_t *c = d->cn;
+    const uint64_t r = c->read;
+    torx_status_t rc;
+    if (TORXP_UNLIKELY(r == c->injected)) {
+        rc = torxp_error(TORX_ERR_INVAL,
+                         "torx: torx_cn_read: task %d has no unread collective round "
+                         "(%llu injected, all read); inject before reading",
+                         dev->rank, (unsigned long long)c->injected);
+        goto out;
+    }
+    if (TORXP_UNLIKELY(result == NULL)) {
+        rc = torxp_error(TORX_ERR_INVAL, "torx: torx_cn_read: result == NULL");
+        goto out;
+    }
+    struct cn_res *res = &c->res[r % TORXP_OFI_CN_DEPTH];
+    if (!res->ready || res->round != r)
+        torxp_ofi_progress(d);
+    if (!res->ready || res->round != r) {
+        rc = dev->failed != TORX_OK ? dev->failed : TORX_AGAIN;
+        if (rc == TORX_AGAIN)
+            ping_neighbours(d);
+        goto out;
+    }
+    memcpy(result, res->msg.data, TORX_CN_PACKET_BYTES);
+    rc = res->msg.h.arg == TORX_OK ? TORX_OK : round_error(&res->msg);
+    res->ready = 0;
+    c->read = r + 1;
+out:
+    torxp_ofi_unlock(d);
+    return rc;
+}
+
+/* ---- global interrupt ---------------------------------------------------------------- */
+
+static void gi_advance(torxp_ofi_dev_t *d)
+{
+    torxp_ofi_cn_t *c = d->cn;
+    const uint64_t k = c->gi_armed;
+    if (c->gi_sent_up >= k)
+        return;
+    for (unsigned i = 0; i < c->nchild; i++)
+        if (c->child_armed[i] < k)
+            return;
+    c->gi_sent_up = k;
+    const gi_msg_t m = {.h = {.version = TORXP_OFI_WIRE_VERSION, .round = k}};
+    gi_msg_t out = m;
+    if (c->parent >= 0) {
+        out.h.type = TORXP_OFI_SYS_GI_UP;
+        torxp_ofi_sys_send(d, slot_of(d, c->parent), &out, sizeof out);
+    } else {
+        c->gi_released = k;
+        out.h.type = TORXP_OFI_SYS_GI_DOWN;
+        for (unsigned i = 0; i < c->nchild; i++)
+            torxp_ofi_sys_send(d, slot_of(d, (int)c->child[i]), &out, sizeof out);
+    }
+}
+
+torx_status_t torxp_ofi_gi_arm(torx_pkt_dev_t *dev)
+{
+    torxp_ofi_dev_t *d = torxp_ofi_of(dev);
+    torxp_ofi_lock(d);
+    torxp_ofi_cn_t *c = d->cn;
+    const uint64_t k = c->gi_armed;
+    torx_status_t rc = TORX_OK;
+    if (TORXP_UNLIKELY(c->gi_complete != k)) {
+        rc = torxp_error(TORX_ERR_INVAL,
+                         "torx: torx_gi_arm: task %d armed barrier round %llu twice; poll "
+                         "round %llu to completion (torx_gi_poll == TORX_OK) first",
+                         dev->rank, (unsigned long long)k + 1, (unsigned long long)k);
+    } else {
+        c->gi_armed = k + 1;
+        gi_advance(d);
+        torxp_ofi_progress(d);
+    }
+    torxp_ofi_unlock(d);
+    return rc;
+}
+
+torx_status_t torxp_ofi_gi_poll(torx_pkt_dev_t *dev)
+{
+    torxp_ofi_dev_t *d = torxp_ofi_of(dev);
+    torxp_ofi_lock(d);
+    torxp_ofi_cn_t *c = d->cn;
+    const uint64_t k = c->gi_armed;
+    torx_status_t rc = TORX_OK;
+    if (TORXP_UNLIKELY(k == 0)) {
+        rc = torxp_error(TORX_ERR_INVAL,
+                         "torx: torx_gi_poll: task %d has not armed a barrier round "
+                         "(call torx_gi_arm first)",
+                         dev->rank);
+    } else if (c->gi_complete != k) {
+        if (c->gi_released < k)
+            torxp_ofi_progress(d);
+        if (c->gi_released >= k) {
+            c->gi_complete = k;
+        } else {
+            rc = dev->failed != TORX_OK ? dev->failed : TORX_AGAIN;
+            if (rc == TORX_AGAIN)
+                ping_neighbours(d);
+        }
+    }
+    torxp_ofi_unlock(d);
+    return rc;
+}

@@ -1,0 +1,635 @@
+/* The ofi device's life cycle: which provider and interface, the fabric,
+ * domain, endpoint, queues and address vector, the address exchange over
+ * the job's bootstrap, and the ops table.
+ *
+ * Provider choice. TORX_OFI_PROVIDER names one (as libfabric spells it,
+ * e.g. "tcp;ofi_rxm"); unset or "auto" tries, in order, the ones Debian's
+ * libfabric offers without RDMA hardware: tcp;ofi_rxm, udp;ofi_rxd,
+ * sockets, net. TORX_OFI_IFACE keeps the provider to one network interface
+ * (its domain, for the socket-based providers). A provider that lacks
+ * something torx needs is a start-up error that names the provider and the
+ * missing capability, found by asking libfabric first for the provider
+ * alone and then for each need in turn.
+ *
+ * Address exchange. Each task enables its endpoint, reads its address
+ * (fi_getname) and contributes it, with its coordinate, to one allgather
+ * over the bootstrap (the fork bootstrap's pipes on one host, PMI's key
+ * space under hydra). Every task then inserts all addresses into an
+ * FI_AV_TABLE in rank order, and keeps a table from torus slot to
+ * fi_addr_t. A second allgather is the start-up vote, as on shm: one task's
+ * failure fails all of them rather than leaving them talking to a task that
+ * is not there. */
+#include "ofi.h"
+
+#include <errno.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#define OFI_ADDR_MAX 64
+#define OFI_PROV_MAX 32
+
+/* Tried in this order when TORX_OFI_PROVIDER is unset or "auto". */
+static const char *const auto_providers[] = {"tcp;ofi_rxm", "udp;ofi_rxd", "sockets", "net", NULL};
+
+/* The endpoint's needs, each with the words of the error when missing. */
+#define OFI_CAPS (FI_TAGGED | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
+#define OFI_MR_MODES (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT)
+
+/* ---- Environment ---------------------------------------------------------- */
+
+typedef struct ofi_env {
+    char provider[OFI_PROV_MAX]; /* "" = auto */
+    char iface[IF_NAMESIZE];     /* "" = any */
+    long tx_pool;
+} ofi_env_t;
+
+/* Reads a word made of the characters in allowed, at most max - 1 long. */
+static torx_status_t env_word(const char *name, const char *allowed, size_t max, const char *what,
+                              char *out)
+{
+    const char *s = getenv(name);
+    out[0] = '\0';
+    if (!s || !*s)
+        return TORX_OK;
+    const size_t n = strlen(s);
+    if (n >= max || strspn(s, allowed) != n)
+        return torxp_error(TORX_ERR_ENV, "torx: %s='%s' is not %s (at most %zu characters)", name,
+                           s, what, max - 1);
+    memcpy(out, s, n + 1);
+    return TORX_OK;
+}
+
+static torx_status_t ofi_env_read(ofi_env_t *e)
+{
+    static const char prov_chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                     "0123456789_;-";
+    static const char iface_chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                      "0123456789_.:-@";
+    torx_status_t rc =
+        env_word("TORX_OFI_PROVIDER", prov_chars, sizeof e->provider,
+                 "a libfabric provider name such as tcp;ofi_rxm or auto", e->provider);
+    if (rc != TORX_OK)
+        return rc;
+    const char *p = e->provider;
+    if (p[0] == ';' || (*p && p[strlen(p) - 1] == ';') || strstr(p, ";;"))
+        return torxp_error(TORX_ERR_ENV,
+                           "torx: TORX_OFI_PROVIDER='%s' has an empty component (expected a "
+                           "provider name such as tcp;ofi_rxm, or auto)",
+                           p);
+    if (!strcmp(p, "auto"))
+        e->provider[0] = '\0';
+    if ((rc = env_word("TORX_OFI_IFACE", iface_chars, sizeof e->iface, "a network interface name",
+                       e->iface)) != TORX_OK)
+        return rc;
+    if (e->iface[0] && if_nametoindex(e->iface) == 0)
+        return torxp_error(TORX_ERR_ENV,
+                           "torx: TORX_OFI_IFACE='%s': this host has no such network interface "
+                           "(see ip link)",
+                           e->iface);
+    return torx_env_int("TORX_OFI_TX_PACKETS", 1, 65536, 256, &e->tx_pool);
+}
+
+/* ---- Provider choice ---------------------------------------------------------- */
+
+/* Whether info sits on iface (socket providers name their domain after the
+ * interface; others, like shm, have no interface and always match). */
+static int on_iface(const struct fi_info *info, const char *iface)
+{
+    if (!iface[0])
+        return 1;
+    const uint32_t f = info->addr_format;
+    if (f != FI_SOCKADDR && f != FI_SOCKADDR_IN && f != FI_SOCKADDR_IN6)
+        return 1;
+    return info->domain_attr && info->domain_attr->name && !strcmp(info->domain_attr->name, iface);
+}
+
+static struct fi_info *base_hints(const char *prov)
+{
+    struct fi_info *h = fi_allocinfo();
+    if (!h)
+        return NULL;
+    h->fabric_attr->prov_name = strdup(prov);
+    if (!h->fabric_attr->prov_name) {
+        fi_freeinfo(h);
+        return NULL;
+    }
+    return h;
+}
+
+/* The first info of list on iface, detached from the list (the caller frees
+ * it); NULL when none. */
+static struct fi_info *take_on_iface(struct fi_info *list, const char *iface)
+{
+    for (struct fi_info *p = list; p; p = p->next) {
+        if (!on_iface(p, iface))
+            continue;
+        struct fi_info *one = fi_dupinfo(p);
+        return one;
+    }
+    return NULL;
+}
+
+/* Why prov cannot carry the device: the first of torx's needs that the
+ * provider's own description (asked with nothing but its name) lacks. */
+const char *torxp_ofi_missing_need(const struct fi_info *list, const char *iface)
+{
+    const struct fi_info *rdm = NULL;
+    for (const struct fi_info *p = list; p && !rdm; p = p->next)
+        if (on_iface(p, iface) && p->ep_attr->type == FI_EP_RDM)
+            rdm = p;
+    if (!rdm)
+        return "FI_EP_RDM (reliable unconnected endpoints)";
+    if (!(rdm->caps & FI_TAGGED))
+        return "FI_TAGGED (tagged messages)";
+    if ((rdm->caps & (FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)) !=
+        (FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE))
+        return "FI_RMA with FI_READ, FI_WRITE, FI_REMOTE_READ and FI_REMOTE_WRITE (bulk "
+               "transfers)";
+    if (!(rdm->tx_attr->msg_order & FI_ORDER_SAS))
+        return "FI_ORDER_SAS (send-after-send order, which keeps deterministic packets in "
+               "order)";
+    if (rdm->domain_attr->threading != FI_THREAD_SAFE &&
+        rdm->domain_attr->threading != FI_THREAD_UNSPEC)
+        return "FI_THREAD_SAFE";
+    if (rdm->domain_attr->mr_mode & ~(OFI_MR_MODES | FI_MR_BASIC | FI_MR_SCALABLE))
+        return "memory registration without FI_MR_LOCAL or FI_MR_RAW (the device registers only "
+               "the memory of bulk transfers)";
+    if (rdm->mode & ~(uint64_t)FI_BUFFERED_RECV)
+        return "operation without FI_CONTEXT/FI_MSG_PREFIX modes";
+    return "a combination of the above";
+}
+
+/* Finds prov on iface with everything torx needs: TORX_OK and *out, or
+ * an error that names what is missing. */
+static torx_status_t try_provider(const char *prov, const char *iface, struct fi_info **out)
+{
+    *out = NULL;
+    struct fi_info *h = base_hints(prov), *list = NULL;
+    if (!h)
+        return torxp_error(TORX_ERR_NOMEM, "torx: out of memory asking libfabric for %s", prov);
+    int rc = fi_getinfo(TORXP_OFI_API, NULL, NULL, 0, h, &list);
+    if (rc != 0) {
+        fi_freeinfo(h);
+        return torxp_error(TORX_ERR_UNSUPPORTED,
+                           "torx: ofi device: libfabric has no provider %s on this host (%s)", prov,
+                           fi_strerror(-rc));
+    }
+    int any_iface = 0;
+    for (struct fi_info *p = list; p && !any_iface; p = p->next)
+        any_iface = on_iface(p, iface);
+    if (!any_iface) {
+        fi_freeinfo(list);
+        fi_freeinfo(h);
+        return torxp_error(TORX_ERR_UNSUPPORTED,
+                           "torx: ofi device: provider %s offers nothing on interface %s "
+                           "(TORX_OFI_IFACE)",
+                           prov, iface);
+    }
+
+    h->ep_attr->type = FI_EP_RDM;
+    h->caps = OFI_CAPS;
+    h->mode = 0; /* no modes: contexts and buffers stay ours */
+    h->tx_attr->msg_order = FI_ORDER_SAS;
+    h->rx_attr->msg_order = FI_ORDER_SAS;
+    h->domain_attr->threading = FI_THREAD_SAFE;
+    h->domain_attr->mr_mode = OFI_MR_MODES;
+    h->domain_attr->av_type = FI_AV_TABLE;
+    struct fi_info *full = NULL;
+    rc = fi_getinfo(TORXP_OFI_API, NULL, NULL, 0, h, &full);
+    fi_freeinfo(h);
+    struct fi_info *one = rc == 0 ? take_on_iface(full, iface) : NULL;
+    if (full)
+        fi_freeinfo(full);
+    if (!one) {
+        const char *why = torxp_ofi_missing_need(list, iface);
+        fi_freeinfo(list);
+        return torxp_error(TORX_ERR_UNSUPPORTED,
+                           "torx: ofi device: provider %s lacks %s, which torx needs; pick "
+                           "another with TORX_OFI_PROVIDER (e.g. tcp;ofi_rxm)",
+                           prov, why);
+    }
+    fi_freeinfo(list);
+    *out = one;
+    return TORX_OK;
+}
+
+static torx_status_t choose_provider(const torx_pkt_dev_t *dev, const ofi_env_t *e,
+                                     struct fi_info **out)
+{
+    if (e->provider[0])
+        return try_provider(e->provider, e->iface, out);
+    char tried[512] = "";
+    size_t used = 0;
+    for (int k = 0; auto_providers[k]; k++) {
+        if (try_provider(auto_providers[k], e->iface, out) == TORX_OK)
+            return TORX_OK;
+        torxp_log(dev, 1, "ofi: %s", torx_last_error() + sizeof "torx: " - 1);
+        const int n =
+            snprintf(tried + used, sizeof tried - used, "%s%s", k ? ", " : "", auto_providers[k]);
+        if (n > 0 && (size_t)n < sizeof tried - used)
+            used += (size_t)n;
+    }
+    return torxp_error(TORX_ERR_UNSUPPORTED,
+                       "torx: ofi device: none of the providers %s works%s%s (TORX_VERBOSE=1 "
+                       "says why); name one with TORX_OFI_PROVIDER",
+                       tried, e->iface[0] ? " on interface " : "", e->iface);
+}
+
+/* ---- Objects ------------------------------------------------------------------- */
+
+static torx_status_t fi_err(const char *call, const char *prov, int rc)
+{
+    return torxp_error(TORX_ERR_SYS, "torx: ofi device: %s failed (provider %s): %s", call, prov,
+                       fi_strerror(-rc));
+}
+
+static torx_status_t open_cq(torxp_ofi_dev_t *d, enum fi_cq_format format, size_t size,
+                             struct fid_cq **cq, int *fd)
+{
+    struct fi_cq_attr attr = {.size = size, .format = format, .wait_obj = FI_WAIT_FD};
+    *fd = -1;
+    int rc = fi_cq_open(d->domain, &attr, cq, NULL);
+    if (rc == 0 && fi_control(&(*cq)->fid, FI_GETWAIT, fd) != 0)
+        *fd = -1;
+    if (rc != 0) { /* no wait descriptors: the doorbell sleeps in slices */
+        attr.wait_obj = FI_WAIT_NONE;
+        rc = fi_cq_open(d->domain, &attr, cq, NULL);
+    }
+    return rc ? fi_err("fi_cq_open", d->prov, rc) : TORX_OK;
+}
+
+static torx_status_t open_endpoint(torxp_ofi_dev_t *d, unsigned ntasks)
+{
+    int rc;
+    if ((rc = fi_fabric(d->info->fabric_attr, &d->fabric, NULL)) != 0)
+        return fi_err("fi_fabric", d->prov, rc);
+    if ((rc = fi_domain(d->fabric, d->info, &d->domain, NULL)) != 0)
+        return fi_err("fi_domain", d->prov, rc);
+    const size_t qsize = d->info->rx_attr->size > 1024 ? d->info->rx_attr->size : 1024;
+    torx_status_t st = open_cq(d, FI_CQ_FORMAT_CONTEXT, qsize, &d->txcq, &d->txcq_fd);
+    if (st == TORX_OK)
+        st = open_cq(d, FI_CQ_FORMAT_TAGGED, qsize, &d->rxcq, &d->rxcq_fd);
+    if (st != TORX_OK)
+        return st;
+    struct fi_av_attr av = {.type = FI_AV_TABLE, .count = ntasks};
+    if ((rc = fi_av_open(d->domain, &av, &d->av, NULL)) != 0)
+        return fi_err("fi_av_open", d->prov, rc);
+    if ((rc = fi_endpoint(d->domain, d->info, &d->ep, NULL)) != 0)
+        return fi_err("fi_endpoint", d->prov, rc);
+    if ((rc = fi_ep_bind(d->ep, &d->av->fid, 0)) != 0 ||
+        (rc = fi_ep_bind(d->ep, &d->txcq->fid, FI_TRANSMIT)) != 0 ||
+        (rc = fi_ep_bind(d->ep, &d->rxcq->fid, FI_RECV)) != 0)
+        return fi_err("fi_ep_bind", d->prov, rc);
+    if ((rc = fi_enable(d->ep)) != 0)
+        return fi_err("fi_enable", d->prov, rc);
+    d->inject_size = d->info->tx_attr->inject_size;
+    if (d->inject_size > TORX_PKT_MAX_BYTES)
+        d->inject_size = TORX_PKT_MAX_BYTES;
+    if ((d->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+        return torxp_error(TORX_ERR_SYS, "torx: ofi device: eventfd: %s", strerror(errno));
+    return TORX_OK;
+}
+
+/* ---- Stage: none in this device (phase 1). The message layer then sends
+ * mid-size messages eagerly (torx_stage_max 0 turns staging off). -------- */
+
+static size_t ofi_stage_max(const torx_pkt_dev_t *dev)
+{
+    (void)dev;
+    return 0;
+}
+
+static torx_status_t ofi_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const void *data,
+                                   size_t len, torx_stage_ref_t *ref)
+{
+    (void)dev;
+    (void)data;
+    (void)ref;
+    return torxp_error(TORX_ERR_INVAL,
+                       "torx: torx_stage_put: %zu bytes to (%u,%u,%u,%u): the ofi device has no "
+                       "staging area",
+                       len, dest.x, dest.y, dest.z, dest.t);
+}
+
+static const void *ofi_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref)
+{
+    (void)dev;
+    (void)src;
+    (void)ref;
+    return NULL;
+}
+
+static void ofi_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref)
+{
+    (void)dev;
+    (void)src;
+    (void)ref;
+}
+
+static void ofi_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t ref)
+{
+    (void)dev;
+    (void)dest;
+    (void)ref;
+}
+
+/* ---- Close and the ops table ------------------------------------------------------ */
+
+static void close_fid(struct fid *f)
+{
+    if (f)
+        fi_close(f);
+}
+
+static void ofi_close(torx_pkt_dev_t *dev)
+{
+    torxp_ofi_dev_t *d = torxp_ofi_of(dev);
+    if (d->ep) {
+        /* Let what is queued leave: a provider that progresses manually may
+         * still hold the last packets or barrier messages a peer waits for. */
+        d->closing = 1;
+        torxp_ofi_flush(d, 2.0);
+    }
+    torxp_ofi_bulk_fini(d);
+    torxp_ofi_cn_fini(d);
+    close_fid(d->ep ? &d->ep->fid : NULL);
+    close_fid(d->av ? &d->av->fid : NULL);
+    close_fid(d->txcq ? &d->txcq->fid : NULL);
+    close_fid(d->rxcq ? &d->rxcq->fid : NULL);
+    close_fid(d->domain ? &d->domain->fid : NULL);
+    close_fid(d->fabric ? &d->fabric->fid : NULL);
+    torxp_ofi_torus_fini(d);
+    if (d->wake_fd >= 0)
+        close(d->wake_fd);
+    if (d->info)
+        fi_freeinfo(d->info);
+    free(d->slot_rank);
+    free(d->rank_slot);
+    free(d->slot_addr);
+    free(d->heard);
+    pthread_mutex_destroy(&d->lock);
+    free(d);
+}
+
+static const torxp_dev_ops_t ofi_ops = {
+    .name = "ofi",
+    .inject = torxp_ofi_inject,
+    .poll = torxp_ofi_poll,
+    .peek = torxp_ofi_peek,
+    .consume = torxp_ofi_consume,
+    .room = torxp_ofi_room,
+    .wait = torxp_ofi_wait,
+    .wake = torxp_ofi_wake,
+    .cn_inject = torxp_ofi_cn_inject,
+    .cn_read = torxp_ofi_cn_read,
+    .gi_arm = torxp_ofi_gi_arm,
+    .gi_poll = torxp_ofi_gi_poll,
+    .bulk_get = torxp_ofi_bulk_get,
+    .bulk_put = torxp_ofi_bulk_put,
+    .bulk_test = torxp_ofi_bulk_test,
+    .bulk_path = torxp_ofi_bulk_path,
+    .stage_max = ofi_stage_max,
+    .stage_put = ofi_stage_put,
+    .stage_data = ofi_stage_data,
+    .stage_release = ofi_stage_release,
+    .stage_unput = ofi_stage_unput,
+    .close = ofi_close,
+};
+
+/* ---- Connecting ----------------------------------------------------------------- */
+
+/* Connects to every task before the job starts. A reception FIFO takes
+ * packets whether or not its owner is polling; a provider that progresses
+ * manually and connects on first use (tcp;ofi_rxm) cannot accept a packet
+ * from a new peer until that peer's owner progresses, so a sender would
+ * see TORX_NO_ROOM toward a task with an empty FIFO. Every task therefore
+ * sends a PING to every task (itself included) and progresses until it has
+ * heard from all and its own have left: then each pair's connection
+ * exists, in both directions, while everyone is still progressing. */
+#define CONNECT_TIMEOUT_S 60.0
+
+static torx_status_t connect_all(torxp_ofi_dev_t *d)
+{
+    d->heard = torxp_calloc(d->nslots, 1);
+    if (!d->heard)
+        return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for %u slots", d->nslots);
+    const torxp_ofi_sys_t ping = {.type = TORXP_OFI_SYS_PING, .version = TORXP_OFI_WIRE_VERSION};
+    torxp_ofi_lock(d);
+    for (int r = 0; r < d->base.size; r++)
+        torxp_ofi_sys_send(d, d->rank_slot[r], &ping, sizeof ping);
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double waited = 0;
+    while (
+        d->base.failed == TORX_OK && waited < CONNECT_TIMEOUT_S &&
+        (d->nheard < (unsigned)d->base.size || d->sys_head || d->sys_inflight || d->inj_inflight)) {
+        torxp_ofi_progress(d);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        waited = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) * 1e-9;
+    }
+    torx_status_t rc = d->base.failed;
+    if (rc == TORX_OK && d->nheard < (unsigned)d->base.size) {
+        int missing = -1;
+        for (int r = 0; r < d->base.size && missing < 0; r++)
+            if (!d->heard[d->rank_slot[r]])
+                missing = r;
+        rc = torxp_error(TORX_ERR_PEER,
+                         "torx: ofi device: rank %d heard nothing from rank %d (and %u more) in "
+                         "%.0f s over provider %s; is the network between them up?",
+                         d->base.rank, missing, (unsigned)d->base.size - d->nheard - 1,
+                         CONNECT_TIMEOUT_S, d->prov);
+    }
+    torxp_ofi_unlock(d);
+    return rc;
+}
+
+/* ---- Open ----------------------------------------------------------------------------- */
+
+/* What each task contributes to the address exchange. */
+typedef struct addr_record {
+    int32_t status;
+    torx_coord_t self;
+    torx_shape_t shape;
+    uint32_t ntasks;
+    uint32_t window; /* TORX_FIFO_PACKETS: the credit window both ends assume */
+    uint32_t addrlen;
+    char prov[OFI_PROV_MAX];
+    unsigned char addr[OFI_ADDR_MAX];
+} addr_record_t;
+
+/* Builds the slot tables and the address vector from every task's record. */
+static torx_status_t insert_peers(torxp_ofi_dev_t *d, const addr_record_t *all)
+{
+    const int n = d->base.size;
+    /* Every task checks every record against rank 0's, so all of them
+     * report the same disagreement. */
+    const torx_shape_t t = all[0].shape;
+    for (int r = 1; r < n; r++) {
+        const torx_shape_t s = all[r].shape;
+        if (s.x != t.x || s.y != t.y || s.z != t.z || s.t != t.t || all[r].ntasks != all[0].ntasks)
+            return torxp_error(TORX_ERR_PROTO,
+                               "torx: rank %d uses torus %ux%ux%u x %u for %u tasks but rank 0 "
+                               "uses %ux%ux%u x %u for %u",
+                               r, s.x, s.y, s.z, s.t, all[r].ntasks, t.x, t.y, t.z, t.t,
+                               all[0].ntasks);
+    }
+    for (int r = 1; r < n; r++)
+        if (all[r].window != all[0].window)
+            return torxp_error(TORX_ERR_PROTO,
+                               "torx: rank %d uses TORX_FIFO_PACKETS=%u but rank 0 uses %u; set "
+                               "the same value for every task",
+                               r, all[r].window, all[0].window);
+    for (int r = 0; r < n; r++) {
+        if (strncmp(all[r].prov, d->prov, OFI_PROV_MAX))
+            return torxp_error(TORX_ERR_PROTO,
+                               "torx: ofi device: rank %d uses provider %.*s but rank %d uses %s; "
+                               "set the same TORX_OFI_PROVIDER for every task",
+                               r, OFI_PROV_MAX, all[r].prov, d->base.rank, d->prov);
+        const torx_coord_t c = all[r].self;
+        if (!torx_coord_in_shape(d->base.shape, c))
+            return torxp_error(TORX_ERR_INVAL, "torx: rank %d's coordinate is outside the torus",
+                               r);
+        const unsigned slot = torx_coord_index(d->base.shape, c);
+        if (d->slot_rank[slot] >= 0)
+            return torxp_error(TORX_ERR_INVAL,
+                               "torx: rank %d and rank %d both map to coordinate (%u,%u,%u,%u); "
+                               "every rank needs its own coordinate",
+                               d->slot_rank[slot], r, c.x, c.y, c.z, c.t);
+        fi_addr_t fa = FI_ADDR_NOTAVAIL;
+        const int rc = fi_av_insert(d->av, all[r].addr, 1, &fa, 0, NULL);
+        if (rc != 1)
+            return torxp_error(TORX_ERR_SYS,
+                               "torx: ofi device: fi_av_insert of rank %d's address failed "
+                               "(provider %s): %s",
+                               r, d->prov, fi_strerror(rc < 0 ? -rc : FI_EINVAL));
+        d->slot_rank[slot] = r;
+        d->rank_slot[r] = slot;
+        d->slot_addr[slot] = fa;
+    }
+    return TORX_OK;
+}
+
+torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env,
+                             torx_pkt_dev_t **out)
+{
+    torx_boot_t *boot = attr->boot;
+    torxp_ofi_dev_t *d = torxp_calloc(1, sizeof *d);
+    if (!d)
+        return torxp_error(TORX_ERR_NOMEM, "torx: out of memory opening the ofi device");
+    d->base = (torx_pkt_dev_t){.ops = &ofi_ops,
+                               .shape = attr->shape,
+                               .self = attr->self,
+                               .rank = boot->rank,
+                               .size = boot->size,
+                               .verbose = (int)env->verbose};
+    pthread_mutex_init(&d->lock, NULL);
+    d->wake_fd = d->txcq_fd = d->rxcq_fd = -1;
+    d->nslots = torx_shape_slots(attr->shape);
+    d->self_slot = torx_coord_index(attr->shape, attr->self);
+
+    /* Every task takes part in both allgathers whatever happens, so one
+     * task's failure never leaves the others waiting. */
+    ofi_env_t oe;
+    torx_status_t rc = ofi_env_read(&oe);
+    if (rc == TORX_OK && env->bulk_mode == TORXP_BULK_CMA)
+        rc = torxp_error(TORX_ERR_UNSUPPORTED,
+                         "torx: TORX_BULK=cma: the ofi device moves bulk data by RMA; use "
+                         "TORX_BULK=auto");
+    if (rc == TORX_OK)
+        rc = choose_provider(&d->base, &oe, &d->info);
+    if (rc == TORX_OK) {
+        d->prov = d->info->fabric_attr->prov_name;
+        d->slot_rank = torxp_malloc(d->nslots * sizeof *d->slot_rank);
+        d->slot_addr = torxp_malloc(d->nslots * sizeof *d->slot_addr);
+        d->rank_slot = torxp_calloc((size_t)boot->size, sizeof *d->rank_slot);
+        if (!d->slot_rank || !d->slot_addr || !d->rank_slot)
+            rc = torxp_error(TORX_ERR_NOMEM, "torx: out of memory for %u torus slots", d->nslots);
+        for (unsigned s = 0; rc == TORX_OK && s < d->nslots; s++) {
+            d->slot_rank[s] = -1;
+            d->slot_addr[s] = FI_ADDR_NOTAVAIL;
+        }
+    }
+    if (rc == TORX_OK)
+        rc = open_endpoint(d, (unsigned)boot->size);
+
+    addr_record_t mine = {.self = attr->self,
+                          .shape = attr->shape,
+                          .ntasks = (uint32_t)boot->size,
+                          .window = (uint32_t)env->fifo_packets};
+    if (rc == TORX_OK) {
+        size_t len = sizeof mine.addr;
+        const int frc = fi_getname(&d->ep->fid, mine.addr, &len);
+        if (frc != 0)
+            rc = fi_err("fi_getname", d->prov, frc);
+        else
+            mine.addrlen = (uint32_t)len;
+        snprintf(mine.prov, sizeof mine.prov, "%s", d->prov);
+    }
+    mine.status = rc;
+    addr_record_t *all = torxp_calloc((size_t)boot->size, sizeof *all);
+    torx_status_t brc = all ? boot->allgather(boot, &mine, all, sizeof mine) : TORX_ERR_NOMEM;
+    if (brc != TORX_OK) { /* the bootstrap is broken (a task died): nobody can wait */
+        free(all);
+        rc = rc == TORX_OK ? brc : rc;
+        goto fail;
+    }
+    for (int r = 0; rc == TORX_OK && r < boot->size; r++)
+        if (all[r].status != TORX_OK)
+            rc = torxp_error(TORX_ERR_PEER,
+                             "torx: rank %d failed to open the ofi device (%s; see its message)", r,
+                             torx_status_str((torx_status_t)all[r].status));
+    if (rc == TORX_OK)
+        rc = insert_peers(d, all);
+    free(all);
+    if (rc == TORX_OK)
+        rc = torxp_ofi_torus_setup(d, env, oe.tx_pool);
+    if (rc == TORX_OK)
+        rc = torxp_ofi_cn_setup(d);
+    if (rc == TORX_OK)
+        rc = torxp_ofi_bulk_setup(d);
+    if (rc == TORX_OK)
+        rc = connect_all(d);
+
+    /* The start-up vote. */
+    int32_t my_status = rc, *statuses = torxp_calloc((size_t)boot->size, sizeof *statuses);
+    brc = statuses ? boot->allgather(boot, &my_status, statuses, sizeof my_status)
+                   : torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the start-up vote");
+    if (brc != TORX_OK && rc == TORX_OK)
+        rc = brc;
+    for (int r = 0; rc == TORX_OK && r < boot->size; r++)
+        if (statuses[r] != TORX_OK)
+            rc = torxp_error(TORX_ERR_PEER,
+                             "torx: rank %d failed to open the ofi device (%s; see its message)", r,
+                             torx_status_str((torx_status_t)statuses[r]));
+    free(statuses);
+    if (rc != TORX_OK)
+        goto fail;
+
+    torxp_log(&d->base, 1,
+              "ofi device: provider %s, interface %s (fabric %s, domain %s), inject %zu bytes, "
+              "%s progress, %s, bulk %s",
+              d->prov, oe.iface[0] ? oe.iface : "any", d->info->fabric_attr->name,
+              d->info->domain_attr->name, d->inject_size,
+              d->info->domain_attr->data_progress == FI_PROGRESS_MANUAL ? "manual" : "auto",
+              d->rxcq_fd >= 0 ? "sleeps on wait descriptors" : "sleeps in slices",
+              torxp_ofi_bulk_path(&d->base));
+    torxp_log(&d->base, 2,
+              "ofi device: coordinate (%u,%u,%u,%u), credit window %u packets, %u receive "
+              "buffers, send pool %u",
+              attr->self.x, attr->self.y, attr->self.z, attr->self.t, d->credit_max, d->nrx,
+              d->tx_pool);
+    *out = &d->base;
+    return TORX_OK;
+
+fail:
+    if (d->ep) { /* no flush: nothing was sent that anyone waits for */
+        fi_close(&d->ep->fid);
+        d->ep = NULL;
+    }
+    ofi_close(&d->base);
+    return rc;
+}

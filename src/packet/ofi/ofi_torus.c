@@ -1,0 +1,941 @@
+/* The ofi device's torus: packets as tagged messages, per-pair credits for
+ * back-pressure, a send-buffer pool, deposit lines by sender fan-out,
+ * reception queues with chaos, progress, and the doorbell.
+ *
+ * Order. Deterministic packets from one task to another must arrive in the
+ * order they were injected. The endpoint is opened with FI_ORDER_SAS (send
+ * after send) in its message order, which every provider torx accepts offers
+ * (ofi_open.c refuses one without), so the provider delivers one sender's
+ * messages to a receiver in order; the receiver takes completions off its
+ * queue in order under the device lock and appends each packet to the
+ * reception queue its sender is pinned to. Resequencing at the receiver
+ * would buy nothing the provider does not already guarantee and would cost
+ * a reorder buffer per sender.
+ *
+ * Chaos. As on shm, an adaptive packet goes to a reception queue picked by
+ * a seeded generator when TORX_CHAOS is set, and peek starts its scan at a
+ * random queue: adaptive packets really overtake each other, deterministic
+ * ones never do.
+ *
+ * Back-pressure. On shm a packet takes a slot of the destination's FIFO
+ * and TORX_NO_ROOM says the FIFO is full. Here every ordered pair of tasks
+ * has a window of TORX_FIFO_PACKETS credits: a packet costs the sender one,
+ * and the receiver gives them back (a CREDIT message) as the layer above
+ * consumes, a quarter of the window at a time, and all of them before it
+ * sleeps. A receiver therefore never holds more unconsumed packets from one
+ * sender than the window, whatever the provider buffers. A send also needs
+ * a buffer from the pool (TORX_OFI_TX_PACKETS) until the provider completes
+ * it, unless it fits the provider's inline size: an empty pool or a
+ * spent window is TORX_NO_ROOM, nothing taken. torx_pkt_room reports the
+ * smaller of the two, a true lower bound.
+ *
+ * Deposit bit. The sender sends one copy to every node of the line, as the
+ * shm device does. Receiver forwarding would make a receiving task inject
+ * on the sender's behalf, which needs credits toward the next hop and the
+ * injecting thread's state from the receiving thread; sender fan-out keeps
+ * every copy an ordinary deterministic packet of the sender, so the order
+ * between a deposit packet and the sender's other packets holds at every
+ * node with no further rule, and the packet layer keeps no message state.
+ * A line that runs out of credits or buffers midway is finished later from
+ * a stash, and everything injected after it waits for it (TORX_NO_ROOM),
+ * as on shm.
+ *
+ * Doorbell. torx_pkt_wait sleeps in poll(2) on the completion queues' wait
+ * descriptors (FI_WAIT_FD) and an eventfd that torx_pkt_wake writes. Before
+ * sleeping it asks fi_trywait whether the queues are really empty; that
+ * call closes the race between the last read and the sleep (a completion
+ * that comes after it makes a descriptor readable). fi_cq_sread would block
+ * in the provider with the lock released between reading and acting on a
+ * completion, and a wake from another thread could only interrupt it
+ * through fi_cq_signal, which not every provider implements; the eventfd
+ * works everywhere. A provider without wait descriptors gets sleeps cut
+ * into slices of WAIT_SLICE_MS with progress in between: it progresses
+ * manually, so nothing would wake a longer sleep. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* ppoll */
+#endif
+
+#include "ofi.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Packets taken from one reception queue in a row before the scan moves on,
+ * so one flooding sender cannot starve the rest (as shm's FIFO burst). */
+#define OFI_BURST 16
+/* Completions read per fi_cq_read call. */
+#define OFI_CQ_BATCH 16
+/* Longest sleep when the provider offers no wait descriptor. */
+#define WAIT_SLICE_MS 1
+/* A nap while the device's own sends wait for the provider. */
+#define WAIT_NAP_NS 50000L
+/* How long an injection retries a provider that is busy (connecting). */
+#define EAGAIN_SPIN_S 1.0
+
+static double mono_s(void);
+
+static inline uint64_t chaos_next(uint64_t *state)
+{
+    /* xorshift64*, as the shm device: cheap, seeded, reproducible. */
+    uint64_t x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+torx_status_t torxp_ofi_fail(torxp_ofi_dev_t *d, torx_status_t st, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (d->base.failed == TORX_OK) {
+        d->base.failed = st;
+        torxp_error(st, "torx: %s", msg);
+        torxp_log(&d->base, 0, "%s; the device cannot go on", msg);
+    }
+    return st;
+}
+
+torx_status_t torxp_ofi_fi_fail(torxp_ofi_dev_t *d, const char *call, int peer_slot, int err)
+{
+    if (err < 0)
+        err = -err;
+    if (d->closing) { /* the peers may be gone already; nothing waits for us */
+        torxp_log(&d->base, 2, "at close: %s: %s", call, fi_strerror(err));
+        return TORX_OK;
+    }
+    if (peer_slot < 0 || d->slot_rank[peer_slot] < 0)
+        return torxp_ofi_fail(d, TORX_ERR_SYS, "%s failed (provider %s): %s", call, d->prov,
+                              fi_strerror(err));
+    const torx_coord_t c = torxp_ofi_coord_of(d, (unsigned)peer_slot);
+    return torxp_ofi_fail(
+        d, TORX_ERR_PEER, "rank %d at (%u,%u,%u,%u) is unreachable: %s failed (provider %s): %s",
+        d->slot_rank[peer_slot], c.x, c.y, c.z, c.t, call, d->prov, fi_strerror(err));
+}
+
+/* ---- Receive buffers -------------------------------------------------------- */
+
+static inline int is_sys_buf(const torxp_ofi_dev_t *d, unsigned i)
+{
+    return i >= d->nrx;
+}
+
+/* Posts receive buffer i; a provider that is busy gets it again from
+ * progress. */
+static void post_rx(torxp_ofi_dev_t *d, unsigned i)
+{
+    torxp_ofi_rxbuf_t *b = &d->rxbufs[i];
+    const int sys = is_sys_buf(d, i);
+    const size_t size = sys ? TORXP_OFI_SYS_MAX : TORX_PKT_MAX_BYTES;
+    const ssize_t rc = fi_trecv(d->ep, b->data, size, NULL, FI_ADDR_UNSPEC,
+                                torxp_ofi_tag(sys ? TORXP_OFI_TAG_SYS : TORXP_OFI_TAG_TORUS, 0),
+                                TORXP_OFI_TAG_SRC_MASK, &b->ctx.fi);
+    if (rc == 0) {
+        b->posted = 1;
+        return;
+    }
+    b->posted = 0;
+    d->unposted++;
+    if (rc != -FI_EAGAIN)
+        torxp_ofi_fi_fail(d, "fi_trecv", -1, (int)rc);
+}
+
+static void repost_pending(torxp_ofi_dev_t *d)
+{
+    const unsigned n = d->nrx + d->nsysrx;
+    for (unsigned i = 0; i < n && d->unposted; i++) {
+        torxp_ofi_rxbuf_t *b = &d->rxbufs[i];
+        /* A torus buffer still queued or peeked is not reposted here. */
+        if (b->posted || b->ctx.peer == UINT32_MAX)
+            continue;
+        d->unposted--;
+        post_rx(d, i);
+        if (!d->rxbufs[i].posted)
+            return; /* still busy: later */
+    }
+}
+
+/* ---- Device-internal sends ---------------------------------------------------- */
+
+/* One tagged send: inline (FI_INJECT, counted in inj_inflight) when it fits
+ * the provider's inject size, else from buf, which must stay put until the
+ * completion names ctx. */
+static ssize_t tsend(torxp_ofi_dev_t *d, const void *buf, size_t len, unsigned slot, unsigned kind,
+                     torxp_ofi_ctx_t *ctx)
+{
+    const int inl = len <= d->inject_size;
+    struct iovec iov = {(void *)buf, len};
+    const struct fi_msg_tagged m = {.msg_iov = &iov,
+                                    .iov_count = 1,
+                                    .addr = d->slot_addr[slot],
+                                    .tag = torxp_ofi_tag(kind, d->self_slot),
+                                    .context = inl ? &d->inj_ctx[slot].fi : &ctx->fi};
+    const ssize_t rc = fi_tsendmsg(d->ep, &m, inl ? FI_INJECT | FI_COMPLETION : FI_COMPLETION);
+    if (rc == 0 && inl)
+        d->inj_inflight++;
+    return rc;
+}
+
+static void sys_flush(torxp_ofi_dev_t *d)
+{
+    while (d->sys_head) {
+        torxp_ofi_sysmsg_t *m = d->sys_head;
+        const int inl = m->len <= d->inject_size;
+        const ssize_t rc = tsend(d, m->data, m->len, m->ctx.peer, TORXP_OFI_TAG_SYS, &m->ctx);
+        if (rc == -FI_EAGAIN)
+            return; /* the provider is busy: later, still in order */
+        d->sys_head = m->next;
+        if (!d->sys_head)
+            d->sys_tail = &d->sys_head;
+        if (rc != 0) {
+            torxp_ofi_fi_fail(d, "fi_tsendmsg (device message)", (int)m->ctx.peer, (int)rc);
+            free(m);
+        } else if (inl) {
+            free(m); /* inject: the provider copied it */
+        } else {
+            d->sys_inflight++;
+        }
+    }
+}
+
+torx_status_t torxp_ofi_sys_send(torxp_ofi_dev_t *d, unsigned slot, const void *msg, size_t len)
+{
+    assert(len <= TORXP_OFI_SYS_MAX && len >= sizeof(torxp_ofi_sys_t));
+    torxp_ofi_sysmsg_t *m = torxp_malloc(sizeof *m);
+    if (!m)
+        return torxp_ofi_fail(d, TORX_ERR_NOMEM,
+                              "out of memory for a device-internal message to slot %u", slot);
+    m->ctx.kind = TORXP_OFI_CTX_SYS;
+    m->ctx.peer = slot;
+    m->next = NULL;
+    m->len = (uint32_t)len;
+    memcpy(m->data, msg, len);
+    *d->sys_tail = m;
+    d->sys_tail = &m->next;
+    sys_flush(d);
+    return TORX_OK;
+}
+
+/* Gives src back the credits for the packets consumed from it. */
+static void credit_return(torxp_ofi_dev_t *d, unsigned src)
+{
+    const torxp_ofi_sys_t m = {
+        .type = TORXP_OFI_SYS_CREDIT, .version = TORXP_OFI_WIRE_VERSION, .arg = d->consumed[src]};
+    d->consumed[src] = 0;
+    torxp_ofi_sys_send(d, src, &m, sizeof m);
+}
+
+/* Liveness. A peer that dies leaves tcp;ofi_rxm reconnecting to it
+ * quietly, with the sends toward it neither completing nor failing. A probe
+ * is sent from a buffer of its own (not inline), so its completion means the
+ * provider transmitted it, which needs a connection but not the peer's
+ * attention: a live peer's kernel takes it even while the peer computes. */
+void torxp_ofi_ping(torxp_ofi_dev_t *d, unsigned slot)
+{
+    struct torxp_ofi_ping *p = &d->pings[slot];
+    const double now = mono_s();
+    double since = p->sent_at;
+    if (p->sent_at == 0) {
+        p->ctx.kind = TORXP_OFI_CTX_PING;
+        p->ctx.peer = slot;
+        p->msg = (torxp_ofi_sys_t){.type = TORXP_OFI_SYS_PING, .version = TORXP_OFI_WIRE_VERSION};
+        const ssize_t rc = fi_tsend(d->ep, &p->msg, sizeof p->msg, NULL, d->slot_addr[slot],
+                                    torxp_ofi_tag(TORXP_OFI_TAG_SYS, d->self_slot), &p->ctx.fi);
+        if (rc == 0) {
+            p->sent_at = now;
+            p->refused_since = 0;
+            return;
+        }
+        if (rc != -FI_EAGAIN) {
+            torxp_ofi_fi_fail(d, "fi_tsend (liveness probe)", (int)slot, (int)rc);
+            return;
+        }
+        /* Refused: tcp;ofi_rxm does so while it reconnects to a peer that
+         * closed the connection, for as long as the peer stays away. */
+        if (p->refused_since == 0)
+            p->refused_since = now;
+        since = p->refused_since;
+    }
+    if (now - since > TORXP_OFI_PEER_TIMEOUT_S) {
+        const torx_coord_t c = torxp_ofi_coord_of(d, slot);
+        torxp_ofi_fail(d, TORX_ERR_PEER,
+                       "rank %d at (%u,%u,%u,%u) is unreachable: provider %s has not delivered a "
+                       "probe to it in %.0f s (the task died, or the network to it is down)",
+                       d->slot_rank[slot], c.x, c.y, c.z, c.t, d->prov, now - since);
+    }
+}
+
+/* ---- Completions ------------------------------------------------------------------ */
+
+static void __attribute__((cold, format(printf, 2, 3)))
+malformed(torxp_ofi_dev_t *d, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    d->base.malformed++;
+    torxp_error(TORX_ERR_PROTO, "torx: protocol error: %s; dropped", msg);
+    torxp_log(&d->base, 0, "protocol error: %s; dropped", msg);
+}
+
+/* A torus packet arrived in buffer i from slot src: checked, then queued. */
+static void on_torus(torxp_ofi_dev_t *d, unsigned i, unsigned src, size_t len)
+{
+    torxp_ofi_rxbuf_t *b = &d->rxbufs[i];
+    const torx_pkt_hdr_t *h = (const torx_pkt_hdr_t *)b->data;
+    const char *bad = NULL;
+    if (src >= d->nslots || d->slot_rank[src] < 0)
+        bad = "sender slot outside the job";
+    else if (len < TORX_PKT_HDR_BYTES || len != TORX_PKT_HDR_BYTES + (size_t)h->payload_len)
+        bad = "message length disagrees with the header";
+    else if ((bad = torxp_hdr_invalid(h, d->base.shape)) == NULL &&
+             !torx_coord_equal(h->dest, d->base.self) && !(h->ctl & TORX_PKT_DEPOSIT))
+        bad = "packet for another task";
+    else if (!bad && (h->ctl & TORX_PKT_SYS))
+        bad = "device-internal bit set on a torus packet";
+    if (TORXP_UNLIKELY(bad != NULL)) {
+        malformed(d, "torus packet of %zu bytes from slot %u (%s)", len, src, bad);
+        if (src < d->nslots && d->slot_rank[src] >= 0 && ++d->consumed[src] >= 1)
+            credit_return(d, src); /* the sender spent a credit on it */
+        post_rx(d, i);
+        return;
+    }
+    b->src = src;
+    b->len = (uint32_t)len;
+    b->ctx.peer = UINT32_MAX; /* queued: not to be reposted by repost_pending */
+    unsigned q = src % TORXP_OFI_RXQ;
+    if ((h->ctl & TORX_PKT_ADAPTIVE) && d->chaos_rx)
+        q = (unsigned)(chaos_next(&d->chaos_rx) >> 33) % TORXP_OFI_RXQ;
+    torxp_ofi_rxq_t *rq = &d->rxq[q];
+    rq->ring[rq->tail++ & (d->nrx - 1)] = i; /* never full: nrx buffers in all */
+}
+
+static void on_sys(torxp_ofi_dev_t *d, unsigned i, unsigned src, size_t len)
+{
+    const torxp_ofi_sys_t *m = (const torxp_ofi_sys_t *)d->rxbufs[i].data;
+    if (src >= d->nslots || d->slot_rank[src] < 0 || len < sizeof *m ||
+        m->version != TORXP_OFI_WIRE_VERSION) {
+        malformed(d, "device message of %zu bytes from slot %u (bad sender, length or version)",
+                  len, src);
+    } else {
+        switch (m->type) {
+        case TORXP_OFI_SYS_CREDIT:
+            if (m->arg > d->credit_max ||
+                d->credits[src] + (int64_t)m->arg > (int64_t)d->credit_max)
+                malformed(d, "slot %u returned %u credits, more than it was given", src, m->arg);
+            else
+                d->credits[src] += (int32_t)m->arg;
+            break;
+        case TORXP_OFI_SYS_CN_UP:
+        case TORXP_OFI_SYS_CN_DOWN:
+        case TORXP_OFI_SYS_GI_UP:
+        case TORXP_OFI_SYS_GI_DOWN:
+            torxp_ofi_cn_on_sys(d, src, m, len);
+            break;
+        case TORXP_OFI_SYS_GET_REQ:
+        case TORXP_OFI_SYS_GET_DONE:
+        case TORXP_OFI_SYS_PUT_REQ:
+        case TORXP_OFI_SYS_PUT_DONE:
+            torxp_ofi_bulk_on_sys(d, src, m, len);
+            break;
+        case TORXP_OFI_SYS_PING:
+            if (d->heard && !d->heard[src]) {
+                d->heard[src] = 1;
+                d->nheard++;
+            }
+            break;
+        default:
+            malformed(d, "device message of unknown type %u from slot %u", m->type, src);
+        }
+    }
+    post_rx(d, i);
+}
+
+static void on_tx_done(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, int err)
+{
+    if (TORXP_UNLIKELY(ctx == NULL)) {
+        /* udp;ofi_rxd reports an inline send's completion without its
+         * context; every other send has one. */
+        if (d->inj_inflight)
+            d->inj_inflight--;
+        if (err)
+            torxp_ofi_fi_fail(d, "an inline send", -1, err);
+        return;
+    }
+    switch (ctx->kind) {
+    case TORXP_OFI_CTX_TX: {
+        torxp_ofi_txbuf_t *t = (torxp_ofi_txbuf_t *)ctx;
+        if (err)
+            torxp_ofi_fi_fail(d, "a torus packet's fi_tsend", (int)ctx->peer, err);
+        t->next_free = d->tx_free;
+        d->tx_free = (int)(t - d->txbufs);
+        d->tx_nfree++;
+        break;
+    }
+    case TORXP_OFI_CTX_SYS: {
+        torxp_ofi_sysmsg_t *m = (torxp_ofi_sysmsg_t *)ctx;
+        if (err)
+            torxp_ofi_fi_fail(d, "a device message's fi_tsend", (int)ctx->peer, err);
+        d->sys_inflight--;
+        free(m);
+        break;
+    }
+    case TORXP_OFI_CTX_RMA:
+        torxp_ofi_bulk_on_rma(d, ctx, err);
+        break;
+    case TORXP_OFI_CTX_PING:
+        d->pings[ctx->peer].sent_at = 0;
+        if (err)
+            torxp_ofi_fi_fail(d, "a liveness probe", (int)ctx->peer, err);
+        break;
+    case TORXP_OFI_CTX_INJ:
+        if (err)
+            torxp_ofi_fi_fail(d, "an inline send", (int)ctx->peer, err);
+        d->inj_inflight--;
+        break;
+    default:
+        torxp_ofi_fail(d, TORX_ERR_PROTO, "send completion with a receive context (kind %d)",
+                       ctx->kind);
+    }
+}
+
+static void drain_txcq(torxp_ofi_dev_t *d)
+{
+    struct fi_cq_entry e[OFI_CQ_BATCH];
+    for (;;) {
+        const ssize_t n = fi_cq_read(d->txcq, e, OFI_CQ_BATCH);
+        if (n > 0) {
+            for (ssize_t k = 0; k < n; k++)
+                on_tx_done(d, e[k].op_context, 0);
+            continue;
+        }
+        if (n == -FI_EAVAIL) {
+            struct fi_cq_err_entry err = {0};
+            if (fi_cq_readerr(d->txcq, &err, 0) == 1 && err.op_context)
+                on_tx_done(d, err.op_context, err.err ? err.err : FI_EIO);
+            continue;
+        }
+        if (n != -FI_EAGAIN)
+            torxp_ofi_fi_fail(d, "fi_cq_read (send queue)", -1, (int)n);
+        return;
+    }
+}
+
+static void on_rx_done(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, uint64_t tag, size_t len)
+{
+    torxp_ofi_rxbuf_t *b = (torxp_ofi_rxbuf_t *)ctx;
+    const unsigned i = (unsigned)(b - d->rxbufs);
+    const unsigned src = (unsigned)(tag & TORXP_OFI_TAG_SRC_MASK);
+    b->posted = 0;
+    if (ctx->kind == TORXP_OFI_CTX_RX)
+        on_torus(d, i, src, len);
+    else
+        on_sys(d, i, src, len);
+}
+
+static void drain_rxcq(torxp_ofi_dev_t *d)
+{
+    struct fi_cq_tagged_entry e[OFI_CQ_BATCH];
+    for (;;) {
+        const ssize_t n = fi_cq_read(d->rxcq, e, OFI_CQ_BATCH);
+        if (n > 0) {
+            for (ssize_t k = 0; k < n; k++)
+                on_rx_done(d, e[k].op_context, e[k].tag, e[k].len);
+            continue;
+        }
+        if (n == -FI_EAVAIL) {
+            struct fi_cq_err_entry err = {0};
+            if (fi_cq_readerr(d->rxcq, &err, 0) != 1 || !err.op_context)
+                continue;
+            torxp_ofi_rxbuf_t *b = err.op_context;
+            b->posted = 0;
+            if (err.err == FI_ECANCELED)
+                continue; /* closing */
+            malformed(d, "receive failed (%s): a message longer than %u bytes?",
+                      fi_strerror(err.err), (unsigned)TORXP_OFI_SYS_MAX);
+            post_rx(d, (unsigned)(b - d->rxbufs));
+            continue;
+        }
+        if (n != -FI_EAGAIN)
+            torxp_ofi_fi_fail(d, "fi_cq_read (receive queue)", -1, (int)n);
+        return;
+    }
+}
+
+void torxp_ofi_progress(torxp_ofi_dev_t *d)
+{
+    drain_txcq(d);
+    drain_rxcq(d);
+    if (TORXP_UNLIKELY(d->unposted))
+        repost_pending(d);
+    if (d->sys_head)
+        sys_flush(d);
+    torxp_ofi_bulk_progress(d);
+}
+
+/* ---- Injection ---------------------------------------------------------------------- */
+
+/* Sends one packet to slot; TORX_NO_ROOM when the window or the pool is
+ * spent or the provider is busy, with nothing taken. */
+static torx_status_t send_packet(torxp_ofi_dev_t *d, unsigned slot, const torx_pkt_hdr_t *hdr,
+                                 const struct iovec *iov, int iovcnt, size_t len)
+{
+    if (d->credits[slot] <= 0)
+        return TORX_NO_ROOM;
+    const size_t bytes = TORX_PKT_HDR_BYTES + len;
+    unsigned char stack_pkt[TORX_PKT_MAX_BYTES];
+    torxp_ofi_txbuf_t *t = NULL;
+    if (bytes > d->inject_size) {
+        if (d->tx_free < 0)
+            drain_txcq(d);
+        if (d->tx_free < 0)
+            return TORX_NO_ROOM;
+        t = &d->txbufs[d->tx_free];
+    }
+    unsigned char *p = t ? t->pkt : stack_pkt;
+    torx_pkt_hdr_t h = *hdr;
+    h.chunks = (uint8_t)torx_pkt_chunks_for(len);
+    h.payload_len = (uint8_t)len;
+    h.dev_tag = 0;
+    memcpy(p, &h, sizeof h);
+    unsigned char *q = p + sizeof h;
+    for (int k = 0; k < iovcnt; k++) {
+        memcpy(q, iov[k].iov_base, iov[k].iov_len);
+        q += iov[k].iov_len;
+    }
+    if (t)
+        t->ctx.peer = slot;
+    ssize_t rc = tsend(d, p, bytes, slot, TORXP_OFI_TAG_TORUS, t ? &t->ctx : NULL);
+    if (TORXP_UNLIKELY(rc == -FI_EAGAIN)) {
+        /* The provider is out of resources or still connecting to the peer
+         * (tcp;ofi_rxm connects on first use). The credits say the peer
+         * has room, so this is transient: progress, which also keeps
+         * receiving, so two tasks doing this at once both get through, and
+         * try again for a while before reporting the FIFO full. */
+        const double give_up = mono_s() + EAGAIN_SPIN_S;
+        do {
+            torxp_ofi_progress(d);
+            rc = tsend(d, p, bytes, slot, TORXP_OFI_TAG_TORUS, t ? &t->ctx : NULL);
+        } while (rc == -FI_EAGAIN && d->base.failed == TORX_OK && mono_s() < give_up);
+    }
+    if (rc == -FI_EAGAIN)
+        return TORX_NO_ROOM;
+    if (rc != 0)
+        return torxp_ofi_fi_fail(d, "fi_tsendmsg (torus packet)", (int)slot, (int)rc);
+    if (t) {
+        d->tx_free = t->next_free;
+        d->tx_nfree--;
+    }
+    d->credits[slot]--;
+    return TORX_OK;
+}
+
+/* The slot of the k-th node (k >= 1) on a deposit line, or -1 when no task
+ * sits there (a partly filled torus). */
+static int deposit_hop_slot(const torxp_ofi_dev_t *d, const torx_pkt_hdr_t *h, unsigned k)
+{
+    const torx_shape_t s = d->base.shape;
+    const unsigned ext[3] = {s.x, s.y, s.z};
+    const int dim = torx_pkt_hdr_deposit_dim(h);
+    uint8_t c[3] = {d->base.self.x, d->base.self.y, d->base.self.z};
+    const unsigned n = ext[dim];
+    c[dim] =
+        (uint8_t)((h->ctl & TORX_PKT_DEPOSIT_NEG) ? (c[dim] + n - k % n) % n : (c[dim] + k) % n);
+    const unsigned slot = torx_coord_index(s, (torx_coord_t){c[0], c[1], c[2], h->dest.t});
+    return d->slot_rank[slot] >= 0 ? (int)slot : -1;
+}
+
+/* Sends what the windows and the pool now take of the stashed line. */
+static void drain_stash(torxp_ofi_dev_t *d)
+{
+    const struct iovec iov = {d->stash.payload, d->stash.hdr.payload_len};
+    while (d->stash.next_hop <= d->stash.hops) {
+        const int slot = deposit_hop_slot(d, &d->stash.hdr, d->stash.next_hop);
+        if (slot >= 0 && send_packet(d, (unsigned)slot, &d->stash.hdr, &iov, iov.iov_len ? 1 : 0,
+                                     iov.iov_len) == TORX_NO_ROOM)
+            return;
+        d->stash.next_hop++;
+    }
+    d->stash.active = 0;
+}
+
+static torx_status_t inject_deposit(torxp_ofi_dev_t *d, const torx_pkt_hdr_t *hdr,
+                                    const struct iovec *iov, int iovcnt, size_t len)
+{
+    const torx_shape_t s = d->base.shape;
+    const torx_coord_t me = d->base.self, to = hdr->dest;
+    const int dim = torx_pkt_hdr_deposit_dim(hdr);
+    const uint8_t mine[3] = {me.x, me.y, me.z}, theirs[3] = {to.x, to.y, to.z};
+    const unsigned ext[3] = {s.x, s.y, s.z};
+    if (dim > TORX_DIM_Z)
+        return torxp_error(TORX_ERR_INVAL, "torx: deposit packet names dimension %d (0..2)", dim);
+    for (int k = 0; k < 3; k++)
+        if (k != dim && mine[k] != theirs[k])
+            return torxp_error(TORX_ERR_INVAL,
+                               "torx: deposit line from (%u,%u,%u) to (%u,%u,%u) along dimension "
+                               "%d leaves that line",
+                               me.x, me.y, me.z, to.x, to.y, to.z, dim);
+    const unsigned n = ext[dim];
+    const unsigned hops = (hdr->ctl & TORX_PKT_DEPOSIT_NEG) ? (mine[dim] + n - theirs[dim]) % n
+                                                            : (theirs[dim] + n - mine[dim]) % n;
+    if (hops == 0)
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: deposit line from (%u,%u,%u) ends where it starts; name the "
+                           "last node of the line as destination",
+                           me.x, me.y, me.z);
+    unsigned k = 1;
+    for (; k <= hops; k++) {
+        const int slot = deposit_hop_slot(d, hdr, k);
+        if (slot < 0)
+            continue;
+        const torx_status_t rc = send_packet(d, (unsigned)slot, hdr, iov, iovcnt, len);
+        if (rc == TORX_NO_ROOM) {
+            if (k == 1)
+                return TORX_NO_ROOM; /* nothing sent: nothing taken */
+            break;
+        }
+        if (rc != TORX_OK)
+            return rc;
+    }
+    if (k <= hops) { /* taken, but the rest of the line must wait */
+        d->stash.active = 1;
+        d->stash.next_hop = k;
+        d->stash.hops = hops;
+        d->stash.hdr = *hdr;
+        d->stash.hdr.payload_len = (uint8_t)len;
+        unsigned char *p = d->stash.payload;
+        for (int j = 0; j < iovcnt; j++) {
+            memcpy(p, iov[j].iov_base, iov[j].iov_len);
+            p += iov[j].iov_len;
+        }
+    }
+    return TORX_OK;
+}
+
+static torx_status_t inject_locked(torxp_ofi_dev_t *d, const torx_pkt_hdr_t *hdr,
+                                   const struct iovec *iov, int iovcnt)
+{
+    torx_pkt_dev_t *dev = &d->base;
+    if (TORXP_UNLIKELY(dev->failed != TORX_OK))
+        return dev->failed;
+    if (TORXP_UNLIKELY(d->stash.active)) {
+        drain_stash(d); /* everything queues behind a partly sent line */
+        if (d->stash.active)
+            return TORX_NO_ROOM;
+    }
+    size_t len = 0;
+    for (int k = 0; k < iovcnt; k++)
+        len += iov[k].iov_len;
+    if (TORXP_UNLIKELY(len > TORX_PKT_MAX_PAYLOAD))
+        return torxp_error(TORX_ERR_INVAL, "torx: packet payload of %zu bytes exceeds %d", len,
+                           TORX_PKT_MAX_PAYLOAD);
+    if (TORXP_UNLIKELY(!torx_coord_in_shape(dev->shape, hdr->dest)))
+        return torxp_error(TORX_ERR_INVAL, "torx: destination (%u,%u,%u,%u) is outside the torus",
+                           hdr->dest.x, hdr->dest.y, hdr->dest.z, hdr->dest.t);
+    const unsigned slot = torx_coord_index(dev->shape, hdr->dest);
+    if (TORXP_UNLIKELY(d->slot_rank[slot] < 0))
+        return torxp_error(TORX_ERR_INVAL, "torx: no task at destination (%u,%u,%u,%u)",
+                           hdr->dest.x, hdr->dest.y, hdr->dest.z, hdr->dest.t);
+    if (TORXP_UNLIKELY(hdr->ctl & TORX_PKT_DEPOSIT))
+        return inject_deposit(d, hdr, iov, iovcnt, len);
+    return send_packet(d, slot, hdr, iov, iovcnt, len);
+}
+
+torx_status_t torxp_ofi_inject(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
+                               const struct iovec *iov, int iovcnt)
+{
+    torxp_ofi_dev_t *d = torxp_ofi_of(dev);
+    torxp_ofi_lock(d);
+    const torx_status_t rc = inject_locked(d, hdr, iov, iovcnt);
+    torxp_ofi_unlock(d);
+    return rc;
+}
+
+int torxp_ofi_room(torx_pkt_dev_t *dev, torx_coord_t dest)
+{
+    torxp_ofi_dev_t *d = torxp_ofi_of(dev);
+    if (!torx_coord_in_shape(dev->shape, dest))
+        return 0;
+    const unsigned slot = torx_coord_index(dev->shape, dest);
+    torxp_ofi_lock(d);
+    int room = 0;
+    if (d->slot_rank[slot] >= 0 && !d->stash.active) {
+        room = d->credits[slot];
+        if ((int)d->tx_nfree < room)
+            room = (int)d->tx_nfree;
+    }
+    torxp_ofi_unlock(d);
+    return room;
+}
+
+/* ---- Reception ----------------------------------------------------------------------- */
+
+static int queues_empty(const torxp_ofi_dev_t *d)
+{
+    for (unsigned q = 0; q < TORXP_OFI_RXQ; q++)
+        if (d->rxq[q].head != d->rxq[q].tail)
+            return 0;
+    return 1;
+}
+
+/* Takes the next packet off the reception queues into cur. */
+static int pick(torxp_ofi_dev_t *d)
+{
+    const unsigned start = d->chaos_rx ? (unsigned)(chaos_next(&d->chaos_rx) >> 33) : d->next_q;
+    for (unsigned k = 0; k < TORXP_OFI_RXQ; k++) {
+        const unsigned q = (start + k) % TORXP_OFI_RXQ;
+        torxp_ofi_rxq_t *rq = &d->rxq[q];
+        if (rq->head == rq->tail)
+            continue;
+        d->cur = (int)rq->ring[rq->head++ & (d->nrx - 1)];
+        if (q != d->next_q) {
+            d->next_q = q;
+            d->burst = 1;
+        } else if (++d->burst >= OFI_BURST) {
+            d->next_q = (q + 1) % TORXP_OFI_RXQ;
+            d->burst = 0;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+const torx_pkt_hdr_t *torxp_ofi_peek(torx_pkt_dev_t *dev)
+{
+    torxp_ofi_dev_t *d = torxp_ofi_of(dev);
+    torxp_ofi_lock(d);
+    if (d->cur < 0 && queues_empty(d))
+        torxp_ofi_progress(d);
+    const torx_pkt_hdr_t *h =
+        d->cur >= 0 || pick(d) ? (const torx_pkt_hdr_t *)d->rxbufs[d->cur].data : NULL;
+    torxp_ofi_unlock(d);
+    return h;
+}
+
+void torxp_ofi_consume(torx_pkt_dev_t *dev)
+{
+    torxp_ofi_dev_t *d = torxp_ofi_of(dev);
+    torxp_ofi_lock(d);
+    if (d->cur >= 0) {
+        const unsigned i = (unsigned)d->cur, src = d->rxbufs[i].src;
+        d->cur = -1;
+        d->rxbufs[i].ctx.peer = 0;
+        post_rx(d, i);
+        if (++d->consumed[src] >= (d->credit_max + 3) / 4)
+            credit_return(d, src);
+    }
+    torxp_ofi_unlock(d);
+}
+
+int torxp_ofi_poll(torx_pkt_dev_t *dev)
+{
+    torxp_ofi_dev_t *d = torxp_ofi_of(dev);
+    torxp_ofi_lock(d);
+    torxp_ofi_progress(d);
+    if (TORXP_UNLIKELY(d->stash.active))
+        drain_stash(d);
+    const int ready = d->cur >= 0 || !queues_empty(d);
+    torxp_ofi_unlock(d);
+    return ready;
+}
+
+/* ---- Waiting ------------------------------------------------------------------------- */
+
+/* Whether the device's own sends wait for the provider or the peers (a
+ * stashed line, queued device messages): no descriptor announces room. */
+static int tx_pending(const torxp_ofi_dev_t *d)
+{
+    return d->stash.active || d->sys_head != NULL;
+}
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int take_wake(torxp_ofi_dev_t *d)
+{
+    uint64_t v;
+    return read(d->wake_fd, &v, sizeof v) == (ssize_t)sizeof v;
+}
+
+torx_status_t torxp_ofi_wait(torx_pkt_dev_t *dev, int timeout_ms)
+{
+    torxp_ofi_dev_t *d = torxp_ofi_of(dev);
+    const double deadline = timeout_ms < 0 ? -1 : mono_s() + timeout_ms * 1e-3;
+    for (;;) {
+        if (take_wake(d))
+            return TORX_OK;
+        torxp_ofi_lock(d);
+        torxp_ofi_progress(d);
+        if (d->cur >= 0 || !queues_empty(d) || dev->failed != TORX_OK) {
+            torxp_ofi_unlock(d);
+            return TORX_OK;
+        }
+        /* About to sleep: give every sender its credits, so none waits on us. */
+        for (unsigned s = 0; s < d->nslots; s++)
+            if (d->consumed[s])
+                credit_return(d, s);
+        const int nap = tx_pending(d);
+        long slice_ns = -1;
+        if (deadline >= 0) {
+            const double left = deadline - mono_s();
+            slice_ns = left > 0 ? (long)(left * 1e9) : 0;
+        }
+        if (nap && (slice_ns < 0 || slice_ns > WAIT_NAP_NS))
+            slice_ns = WAIT_NAP_NS;
+        int sleep_on_fds = d->rxcq_fd >= 0 && d->txcq_fd >= 0;
+        if (sleep_on_fds) {
+            struct fid *fids[2] = {&d->rxcq->fid, &d->txcq->fid};
+            const int rc = fi_trywait(d->fabric, fids, 2);
+            if (rc == -FI_EAGAIN) { /* completions came meanwhile: act on them */
+                torxp_ofi_unlock(d);
+                continue;
+            }
+            if (rc != 0)
+                sleep_on_fds = 0;
+        }
+        if (!sleep_on_fds && (slice_ns < 0 || slice_ns > WAIT_SLICE_MS * 1000000L))
+            slice_ns = WAIT_SLICE_MS * 1000000L;
+        torxp_ofi_unlock(d);
+
+        struct pollfd fds[3] = {{.fd = d->wake_fd, .events = POLLIN},
+                                {.fd = d->rxcq_fd, .events = POLLIN},
+                                {.fd = d->txcq_fd, .events = POLLIN}};
+        struct timespec ts, *tsp = NULL;
+        if (slice_ns >= 0) {
+            ts = (struct timespec){slice_ns / 1000000000L, slice_ns % 1000000000L};
+            tsp = &ts;
+        }
+        const int n = ppoll(fds, sleep_on_fds ? 3 : 1, tsp, NULL);
+        if (n < 0 && errno == EINTR)
+            return TORX_OK; /* interrupted: poll now */
+        if (n > 0) {
+            if (fds[0].revents)
+                take_wake(d);
+            return TORX_OK;
+        }
+        if (nap)
+            return TORX_OK;
+        if (deadline >= 0 && mono_s() >= deadline) {
+            torxp_ofi_lock(d);
+            torxp_ofi_progress(d);
+            const int ready = d->cur >= 0 || !queues_empty(d);
+            torxp_ofi_unlock(d);
+            return ready ? TORX_OK : TORX_AGAIN;
+        }
+        /* A slice ran out (no wait descriptors): progress and look again. */
+    }
+}
+
+void torxp_ofi_wake(torx_pkt_dev_t *dev)
+{
+    torxp_ofi_dev_t *d = torxp_ofi_of(dev);
+    const uint64_t one = 1;
+    /* An eventfd write fails only when the counter would overflow, and then
+     * it is rung already. */
+    if (write(d->wake_fd, &one, sizeof one) < 0) {
+    }
+}
+
+/* ---- Set-up ---------------------------------------------------------------------------- */
+
+torx_status_t torxp_ofi_torus_setup(torxp_ofi_dev_t *d, const torxp_env_t *env, long tx_pool)
+{
+    d->cur = -1;
+    d->tx_free = -1;
+    d->sys_tail = &d->sys_head;
+    d->credit_max = (uint32_t)env->fifo_packets;
+    /* Reception buffers: what the shm device's four FIFOs hold, at most
+     * 512, a power of two (the queue rings index with a mask). More than
+     * that the provider keeps as unexpected messages, bounded by the
+     * credit windows. */
+    d->nrx = (unsigned)env->fifo_packets * TORXP_OFI_RXQ;
+    if (d->nrx > 512)
+        d->nrx = 512;
+    d->nsysrx = 64;
+    d->tx_pool = (unsigned)tx_pool;
+    if (env->chaos_seed) {
+        d->chaos_rx = ((uint64_t)env->chaos_seed * 0x9E3779B97F4A7C15ULL) ^ (d->self_slot + 1);
+        if (!d->chaos_rx)
+            d->chaos_rx = 1;
+    }
+    d->txbufs = torxp_calloc(d->tx_pool, sizeof *d->txbufs);
+    d->credits = torxp_calloc(d->nslots, sizeof *d->credits);
+    d->consumed = torxp_calloc(d->nslots, sizeof *d->consumed);
+    d->rxbufs = torxp_calloc(d->nrx + d->nsysrx, sizeof *d->rxbufs);
+    d->inj_ctx = torxp_calloc(d->nslots, sizeof *d->inj_ctx);
+    d->pings = torxp_calloc(d->nslots, sizeof *d->pings);
+    for (unsigned q = 0; q < TORXP_OFI_RXQ; q++)
+        if (!(d->rxq[q].ring = torxp_calloc(d->nrx, sizeof *d->rxq[q].ring)))
+            return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the ofi device's queues");
+    if (!d->txbufs || !d->credits || !d->consumed || !d->rxbufs || !d->inj_ctx || !d->pings)
+        return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the ofi device's buffers");
+    for (unsigned i = 0; i < d->tx_pool; i++) {
+        d->txbufs[i].ctx.kind = TORXP_OFI_CTX_TX;
+        d->txbufs[i].next_free = d->tx_free;
+        d->tx_free = (int)i;
+    }
+    d->tx_nfree = d->tx_pool;
+    for (unsigned s = 0; s < d->nslots; s++) {
+        d->credits[s] = d->slot_rank[s] >= 0 ? (int32_t)d->credit_max : 0;
+        d->inj_ctx[s] = (torxp_ofi_ctx_t){.kind = TORXP_OFI_CTX_INJ, .peer = s};
+    }
+    for (unsigned i = 0; i < d->nrx + d->nsysrx; i++) {
+        d->rxbufs[i].ctx.kind = is_sys_buf(d, i) ? TORXP_OFI_CTX_SYSRX : TORXP_OFI_CTX_RX;
+        post_rx(d, i);
+    }
+    if (d->unposted)
+        return torxp_error(TORX_ERR_SYS,
+                           "torx: provider %s would not take %u receive buffers (its receive "
+                           "queue is shorter); lower TORX_FIFO_PACKETS",
+                           d->prov, d->nrx + d->nsysrx);
+    return d->base.failed;
+}
+
+void torxp_ofi_torus_fini(torxp_ofi_dev_t *d)
+{
+    while (d->sys_head) {
+        torxp_ofi_sysmsg_t *m = d->sys_head;
+        d->sys_head = m->next;
+        free(m);
+    }
+    for (unsigned q = 0; q < TORXP_OFI_RXQ; q++)
+        free(d->rxq[q].ring);
+    free(d->txbufs);
+    free(d->credits);
+    free(d->consumed);
+    free(d->rxbufs);
+    free(d->inj_ctx);
+    free(d->pings);
+}
+
+void torxp_ofi_flush(torxp_ofi_dev_t *d, double timeout_s)
+{
+    const double deadline = mono_s() + timeout_s;
+    torxp_ofi_lock(d);
+    while ((d->sys_head || d->sys_inflight || d->inj_inflight || d->tx_nfree < d->tx_pool ||
+            d->stash.active) &&
+           d->base.failed == TORX_OK && mono_s() < deadline) {
+        torxp_ofi_progress(d);
+        if (d->stash.active)
+            drain_stash(d);
+    }
+    if (d->sys_head || d->sys_inflight || d->inj_inflight || d->tx_nfree < d->tx_pool)
+        torxp_log(&d->base, 1, "closing with sends not completed after %.1f s", timeout_s);
+    torxp_ofi_unlock(d);
+}
