@@ -229,11 +229,11 @@ static int co_cross(void)
     return !v || strcmp(v, "unbound") != 0;
 }
 
-static int pin_co_threads(int rank)
+/* all: the CPUs the task had before torx_init (which binds a task to one
+ * core when the host has a core per task). */
+static int pin_co_threads(int rank, const cpu_set_t *launch)
 {
-    cpu_set_t all;
-    if (sched_getaffinity(0, sizeof all, &all) != 0) /* still the launcher's whole mask */
-        return errno;
+    cpu_set_t all = *launch;
     const int n = CPU_COUNT(&all);
     const int mine = bench_nth_cpu(&all, n ? rank % n : 0),
               other = bench_nth_cpu(&all, n ? (rank + 1) % n : 0);
@@ -269,12 +269,17 @@ static int ov_task(torx_boot_t *boot, void *arg)
     g.rank = boot->rank;
     g.use_wait = job->co;
     torx_init_attr_t attr = {.boot = boot, .mode = job->co ? TORX_MODE_CO : TORX_MODE_HEATER};
+    cpu_set_t launch;
+    if (sched_getaffinity(0, sizeof launch, &launch) != 0) {
+        fprintf(stderr, "msg_overlap: sched_getaffinity: %s\n", strerror(errno));
+        return 1;
+    }
     if (torx_init(&attr, &g.ctx) != TORX_OK) {
         fprintf(stderr, "msg_overlap: torx_init: %s\n", torx_last_error());
         return 1;
     }
     if (job->co) {
-        const int err = pin_co_threads(g.rank);
+        const int err = pin_co_threads(g.rank, &launch);
         if (err)
             fprintf(stderr, "msg_overlap[%d]: pinning the co-mode threads: %s\n", g.rank,
                     strerror(err));

@@ -107,8 +107,14 @@ torx_status_t torxm_bind(torx_ctx_t *ctx)
 static void bind_comm_with(torx_ctx_t *ctx, hwloc_topology_t topo, pthread_t thread)
 {
     const int cpn = ctx->cores_per_node;
-    if (cpn < 2 || !ctx->nodes_fit)
-        return; /* TORX_CO_THREAD=own on a short host: the scheduler places it */
+    if (cpn < 2 || !ctx->nodes_fit) {
+        /* TORX_CO_THREAD=own on a host without a core per thread: the
+         * scheduler places it, anywhere the job may run (not on the one
+         * core it inherited from a task torx bound). */
+        if (!ctx->prebound_cpus)
+            hwloc_set_thread_cpubind(topo, thread, hwloc_topology_get_allowed_cpuset(topo), 0);
+        return;
+    }
     hwloc_obj_type_t unit = HWLOC_OBJ_CORE;
     if (hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE) <= 0)
         unit = HWLOC_OBJ_PU;
