@@ -27,7 +27,8 @@
 #
 # Environment:
 #   TORX_TEST_BUILDS    which builds to run (default "normal asan tsan faults fuzz mpi mpisuite npb")
-#   TORX_FUZZ_SECONDS   fuzzing time per harness in the fuzz stage (default 45)
+#   TORX_FUZZ_SECONDS   fuzzing time per harness in the fuzz stage (default 20; longer:
+#                       make -C build-fuzz fuzz-short FUZZ_SECONDS=N, or fuzz-long)
 #   TORX_JOBS           parallel compile jobs (default 2)
 #   TORX_CHECK_TIMEOUT  seconds one build's test run may take (default 1800)
 set -uo pipefail
@@ -36,7 +37,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 
 builds=${TORX_TEST_BUILDS:-normal asan tsan faults fuzz mpi mpisuite npb}
-fuzz_seconds=${TORX_FUZZ_SECONDS:-45}
+fuzz_seconds=${TORX_FUZZ_SECONDS:-20}
 jobs=${TORX_JOBS:-2}
 check_timeout=${TORX_CHECK_TIMEOUT:-1800}
 
