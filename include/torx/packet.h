@@ -218,8 +218,10 @@ typedef struct torx_pkt_attr {
  *                    unknown flags or device name; self outside the shape or
  *                    taken by another task
  *   TORX_ERR_ENV     a bad TORX_* value (named in the message)
- *   TORX_ERR_UNSUPPORTED  TORX_DEVICE=ofi (not built yet); TORX_BULK=cma
- *                    where cross-memory attach is forbidden
+ *   TORX_ERR_UNSUPPORTED  TORX_DEVICE=ofi in a build without it, or no usable
+ *                    libfabric provider (the message names what it lacks);
+ *                    TORX_BULK=cma where cross-memory attach is forbidden
+ *                    (or on ofi)
  *   TORX_ERR_NOMEM   memory or /dev/shm space; TORX_ERR_SYS: shm_open, mmap
  *   TORX_ERR_PROTO   tasks disagree on shape, TORX_FIFO_PACKETS or version
  *   TORX_ERR_PEER    another task failed (see its message) or died

@@ -43,6 +43,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
+#include <stdalign.h>
 #include <stdint.h>
 
 #define TORXP_OFI_API FI_VERSION(1, 11)
@@ -127,7 +128,7 @@ typedef struct torxp_ofi_rxbuf {
     uint32_t src; /* sender's slot, from the tag (torus buffers) */
     uint32_t len; /* bytes received */
     int posted;   /* 1 while the provider owns it */
-    unsigned char data[TORXP_OFI_SYS_MAX];
+    alignas(16) unsigned char data[TORXP_OFI_SYS_MAX]; /* read as headers and structs */
 } torxp_ofi_rxbuf_t;
 
 /* A device-internal message on its way out: queued in order, sent when the
@@ -136,7 +137,7 @@ typedef struct torxp_ofi_sysmsg {
     torxp_ofi_ctx_t ctx;
     struct torxp_ofi_sysmsg *next;
     uint32_t len;
-    unsigned char data[TORXP_OFI_SYS_MAX];
+    alignas(16) unsigned char data[TORXP_OFI_SYS_MAX]; /* read as headers and structs */
 } torxp_ofi_sysmsg_t;
 
 /* A reception queue: a ring of receive-buffer indices. */
