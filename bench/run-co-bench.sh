@@ -30,6 +30,8 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 bench_name=run-co-bench
+# bench_machine (lib.sh) sets stamp, when, machine and rev:
+# shellcheck disable=SC2154
 # shellcheck source=bench/lib.sh
 . "$here/lib.sh"
 
