@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# bench_machine (bench/lib.sh) sets stamp, when, machine and rev:
+# shellcheck disable=SC2154
 # Coprocessor mode against heater mode, the two ways issue 10 asks:
 #
 #   short of cores  2 ranks, plain `mpiexec -n 2` (what a user types), in
@@ -30,8 +32,6 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 bench_name=run-co-bench
-# bench_machine (lib.sh) sets stamp, when, machine and rev:
-# shellcheck disable=SC2154
 # shellcheck source=bench/lib.sh
 . "$here/lib.sh"
 
