@@ -10,6 +10,7 @@
 
 #include <torx/map.h>
 
+#include "map_internal.h"
 #include "packet/pkt_internal.h"
 
 #include <errno.h>
@@ -242,11 +243,7 @@ torx_status_t torx_map_from_coords(const torx_coord_t *coord, torx_shape_t shape
 
 /* ---- Mapping files --------------------------------------------------------- */
 
-/* "torx: path:line: reason", always TORX_ERR_INVAL: the file is wrong. */
-static torx_status_t line_error(const char *path, unsigned long line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static torx_status_t line_error(const char *path, unsigned long line, const char *fmt, ...)
+torx_status_t torxm_line_error(const char *path, unsigned long line, const char *fmt, ...)
 {
     char reason[TORXM_REASON_BYTES];
     va_list ap;
@@ -256,10 +253,6 @@ static torx_status_t line_error(const char *path, unsigned long line, const char
     return torxp_error(TORX_ERR_INVAL, "torx: %s:%lu: %s", path, line, reason);
 }
 
-static int is_blank(char c)
-{
-    return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f' || c == '\n';
-}
 
 typedef struct {
     const char *p;
@@ -295,12 +288,12 @@ static torx_status_t parse_rank_line(const char *path, unsigned long line, const
     token_t tk[TORXM_NDIMS];
     int ntok = 0, hash = 0;
     for (size_t i = 0; i < len;) {
-        if (is_blank(buf[i])) {
+        if (torxm_is_blank(buf[i])) {
             i++;
             continue;
         }
         size_t start = i;
-        while (i < len && !is_blank(buf[i]))
+        while (i < len && !torxm_is_blank(buf[i]))
             i++;
         if (buf[start] == '#')
             hash = 1;
@@ -310,29 +303,29 @@ static torx_status_t parse_rank_line(const char *path, unsigned long line, const
             ntok++;
     }
     if (ntok != TORXM_NDIMS)
-        return line_error(path, line, "expected 4 fields (x y z t), found %d%s", ntok,
+        return torxm_line_error(path, line, "expected 4 fields (x y z t), found %d%s", ntok,
                           hash ? "; a comment must be on a line of its own" : "");
 
     unsigned ext[TORXM_NDIMS], v[TORXM_NDIMS];
     shape_extents(shape, ext);
     for (int d = 0; d < TORXM_NDIMS; d++) {
         if (!token_value(tk[d], &v[d]))
-            return line_error(path, line,
+            return torxm_line_error(path, line,
                               TOKEN_FMT " is not a number (%c must be a non-negative decimal "
                                         "integer)",
                               TOKEN_ARGS(tk[d]), dim_name[d]);
         if (v[d] < ext[d])
             continue;
         if (d < 3)
-            return line_error(path, line,
+            return torxm_line_error(path, line,
                               "%c=" TOKEN_TEXT
                               " is out of range: the torus has extent %u in %c (0..%u)",
                               dim_name[d], TOKEN_ARGS(tk[d]), ext[d], dim_name[d], ext[d] - 1);
         if (ext[d] == 1)
-            return line_error(path, line,
+            return torxm_line_error(path, line,
                               "t=" TOKEN_TEXT " but the mode runs 1 task per node (t must be 0)",
                               TOKEN_ARGS(tk[d]));
-        return line_error(path, line,
+        return torxm_line_error(path, line,
                           "t=" TOKEN_TEXT " but the mode runs %u tasks per node (t must be 0..%u)",
                           TOKEN_ARGS(tk[d]), ext[d], ext[d] - 1);
     }
@@ -397,7 +390,7 @@ static torx_status_t read_map_file(const char *path, torx_shape_t shape, int nta
         line++;
         any_line = 1;
         ssize_t i = 0;
-        while (i < len && is_blank(buf[i]))
+        while (i < len && torxm_is_blank(buf[i]))
             i++;
         if (i == len || buf[i] == '#')
             continue;
@@ -415,7 +408,7 @@ static torx_status_t read_map_file(const char *path, torx_shape_t shape, int nta
         unsigned slot = torx_coord_index(shape, c);
         int owner = map->rank_of_slot[slot];
         if (owner >= 0) {
-            rc = line_error(path, line, "(%u,%u,%u,%u) already used by rank %d on line %lu", c.x,
+            rc = torxm_line_error(path, line, "(%u,%u,%u,%u) already used by rank %d on line %lu", c.x,
                             c.y, c.z, c.t, owner, lines[owner]);
             goto fn_fail;
         }
@@ -443,13 +436,13 @@ static torx_status_t read_map_file(const char *path, torx_shape_t shape, int nta
         goto fn_fail;
     }
     if (ntasks > 0 && nranks > ntasks) {
-        rc = line_error(path, first_extra,
+        rc = torxm_line_error(path, first_extra,
                         "file has %d ranks, the job has %d (the extra ranks start on this line)",
                         nranks, ntasks);
         goto fn_fail;
     }
     if (ntasks > 0 && nranks < ntasks) {
-        rc = line_error(path, line, "file has %d rank%s, the job has %d", nranks,
+        rc = torxm_line_error(path, line, "file has %d rank%s, the job has %d", nranks,
                         plural((unsigned)nranks), ntasks);
         goto fn_fail;
     }

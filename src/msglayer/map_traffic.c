@@ -17,16 +17,15 @@
 
 #include <torx/map.h>
 
+#include "map_internal.h"
 #include "packet/pkt_internal.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define TORXT_REASON_BYTES 256
 #define TORXT_TOKEN_SHOWN 40  /* longest token quoted back in a message */
 #define TORXT_MISSING_SHOWN 8 /* ranks without a row named in the message */
 
@@ -40,33 +39,15 @@ void torx_traffic_free(torx_traffic_t *t)
     *t = (torx_traffic_t){.ntasks = 0};
 }
 
-static torx_status_t line_error(const char *path, unsigned long line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static torx_status_t line_error(const char *path, unsigned long line, const char *fmt, ...)
-{
-    char reason[TORXT_REASON_BYTES];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(reason, sizeof reason, fmt, ap);
-    va_end(ap);
-    return torxp_error(TORX_ERR_INVAL, "torx: %s:%lu: %s", path, line, reason);
-}
-
-static int is_blank(char c)
-{
-    return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f' || c == '\n';
-}
-
 /* The next blank-separated token of buf[*i..len), or 0 at the end. */
 static int next_token(const char *buf, size_t len, size_t *i, const char **tok, int *tlen)
 {
-    while (*i < len && is_blank(buf[*i]))
+    while (*i < len && torxm_is_blank(buf[*i]))
         (*i)++;
     if (*i == len)
         return 0;
     const size_t start = *i;
-    while (*i < len && !is_blank(buf[*i]))
+    while (*i < len && !torxm_is_blank(buf[*i]))
         (*i)++;
     *tok = buf + start;
     *tlen = (int)(*i - start);
@@ -101,11 +82,11 @@ static torx_status_t parse_count(const char *path, unsigned long line, const cha
         for (int i = 1; negative && i < tlen; i++)
             negative = tok[i] >= '0' && tok[i] <= '9';
         if (negative)
-            return line_error(path, line,
+            return torxm_line_error(path, line,
                               TOKEN_FMT " is negative: a %s is a non-negative "
                                         "decimal integer",
                               TOKEN_ARGS(tok, tlen), what);
-        return line_error(path, line,
+        return torxm_line_error(path, line,
                           TOKEN_FMT " is not a number: a %s is a non-negative "
                                     "decimal integer",
                           TOKEN_ARGS(tok, tlen), what);
@@ -113,7 +94,7 @@ static torx_status_t parse_count(const char *path, unsigned long line, const cha
     for (int i = 0; i < tlen; i++) {
         const unsigned d = (unsigned)(tok[i] - '0');
         if (acc > (UINT64_MAX - d) / 10)
-            return line_error(path, line, TOKEN_FMT " is too large for a %s (at most %llu)",
+            return torxm_line_error(path, line, TOKEN_FMT " is too large for a %s (at most %llu)",
                               TOKEN_ARGS(tok, tlen), what, (unsigned long long)UINT64_MAX);
         acc = acc * 10 + d;
     }
@@ -129,7 +110,7 @@ static torx_status_t parse_row(const char *path, unsigned long line, const char 
     const int n = t->ntasks;
     const long nfields = count_tokens(buf, len);
     if (nfields != (long)n + 1)
-        return line_error(
+        return torxm_line_error(
             path, line,
             "expected %d fields (the source rank, then the bytes to each of %d "
             "ranks, as the first row has), found %ld%s",
@@ -144,12 +125,12 @@ static torx_status_t parse_row(const char *path, unsigned long line, const char 
     if (rc != TORX_OK)
         return rc;
     if (src >= (uint64_t)n)
-        return line_error(path, line,
+        return torxm_line_error(path, line,
                           "source rank %llu is not in the job (0..%d: the rows have %d byte "
                           "counts)",
                           (unsigned long long)src, n - 1, n);
     if (row_line[src])
-        return line_error(path, line, "rank %llu already has a row, on line %lu",
+        return torxm_line_error(path, line, "rank %llu already has a row, on line %lu",
                           (unsigned long long)src, row_line[src]);
     uint64_t *row = t->bytes + src * (uint64_t)n;
     for (int d = 0; d < n; d++) {
@@ -182,26 +163,26 @@ torx_status_t torx_traffic_read(const char *path, torx_traffic_t *t)
         line++;
         any_line = 1;
         ssize_t i = 0;
-        while (i < len && is_blank(buf[i]))
+        while (i < len && torxm_is_blank(buf[i]))
             i++;
         if (i == len || buf[i] == '#')
             continue;
         const int at_eof = buf[len - 1] != '\n';
         if (memchr(buf, '#', (size_t)len)) {
-            rc = line_error(path, line, "'#' after a row: a comment must be on a line of its own");
+            rc = torxm_line_error(path, line, "'#' after a row: a comment must be on a line of its own");
             goto fn_fail;
         }
         if (!t->bytes) { /* the first row sets the job size */
             const long nfields = count_tokens(buf, (size_t)len);
             if (nfields < 2) {
-                rc = line_error(path, line,
+                rc = torxm_line_error(path, line,
                                 "expected the source rank and the bytes to each rank, found %ld "
                                 "field%s",
                                 nfields, nfields == 1 ? "" : "s");
                 goto fn_fail;
             }
             if (nfields - 1 > TORX_TRAFFIC_MAX_RANKS) {
-                rc = line_error(path, line,
+                rc = torxm_line_error(path, line,
                                 "a row of %ld byte counts; at most %d ranks are "
                                 "supported",
                                 nfields - 1, TORX_TRAFFIC_MAX_RANKS);
@@ -245,7 +226,7 @@ torx_status_t torx_traffic_read(const char *path, torx_traffic_t *t)
             at += (size_t)snprintf(missing + at, sizeof missing - at, "%s%d", shown ? ", " : "", r);
             shown++;
         }
-        rc = line_error(path, line,
+        rc = torxm_line_error(path, line,
                         "rows for %d of the %d ranks; no row for rank%s %s (is the file cut "
                         "short, or did some tasks not write theirs?)",
                         rows, t->ntasks, t->ntasks - rows == 1 ? "" : "s", missing);
