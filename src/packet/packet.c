@@ -206,3 +206,44 @@ void torx_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t r
 {
     dev->ops->stage_unput(dev, dest, ref);
 }
+
+/* ---- Deposit lines --------------------------------------------------------- */
+
+torx_status_t torxp_deposit_hops(const torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
+                                 unsigned *hops)
+{
+    const torx_shape_t s = dev->shape;
+    const torx_coord_t me = dev->self, to = hdr->dest;
+    const int dim = torx_pkt_hdr_deposit_dim(hdr);
+    const uint8_t mine[3] = {me.x, me.y, me.z}, theirs[3] = {to.x, to.y, to.z};
+    const unsigned ext[3] = {s.x, s.y, s.z};
+    if (dim > TORX_DIM_Z)
+        return torxp_error(TORX_ERR_INVAL, "torx: deposit packet names dimension %d (0..2)", dim);
+    for (int i = 0; i < 3; i++)
+        if (i != dim && mine[i] != theirs[i])
+            return torxp_error(TORX_ERR_INVAL,
+                               "torx: deposit line from (%u,%u,%u) to (%u,%u,%u) along dimension "
+                               "%d leaves that line",
+                               me.x, me.y, me.z, to.x, to.y, to.z, dim);
+    const unsigned n = ext[dim];
+    *hops = (hdr->ctl & TORX_PKT_DEPOSIT_NEG) ? (mine[dim] + n - theirs[dim]) % n
+                                              : (theirs[dim] + n - mine[dim]) % n;
+    if (*hops == 0)
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: deposit line from (%u,%u,%u) ends where it starts; name the "
+                           "last node of the line as destination",
+                           me.x, me.y, me.z);
+    return TORX_OK;
+}
+
+unsigned torxp_deposit_hop_slot(const torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr, unsigned k)
+{
+    const torx_shape_t s = dev->shape;
+    const unsigned ext[3] = {s.x, s.y, s.z};
+    const int dim = torx_pkt_hdr_deposit_dim(hdr);
+    uint8_t c[3] = {dev->self.x, dev->self.y, dev->self.z};
+    const unsigned n = ext[dim];
+    c[dim] =
+        (uint8_t)((hdr->ctl & TORX_PKT_DEPOSIT_NEG) ? (c[dim] + n - k % n) % n : (c[dim] + k) % n);
+    return torx_coord_index(s, (torx_coord_t){c[0], c[1], c[2], hdr->dest.t});
+}

@@ -105,6 +105,16 @@ static inline const char *torxp_hdr_invalid(const torx_pkt_hdr_t *h, torx_shape_
     return NULL;
 }
 
+/* Deposit lines, the same on every device. torxp_deposit_hops checks that
+ * hdr (TORX_PKT_DEPOSIT set) names a line through dev's node: a dimension
+ * 0..2, a destination on that line and not the sender's own node; it sets
+ * *hops, the nodes the line visits (TORX_ERR_INVAL, naming what is wrong,
+ * otherwise). torxp_deposit_hop_slot: the slot (torx_coord_index) of the
+ * line's k-th node, 1 <= k <= hops, for the destination's t. */
+torx_status_t torxp_deposit_hops(const torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
+                                 unsigned *hops);
+unsigned torxp_deposit_hop_slot(const torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr, unsigned k);
+
 /* Options every device reads from the environment, parsed once in
  * torx_pkt_open so the errors are uniform. */
 typedef struct torxp_env {

@@ -546,14 +546,7 @@ static torx_status_t send_packet(torxp_ofi_dev_t *d, unsigned slot, const torx_p
  * sits there (a partly filled torus). */
 static int deposit_hop_slot(const torxp_ofi_dev_t *d, const torx_pkt_hdr_t *h, unsigned k)
 {
-    const torx_shape_t s = d->base.shape;
-    const unsigned ext[3] = {s.x, s.y, s.z};
-    const int dim = torx_pkt_hdr_deposit_dim(h);
-    uint8_t c[3] = {d->base.self.x, d->base.self.y, d->base.self.z};
-    const unsigned n = ext[dim];
-    c[dim] =
-        (uint8_t)((h->ctl & TORX_PKT_DEPOSIT_NEG) ? (c[dim] + n - k % n) % n : (c[dim] + k) % n);
-    const unsigned slot = torx_coord_index(s, (torx_coord_t){c[0], c[1], c[2], h->dest.t});
+    const unsigned slot = torxp_deposit_hop_slot(&d->base, h, k);
     return d->slot_rank[slot] >= 0 ? (int)slot : -1;
 }
 
@@ -574,27 +567,10 @@ static void drain_stash(torxp_ofi_dev_t *d)
 static torx_status_t inject_deposit(torxp_ofi_dev_t *d, const torx_pkt_hdr_t *hdr,
                                     const struct iovec *iov, int iovcnt, size_t len)
 {
-    const torx_shape_t s = d->base.shape;
-    const torx_coord_t me = d->base.self, to = hdr->dest;
-    const int dim = torx_pkt_hdr_deposit_dim(hdr);
-    const uint8_t mine[3] = {me.x, me.y, me.z}, theirs[3] = {to.x, to.y, to.z};
-    const unsigned ext[3] = {s.x, s.y, s.z};
-    if (dim > TORX_DIM_Z)
-        return torxp_error(TORX_ERR_INVAL, "torx: deposit packet names dimension %d (0..2)", dim);
-    for (int k = 0; k < 3; k++)
-        if (k != dim && mine[k] != theirs[k])
-            return torxp_error(TORX_ERR_INVAL,
-                               "torx: deposit line from (%u,%u,%u) to (%u,%u,%u) along dimension "
-                               "%d leaves that line",
-                               me.x, me.y, me.z, to.x, to.y, to.z, dim);
-    const unsigned n = ext[dim];
-    const unsigned hops = (hdr->ctl & TORX_PKT_DEPOSIT_NEG) ? (mine[dim] + n - theirs[dim]) % n
-                                                            : (theirs[dim] + n - mine[dim]) % n;
-    if (hops == 0)
-        return torxp_error(TORX_ERR_INVAL,
-                           "torx: deposit line from (%u,%u,%u) ends where it starts; name the "
-                           "last node of the line as destination",
-                           me.x, me.y, me.z);
+    unsigned hops;
+    const torx_status_t bad = torxp_deposit_hops(&d->base, hdr, &hops);
+    if (bad != TORX_OK)
+        return bad;
     unsigned k = 1;
     for (; k <= hops; k++) {
         const int slot = deposit_hop_slot(d, hdr, k);
