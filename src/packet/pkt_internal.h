@@ -115,6 +115,17 @@ torx_status_t torxp_deposit_hops(const torx_pkt_dev_t *dev, const torx_pkt_hdr_t
                                  unsigned *hops);
 unsigned torxp_deposit_hop_slot(const torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr, unsigned k);
 
+/* The collective network's ALU (cn_alu.c), the same for every device: acc
+ * op= src lane by lane over one packet (TORX_CN_PACKET_BYTES), src read
+ * through memcpy at any alignment; ADD wraps. torxp_cn_alu takes acc as
+ * bytes too; the typed forms keep acc in lanes across many calls. Names
+ * of ops and types for messages ("?" when out of range). */
+void torxp_cn_alu64(unsigned op, int is_signed, uint64_t *restrict acc, const unsigned char *src);
+void torxp_cn_alu32(unsigned op, int is_signed, uint32_t *restrict acc, const unsigned char *src);
+void torxp_cn_alu(unsigned op, unsigned type, unsigned char *acc, const unsigned char *src);
+const char *torxp_cn_op_name(unsigned op);
+const char *torxp_cn_type_name(unsigned type);
+
 /* Options every device reads from the environment, parsed once in
  * torx_pkt_open so the errors are uniform. */
 typedef struct torxp_env {

@@ -54,8 +54,6 @@
 #define TORXP_OFI_CN_DEPTH 4u
 #define CN_NONE UINT32_MAX
 #define CN_MAX_CHILDREN 32
-#define CN_LANES64 (TORX_CN_PACKET_BYTES / 8)
-#define CN_LANES32 (TORX_CN_PACKET_BYTES / 4)
 #define PING_EVERY_S 0.5
 
 /* What a subtree's packet says besides its data. */
@@ -101,72 +99,11 @@ struct torxp_ofi_cn {
     double last_ping;
 };
 
-static const char *cn_op_name(unsigned op)
-{
-    static const char *const names[] = {
-        [TORX_CN_ADD] = "ADD",     [TORX_CN_MIN] = "MIN", [TORX_CN_MAX] = "MAX",
-        [TORX_CN_AND] = "AND",     [TORX_CN_OR] = "OR",   [TORX_CN_XOR] = "XOR",
-        [TORX_CN_BCAST] = "BCAST",
-    };
-    return op < TORX_CN_NOPS ? names[op] : "?";
-}
-
-static const char *cn_type_name(unsigned type)
-{
-    static const char *const names[] = {
-        [TORX_CN_S32] = "S32", [TORX_CN_U32] = "U32", [TORX_CN_S64] = "S64", [TORX_CN_U64] = "U64"};
-    return type < TORX_CN_NTYPES ? names[type] : "?";
-}
-
 static double mono_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* ---- the ALU: lanes through memcpy (the payload may hold anything, at any
- * alignment); ADD on unsigned lanes wraps like two's complement. --------- */
-
-#define ALU_LOOP(T, S, N)                                                                          \
-    do {                                                                                           \
-        T a[N], v[N];                                                                              \
-        memcpy(a, acc, sizeof a);                                                                  \
-        memcpy(v, src, sizeof v);                                                                  \
-        for (unsigned i = 0; i < N; i++) {                                                         \
-            switch (op) {                                                                          \
-            case TORX_CN_ADD:                                                                      \
-                a[i] += v[i];                                                                      \
-                break;                                                                             \
-            case TORX_CN_MIN:                                                                      \
-                a[i] =                                                                             \
-                    is_signed ? ((S)v[i] < (S)a[i] ? v[i] : a[i]) : (v[i] < a[i] ? v[i] : a[i]);   \
-                break;                                                                             \
-            case TORX_CN_MAX:                                                                      \
-                a[i] =                                                                             \
-                    is_signed ? ((S)v[i] > (S)a[i] ? v[i] : a[i]) : (v[i] > a[i] ? v[i] : a[i]);   \
-                break;                                                                             \
-            case TORX_CN_AND:                                                                      \
-                a[i] &= v[i];                                                                      \
-                break;                                                                             \
-            case TORX_CN_OR:                                                                       \
-                a[i] |= v[i];                                                                      \
-                break;                                                                             \
-            case TORX_CN_XOR:                                                                      \
-                a[i] ^= v[i];                                                                      \
-                break;                                                                             \
-            }                                                                                      \
-        }                                                                                          \
-        memcpy(acc, a, sizeof a);                                                                  \
-    } while (0)
-
-static void alu(unsigned op, unsigned type, unsigned char *acc, const unsigned char *src)
-{
-    const int is_signed = type == TORX_CN_S32 || type == TORX_CN_S64;
-    if (type == TORX_CN_S64 || type == TORX_CN_U64)
-        ALU_LOOP(uint64_t, int64_t, CN_LANES64);
-    else
-        ALU_LOOP(uint32_t, int32_t, CN_LANES32);
 }
 
 /* ---- tree ------------------------------------------------------------------ */
@@ -259,7 +196,7 @@ static void combine(const torxp_ofi_dev_t *d, struct cn_up *u, cn_msg_t *out)
             m.root2 = b;
             m.nroots += cm->nroots;
         } else if (same) {
-            alu(m.op, m.type, out->data, u->data[1 + i]);
+            torxp_cn_alu(m.op, m.type, out->data, u->data[1 + i]);
         }
     }
     out->m = m;
@@ -283,17 +220,17 @@ static torx_status_t round_error(const cn_msg_t *msg)
                            "torx: collective network round %llu: task 0 injected %s/%s but "
                            "task %u injected %s/%s (every task must use the same op and "
                            "type in the same round)",
-                           r, cn_op_name(m->op), cn_type_name(m->type), m->mis,
-                           cn_op_name(m->mis_op), cn_type_name(m->mis_type));
+                           r, torxp_cn_op_name(m->op), torxp_cn_type_name(m->type), m->mis,
+                           torxp_cn_op_name(m->mis_op), torxp_cn_type_name(m->mis_type));
     if (m->nroots == 0)
         return torxp_error(TORX_ERR_PROTO,
                            "torx: collective network round %llu: BCAST/%s with no root "
                            "(exactly one task must pass is_root)",
-                           r, cn_type_name(m->type));
+                           r, torxp_cn_type_name(m->type));
     return torxp_error(TORX_ERR_PROTO,
                        "torx: collective network round %llu: BCAST/%s with %u roots, "
                        "tasks %u and %u among them (exactly one task must pass is_root)",
-                       r, cn_type_name(m->type), m->nroots, m->root, m->root2);
+                       r, torxp_cn_type_name(m->type), m->nroots, m->root, m->root2);
 }
 
 /* Keeps a round's result and passes it down. */
@@ -432,7 +369,7 @@ torx_status_t torxp_ofi_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_
     const int has_data = op != TORX_CN_BCAST || root;
     if (TORXP_UNLIKELY(has_data && data == NULL))
         return torxp_error(TORX_ERR_INVAL, "torx: torx_cn_inject: %s%s with data == NULL",
-                           cn_op_name(op), root ? " root" : "");
+                           torxp_cn_op_name(op), root ? " root" : "");
 
     torxp_ofi_lock(d);
     torxp_ofi_cn_t *c = d->cn;

@@ -149,23 +149,6 @@ static inline torxp_gi_task_t *gi_task(void *region, unsigned rank)
     return (torxp_gi_task_t *)((char *)region + sizeof(torxp_gi_hdr_t)) + rank;
 }
 
-static const char *cn_op_name(unsigned op)
-{
-    static const char *const names[] = {
-        [TORX_CN_ADD] = "ADD",     [TORX_CN_MIN] = "MIN", [TORX_CN_MAX] = "MAX",
-        [TORX_CN_AND] = "AND",     [TORX_CN_OR] = "OR",   [TORX_CN_XOR] = "XOR",
-        [TORX_CN_BCAST] = "BCAST",
-    };
-    return op < TORX_CN_NOPS ? names[op] : "?";
-}
-
-static const char *cn_type_name(unsigned type)
-{
-    static const char *const names[] = {
-        [TORX_CN_S32] = "S32", [TORX_CN_U32] = "U32", [TORX_CN_S64] = "S64", [TORX_CN_U64] = "U64"};
-    return type < TORX_CN_NTYPES ? names[type] : "?";
-}
-
 /* The shared regions are set up by the segment code; a mismatch here means
  * the device and the segment disagree on the job, so say which. Cold: run
  * only on the first inject / arm of a task. */
@@ -202,92 +185,6 @@ static torx_status_t gi_check_region(const torxp_shm_dev_t *d)
     return TORX_OK;
 }
 
-/* ---- the ALU --------------------------------------------------------------
- * acc holds the running result; src is the next contribution. Lanes are
- * copied through memcpy so the payload bytes are never accessed through an
- * lvalue of another type (the user's buffer may hold doubles or be
- * unaligned); the compiler turns these into plain vector loads. */
-
-static void alu64(unsigned op, int is_signed, uint64_t *restrict acc, const unsigned char *src)
-{
-    uint64_t v[TORXP_CN_LANES64];
-    memcpy(v, src, sizeof v);
-    switch (op) {
-    case TORX_CN_ADD: /* unsigned: wraps without UB, same bits as two's complement */
-        for (unsigned i = 0; i < TORXP_CN_LANES64; i++)
-            acc[i] += v[i];
-        break;
-    case TORX_CN_MIN:
-        if (is_signed)
-            for (unsigned i = 0; i < TORXP_CN_LANES64; i++)
-                acc[i] = (int64_t)v[i] < (int64_t)acc[i] ? v[i] : acc[i];
-        else
-            for (unsigned i = 0; i < TORXP_CN_LANES64; i++)
-                acc[i] = v[i] < acc[i] ? v[i] : acc[i];
-        break;
-    case TORX_CN_MAX:
-        if (is_signed)
-            for (unsigned i = 0; i < TORXP_CN_LANES64; i++)
-                acc[i] = (int64_t)v[i] > (int64_t)acc[i] ? v[i] : acc[i];
-        else
-            for (unsigned i = 0; i < TORXP_CN_LANES64; i++)
-                acc[i] = v[i] > acc[i] ? v[i] : acc[i];
-        break;
-    case TORX_CN_AND:
-        for (unsigned i = 0; i < TORXP_CN_LANES64; i++)
-            acc[i] &= v[i];
-        break;
-    case TORX_CN_OR:
-        for (unsigned i = 0; i < TORXP_CN_LANES64; i++)
-            acc[i] |= v[i];
-        break;
-    case TORX_CN_XOR:
-        for (unsigned i = 0; i < TORXP_CN_LANES64; i++)
-            acc[i] ^= v[i];
-        break;
-    }
-}
-
-static void alu32(unsigned op, int is_signed, uint32_t *restrict acc, const unsigned char *src)
-{
-    uint32_t v[TORXP_CN_LANES32];
-    memcpy(v, src, sizeof v);
-    switch (op) {
-    case TORX_CN_ADD:
-        for (unsigned i = 0; i < TORXP_CN_LANES32; i++)
-            acc[i] += v[i];
-        break;
-    case TORX_CN_MIN:
-        if (is_signed)
-            for (unsigned i = 0; i < TORXP_CN_LANES32; i++)
-                acc[i] = (int32_t)v[i] < (int32_t)acc[i] ? v[i] : acc[i];
-        else
-            for (unsigned i = 0; i < TORXP_CN_LANES32; i++)
-                acc[i] = v[i] < acc[i] ? v[i] : acc[i];
-        break;
-    case TORX_CN_MAX:
-        if (is_signed)
-            for (unsigned i = 0; i < TORXP_CN_LANES32; i++)
-                acc[i] = (int32_t)v[i] > (int32_t)acc[i] ? v[i] : acc[i];
-        else
-            for (unsigned i = 0; i < TORXP_CN_LANES32; i++)
-                acc[i] = v[i] > acc[i] ? v[i] : acc[i];
-        break;
-    case TORX_CN_AND:
-        for (unsigned i = 0; i < TORXP_CN_LANES32; i++)
-            acc[i] &= v[i];
-        break;
-    case TORX_CN_OR:
-        for (unsigned i = 0; i < TORXP_CN_LANES32; i++)
-            acc[i] |= v[i];
-        break;
-    case TORX_CN_XOR:
-        for (unsigned i = 0; i < TORXP_CN_LANES32; i++)
-            acc[i] ^= v[i];
-        break;
-    }
-}
-
 /* Task j's payload for a slot: the head, the tail as far as used, zeros
  * beyond (the injector found them zero and did not store them). */
 static void slot_payload(const torxp_cn_slot_t *c, unsigned char out[TORX_CN_PACKET_BYTES])
@@ -318,8 +215,8 @@ static torx_status_t cn_combine(void *region, unsigned ntasks, unsigned s, uint6
                                "torx: collective network round %llu: task 0 injected %s/%s but "
                                "task %u injected %s/%s (every task must use the same op and "
                                "type in the same round)",
-                               (unsigned long long)r, cn_op_name(op), cn_type_name(type), j,
-                               cn_op_name(c->op), cn_type_name(c->type));
+                               (unsigned long long)r, torxp_cn_op_name(op), torxp_cn_type_name(type), j,
+                               torxp_cn_op_name(c->op), torxp_cn_type_name(c->type));
     }
 
     if (op == TORX_CN_BCAST) {
@@ -337,12 +234,12 @@ static torx_status_t cn_combine(void *region, unsigned ntasks, unsigned s, uint6
             return torxp_error(TORX_ERR_PROTO,
                                "torx: collective network round %llu: BCAST/%s with no root "
                                "(exactly one task must pass is_root)",
-                               (unsigned long long)r, cn_type_name(type));
+                               (unsigned long long)r, torxp_cn_type_name(type));
         if (nroots > 1)
             return torxp_error(TORX_ERR_PROTO,
                                "torx: collective network round %llu: BCAST/%s with %u roots, "
                                "tasks %u and %u among them (exactly one task must pass is_root)",
-                               (unsigned long long)r, cn_type_name(type), nroots, root, second);
+                               (unsigned long long)r, torxp_cn_type_name(type), nroots, root, second);
         unsigned char data[TORX_CN_PACKET_BYTES];
         slot_payload(&cn_task(region, root)->slot[s], data);
         memcpy(result, data, TORX_CN_PACKET_BYTES);
@@ -357,7 +254,7 @@ static torx_status_t cn_combine(void *region, unsigned ntasks, unsigned s, uint6
         memcpy(acc, data, sizeof acc);
         for (unsigned j = 1; j < ntasks; j++) {
             slot_payload(&cn_task(region, j)->slot[s], data);
-            alu64(op, is_signed, acc, data);
+            torxp_cn_alu64(op, is_signed, acc, data);
         }
         memcpy(result, acc, sizeof acc);
     } else {
@@ -366,7 +263,7 @@ static torx_status_t cn_combine(void *region, unsigned ntasks, unsigned s, uint6
         memcpy(acc, data, sizeof acc);
         for (unsigned j = 1; j < ntasks; j++) {
             slot_payload(&cn_task(region, j)->slot[s], data);
-            alu32(op, is_signed, acc, data);
+            torxp_cn_alu32(op, is_signed, acc, data);
         }
         memcpy(result, acc, sizeof acc);
     }
@@ -411,7 +308,7 @@ torx_status_t torxp_shm_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_
     int has_data = op != TORX_CN_BCAST || root;
     if (TORXP_UNLIKELY(has_data && data == NULL))
         return torxp_error(TORX_ERR_INVAL, "torx: torx_cn_inject: %s%s with data == NULL",
-                           cn_op_name(op), root ? " root" : "");
+                           torxp_cn_op_name(op), root ? " root" : "");
 
     uint64_t r = d->cn_injected;
     if (TORXP_UNLIKELY(r == 0)) {

@@ -1,0 +1,128 @@
+/* The collective network's integer ALU and the names of its operations,
+ * shared by the devices (shm combines in the shared region, ofi at each
+ * level of its tree): one ALU, so every device gives the same bits. */
+#include "pkt_internal.h"
+
+#include <string.h>
+
+#define CN_LANES64 (TORX_CN_PACKET_BYTES / 8)
+#define CN_LANES32 (TORX_CN_PACKET_BYTES / 4)
+
+const char *torxp_cn_op_name(unsigned op)
+{
+    static const char *const names[] = {
+        [TORX_CN_ADD] = "ADD",     [TORX_CN_MIN] = "MIN", [TORX_CN_MAX] = "MAX",
+        [TORX_CN_AND] = "AND",     [TORX_CN_OR] = "OR",   [TORX_CN_XOR] = "XOR",
+        [TORX_CN_BCAST] = "BCAST",
+    };
+    return op < TORX_CN_NOPS ? names[op] : "?";
+}
+
+const char *torxp_cn_type_name(unsigned type)
+{
+    static const char *const names[] = {
+        [TORX_CN_S32] = "S32", [TORX_CN_U32] = "U32", [TORX_CN_S64] = "S64", [TORX_CN_U64] = "U64"};
+    return type < TORX_CN_NTYPES ? names[type] : "?";
+}
+
+/* ---- the ALU --------------------------------------------------------------
+ * acc holds the running result; src is the next contribution. Lanes are
+ * copied through memcpy so the payload bytes are never accessed through an
+ * lvalue of another type (the user's buffer may hold doubles or be
+ * unaligned); the compiler turns these into plain vector loads. */
+
+void torxp_cn_alu64(unsigned op, int is_signed, uint64_t *restrict acc, const unsigned char *src)
+{
+    uint64_t v[CN_LANES64];
+    memcpy(v, src, sizeof v);
+    switch (op) {
+    case TORX_CN_ADD: /* unsigned: wraps without UB, same bits as two's complement */
+        for (unsigned i = 0; i < CN_LANES64; i++)
+            acc[i] += v[i];
+        break;
+    case TORX_CN_MIN:
+        if (is_signed)
+            for (unsigned i = 0; i < CN_LANES64; i++)
+                acc[i] = (int64_t)v[i] < (int64_t)acc[i] ? v[i] : acc[i];
+        else
+            for (unsigned i = 0; i < CN_LANES64; i++)
+                acc[i] = v[i] < acc[i] ? v[i] : acc[i];
+        break;
+    case TORX_CN_MAX:
+        if (is_signed)
+            for (unsigned i = 0; i < CN_LANES64; i++)
+                acc[i] = (int64_t)v[i] > (int64_t)acc[i] ? v[i] : acc[i];
+        else
+            for (unsigned i = 0; i < CN_LANES64; i++)
+                acc[i] = v[i] > acc[i] ? v[i] : acc[i];
+        break;
+    case TORX_CN_AND:
+        for (unsigned i = 0; i < CN_LANES64; i++)
+            acc[i] &= v[i];
+        break;
+    case TORX_CN_OR:
+        for (unsigned i = 0; i < CN_LANES64; i++)
+            acc[i] |= v[i];
+        break;
+    case TORX_CN_XOR:
+        for (unsigned i = 0; i < CN_LANES64; i++)
+            acc[i] ^= v[i];
+        break;
+    }
+}
+
+void torxp_cn_alu32(unsigned op, int is_signed, uint32_t *restrict acc, const unsigned char *src)
+{
+    uint32_t v[CN_LANES32];
+    memcpy(v, src, sizeof v);
+    switch (op) {
+    case TORX_CN_ADD:
+        for (unsigned i = 0; i < CN_LANES32; i++)
+            acc[i] += v[i];
+        break;
+    case TORX_CN_MIN:
+        if (is_signed)
+            for (unsigned i = 0; i < CN_LANES32; i++)
+                acc[i] = (int32_t)v[i] < (int32_t)acc[i] ? v[i] : acc[i];
+        else
+            for (unsigned i = 0; i < CN_LANES32; i++)
+                acc[i] = v[i] < acc[i] ? v[i] : acc[i];
+        break;
+    case TORX_CN_MAX:
+        if (is_signed)
+            for (unsigned i = 0; i < CN_LANES32; i++)
+                acc[i] = (int32_t)v[i] > (int32_t)acc[i] ? v[i] : acc[i];
+        else
+            for (unsigned i = 0; i < CN_LANES32; i++)
+                acc[i] = v[i] > acc[i] ? v[i] : acc[i];
+        break;
+    case TORX_CN_AND:
+        for (unsigned i = 0; i < CN_LANES32; i++)
+            acc[i] &= v[i];
+        break;
+    case TORX_CN_OR:
+        for (unsigned i = 0; i < CN_LANES32; i++)
+            acc[i] |= v[i];
+        break;
+    case TORX_CN_XOR:
+        for (unsigned i = 0; i < CN_LANES32; i++)
+            acc[i] ^= v[i];
+        break;
+    }
+}
+
+void torxp_cn_alu(unsigned op, unsigned type, unsigned char *acc, const unsigned char *src)
+{
+    const int is_signed = type == TORX_CN_S32 || type == TORX_CN_S64;
+    if (type == TORX_CN_S64 || type == TORX_CN_U64) {
+        uint64_t a[CN_LANES64];
+        memcpy(a, acc, sizeof a);
+        torxp_cn_alu64(op, is_signed, a, src);
+        memcpy(acc, a, sizeof a);
+    } else {
+        uint32_t a[CN_LANES32];
+        memcpy(a, acc, sizeof a);
+        torxp_cn_alu32(op, is_signed, a, src);
+        memcpy(acc, a, sizeof a);
+    }
+}
