@@ -45,7 +45,7 @@ mh_require
 
 declare -A mpicc=([mpich]=mpicc.mpich [openmpi]=mpicc.openmpi)
 declare -A runner=([mpich]=mpiexec.mpich [openmpi]=mpirun.openmpi)
-todo=()
+to_run=()
 for p in $peers; do
     [[ -n ${mpicc[$p]:-} ]] || { echo "check-peers: unknown peer '$p' (mpich, openmpi)" >&2; exit 2; }
     if ! command -v "${mpicc[$p]}" >/dev/null || ! command -v "${runner[$p]}" >/dev/null; then
@@ -56,9 +56,9 @@ for p in $peers; do
     for prog in mpi_latency mpi_bw; do
         "${mpicc[$p]}" -O2 -std=c11 -Wall -Wextra -o "$build/$p/$prog" "$root/bench/$prog.c"
     done
-    todo+=("$p")
+    to_run+=("$p")
 done
-if ((${#todo[@]} == 0)); then
+if ((${#to_run[@]} == 0)); then
     echo "skipped: no peer MPI installed (Debian mpich, openmpi-bin)"
     exit 77
 fi
@@ -129,7 +129,7 @@ run_peer() {
     esac
 }
 
-for p in "${todo[@]}"; do
+for p in "${to_run[@]}"; do
     echo "== $p"
     if run_peer "$p" hostname && [[ $(sort "$out" | tr '\n' ' ') == "node1 node2 " ]]; then
         ok "$p: one rank on node1, one on node2"
@@ -176,4 +176,4 @@ if ((fails)); then
     echo "check-peers: $fails failure(s)"
     exit 1
 fi
-echo "check-peers: all passed (${todo[*]})"
+echo "check-peers: all passed (${to_run[*]})"
