@@ -9,63 +9,11 @@
 # check runs). Fixtures: test/maps/ (traffic-*.txt, bad-traffic-*.txt) and
 # mapping/examples/. Exits nonzero when any check fails.
 
-tool=${TORX_MAP:-./torx-map}
+# shellcheck disable=SC2034
+name=map-traffic.sh # for map-lib.sh's messages
 here=$(cd "$(dirname "$0")" && pwd) || exit 1
-maps=$here/maps
-examples=$here/../mapping/examples
-
-unset TORX_TORUS TORX_MODE TORX_MAPPING TORX_CORES_PER_NODE
-
-if [ ! -x "$tool" ]; then
-    echo "map-traffic.sh: no torx-map at '$tool' (set TORX_MAP)" >&2
-    exit 1
-fi
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/torx-map-traffic.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
-
-failures=0
-checks=0
-
-fail() {
-    failures=$((failures + 1))
-    echo "FAIL: $*" >&2
-    echo "  command: $last" >&2
-    echo "  exit status: $rc" >&2
-    sed 's/^/  stdout: /' "$tmp/out" >&2
-    sed 's/^/  stderr: /' "$tmp/err" >&2
-}
-
-run() {
-    last="torx-map $*"
-    "$tool" "$@" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
-}
-
-expect_rc() {
-    checks=$((checks + 1))
-    [ "$rc" -eq "$1" ] || fail "expected exit status $1"
-}
-
-expect_out() { # the whole of stdout
-    checks=$((checks + 1))
-    printf '%s\n' "$1" >"$tmp/want"
-    cmp -s "$tmp/want" "$tmp/out" || fail "expected stdout: $1"
-}
-
-expect_out_has() {
-    checks=$((checks + 1))
-    grep -qF -- "$1" "$tmp/out" || fail "stdout lacks: $1"
-}
-
-expect_err_has() {
-    checks=$((checks + 1))
-    grep -qF -- "$1" "$tmp/err" || fail "stderr lacks: $1"
-}
-
-expect_err_empty() {
-    checks=$((checks + 1))
-    [ ! -s "$tmp/err" ] || fail "expected nothing on stderr"
-}
+# shellcheck source=test/map-lib.sh
+. "$here/map-lib.sh"
 
 # hop_bytes LABEL: the hop_bytes= value of stdout's line starting "LABEL: ".
 hop_bytes() {
