@@ -31,6 +31,8 @@
 #                       make -C build-fuzz fuzz-short FUZZ_SECONDS=N, or fuzz-long)
 #   TORX_JOBS           parallel compile jobs (default 2)
 #   TORX_CHECK_TIMEOUT  seconds one build's test run may take (default 1800)
+#   NPB_DIR             the NPB3.4-MPI source (default ../shared/npb/NPB3.4-MPI); without
+#                       it the npb stage is skipped, or fails when CI=true (.ci/run)
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -222,7 +224,16 @@ run_npb() {
     banner "npb: NAS Parallel Benchmarks class S in heater, co and vn mode (bench/run-npb.sh)"
     local npb=${NPB_DIR:-$(dirname "$top")/shared/npb/NPB3.4-MPI}
     if [ ! -f "$npb/Makefile" ]; then
-        echo "test-all: no NPB3.4-MPI source at $npb (set NPB_DIR); npb skipped"
+        # CI has the source (../shared/npb): there, its absence is a failure,
+        # or the stage would pass having run nothing.
+        if [ "${CI:-}" = true ]; then
+            echo "test-all: no NPB3.4-MPI source at $npb (set NPB_DIR); CI=true: npb FAILED" >&2
+            summary+=("$(printf '%-7s %-12s FAILED: no NPB3.4-MPI source at %s (CI=true; set NPB_DIR)' npb "MPICH" "$npb")")
+            total_fail=$((total_fail + 1))
+            status=1
+            return
+        fi
+        echo "test-all: SKIP: no NPB3.4-MPI source at $npb (set NPB_DIR); npb skipped"
         summary+=("$(printf '%-7s %-12s SKIPPED: no NPB3.4-MPI source at %s (set NPB_DIR)' npb "MPICH" "$npb")")
         total_skip=$((total_skip + 1))
         return

@@ -9,7 +9,9 @@
 #                                        `set -e` around a plain chain misses);
 #   - the last step of (2) fails      -> non-zero;
 #   - a failing step inside a pipe    -> non-zero (pipefail);
-#   - a two-line block, a missing one -> refused.
+#   - a two-line block, a missing one -> refused;
+#   - scripts/test-all.sh's npb stage without NPB source: a skip, but a
+#     failure under CI=true.
 # Prints "ci-run.sh: N passed, M failed"; exits 1 on any failure.
 set -uo pipefail
 
@@ -103,6 +105,31 @@ else
     fail=$((fail + 1))
     echo "FAIL README.md: $n one-line commands among its first two \`\`\`sh blocks, want 2"
 fi
+
+# scripts/test-all.sh (the second command): where CI has a prerequisite, its
+# absence fails the stage under CI=true (as .ci/run sets) instead of being
+# skipped; elsewhere it is a printed skip. The npb stage without NPB source
+# returns before it builds anything.
+for ci in false true; do
+    CI=$ci TORX_TEST_BUILDS=npb NPB_DIR=$work/no-npb bash "$src/scripts/test-all.sh" \
+        >"$work/npb-$ci.out" 2>&1 </dev/null
+    rc=$?
+    if [ $ci = true ]; then
+        ok=0
+        [ $rc != 0 ] && grep -q 'FAILED: no NPB3.4-MPI source' "$work/npb-$ci.out" && ok=1
+    else
+        ok=0
+        [ $rc = 0 ] && grep -q 'SKIPPED: no NPB3.4-MPI source' "$work/npb-$ci.out" && ok=1
+    fi
+    if [ $ok = 1 ]; then
+        pass=$((pass + 1))
+        echo "ok   test-all npb without NPB source, CI=$ci: exit $rc"
+    else
+        fail=$((fail + 1))
+        echo "FAIL test-all npb without NPB source, CI=$ci: exit $rc; output:"
+        sed 's/^/     /' "$work/npb-$ci.out"
+    fi
+done
 
 echo "ci-run.sh: $pass passed, $fail failed"
 [ $fail = 0 ]
