@@ -23,7 +23,8 @@
 # and measure ordering under load); compiling uses -j$TORX_JOBS (default 2).
 # Every build is attempted even if an earlier one failed. Prints one summary
 # line per build and a final "total: N passed, N failed"; exits non-zero if
-# anything failed, after printing the failing tests' logs.
+# anything failed, after printing the failing tests' logs. A stage whose
+# command exits 0 without its result line, or with nothing passed, failed.
 #
 # Environment:
 #   TORX_TEST_BUILDS    which builds to run (default "normal asan tsan faults fuzz mpi mpisuite npb")
@@ -56,6 +57,18 @@ unset MAKEFLAGS MFLAGS GNUMAKEFLAGS
 banner() {
     echo
     echo "==== test-all: $* ===="
+}
+
+# nothing_passed RC PASS WHAT: true (and says so) when a stage's command
+# exited 0 but its result line was missing or counted no pass: the counts
+# would then default to "0 passed, 0 failed" and the stage pass unseen.
+nothing_passed() {
+    local what="printed no result line"
+    [ "$1" = 0 ] || return 1
+    [ -n "$2" ] && [ "$2" -gt 0 ] && return 1
+    [ -z "$2" ] || what="passed no test"
+    echo "test-all: $3 exited 0, but $what: counted as a failure" >&2
+    return 0
 }
 
 # run_build NAME DIR CHECK_TARGET CONFIGURE_ARGS...
@@ -103,6 +116,9 @@ run_build() {
             END { print p + 0, f + 0, s + 0 }' "$dir/test-suite.log")
         counted=1
     fi
+    if nothing_passed "$rc" "$([ $counted = 1 ] && echo "$pass")" "make $target in $dir/"; then
+        rc=1
+    fi
     if [ $rc != 0 ]; then
         status=1
         # A harness failure that no test accounts for still counts once.
@@ -141,6 +157,7 @@ run_mpi() {
     read -r pass fail < <(sed -n 's/^run\.sh: \([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' "$log")
     skip=$(sed -n 's/^run\.sh: .* \([0-9][0-9]*\) skipped,.*/\1/p' "$log")
     rm -f "$log"
+    nothing_passed "$rc" "${pass:-}" test/mpi/run.sh && rc=1
     pass=${pass:-0}
     fail=${fail:-0}
     skip=${skip:-0}
@@ -194,6 +211,7 @@ run_mpisuite() {
     failing=$(sed -n '/^failing runs/,/^total:/{/^  /{/ (known)$/!{s/^  \([^ ]* [0-9]*\).*/\1/p}}}' "$log" |
         tr '\n' ',' | sed 's/,$//; s/,/, /g')
     rm -f "$log"
+    nothing_passed "$rc" "${pass:-}" scripts/mpich-testsuite.sh && rc=1
     pass=${pass:-0}
     fail=${fail:-0}
     known=${known:-0}
@@ -258,6 +276,7 @@ run_npb() {
     read -r pass fail < <(sed -n 's/^run-npb: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$log")
     failing=$(sed -n 's/^  round [0-9]*: \([^:]*\):.*/\1/p' "$log" | sort -u | tr '\n' ';' | sed 's/;$//; s/;/; /g')
     rm -f "$log"
+    nothing_passed "$rc" "${pass:-}" bench/run-npb.sh && rc=1
     pass=${pass:-0}
     fail=${fail:-0}
     if [ "$rc" != 0 ]; then
@@ -295,6 +314,7 @@ run_fuzz() {
         fail=$((fail + f))
     done < <(sed -n 's/^fuzz: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$log")
     rm -f "$log"
+    nothing_passed "$rc" "$pass" "make fuzz-regress fuzz-short in build-fuzz/" && rc=1
     if [ $rc != 0 ]; then
         status=1
         [ "$fail" -gt 0 ] || fail=1
