@@ -62,7 +62,8 @@
 # and raw output), mpi-<stamp>-lat.png, -bw.png, -bibw.png, and
 # mpi-section.md (the summary, for bench/RESULTS.md); prints the summary.
 # Exit status: 0 when every run worked (targets are reported, not
-# enforced); 1 when a run failed; 2 when something is missing or an
+# enforced); 1 when a run failed, or a forced protocol did not carry the
+# messages (its row says WARNING); 2 when something is missing or an
 # argument is bad.
 set -u -o pipefail
 
@@ -676,6 +677,16 @@ echo
 echo "report:  $report"
 echo "section: $section"
 [[ $have_plot == 1 ]] && echo "plots:   $png_lat $png_bw $png_bibw"
+# A forced protocol that did not carry the benchmark's messages (or no
+# TORX_STATS at all: was it torx?) is a failed check, not only a row.
+for p in "${protos[@]}"; do
+    pc=$(proto_check "$p")
+    if [[ $pc == *WARNING* ]]; then
+        pc=${pc//\*/}
+        echo "$bench_name: torx per protocol, ${proto_name[$p]}: ${pc#WARNING: }" >&2
+        failed=1
+    fi
+done
 if [[ $failed != 0 ]]; then
     echo "$bench_name: at least one run failed (see above)" >&2
     exit 1
