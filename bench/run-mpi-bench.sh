@@ -62,9 +62,9 @@
 # and raw output), mpi-<stamp>-lat.png, -bw.png, -bibw.png, and
 # mpi-section.md (the summary, for bench/RESULTS.md); prints the summary.
 # Exit status: 0 when every run worked (targets are reported, not
-# enforced); 1 when a run failed, or a forced protocol did not carry the
-# messages (its row says WARNING); 2 when something is missing or an
-# argument is bad.
+# enforced); 1 when a run failed, exited 0 without its figures, or a forced
+# protocol did not carry the messages (its row says WARNING); 2 when
+# something is missing or an argument is bad.
 set -u -o pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -418,6 +418,24 @@ human() { awk -v s="$1" 'BEGIN { if (s >= 1048576) printf "%g MiB\n", s / 104857
 # per_round KIND SIZE FIELD LOWER: torx / better peer in each round.
 per_round() { per_round_of torx "$@"; }
 sizes_of() { awk -v k="$1" '{ split($1, p, ".") } p[1] == k && p[4] == "med" { print p[3] }' "$work/agg.txt" | sort -n -u; }
+
+# A run that exited 0 must have given its figures: "run ID round R" for
+# each one that did not.
+no_figures=$(awk '
+    FILENAME == ARGV[1] { key[++n] = $2; rnd[n] = $1; next }
+    $1 == "run" && $9 == 0 {
+        id = $3
+        if (id == "floors") pre = "floor."
+        else if (id == "msgpp") pre = "msg."
+        else if (id ~ /^p_/) pre = "proto." substr(id, 3) ".med"
+        else { kind = id; sub(/_.*/, "", kind); pre = kind "." substr(id, length(kind) + 2) "." }
+        for (i = 1; i <= n; i++) if (rnd[i] == $2 && index(key[i], pre) == 1) next
+        printf "%s%s round %s", sep, id, $2; sep = ", "
+    }' "$work/all.txt" "$work/runs.txt")
+if [[ -n $no_figures ]]; then
+    echo "$bench_name: runs that exited 0 but gave no figures: $no_figures (see the report)" >&2
+    failed=1
+fi
 
 # ---- Summary (markdown) ---------------------------------------------------------------------
 fl_ho=$(m floor.handoff_ns_med)
