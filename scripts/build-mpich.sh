@@ -223,11 +223,13 @@ PY
     for f in "$top"/src/adi/*; do ln -sfn "$f" "$nmdir/$(basename "$f")"; done
 
     log "regenerating (gen_subcfg_m4, gen_ch4_api.py, autoreconf)"
+    # One && chain: set -e does not act inside a subshell on the left of ||,
+    # so a failing step would otherwise be hidden by the next one's success.
     (
-        cd "$src"
-        ./maint/gen_subcfg_m4
-        python3 maint/gen_ch4_api.py
-        autoreconf -if
+        cd "$src" &&
+            ./maint/gen_subcfg_m4 &&
+            python3 maint/gen_ch4_api.py &&
+            autoreconf -if
     ) >"$kdir/regen.log" 2>&1 || {
         tail -n 40 "$kdir/regen.log" >&2
         die "regeneration failed (log: $kdir/regen.log)"
