@@ -194,6 +194,9 @@ for tool in autoreconf libtoolize pkg-config gcc clang gfortran mpicc.mpich mpie
 done
 pkg-config --exists 'check >= 0.11' || die "pkg-config cannot find check"
 pkg-config --exists 'hwloc >= 2.0' || die "pkg-config cannot find hwloc >= 2.0"
+# configure builds the ofi device (and its tests) only when it finds this;
+# without it they would silently drop out of the build and of make check.
+pkg-config --exists 'libfabric >= 1.11' || die "pkg-config cannot find libfabric >= 1.11"
 
 log "ok: gcc $(gcc -dumpfullversion), check $(pkg-config --modversion check)," \
     "hwloc $(pkg-config --modversion hwloc), mpich $(dpkg-query -W -f='${Version}' mpich)," \
