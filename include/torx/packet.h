@@ -114,11 +114,11 @@ static inline int torx_coord_equal(torx_coord_t a, torx_coord_t b)
 /* The 16-byte packet header, as it sits in a FIFO. The payload follows it
  * contiguously (torx_pkt_payload). */
 typedef struct torx_pkt_hdr {
-    torx_coord_t dest;   /* final destination */
-    uint8_t ctl;         /* TORX_PKT_* routing bits */
-    uint8_t chunks;      /* packet size in 32-byte chunks, 1..8 (set by inject) */
-    uint8_t payload_len; /* payload bytes, 0..240 (set by inject) */
-    uint8_t dev_tag;     /* owned by the device (FIFO bookkeeping) */
+    torx_coord_t dest;             /* final destination */
+    uint8_t ctl;                   /* TORX_PKT_* routing bits */
+    uint8_t chunks;                /* packet size in 32-byte chunks, 1..8 (set by inject) */
+    uint8_t payload_len;           /* payload bytes, 0..240 (set by inject) */
+    uint8_t dev_tag;               /* owned by the device (FIFO bookkeeping) */
     uint8_t sw[TORX_PKT_SW_BYTES]; /* software header bytes for the layer above */
 } torx_pkt_hdr_t;
 
@@ -156,8 +156,8 @@ static inline void torx_pkt_hdr_init(torx_pkt_hdr_t *h, torx_coord_t dest, unsig
  */
 static inline void torx_pkt_hdr_set_deposit(torx_pkt_hdr_t *h, int dim, int dir)
 {
-    h->ctl = (uint8_t)((h->ctl & ~(TORX_PKT_ADAPTIVE | TORX_PKT_DEPOSIT_NEG |
-                                   TORX_PKT_DEPOSIT_DIM_MASK)) |
+    h->ctl = (uint8_t)((h->ctl &
+                        ~(TORX_PKT_ADAPTIVE | TORX_PKT_DEPOSIT_NEG | TORX_PKT_DEPOSIT_DIM_MASK)) |
                        TORX_PKT_DEPOSIT | (dir < 0 ? TORX_PKT_DEPOSIT_NEG : 0) |
                        ((unsigned)dim << TORX_PKT_DEPOSIT_DIM_SHIFT));
 }
@@ -412,8 +412,8 @@ typedef enum torx_cn_type {
  *   TORX_ERR_INVAL   op or type out of range; data NULL where it counts.
  * SEE ALSO torx_cn_read, torx_cn_allreduce_sum_double
  */
-torx_status_t torx_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_type_t type,
-                             int is_root, const void *data);
+torx_status_t torx_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_type_t type, int is_root,
+                             const void *data);
 
 /* NAME     torx_cn_read - read the result of a collective-network round
  * DESCRIPTION
@@ -447,8 +447,8 @@ torx_status_t torx_cn_read(torx_pkt_dev_t *dev, void *result);
  *   rules: src/packet/fpsum_internal.h).
  * SEE ALSO torx_cn_inject, torx_cn_read
  */
-torx_status_t torx_cn_allreduce_sum_double(torx_pkt_dev_t *dev, const double *in,
-                                           double *out, int n);
+torx_status_t torx_cn_allreduce_sum_double(torx_pkt_dev_t *dev, const double *in, double *out,
+                                           int n);
 
 /* NAME     torx_cn_fpsum_headroom, torx_cn_fpsum_exponent, torx_cn_fpsum_encode,
  *          torx_cn_fpsum_decode - the lanes of the reproducible double sum
@@ -588,6 +588,18 @@ typedef struct torx_stage_ref {
  * SEE ALSO torx_stage_put
  */
 size_t torx_stage_max(const torx_pkt_dev_t *dev);
+
+/* NAME     torx_stage_reaches - whether the staging area reaches a task
+ * DESCRIPTION
+ *   Whether torx_stage_put toward dest can succeed: the device has a
+ *   staging area and dest is a task it reaches through it. On shm that is
+ *   every task of the job; on ofi, the tasks of this host when the job's
+ *   hosts run several tasks each (TORX_OFI_LOCAL=shm), else none.
+ * RETURN VALUE
+ *   1 or 0.
+ * SEE ALSO torx_stage_max, torx_stage_put
+ */
+int torx_stage_reaches(const torx_pkt_dev_t *dev, torx_coord_t dest);
 
 /* NAME     torx_stage_put - stage a piece of data toward a destination
  * DESCRIPTION

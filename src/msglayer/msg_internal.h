@@ -276,6 +276,7 @@ typedef struct torxm_peer {
     uint32_t tx_seq;      /* messages started to this peer */
     uint32_t tokens_owed; /* adaptive messages not yet matched there */
     torx_coord_t coord;
+    uint8_t staged; /* the staging area reaches this peer (torx_stage_reaches) */
     /* receive */
     uint32_t rx_seq;      /* messages matched from this peer */
     torxm_rx_t *eager;    /* the eager message being reassembled, or NULL */
@@ -424,12 +425,13 @@ void torxm_cts_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt
 void torxm_rzv_data_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
 void torxm_ack_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
 /* Staged eager and vn messages (proto_stage.c): whether a message of proto
- * and len data bytes goes staged (eager from stage_min; vn from stage_min up
+ * and len data bytes to peer goes staged (eager from stage_min; vn from stage_min up
  * to the eager limit, above which a cross-memory copy beats a second copy),
  * the push (proto: TORX_PROTO_EAGER or TORX_PROTO_VN) and the receivers. */
-static inline int torxm_stages(const torx_ctx_t *ctx, unsigned proto, uint64_t len)
+static inline int torxm_stages(const torx_ctx_t *ctx, const torxm_peer_t *peer, unsigned proto,
+                               uint64_t len)
 {
-    if (!ctx->stage_chunk || len < ctx->limits.stage_min)
+    if (!peer->staged || len < ctx->limits.stage_min)
         return 0;
     return proto == TORX_PROTO_EAGER || (proto == TORX_PROTO_VN && len <= ctx->limits.eager_limit);
 }

@@ -161,7 +161,7 @@ torx_status_t torx_send_inject(torx_ctx_t *ctx, int dest, int handler, const voi
         if (len > ctx->stage_chunk)
             return TORX_AGAIN;
         const torx_protocol_t p = torx_choose_protocol(ctx, dest, hdr_len, len);
-        if (torxm_stages(ctx, p, len))
+        if (torxm_stages(ctx, &ctx->peers[dest], p, len))
             return staged_now(ctx, &ctx->peers[dest], p, handler, hdr ? hdr : nothing, hdr_len,
                               data, len);
         return TORX_AGAIN;

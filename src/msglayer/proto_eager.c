@@ -48,7 +48,7 @@ static torx_status_t push_more(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t 
 
 torx_status_t torxm_eager_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m)
 {
-    if (torxm_stages(ctx, TORX_PROTO_EAGER, m->len))
+    if (torxm_stages(ctx, peer, TORX_PROTO_EAGER, m->len))
         return torxm_staged_push(ctx, peer, m, TORX_PROTO_EAGER);
     if (m->state == TORXM_MSG_FIRST) {
         torx_pkt_hdr_t h;

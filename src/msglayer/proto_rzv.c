@@ -90,7 +90,7 @@ torx_status_t torxm_vn_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m)
     /* Up to the eager limit the data goes through the staging area: for
      * these sizes a cross-memory copy's system call and the ack cost more
      * than a second copy. */
-    if (torxm_stages(ctx, TORX_PROTO_VN, m->len))
+    if (torxm_stages(ctx, peer, TORX_PROTO_VN, m->len))
         return torxm_staged_push(ctx, peer, m, TORX_PROTO_VN);
     return scout_push(ctx, peer, m, TORXM_PKT_VN_SCOUT, TORX_PROTO_VN, 0);
 }

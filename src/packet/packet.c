@@ -13,8 +13,9 @@ static torx_status_t check_attr(const torx_pkt_attr_t *attr)
         return torxp_error(TORX_ERR_INVAL, "torx: torx_pkt_open needs attributes with a bootstrap");
     const torx_shape_t s = attr->shape;
     if (!s.x || !s.y || !s.z || !s.t)
-        return torxp_error(TORX_ERR_INVAL, "torx: torus shape %ux%ux%u with %u tasks per node has "
-                                           "a zero extent",
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: torus shape %ux%ux%u with %u tasks per node has "
+                           "a zero extent",
                            s.x, s.y, s.z, s.t);
     if (torx_shape_slots(s) < (unsigned)attr->boot->size)
         return torxp_error(TORX_ERR_INVAL,
@@ -28,8 +29,8 @@ static torx_status_t check_attr(const torx_pkt_attr_t *attr)
         return torxp_error(TORX_ERR_INVAL,
                            "torx: rank %d's coordinate (%u,%u,%u,%u) is outside the torus "
                            "%ux%ux%u with %u tasks per node",
-                           attr->boot->rank, attr->self.x, attr->self.y, attr->self.z,
-                           attr->self.t, s.x, s.y, s.z, s.t);
+                           attr->boot->rank, attr->self.x, attr->self.y, attr->self.z, attr->self.t,
+                           s.x, s.y, s.z, s.t);
     return TORX_OK;
 }
 
@@ -63,7 +64,7 @@ torx_status_t torx_pkt_open(const torx_pkt_attr_t *attr, torx_pkt_dev_t **dev)
         return torxp_shm_open(attr, &env, dev);
     default:
 #ifdef TORX_HAVE_OFI
-        return torxp_ofi_open(attr, &env, dev);
+        return torxp_ofi_hybrid_open(attr, &env, dev);
 #else
         return torxp_error(TORX_ERR_UNSUPPORTED,
                            "torx: TORX_DEVICE=ofi: this build has no libfabric device "
@@ -138,8 +139,8 @@ void torx_pkt_wake(torx_pkt_dev_t *dev)
     dev->ops->wake(dev);
 }
 
-torx_status_t torx_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_type_t type,
-                             int is_root, const void *data)
+torx_status_t torx_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_type_t type, int is_root,
+                             const void *data)
 {
     return dev->ops->cn_inject(dev, op, type, is_root, data);
 }
@@ -184,6 +185,11 @@ const char *torx_bulk_path(const torx_pkt_dev_t *dev)
 size_t torx_stage_max(const torx_pkt_dev_t *dev)
 {
     return dev->ops->stage_max(dev);
+}
+
+int torx_stage_reaches(const torx_pkt_dev_t *dev, torx_coord_t dest)
+{
+    return dev->ops->stage_reaches(dev, dest);
 }
 
 torx_status_t torx_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const void *data, size_t len,

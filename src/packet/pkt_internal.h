@@ -18,8 +18,8 @@
  * wrappers over this table; a device fills it with designated initializers. */
 typedef struct torxp_dev_ops {
     const char *name;
-    torx_status_t (*inject)(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
-                            const struct iovec *iov, int iovcnt);
+    torx_status_t (*inject)(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr, const struct iovec *iov,
+                            int iovcnt);
     int (*poll)(torx_pkt_dev_t *dev);
     const torx_pkt_hdr_t *(*peek)(torx_pkt_dev_t *dev);
     void (*consume)(torx_pkt_dev_t *dev);
@@ -33,13 +33,14 @@ typedef struct torxp_dev_ops {
     torx_status_t (*gi_poll)(torx_pkt_dev_t *dev);
     torx_status_t (*bulk_get)(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
                               const void *remote, void *local, size_t len);
-    torx_status_t (*bulk_put)(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
-                              void *remote, const void *local, size_t len);
+    torx_status_t (*bulk_put)(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer, void *remote,
+                              const void *local, size_t len);
     torx_status_t (*bulk_test)(torx_pkt_dev_t *dev, torx_bulk_t *op);
     const char *(*bulk_path)(const torx_pkt_dev_t *dev);
     size_t (*stage_max)(const torx_pkt_dev_t *dev);
-    torx_status_t (*stage_put)(torx_pkt_dev_t *dev, torx_coord_t dest, const void *data,
-                               size_t len, torx_stage_ref_t *ref);
+    int (*stage_reaches)(const torx_pkt_dev_t *dev, torx_coord_t dest);
+    torx_status_t (*stage_put)(torx_pkt_dev_t *dev, torx_coord_t dest, const void *data, size_t len,
+                               torx_stage_ref_t *ref);
     const void *(*stage_data)(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
     void (*stage_release)(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
     void (*stage_unput)(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t ref);
@@ -51,9 +52,9 @@ struct torx_pkt_dev {
     const torxp_dev_ops_t *ops;
     torx_shape_t shape;
     torx_coord_t self;
-    int rank, size;     /* from the bootstrap */
-    int verbose;        /* TORX_VERBOSE */
-    uint64_t malformed; /* received packets dropped by torxp_hdr_invalid */
+    int rank, size;       /* from the bootstrap */
+    int verbose;          /* TORX_VERBOSE */
+    uint64_t malformed;   /* received packets dropped by torxp_hdr_invalid */
     torx_status_t failed; /* an error the device cannot recover from, else TORX_OK */
 };
 
@@ -146,6 +147,10 @@ torx_status_t torxp_shm_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
 #ifdef TORX_HAVE_OFI
 torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env,
                              torx_pkt_dev_t **dev);
+/* What TORX_DEVICE=ofi opens: the ofi device, with a shm device for the
+ * tasks of one host when a host runs several (ofi_hybrid.c). */
+torx_status_t torxp_ofi_hybrid_open(const torx_pkt_attr_t *attr, const torxp_env_t *env,
+                                    torx_pkt_dev_t **dev);
 #endif
 
 /* Records a formatted error message for torx_last_error() and returns status.

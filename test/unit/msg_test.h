@@ -40,15 +40,15 @@ static inline uint8_t test_pattern(uint32_t sender, uint32_t seq, size_t i)
 
 /* Records a failure inside a handler or callback, where a task cannot
  * return; the task checks r->errors at the end. Prints the first few. */
-#define RUN_CHECK(r, cond, ...)                                                                   \
-    do {                                                                                          \
-        if (!(cond)) {                                                                            \
-            if ((r)->errors++ < 10) {                                                             \
-                fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);          \
-                fprintf(stderr, __VA_ARGS__);                                                     \
-                fputc('\n', stderr);                                                              \
-            }                                                                                     \
-        }                                                                                         \
+#define RUN_CHECK(r, cond, ...)                                                                    \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            if ((r)->errors++ < 10) {                                                              \
+                fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);           \
+                fprintf(stderr, __VA_ARGS__);                                                      \
+                fputc('\n', stderr);                                                               \
+            }                                                                                      \
+        }                                                                                          \
     } while (0)
 
 static inline void test_bump(void *arg)
@@ -69,20 +69,19 @@ static inline void test_count_msg(torx_ctx_t *ctx, torx_msg_t *msg, void *arg)
 
 typedef struct variant {
     const char *name;
-    torx_protocol_t proto;  /* forced, or AUTO */
-    const char *eager;      /* TORX_EAGER_LIMIT, NULL: default */
-    const char *adaptive;   /* TORX_ADAPTIVE_LIMIT, NULL: default */
-    const char *rzv_data;   /* TORX_RZV_DATA, NULL: default */
-    const char *mode;       /* TORX_MODE, NULL: default */
-    const char *bulk;       /* TORX_BULK, NULL: default */
-    int big;                /* add 64 MiB */
-    int cut;                /* truncate and discard some receives */
+    torx_protocol_t proto; /* forced, or AUTO */
+    const char *eager;     /* TORX_EAGER_LIMIT, NULL: default */
+    const char *adaptive;  /* TORX_ADAPTIVE_LIMIT, NULL: default */
+    const char *rzv_data;  /* TORX_RZV_DATA, NULL: default */
+    const char *mode;      /* TORX_MODE, NULL: default */
+    const char *bulk;      /* TORX_BULK, NULL: default */
+    int big;               /* add 64 MiB */
+    int cut;               /* truncate and discard some receives */
     int ntasks;
     const char *stage_min;   /* TORX_STAGE_MIN, NULL: default */
     const char *stage_chunk; /* TORX_STAGE_CHUNK, NULL: default */
     const char *stage_bytes; /* TORX_STAGE_BYTES, NULL: default */
 } variant_t;
-
 
 #define MAX_SIZES 40
 
@@ -91,12 +90,11 @@ typedef struct variant {
 static inline size_t variant_sizes(const variant_t *v, size_t eager, size_t adaptive, size_t *out)
 {
     const size_t one = TORX_MSG_ONEPKT_MAX - sizeof(test_hdr_t);
-    const size_t base[] = {0,    1,        one - 1,     one,          one + 1,     239,
-                           240,  241,      eager - 1,   eager,        eager + 1,   adaptive - 1,
-                           adaptive, adaptive + 1, 4095, 4096, 4097, 1000,
-                           65535, 65536, 65537, 1u << 20, 3 * 240 + 17,
-                           255,  256,      257,         8191,         8192,        8193,
-                           24577};
+    const size_t base[] = {
+        0,         1,     one - 1,   one,          one + 1,  239,          240,          241,
+        eager - 1, eager, eager + 1, adaptive - 1, adaptive, adaptive + 1, 4095,         4096,
+        4097,      1000,  65535,     65536,        65537,    1u << 20,     3 * 240 + 17, 255,
+        256,       257,   8191,      8192,         8193,     24577};
     size_t n = 0;
     for (size_t i = 0; i < sizeof base / sizeof base[0]; i++) {
         if (base[i] > (64u << 20))
@@ -159,7 +157,8 @@ static inline torx_protocol_t expected_protocol(const run_t *r, size_t len)
     return TORX_PROTO_RZV;
 }
 
-static inline void proto_recv_done(torx_ctx_t *ctx, void *arg, torx_status_t status, size_t received)
+static inline void proto_recv_done(torx_ctx_t *ctx, void *arg, torx_status_t status,
+                                   size_t received)
 {
     (void)ctx;
     rbuf_t *b = arg;
@@ -182,8 +181,8 @@ static inline void proto_recv_done(torx_ctx_t *ctx, void *arg, torx_status_t sta
             RUN_CHECK(r, b->base[i] == 0xAB, "seq %u: written before the buffer", b->seq);
         for (size_t i = b->cap; i < b->cap + GUARD; i++)
             if (b->buf[i] != 0xAB) {
-                RUN_CHECK(r, 0, "seq %u: byte %zu past the %zu-byte buffer was written", b->seq,
-                          i, b->cap);
+                RUN_CHECK(r, 0, "seq %u: byte %zu past the %zu-byte buffer was written", b->seq, i,
+                          b->cap);
                 break;
             }
         free(b->base);
@@ -194,7 +193,7 @@ static inline void proto_recv_done(torx_ctx_t *ctx, void *arg, torx_status_t sta
 }
 
 static inline void proto_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info,
-                          torx_recv_t *recv)
+                                 torx_recv_t *recv)
 {
     (void)ctx;
     run_t *r = harg;
@@ -210,11 +209,11 @@ static inline void proto_handler(torx_ctx_t *ctx, void *harg, const torx_recv_in
         return;
     }
     const size_t len = r->sizes[h.seq];
-    RUN_CHECK(r, info->data_len == len, "seq %u: data_len %zu, expected %zu", h.seq,
-              info->data_len, len);
+    RUN_CHECK(r, info->data_len == len, "seq %u: data_len %zu, expected %zu", h.seq, info->data_len,
+              len);
     const torx_protocol_t want = expected_protocol(r, len);
-    RUN_CHECK(r, info->protocol == want, "seq %u (%zu bytes): protocol %s, expected %s", h.seq,
-              len, torx_protocol_name(info->protocol), torx_protocol_name(want));
+    RUN_CHECK(r, info->protocol == want, "seq %u (%zu bytes): protocol %s, expected %s", h.seq, len,
+              torx_protocol_name(info->protocol), torx_protocol_name(want));
     if (info->data) /* all here already: it must be right too */
         for (size_t i = 0; i < len; i++)
             if (((const uint8_t *)info->data)[i] != test_pattern(h.sender, h.seq, i)) {
@@ -228,10 +227,17 @@ static inline void proto_handler(torx_ctx_t *ctx, void *harg, const torx_recv_in
     b->cap = len;
     if (r->v->cut) {
         switch (h.seq % 4) {
-        case 0: b->cap = len / 2; break;
-        case 1: b->cap = len ? len - 1 : 0; break;
-        case 2: b->discard = 1; break;
-        default: break;
+        case 0:
+            b->cap = len / 2;
+            break;
+        case 1:
+            b->cap = len ? len - 1 : 0;
+            break;
+        case 2:
+            b->discard = 1;
+            break;
+        default:
+            break;
         }
     }
     if (!b->discard) {
@@ -326,10 +332,14 @@ static inline int proto_task(torx_boot_t *boot, void *argp)
         TASK_CHECK(st[proto].packets_sent >= r->nsizes && st[proto].packets_received >= r->nsizes,
                    "packet counters");
     }
-    /* Staging asked for, and sizes that take it (eager, or vn up to the
-     * eager limit): the pieces must really have gone through the area. */
-    const int staged_wanted = v->stage_min && strcmp(v->stage_min, "0") &&
-                              (proto == TORX_PROTO_EAGER || proto == TORX_PROTO_AUTO);
+    /* Staging asked for, sizes that take it (eager, or vn up to the eager
+     * limit) and a sender the staging area reaches (on ofi with hosts of
+     * several tasks, only this host's tasks): the pieces must really have
+     * gone through the area. */
+    const int staged_wanted =
+        v->stage_min && strcmp(v->stage_min, "0") &&
+        (proto == TORX_PROTO_EAGER || proto == TORX_PROTO_AUTO) &&
+        torx_stage_reaches(torx_ctx_device(ctx), torx_map_coord(torx_ctx_map(ctx), r->src));
     TASK_CHECK(!staged_wanted || ctx->staged_pieces > 0, "%s: no piece came through staging",
                v->name);
     TASK_CHECK(staged_wanted || (v->stage_min && !strcmp(v->stage_min, "0")) == 0 ||
@@ -418,8 +428,8 @@ static inline size_t mix_len(uint32_t sender, uint32_t dest, uint32_t seq)
 /* The forced protocol of message seq, or AUTO. */
 static inline torx_protocol_t mix_proto(uint32_t seq, size_t len)
 {
-    static const torx_protocol_t ps[] = {TORX_PROTO_AUTO, TORX_PROTO_EAGER, TORX_PROTO_ADAPTIVE,
-                                         TORX_PROTO_RZV, TORX_PROTO_AUTO, TORX_PROTO_ADAPTIVE,
+    static const torx_protocol_t ps[] = {TORX_PROTO_AUTO,  TORX_PROTO_EAGER, TORX_PROTO_ADAPTIVE,
+                                         TORX_PROTO_RZV,   TORX_PROTO_AUTO,  TORX_PROTO_ADAPTIVE,
                                          TORX_PROTO_ONEPKT};
     torx_protocol_t p = ps[(seq * 7u + (seq >> 3)) % (sizeof ps / sizeof ps[0])];
     if (p == TORX_PROTO_ONEPKT && len + sizeof(test_hdr_t) > TORX_MSG_ONEPKT_MAX)
@@ -442,8 +452,8 @@ static inline void mix_recv_done(torx_ctx_t *ctx, void *arg, torx_status_t statu
     (void)ctx;
     mix_rbuf_t *b = arg;
     mix_t *mx = b->mx;
-    RUN_CHECK(mx, status == TORX_OK && received == b->len, "%u/%u: %s, %zu of %zu bytes",
-              b->sender, b->seq, torx_status_str(status), received, b->len);
+    RUN_CHECK(mx, status == TORX_OK && received == b->len, "%u/%u: %s, %zu of %zu bytes", b->sender,
+              b->seq, torx_status_str(status), received, b->len);
     const size_t shift = b->seq % MIX_SHIFT;
     for (size_t i = 0; i < b->len; i++)
         if (b->buf[i] != mix_byte(b->sender, shift + i)) {
@@ -456,7 +466,7 @@ static inline void mix_recv_done(torx_ctx_t *ctx, void *arg, torx_status_t statu
 }
 
 static inline void mix_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info,
-                        torx_recv_t *recv)
+                               torx_recv_t *recv)
 {
     (void)ctx;
     mix_t *mx = harg;
@@ -516,10 +526,9 @@ static inline int mix_task(torx_boot_t *boot, void *argp)
             const int dest = (boot->rank + d) % boot->size;
             const size_t len = mix_len((uint32_t)boot->rank, (uint32_t)dest, seq);
             const test_hdr_t h = {.sender = (uint32_t)boot->rank, .seq = seq};
-            const torx_status_t rc =
-                torx_send(ctx, &msgs[k++], dest, MIX_HANDLER, &h, sizeof h,
-                          mx->pattern + seq % MIX_SHIFT, len, mix_proto(seq, len), mix_send_done,
-                          mx);
+            const torx_status_t rc = torx_send(ctx, &msgs[k++], dest, MIX_HANDLER, &h, sizeof h,
+                                               mx->pattern + seq % MIX_SHIFT, len,
+                                               mix_proto(seq, len), mix_send_done, mx);
             TASK_CHECK(rc == TORX_OK, "send: %s", torx_last_error());
             if ((k & 15) == 0)
                 torx_advance(ctx); /* keep receiving while sending */

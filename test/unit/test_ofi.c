@@ -27,6 +27,9 @@ static void use_ofi(void)
 {
     setenv("TORX_DEVICE", "ofi", 1);
     setenv("TORX_OFI_IFACE", "lo", 1);
+    /* One host: without this, its tasks would reach each other through shm. */
+    setenv("TORX_OFI_LOCAL", "ofi", 1);
+    unsetenv("TORX_OFI_TASKS_PER_HOST");
     unsetenv("TORX_OFI_PROVIDER");
     unsetenv("TORX_OFI_TX_PACKETS");
     unsetenv("TORX_FIFO_PACKETS");
@@ -79,6 +82,8 @@ static const open_err_t open_errs[] = {
     {"TORX_OFI_TX_PACKETS", "0", TORX_ERR_ENV, "TORX_OFI_TX_PACKETS='0'", "out of range"},
     {"TORX_OFI_TX_PACKETS", "12x", TORX_ERR_ENV, "TORX_OFI_TX_PACKETS='12x'", "not an integer"},
     {"TORX_BULK", "cma", TORX_ERR_UNSUPPORTED, "TORX_BULK=cma", "RMA"},
+    {"TORX_OFI_LOCAL", "both", TORX_ERR_ENV, "TORX_OFI_LOCAL='both'", "shm, ofi"},
+    {"TORX_OFI_TASKS_PER_HOST", "-2", TORX_ERR_ENV, "TORX_OFI_TASKS_PER_HOST='-2'", "out of range"},
 };
 
 START_TEST(startup_errors)
@@ -633,6 +638,178 @@ START_TEST(dead_peer_named)
 }
 END_TEST
 
+/* ---- Hybrid jobs: hosts of several tasks -------------------------------------- */
+
+/* Four tasks, two "hosts" of two (TORX_OFI_TASKS_PER_HOST=2): packets
+ * between node-mates go through the host's shm device, the others through
+ * ofi. Every task streams packets to every other; rank 0 also sends deposit
+ * lines that cross the hosts (x 0 -> 3: ranks 1, 2 and 3) and rank 2 lines
+ * that stay on its host (x 2 -> 3). Each receiver checks every sender's
+ * packets arrive once, in order and intact, and each line's packets in
+ * order; then bulk transfers with a node-mate (cross-memory attach) and
+ * with a task of the other host (RMA), and the job's global interrupt. */
+#define HY_TASKS 4
+#define HY_PACKETS 4000
+#define HY_LINES 300
+
+static void hy_stamp(torx_pkt_hdr_t *h, uint32_t seq, int sender, int kind)
+{
+    memcpy(h->sw, &seq, 4);
+    h->sw[4] = (uint8_t)sender;
+    h->sw[5] = (uint8_t)kind;
+}
+
+static int hybrid_task(torx_boot_t *boot, void *argp)
+{
+    (void)argp;
+    torx_pkt_dev_t *dev;
+    const torx_shape_t shape = {HY_TASKS, 1, 1, 1};
+    TASK_CHECK(test_open(boot, shape, &dev) == TORX_OK, "%s", torx_last_error());
+    const int me = boot->rank;
+    TASK_CHECK(strcmp(torx_pkt_device_name(dev), "ofi") == 0, "device %s",
+               torx_pkt_device_name(dev));
+    const char *path = torx_bulk_path(dev);
+    TASK_CHECK(strstr(path, " on this host") && strstr(path, "rma between hosts"), "bulk path %s",
+               path);
+    for (int r = 0; r < HY_TASKS; r++)
+        TASK_CHECK(torx_stage_reaches(dev, test_coord_of(shape, r)) == (r / 2 == me / 2),
+                   "staging toward rank %d: %d", r,
+                   torx_stage_reaches(dev, test_coord_of(shape, r)));
+
+    /* Lines: rank 0's cross the hosts, rank 2's stay on its host. */
+    const int line_to = me == 0 || me == 2 ? 3 : -1;
+    uint32_t sent[HY_TASKS] = {0}, next[HY_TASKS] = {0}, next_line[HY_TASKS] = {0}, lines = 0;
+    uint64_t got = 0;
+    const uint64_t want = (uint64_t)(HY_TASKS - 1) * HY_PACKETS + (me == 3 ? 2 * HY_LINES
+                                                                   : me == 1 || me == 2 ? HY_LINES
+                                                                                        : 0);
+    uint8_t payload[TORX_PKT_MAX_PAYLOAD];
+    const double deadline = test_now() + 60;
+    for (int busy = 1; busy || got < want;) {
+        busy = 0;
+        for (int d = 0; d < HY_TASKS; d++) {
+            if (d == me || sent[d] == HY_PACKETS)
+                continue;
+            busy = 1;
+            torx_pkt_hdr_t h;
+            torx_pkt_hdr_init(&h, test_coord_of(shape, d), 0);
+            hy_stamp(&h, sent[d], me, 0);
+            const size_t len = sent[d] % (TORX_PKT_MAX_PAYLOAD + 1);
+            for (size_t i = 0; i < len; i++)
+                payload[i] = (uint8_t)(sent[d] + i + (unsigned)me);
+            const torx_status_t rc = torx_pkt_inject1(dev, &h, payload, len);
+            TASK_CHECK(rc == TORX_OK || rc == TORX_NO_ROOM, "inject: %s", torx_last_error());
+            sent[d] += rc == TORX_OK;
+        }
+        if (line_to >= 0 && lines < HY_LINES) {
+            busy = 1;
+            torx_pkt_hdr_t h;
+            torx_pkt_hdr_init(&h, test_coord_of(shape, line_to), 0);
+            torx_pkt_hdr_set_deposit(&h, TORX_DIM_X, 1);
+            hy_stamp(&h, lines, me, 1);
+            const torx_status_t rc = torx_pkt_inject1(dev, &h, &lines, sizeof lines);
+            TASK_CHECK(rc == TORX_OK || rc == TORX_NO_ROOM, "line: %s", torx_last_error());
+            lines += rc == TORX_OK;
+        }
+        torx_pkt_poll(dev);
+        for (const torx_pkt_hdr_t *p; (p = torx_pkt_peek(dev));) {
+            uint32_t seq;
+            memcpy(&seq, p->sw, 4);
+            const int from = p->sw[4], kind = p->sw[5];
+            TASK_CHECK(from < HY_TASKS && from != me, "packet from %d", from);
+            if (kind == 1) {
+                TASK_CHECK(from == 0 || from == 2, "a line from rank %d", from);
+                TASK_CHECK(seq == next_line[from], "line from %d: %u arrived when %u was due", from,
+                           seq, next_line[from]);
+                next_line[from]++;
+            } else {
+                TASK_CHECK(seq == next[from], "from %d: %u arrived when %u was due", from, seq,
+                           next[from]);
+                const size_t len = seq % (TORX_PKT_MAX_PAYLOAD + 1);
+                TASK_CHECK(p->payload_len == len, "length %u, expected %zu", p->payload_len, len);
+                torx_pkt_read(p, payload, 0, len);
+                for (size_t i = 0; i < len; i++)
+                    TASK_CHECK(payload[i] == (uint8_t)(seq + i + (unsigned)from),
+                               "from %d, packet %u: byte %zu", from, seq, i);
+                next[from]++;
+            }
+            got++;
+            torx_pkt_consume(dev);
+        }
+        TASK_CHECK(test_now() < deadline, "only %llu of %llu packets in 60 s",
+                   (unsigned long long)got, (unsigned long long)want);
+    }
+    TASK_CHECK(got == want, "%llu packets, expected %llu", (unsigned long long)got,
+               (unsigned long long)want);
+    torx_status_t st;
+    TASK_CHECK((st = dev_barrier(dev)) == TORX_OK, "barrier: %s: %s", torx_status_str(st),
+               torx_last_error());
+
+    /* Bulk: a get from the node-mate and one from a task of the other host. */
+    const size_t n = (size_t)1 << 20;
+    uint8_t *src = malloc(n), *dst = malloc(n);
+    TASK_CHECK(src && dst, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        src[i] = pat(me, i);
+    bulk_addrs_t mine = {(uint64_t)(uintptr_t)src, (uint64_t)(uintptr_t)dst}, all[HY_TASKS];
+    TASK_CHECK(boot->allgather(boot, &mine, all, sizeof mine) == TORX_OK, "allgather");
+    const int peers[2] = {me ^ 1, (me + 2) % HY_TASKS};
+    for (int k = 0; k < 2; k++) {
+        const int peer = peers[k];
+        torx_bulk_t op;
+        memset(dst, 0, n);
+        TASK_CHECK(torx_bulk_get(dev, &op, test_coord_of(shape, peer),
+                                 (const void *)(uintptr_t)all[peer].src, dst, n) == TORX_OK,
+                   "get from %d: %s", peer, torx_last_error());
+        st = bulk_wait(dev, &op);
+        TASK_CHECK(st == TORX_OK, "get from %d: %s (%s)", peer, torx_status_str(st),
+                   torx_last_error());
+        for (size_t i = 0; i < n; i++)
+            TASK_CHECK(dst[i] == pat(peer, i), "get from %d: byte %zu", peer, i);
+        TASK_CHECK((st = dev_barrier(dev)) == TORX_OK, "barrier: %s: %s", torx_status_str(st),
+                   torx_last_error());
+    }
+    torx_pkt_close(dev);
+    free(src);
+    free(dst);
+    return 0;
+}
+
+START_TEST(hybrid_routes_in_order)
+{
+    use_ofi();
+    unsetenv("TORX_OFI_LOCAL");
+    setenv("TORX_OFI_TASKS_PER_HOST", "2", 1);
+    RUN_JOB(HY_TASKS, hybrid_task, NULL);
+    unsetenv("TORX_OFI_TASKS_PER_HOST");
+}
+END_TEST
+
+/* Every task must agree on TORX_OFI_LOCAL; one that differs fails them all,
+ * naming the variable, rather than leaving half the job on another device. */
+static int local_mismatch_task(torx_boot_t *boot, void *argp)
+{
+    (void)argp;
+    if (boot->rank == 1)
+        setenv("TORX_OFI_LOCAL", "ofi", 1);
+    torx_pkt_dev_t *dev = NULL;
+    const torx_shape_t shape = {2, 1, 1, 1};
+    const torx_status_t rc = test_open(boot, shape, &dev);
+    TASK_CHECK(rc == TORX_ERR_ENV, "open: %s (%s)", torx_status_str(rc), torx_last_error());
+    TASK_CHECK(strstr(torx_last_error(), "TORX_OFI_LOCAL=ofi") &&
+                   strstr(torx_last_error(), "same value"),
+               "message: %s", torx_last_error());
+    return 0;
+}
+
+START_TEST(hybrid_local_mismatch_named)
+{
+    use_ofi();
+    unsetenv("TORX_OFI_LOCAL");
+    RUN_JOB(2, local_mismatch_task, NULL);
+}
+END_TEST
+
 static Suite *ofi_suite(void)
 {
     Suite *s = suite_create("ofi");
@@ -647,6 +824,8 @@ static Suite *ofi_suite(void)
     tcase_add_test(tc, bulk_rma_sizes);
     tcase_add_test(tc, cn_matches_shm_bitwise);
     tcase_add_test(tc, dead_peer_named);
+    tcase_add_test(tc, hybrid_routes_in_order);
+    tcase_add_test(tc, hybrid_local_mismatch_named);
     suite_add_tcase(s, tc);
     return s;
 }

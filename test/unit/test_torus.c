@@ -5,10 +5,10 @@
 #include "harness.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -294,8 +294,8 @@ static int deposit_task(torx_boot_t *boot, void *argp)
         const torx_coord_t src = test_coord_of(deposit_shape, senders[s]);
         nlines[s] = all_lines(src, lines[s]);
         for (int i = 0; i < nlines[s]; i++)
-            expected += (uint32_t)on_line(src, lines[s][i].dim, lines[s][i].dir,
-                                          lines[s][i].dest, me);
+            expected +=
+                (uint32_t)on_line(src, lines[s][i].dim, lines[s][i].dir, lines[s][i].dest, me);
     }
     for (int s = 0; s < 2; s++) {
         if (boot->rank != senders[s])
@@ -312,7 +312,8 @@ static int deposit_task(torx_boot_t *boot, void *argp)
         /* A line that leaves its dimension, and one that ends where it
          * starts, are refused. */
         torx_pkt_hdr_t bad;
-        torx_pkt_hdr_init(&bad, (torx_coord_t){(uint8_t)((me.x + 1) % 4), (uint8_t)((me.y + 1) % 3), me.z, 0}, 0);
+        torx_pkt_hdr_init(
+            &bad, (torx_coord_t){(uint8_t)((me.x + 1) % 4), (uint8_t)((me.y + 1) % 3), me.z, 0}, 0);
         torx_pkt_hdr_set_deposit(&bad, TORX_DIM_X, 1);
         TASK_CHECK(torx_pkt_inject1(dev, &bad, NULL, 0) == TORX_ERR_INVAL, "off-line deposit");
         torx_pkt_hdr_init(&bad, me, 0);
@@ -361,6 +362,16 @@ END_TEST
 static int backpressure_task(torx_boot_t *boot, void *argp)
 {
     (void)argp;
+    const char *device = getenv("TORX_DEVICE"), *per_host = getenv("TORX_OFI_TASKS_PER_HOST");
+    if (device && !strcmp(device, "ofi") && per_host && *per_host) {
+        /* Hosts of several tasks (test/ofi-variant.sh): the line 1 -> 2 -> 0
+         * crosses hosts and goes whole through ofi, whose window toward
+         * rank 0 is not the shm FIFO this test fills; the hybrid device's
+         * ordering is tested by test_ofi (hybrid_*). */
+        if (boot->rank == 0)
+            printf("backpressure_no_loss: not run with hosts of several tasks\n");
+        return 0;
+    }
     torx_pkt_dev_t *dev;
     const torx_shape_t shape = {3, 1, 1, 1};
     TASK_CHECK(test_open(boot, shape, &dev) == TORX_OK, "%s", torx_last_error());
@@ -409,8 +420,8 @@ static int backpressure_task(torx_boot_t *boot, void *argp)
         TASK_CHECK(inject_retry(dev, &h, &seq, sizeof seq) == TORX_OK, "%s", torx_last_error());
     } else {
         /* rank 0: 16 + deposit copy + 1 more; rank 2: deposit copy + 1. */
-        const uint32_t want_seq0[] = {0,  1,  2,  3,  4,  5,  6,  7,   8,
-                                      9,  10, 11, 12, 13, 14, 15, 1000, 2000};
+        const uint32_t want_seq0[] = {0, 1,  2,  3,  4,  5,  6,  7,    8,
+                                      9, 10, 11, 12, 13, 14, 15, 1000, 2000};
         const uint32_t want_seq2[] = {1000, 1001};
         const uint32_t *want = boot->rank == 0 ? want_seq0 : want_seq2;
         const unsigned n = boot->rank == 0 ? 18 : 2;
@@ -447,10 +458,10 @@ END_TEST
 
 typedef struct {
     torx_shape_t shape;
-    int same_coord;       /* every rank claims (0,0,0,0) */
-    int rank1_shape_off;  /* rank 1 passes a different shape */
+    int same_coord;      /* every rank claims (0,0,0,0) */
+    int rank1_shape_off; /* rank 1 passes a different shape */
     torx_status_t expect;
-    const char *needle;   /* in torx_last_error() */
+    const char *needle; /* in torx_last_error() */
 } startup_arg_t;
 
 static int startup_task(torx_boot_t *boot, void *argp)
@@ -485,20 +496,22 @@ static int startup_task(torx_boot_t *boot, void *argp)
 
 START_TEST(startup_rejects_bad_jobs)
 {
-    startup_arg_t too_small = {.shape = {2, 1, 1, 1}, .expect = TORX_ERR_INVAL,
-                               .needle = "fewer than the job's 3 tasks"};
+    startup_arg_t too_small = {
+        .shape = {2, 1, 1, 1}, .expect = TORX_ERR_INVAL, .needle = "fewer than the job's 3 tasks"};
     RUN_JOB(3, startup_task, &too_small);
     startup_arg_t zero = {.shape = {2, 0, 1, 1}, .expect = TORX_ERR_INVAL, .needle = "zero"};
     RUN_JOB(2, startup_task, &zero);
-    startup_arg_t dup = {.shape = {2, 1, 1, 1}, .same_coord = 1, .expect = TORX_ERR_INVAL,
-                         .needle = "(0,0,0,0)"};
+    startup_arg_t dup = {
+        .shape = {2, 1, 1, 1}, .same_coord = 1, .expect = TORX_ERR_INVAL, .needle = "(0,0,0,0)"};
     RUN_JOB(2, startup_task, &dup);
-    startup_arg_t mismatch = {.shape = {4, 1, 1, 1}, .rank1_shape_off = 1,
-                              .expect = TORX_ERR_PROTO, .needle = "rank 0 uses"};
+    startup_arg_t mismatch = {.shape = {4, 1, 1, 1},
+                              .rank1_shape_off = 1,
+                              .expect = TORX_ERR_PROTO,
+                              .needle = "rank 0 uses"};
     RUN_JOB(2, startup_task, &mismatch);
     setenv("TORX_FIFO_PACKETS", "100", 1);
-    startup_arg_t env = {.shape = {2, 1, 1, 1}, .expect = TORX_ERR_ENV,
-                         .needle = "TORX_FIFO_PACKETS"};
+    startup_arg_t env = {
+        .shape = {2, 1, 1, 1}, .expect = TORX_ERR_ENV, .needle = "TORX_FIFO_PACKETS"};
     RUN_JOB(2, startup_task, &env);
     unsetenv("TORX_FIFO_PACKETS");
     setenv("TORX_DEVICE", "infiniband", 1);

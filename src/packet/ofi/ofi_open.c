@@ -303,6 +303,13 @@ static size_t ofi_stage_max(const torx_pkt_dev_t *dev)
     return 0;
 }
 
+static int ofi_stage_reaches(const torx_pkt_dev_t *dev, torx_coord_t dest)
+{
+    (void)dev;
+    (void)dest;
+    return 0;
+}
+
 static torx_status_t ofi_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const void *data,
                                    size_t len, torx_stage_ref_t *ref)
 {
@@ -393,6 +400,7 @@ static const torxp_dev_ops_t ofi_ops = {
     .bulk_test = torxp_ofi_bulk_test,
     .bulk_path = torxp_ofi_bulk_path,
     .stage_max = ofi_stage_max,
+    .stage_reaches = ofi_stage_reaches,
     .stage_put = ofi_stage_put,
     .stage_data = ofi_stage_data,
     .stage_release = ofi_stage_release,

@@ -44,10 +44,10 @@ typedef struct torxp_shm_seg_hdr {
     uint32_t header_bytes; /* sizeof(torxp_shm_seg_hdr_t), checked at attach */
     uint64_t total_bytes;
     torx_shape_t shape;
-    uint32_t ntasks;          /* tasks in the job (attachers expected) */
-    uint32_t nslots;          /* torx_shape_slots(shape) */
-    uint32_t fifos_per_task;  /* TORXP_SHM_FIFOS_PER_TASK */
-    uint32_t fifo_packets;    /* slots per FIFO, power of two */
+    uint32_t ntasks;         /* tasks in the job (attachers expected) */
+    uint32_t nslots;         /* torx_shape_slots(shape) */
+    uint32_t fifos_per_task; /* TORXP_SHM_FIFOS_PER_TASK */
+    uint32_t fifo_packets;   /* slots per FIFO, power of two */
     uint32_t fifo_packets_log2;
     uint64_t task_table_off;
     uint64_t cn_off;
@@ -89,7 +89,10 @@ typedef struct torxp_shm_task {
 static_assert(sizeof(torxp_shm_task_t) == TORXP_CACHELINE, "task entry is one cache line");
 static_assert(sizeof(torxp_shm_seg_hdr_t) % TORXP_CACHELINE == 0, "header fills lines");
 
-/* A bulk transfer in progress, kept inside the caller's torx_bulk_t. */
+/* A bulk transfer in progress, kept inside the caller's torx_bulk_t. It
+ * starts with its magic, by which the hybrid ofi device tells the shm
+ * device's operations from its own (ofi_hybrid.c). */
+#define TORXP_SHM_BULK_MAGIC 0x626c6b31u /* "blk1" */
 typedef struct torxp_shm_bulk {
     uint32_t magic; /* TORXP_SHM_BULK_MAGIC while in flight or done */
     uint32_t done;
@@ -114,19 +117,19 @@ struct torxp_shm_dev {
 
     /* torus */
     torxp_fifo_geom_t geom;
-    uint64_t *cached_head;   /* per destination FIFO (nslots*fifos): last head seen */
-    int cur_fifo;            /* FIFO holding the peeked packet, -1 when none */
+    uint64_t *cached_head; /* per destination FIFO (nslots*fifos): last head seen */
+    int cur_fifo;          /* FIFO holding the peeked packet, -1 when none */
     /* This task's reading position in each of its reception FIFOs, and how
      * many pops it has not yet published to the producers. */
     struct {
         uint64_t head;
         uint32_t unpublished;
     } rx[TORXP_SHM_FIFOS_PER_TASK];
-    uint32_t rx_batch; /* pops per head publication */
-    unsigned next_fifo;      /* where the next scan starts */
-    unsigned burst;          /* packets taken in a row from next_fifo */
-    uint64_t chaos_rx;       /* xorshift state of the reception scan; 0 = chaos off */
-    uint32_t bell_seen;      /* doorbell value at the end of the last wait */
+    uint32_t rx_batch;  /* pops per head publication */
+    unsigned next_fifo; /* where the next scan starts */
+    unsigned burst;     /* packets taken in a row from next_fifo */
+    uint64_t chaos_rx;  /* xorshift state of the reception scan; 0 = chaos off */
+    uint32_t bell_seen; /* doorbell value at the end of the last wait */
     /* 1: every task registered for membarrier(GLOBAL_EXPEDITED), so a sleep
      * is exact (see shm_torus.c); 0: sleeps are cut into short slices. */
     int bell_exact;
@@ -134,7 +137,7 @@ struct torxp_shm_dev {
     /* Injection state: cached heads (above), the chaos of pick_fifo and the
      * stash. With TORX_PKT_SHARED_INJECT two threads inject, and all of it
      * is touched only under tx_lock, which sits on its own line. */
-    int shared_inject;       /* TORX_PKT_SHARED_INJECT: take tx_lock */
+    int shared_inject;                         /* TORX_PKT_SHARED_INJECT: take tx_lock */
     alignas(TORXP_CACHELINE) uint32_t tx_lock; /* 0 free, 1 held */
     /* A deposit packet whose line is only partly delivered: the rest waits
      * in stash and everything injected after it waits too, so order holds.
@@ -162,11 +165,11 @@ struct torxp_shm_dev {
     struct torxp_shm_stage_tx {
         uint64_t wr, seen;
         uint64_t undo; /* wr before the last put, +1; 0 when none to undo */
-    } *stage_tx;
+    } * stage_tx;
     uint64_t *stage_rd;
 
     /* bulk (shm_bulk.c) */
-    int bulk_cma;                 /* 1: process_vm_readv/writev; 0: FIFO streaming */
+    int bulk_cma;                  /* 1: process_vm_readv/writev; 0: FIFO streaming */
     struct torxp_shm_serve *serve; /* fifo path: get requests being streamed */
     uint64_t probe_word;
 };
@@ -229,6 +232,7 @@ uint32_t torxp_shm_stage_bytes(unsigned ntasks, long want);
 torx_status_t torxp_shm_stage_setup(torxp_shm_dev_t *d);
 void torxp_shm_stage_fini(torxp_shm_dev_t *d);
 size_t torxp_shm_stage_max(const torx_pkt_dev_t *dev);
+int torxp_shm_stage_reaches(const torx_pkt_dev_t *dev, torx_coord_t dest);
 torx_status_t torxp_shm_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const void *data,
                                   size_t len, torx_stage_ref_t *ref);
 const void *torxp_shm_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);

@@ -42,7 +42,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define TORXP_SHM_BULK_MAGIC 0x626c6b31u /* "blk1" */
 
 /* Largest single process_vm_* request; the kernel caps one call near 2 GiB
  * anyway and the copy loop resumes partial transfers. */

@@ -250,6 +250,7 @@ static const torxp_dev_ops_t shm_ops = {
     .bulk_test = torxp_shm_bulk_test,
     .bulk_path = torxp_shm_bulk_path,
     .stage_max = torxp_shm_stage_max,
+    .stage_reaches = torxp_shm_stage_reaches,
     .stage_put = torxp_shm_stage_put,
     .stage_data = torxp_shm_stage_data,
     .stage_release = torxp_shm_stage_release,

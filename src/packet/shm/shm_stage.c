@@ -38,8 +38,8 @@ uint32_t torxp_shm_stage_bytes(unsigned ntasks, long want)
 
 static inline uint64_t *ring_released(const torxp_shm_dev_t *d, unsigned src, unsigned dst)
 {
-    return torxp_shm_at(d, d->seg->stage_off +
-                               ((uint64_t)src * (unsigned)d->base.size + dst) * d->seg->stage_stride);
+    return torxp_shm_at(d, d->seg->stage_off + ((uint64_t)src * (unsigned)d->base.size + dst) *
+                                                   d->seg->stage_stride);
 }
 
 static inline uint8_t *ring_data(const torxp_shm_dev_t *d, unsigned src, unsigned dst)
@@ -56,8 +56,9 @@ torx_status_t torxp_shm_stage_setup(torxp_shm_dev_t *d)
     d->stage_tx = torxp_calloc(n, sizeof *d->stage_tx);
     d->stage_rd = torxp_calloc(n, sizeof *d->stage_rd);
     if (!d->stage_tx || !d->stage_rd)
-        return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the staging positions of %zu "
-                                           "peers",
+        return torxp_error(TORX_ERR_NOMEM,
+                           "torx: out of memory for the staging positions of %zu "
+                           "peers",
                            n);
     return TORX_OK;
 }
@@ -73,6 +74,11 @@ void torxp_shm_stage_fini(torxp_shm_dev_t *d)
 size_t torxp_shm_stage_max(const torx_pkt_dev_t *dev)
 {
     return ((const torxp_shm_dev_t *)dev)->stage_bytes / 2;
+}
+
+int torxp_shm_stage_reaches(const torx_pkt_dev_t *dev, torx_coord_t dest)
+{
+    return ((const torxp_shm_dev_t *)dev)->stage_bytes && torx_coord_in_shape(dev->shape, dest);
 }
 
 /* The rank of the task at c, or -1 when c is off the torus or holds none. */
@@ -112,8 +118,8 @@ torx_status_t torxp_shm_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const 
     if (pos + len - tx->seen > size) {
         /* acquire: pairs with the receiver's release; its reads of the
          * bytes we are about to overwrite are finished. */
-        tx->seen = __atomic_load_n(ring_released(d, (unsigned)dev->rank, (unsigned)dst),
-                                   __ATOMIC_ACQUIRE);
+        tx->seen =
+            __atomic_load_n(ring_released(d, (unsigned)dev->rank, (unsigned)dst), __ATOMIC_ACQUIRE);
         if (pos + len - tx->seen > size)
             return TORX_NO_ROOM;
     }
