@@ -341,6 +341,64 @@ if mark not in s:
         print("build-mpich: note: hydra's pmip.c differs from MPICH 4.0.2's; not patched")
 PY
 
+#  3. Hydra (utils/sock): a host that vanishes (power, link) sends no FIN,
+#     so mpiexec keeps its control connection to that host's proxy open
+#     forever and waits for it even after every other rank has aborted.
+#     Connections mpiexec accepts now carry TCP keepalive (first probe
+#     after 3 s idle, every 2 s) and TCP_USER_TIMEOUT (10 s): the kernel
+#     drops a connection to a host that acknowledges nothing, and mpiexec
+#     ends the job as when a proxy dies, naming the host it lost
+#     (test/multihost/vanished-host.sh). torx's own watch (8 s,
+#     src/packet/ofi/ofi_live.c) usually names the rank first.
+python3 - "$src/src/pm/hydra/utils/sock/sock.c" "$src/src/pm/hydra/pm/pmiserv/pmiserv_cb.c" <<'PY' || die "patching hydra failed"
+import sys
+p = sys.argv[1]
+s = open(p).read()
+mark = "/* torx build: notice a vanished host */"
+if mark not in s:
+    a = ("accept error (%s)\\n\", MPL_strerror(errno));\n"
+         "\n"
+         "    /* Disable nagle */\n"
+         "    if (setsockopt(*fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(int)) < 0)\n"
+         "        HYDU_ERR_SETANDJUMP(status, HYD_SOCK_ERROR, \"cannot set TCP_NODELAY\\n\");\n")
+    if s.count(a) == 1:
+        s = s.replace(a, a + "\n    " + mark + "\n"
+                      "    {\n"
+                      "        int idle = 3, intvl = 2, cnt = 3;\n"
+                      "        unsigned user_timeout_ms = 10000;\n"
+                      "        if (setsockopt(*fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(int)) < 0 ||\n"
+                      "            setsockopt(*fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(int)) < 0 ||\n"
+                      "            setsockopt(*fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(int)) < 0 ||\n"
+                      "            setsockopt(*fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(int)) < 0 ||\n"
+                      "            setsockopt(*fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms,\n"
+                      "                       sizeof user_timeout_ms) < 0)\n"
+                      "            HYDU_ERR_SETANDJUMP(status, HYD_SOCK_ERROR, \"cannot set TCP keepalive\\n\");\n"
+                      "    }\n")
+        open(p, "w").write(s)
+        print("build-mpich: patched hydra's sockets to notice a vanished host")
+    else:
+        print("build-mpich: note: hydra's sock.c differs from MPICH 4.0.2's; not patched")
+p = sys.argv[2]
+s = open(p).read()
+mark = "/* torx build: name the lost host */"
+if mark not in s:
+    a = ("        status = HYDU_sock_read(fd, &hdr, sizeof(hdr), &count, &closed, HYDU_SOCK_COMM_MSGWAIT);\n"
+         "        HYDU_ERR_POP(status, \"unable to read command from proxy\\n\");\n"
+         "        HYDU_ASSERT(!closed, status);\n")
+    if s.count(a) == 1:
+        s = s.replace(a, "        status = HYDU_sock_read(fd, &hdr, sizeof(hdr), &count, &closed, HYDU_SOCK_COMM_MSGWAIT);\n"
+                      "        " + mark + "\n"
+                      "        if (status != HYD_SUCCESS || closed)\n"
+                      "            HYDU_dump_noprefix(stderr, \"[mpiexec] lost the connection to the proxy on host %s; \"\n"
+                      "                               \"ending the job\\n\", proxy->node->hostname);\n"
+                      "        HYDU_ERR_POP(status, \"unable to read command from proxy\\n\");\n"
+                      "        HYDU_ASSERT(!closed, status);\n")
+        open(p, "w").write(s)
+        print("build-mpich: patched hydra's mpiexec to name a host whose proxy it lost")
+    else:
+        print("build-mpich: note: hydra's pmiserv_cb.c differs from MPICH 4.0.2's; not patched")
+PY
+
 # ---- 5. configure --------------------------------------------------------------------
 bdir=$kdir/build
 if [ ! -f "$bdir/config.status" ] || [ ! -f "$bdir/.configured" ]; then

@@ -214,6 +214,7 @@ typedef struct torxp_ofi_dev {
     } * pings;                /* per slot */
     uint8_t *heard;           /* per slot: a PING came from it (the start-up connect) */
     unsigned nheard;
+    struct torxp_ofi_live *live; /* the watch on the next rank (ofi_live.c) */
 } torxp_ofi_dev_t;
 
 static inline torxp_ofi_dev_t *torxp_ofi_of(torx_pkt_dev_t *dev)
@@ -274,6 +275,24 @@ torx_status_t torxp_ofi_sys_send(torxp_ofi_dev_t *d, unsigned slot, const void *
  * with TORX_ERR_PEER naming the task. The caller holds the lock. */
 #define TORXP_OFI_PEER_TIMEOUT_S 10.0
 void torxp_ofi_ping(torxp_ofi_dev_t *d, unsigned slot);
+
+/* ofi_live.c: each task watches the next rank over a TCP connection with
+ * TCP_USER_TIMEOUT, so a host that vanishes is named within seconds.
+ * listen: before the address exchange, a listening socket on the
+ * endpoint's address, described in *out for the others; connect: after it,
+ * to the watched task's, then the watcher's connection accepted; check:
+ * from progress, a heartbeat and a look at both connections; fini: the
+ * goodbye, then everything closed. */
+typedef struct torxp_ofi_live_addr {
+    uint32_t len;
+    unsigned char bytes[28]; /* a struct sockaddr_in or _in6 */
+} torxp_ofi_live_addr_t;
+torx_status_t torxp_ofi_live_listen(torxp_ofi_dev_t *d, const void *ep_name, size_t ep_len,
+                                    torxp_ofi_live_addr_t *out);
+torx_status_t torxp_ofi_live_connect(torxp_ofi_dev_t *d, int watched, int watcher,
+                                     const torxp_ofi_live_addr_t *to);
+void torxp_ofi_live_check(torxp_ofi_dev_t *d);
+void torxp_ofi_live_fini(torxp_ofi_dev_t *d);
 /* A fatal libfabric error: names the call, the peer if any, and the
  * provider's words. */
 torx_status_t torxp_ofi_fi_fail(torxp_ofi_dev_t *d, const char *call, int peer_slot, int err);

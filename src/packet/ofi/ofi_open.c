@@ -361,6 +361,7 @@ static void ofi_close(torx_pkt_dev_t *dev)
         d->closing = 1;
         torxp_ofi_flush(d, 2.0);
     }
+    torxp_ofi_live_fini(d);
     torxp_ofi_bulk_fini(d);
     torxp_ofi_cn_fini(d);
     close_fid(d->ep ? &d->ep->fid : NULL);
@@ -467,6 +468,7 @@ typedef struct addr_record {
     uint32_t addrlen;
     char prov[OFI_PROV_MAX];
     unsigned char addr[OFI_ADDR_MAX];
+    torxp_ofi_live_addr_t live; /* the liveness watch's listening socket */
 } addr_record_t;
 
 /* Builds the slot tables and the address vector from every task's record. */
@@ -575,6 +577,8 @@ torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
             rc = fi_err("fi_getname", d->prov, frc);
         else
             mine.addrlen = (uint32_t)len;
+        if (rc == TORX_OK && boot->size > 1)
+            rc = torxp_ofi_live_listen(d, mine.addr, len, &mine.live);
         snprintf(mine.prov, sizeof mine.prov, "%s", d->prov);
     }
     mine.status = rc;
@@ -592,6 +596,11 @@ torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
                              torx_status_str((torx_status_t)all[r].status));
     if (rc == TORX_OK)
         rc = insert_peers(d, all);
+    if (rc == TORX_OK && boot->size > 1) {
+        const int next = (boot->rank + 1) % boot->size;
+        rc = torxp_ofi_live_connect(d, next, (boot->rank + boot->size - 1) % boot->size,
+                                    &all[next].live);
+    }
     free(all);
     if (rc == TORX_OK)
         rc = torxp_ofi_torus_setup(d, env, oe.tx_pool);

@@ -483,6 +483,7 @@ void torxp_ofi_progress(torxp_ofi_dev_t *d)
     if (d->sys_head)
         sys_flush(d);
     torxp_ofi_bulk_progress(d);
+    torxp_ofi_live_check(d);
 }
 
 /* ---- Injection ---------------------------------------------------------------------- */
