@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# test/multihost/check-torx.sh: torx jobs across emulated hosts
+# (test/multihost/hosts.sh: own network, UTS, mount, IPC and PID namespaces
+# each, joined by veths), launched by torx's hydra (`mpiexec -hosts ...`,
+# ns-ssh as its ssh), TORX_DEVICE=ofi:
+#
+#   2 hosts x 1 task   torx's MPI tests (test/mpi: hello, ring,
+#                      p2p_semantics, probe_unexp, rma_coll, coll), then
+#                      bench/mpi_latency and mpi_bw with every row verified
+#                      and the veth counters showing the bytes crossed
+#   2 hosts x 2 tasks  hybrid jobs: each host's two tasks reach each other
+#                      through its shm device (TORX_VERBOSE=1 must say so),
+#                      the others through ofi; heater, and vn mode with
+#                      TXYZ (node-mates on one host) and chaos
+#   3 hosts x 1 and x 2  the same tests with chaos, and the collectives
+#   vanished host      test/multihost/vanished-host.sh MH_IMPL=torx
+#                      MH_EXPECT=pass, both kill modes: the job ends within
+#                      30 s naming the lost rank or host, nothing left behind
+#   teardown           no namespace, process, cgroup or state left
+#
+# Prints "skipped: ..." and exits 77 when namespaces cannot be made (not
+# root); a torx MPICH that is missing is a failure (exit 2), not a skip.
+#
+# Environment:
+#   TORX_PREFIX  torx MPICH (default: ~/.cache/torx/current-prefix)
+#   MH_BUILD     where the programs are built (default build/multihost)
+#   MH_TIMEOUT   seconds per MPI run (default 180)
+#   MH_VANISH    0 to leave out the vanished-host runs (default 1)
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+# shellcheck source-path=SCRIPTDIR source=hosts.sh
+. "$here/hosts.sh"
+
+build=${MH_BUILD:-$root/build/multihost}/torx-tests
+tmo=${MH_TIMEOUT:-180}
+prefix=${TORX_PREFIX:-$(cat "$HOME/.cache/torx/current-prefix" 2>/dev/null || true)}
+
+fails=0
+fail() {
+    echo "FAIL: $*"
+    fails=$((fails + 1))
+}
+ok() { echo "ok: $*"; }
+
+mh_require
+if [[ -z $prefix || ! -x $prefix/bin/mpicc || ! -x $prefix/bin/mpiexec ]]; then
+    echo "check-torx: no torx MPICH (TORX_PREFIX or ~/.cache/torx/current-prefix; run scripts/build-mpich.sh)" >&2
+    exit 2
+fi
+export MPIEXEC=$prefix/bin/mpiexec
+
+mkdir -p "$build"
+for t in hello ring p2p_semantics probe_unexp rma_coll coll; do
+    "$prefix/bin/mpicc" -O2 -Wall -o "$build/$t" "$root/test/mpi/$t.c"
+done
+for t in mpi_latency mpi_bw; do
+    "$prefix/bin/mpicc" -O2 -std=c11 -Wall -Wextra -o "$build/$t" "$root/bench/$t.c"
+done
+
+out=$(mktemp "${TMPDIR:-/tmp}/torx-mh-torx.XXXXXX")
+trap 'rm -f "$out"' EXIT
+
+# job NP PPN PROG [NAME=VALUE...] -- ARGS: PROG on the set's hosts, PPN tasks
+# each, TORX_DEVICE=ofi and each NAME=VALUE by -genv; output in $out.
+job() {
+    local np=$1 ppn=$2 prog=$3 genv=() kv
+    shift 3
+    while (($#)) && [[ $1 != -- ]]; do
+        kv=$1
+        genv+=(-genv "${kv%%=*}" "${kv#*=}")
+        shift
+    done
+    (($#)) && shift
+    timeout -k 5 "$tmo" "$here/hosts.sh" mpiexec -n "$np" -ppn "$ppn" -genv TORX_DEVICE ofi \
+        -genv P2PS_TIMEOUT $((tmo - 10)) "${genv[@]}" "$build/$prog" "$@" >"$out" 2>&1 </dev/null
+}
+
+# test LABEL NP PPN PROG [NAME=VALUE...]: passes when PROG exits 0 and
+# prints " No Errors".
+test_run() {
+    local label=$1 np=$2 ppn=$3 prog=$4 start=$SECONDS rc=0
+    shift 4
+    job "$np" "$ppn" "$prog" "$@" || rc=$?
+    if ((rc == 0)) && grep -q '^ No Errors' "$out"; then
+        ok "$label: $prog, $np tasks, $ppn per host${*:+ ($*)} ($((SECONDS - start)) s)"
+    else
+        fail "$label: $prog, $np tasks, $ppn per host${*:+ ($*)}: exit $rc$( ((rc == 124)) && echo ' (timeout)'), output:"
+        tail -n 25 "$out" | sed 's/^/    /'
+    fi
+}
+
+counters() { mh_counters | awk -v h="$1" '$1 == h { print $2, $3 }'; }
+
+# ---- 2 hosts -------------------------------------------------------------------------
+export TMH_NAME=tmhct$$
+mh_init_vars
+trap 'mh_down; rm -f "$out"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+mh_up 2
+h1=$mh_net.1 h2=$mh_net.2
+
+if job 2 1 hello && grep -q 'No Errors' "$out"; then ok "hello: 2 tasks, 1 per host"; else
+    fail "hello: $(tail -n 5 "$out" | tr '\n' ' ')"
+fi
+for prog in ring p2p_semantics probe_unexp rma_coll coll; do
+    test_run 2x1 2 1 "$prog"
+done
+
+# The bytes crossed the veths: at least what each rank sent, each way.
+for run in "mpi_latency -s 8,1K,64K -n 1000" "mpi_bw -s 64K,1M -n 20"; do
+    read -r prog args <<<"$run"
+    read -r rx1a tx1a <<<"$(counters "$h1")"
+    read -r rx2a tx2a <<<"$(counters "$h2")"
+    rc=0
+    # shellcheck disable=SC2086 # args: a word list
+    job 2 1 "$prog" -- $args || rc=$?
+    read -r rx1b tx1b <<<"$(counters "$h1")"
+    read -r rx2b tx2b <<<"$(counters "$h2")"
+    if ((rc != 0)) || ! awk '$1 == "lat" || $1 == "bw" { n++; if ($NF != "ok") bad++ } END { exit !(n > 0 && !bad) }' "$out"; then
+        fail "2x1 $prog: exit $rc or rows not verified:"
+        tail -n 20 "$out" | sed 's/^/    /'
+        continue
+    fi
+    read -r s0 s1 < <(awk '$1 == "lat" && $NF == "ok" { s0 += $2 * $3; s1 += $2 * $3 }
+        $1 == "bw" && $NF == "ok" { s0 += $2 * $3 * $4 } END { printf "%.0f %.0f\n", s0, s1 }' "$out")
+    d_tx1=$((tx1b - tx1a)) d_rx2=$((rx2b - rx2a)) d_tx2=$((tx2b - tx2a)) d_rx1=$((rx1b - rx1a))
+    msg="rank 0 sent >= $s0 B: node1 tx $d_tx1, node2 rx $d_rx2; rank 1 sent >= $s1 B: node2 tx $d_tx2, node1 rx $d_rx1"
+    if ((s0 > 0 && d_tx1 >= s0 && d_rx2 >= s0 && d_tx2 >= s1 && d_rx1 >= s1)); then
+        ok "2x1 $prog: every row verified, the bytes crossed the veths ($msg)"
+    else
+        fail "2x1 $prog: the veth counters moved less than the bytes sent ($msg)"
+    fi
+    grep -E '^(lat|bw) ' "$out" | sed 's/^/    /'
+done
+
+# Hybrid: two tasks per host, shm between them.
+if job 4 2 hello TORX_VERBOSE=1 && [[ $(grep -c "2 of the job's 4 tasks on this host (node[12]) reach each other through shm" "$out") == 4 ]]; then
+    ok "2x2: every task reaches its node-mate through shm, the others through ofi"
+else
+    fail "2x2: TORX_VERBOSE=1 does not show the hosts' shm devices:"
+    grep 'torx\[' "$out" | head -n 10 | sed 's/^/    /'
+fi
+test_run 2x2 4 2 p2p_semantics
+test_run 2x2 4 2 rma_coll
+test_run 2x2 4 2 coll
+test_run 2x2-vn 4 2 p2p_semantics TORX_MODE=vn TORX_MAPPING=TXYZ TORX_CHAOS=7 TORX_ADAPTIVE_LIMIT=65536
+test_run 2x2-vn 4 2 coll TORX_MODE=vn TORX_MAPPING=TXYZ
+mh_down
+
+# ---- 3 hosts -------------------------------------------------------------------------
+mh_up 3
+test_run 3x1 3 1 p2p_semantics TORX_CHAOS=3 TORX_ADAPTIVE_LIMIT=65536
+test_run 3x1 3 1 coll
+test_run 3x2 6 2 ring
+test_run 3x2 6 2 p2p_semantics TORX_CHAOS=5
+test_run 3x2 6 2 coll
+mh_down
+trap 'rm -f "$out"' EXIT
+
+# ---- a host vanishes -----------------------------------------------------------------
+if [[ ${MH_VANISH:-1} != 0 ]]; then
+    for kill in vanish procs; do
+        rc=0
+        MH_IMPL=torx MH_KILL=$kill MH_EXPECT=pass MH_BUILD=${MH_BUILD:-$root/build/multihost} \
+            TORX_PREFIX=$prefix "$here/vanished-host.sh" >"$out" 2>&1 || rc=$?
+        if ((rc == 0)); then
+            ok "vanished host ($kill): $(grep '^== torx' "$out" | tail -n 1 | sed 's/^== //')"
+        else
+            fail "vanished host ($kill): exit $rc:"
+            tail -n 25 "$out" | sed 's/^/    /'
+        fi
+    done
+fi
+
+if mh_check_clean; then ok "teardown: no namespace, process, cgroup or state left"; else fail "teardown left something"; fi
+if ((fails)); then
+    echo "check-torx: $fails failure(s)"
+    exit 1
+fi
+echo "check-torx: all passed"
