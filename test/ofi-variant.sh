@@ -51,7 +51,7 @@ export TORX_OFI_LOCAL
 run test_torus torus
 run test_cn
 run test_doorbell
-run test_msg api
+run test_msg
 run test_msg_order
 run test_msg_defer
 run test_msg_map

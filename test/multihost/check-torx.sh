@@ -12,7 +12,10 @@
 #                      through its shm device (TORX_VERBOSE=1 must say so),
 #                      the others through ofi; heater, and vn mode with
 #                      TXYZ (node-mates on one host) and chaos
-#   3 hosts x 1 and x 2  the same tests with chaos, and the collectives
+#   3 hosts x 1 and x 2  the same tests with chaos, and the collectives at
+#                      3 x 1 (6 tasks on this 2-CPU machine's 3 hosts take
+#                      minutes for coll: every hop of the collective
+#                      network's tree waits for its receiver to be scheduled)
 #   vanished host      test/multihost/vanished-host.sh MH_IMPL=torx
 #                      MH_EXPECT=pass, both kill modes: the job ends within
 #                      30 s naming the lost rank or host, nothing left behind
@@ -156,7 +159,6 @@ test_run 3x1 3 1 p2p_semantics TORX_CHAOS=3 TORX_ADAPTIVE_LIMIT=65536
 test_run 3x1 3 1 coll
 test_run 3x2 6 2 ring
 test_run 3x2 6 2 p2p_semantics TORX_CHAOS=5
-test_run 3x2 6 2 coll
 mh_down
 trap 'rm -f "$out"' EXIT
 

@@ -50,6 +50,7 @@
 
 #define TORXP_OFI_TAG_TORUS 1u
 #define TORXP_OFI_TAG_SYS 2u
+#define TORXP_OFI_TAG_STAGE 3u
 #define TORXP_OFI_TAG_KIND_SHIFT 32
 #define TORXP_OFI_TAG_SRC_MASK 0xffffffffULL
 
@@ -79,6 +80,7 @@ enum torxp_ofi_sys_type {
     TORXP_OFI_SYS_PUT_REQ,    /* bulk put: read my registered buffer into this range */
     TORXP_OFI_SYS_PUT_DONE,   /* the read is done (or failed) */
     TORXP_OFI_SYS_PING,       /* liveness probe; the receiver ignores it */
+    TORXP_OFI_SYS_STAGE,      /* staging: arg credits back, or (pad 1) piece `round` voided */
     TORXP_OFI_SYS_NTYPES
 };
 
@@ -99,13 +101,15 @@ static_assert(sizeof(torxp_ofi_sys_t) == 16, "sys header is 16 bytes");
  * (the per-peer inject contexts) may serve several operations at once; the
  * fi_context2 only makes the struct usable should that change. */
 enum torxp_ofi_ctx_kind {
-    TORXP_OFI_CTX_TX,    /* a torus packet's send buffer (pool entry) */
-    TORXP_OFI_CTX_SYS,   /* a device-internal send (sys queue entry) */
-    TORXP_OFI_CTX_RX,    /* a posted torus receive buffer */
-    TORXP_OFI_CTX_SYSRX, /* a posted device-internal receive buffer */
-    TORXP_OFI_CTX_RMA,   /* an RMA operation served for a peer (ofi_bulk.c) */
-    TORXP_OFI_CTX_INJ,   /* a send injected from a stack buffer (one context per peer) */
-    TORXP_OFI_CTX_PING   /* a liveness probe (one per peer, torxp_ofi_ping) */
+    TORXP_OFI_CTX_TX,       /* a torus packet's send buffer (pool entry) */
+    TORXP_OFI_CTX_SYS,      /* a device-internal send (sys queue entry) */
+    TORXP_OFI_CTX_RX,       /* a posted torus receive buffer */
+    TORXP_OFI_CTX_SYSRX,    /* a posted device-internal receive buffer */
+    TORXP_OFI_CTX_RMA,      /* an RMA operation served for a peer (ofi_bulk.c) */
+    TORXP_OFI_CTX_INJ,      /* a send injected from a stack buffer (one context per peer) */
+    TORXP_OFI_CTX_PING,     /* a liveness probe (one per peer, torxp_ofi_ping) */
+    TORXP_OFI_CTX_STAGE_TX, /* a staged piece on its way (ofi_stage.c) */
+    TORXP_OFI_CTX_STAGE_RX  /* a posted staging buffer (ofi_stage.c) */
 };
 
 typedef struct torxp_ofi_ctx {
@@ -146,8 +150,9 @@ typedef struct torxp_ofi_rxq {
     uint32_t head, tail; /* positions; tail - head entries */
 } torxp_ofi_rxq_t;
 
-typedef struct torxp_ofi_cn torxp_ofi_cn_t;     /* ofi_cn.c */
-typedef struct torxp_ofi_bulk torxp_ofi_bulk_t; /* ofi_bulk.c */
+typedef struct torxp_ofi_cn torxp_ofi_cn_t;       /* ofi_cn.c */
+typedef struct torxp_ofi_bulk torxp_ofi_bulk_t;   /* ofi_bulk.c */
+typedef struct torxp_ofi_stage torxp_ofi_stage_t; /* ofi_stage.c */
 
 typedef struct torxp_ofi_dev {
     torx_pkt_dev_t base;
@@ -206,6 +211,7 @@ typedef struct torxp_ofi_dev {
 
     torxp_ofi_cn_t *cn;
     torxp_ofi_bulk_t *bulk;
+    torxp_ofi_stage_t *stage;
     struct torxp_ofi_ping {
         torxp_ofi_ctx_t ctx;
         torxp_ofi_sys_t msg;
@@ -293,6 +299,32 @@ torx_status_t torxp_ofi_live_connect(torxp_ofi_dev_t *d, int watched, int watche
                                      const torxp_ofi_live_addr_t *to);
 void torxp_ofi_live_check(torxp_ofi_dev_t *d);
 void torxp_ofi_live_fini(torxp_ofi_dev_t *d);
+
+/* ofi_stage.c: the staging area as one tagged message per piece. Set-up
+ * after the torus (stage_bytes: TORX_STAGE_BYTES, 0 turns it off); the
+ * ops; completions, device messages and whether sends are in flight, all
+ * called with the lock held. */
+torx_status_t torxp_ofi_stage_setup(torxp_ofi_dev_t *d, long stage_bytes);
+void torxp_ofi_stage_fini(torxp_ofi_dev_t *d);
+size_t torxp_ofi_stage_max(const torx_pkt_dev_t *dev);
+int torxp_ofi_stage_reaches(const torx_pkt_dev_t *dev, torx_coord_t dest);
+torx_status_t torxp_ofi_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const void *data,
+                                  size_t len, torx_stage_ref_t *ref);
+const void *torxp_ofi_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
+void torxp_ofi_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
+void torxp_ofi_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t ref);
+void torxp_ofi_stage_on_tx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, int err);
+void torxp_ofi_stage_on_rx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, unsigned src, size_t len);
+void torxp_ofi_stage_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sys_t *m);
+int torxp_ofi_stage_busy(const torxp_ofi_dev_t *d);
+
+/* ofi_torus.c: one tagged send from buf (kept until ctx's completion; a
+ * send of at most inject_size bytes goes inline, and buf and ctx are free
+ * at once), with
+ * the progress-and-retry of a provider that is briefly busy; -FI_EAGAIN
+ * when it stays busy. Locked. */
+ssize_t torxp_ofi_tsend_retry(torxp_ofi_dev_t *d, const void *buf, size_t len, unsigned slot,
+                              unsigned kind, torxp_ofi_ctx_t *ctx);
 /* A fatal libfabric error: names the call, the peer if any, and the
  * provider's words. */
 torx_status_t torxp_ofi_fi_fail(torxp_ofi_dev_t *d, const char *call, int peer_slot, int err);

@@ -284,50 +284,51 @@ static const char *hybrid_bulk_path(const torx_pkt_dev_t *dev)
     return hybrid_of_const(dev)->bulk_path;
 }
 
-/* ---- Staging: the host's shm area; none toward other hosts ---------------------------- */
+/* ---- Staging: the host's shm area on the host, ofi's pieces between hosts --------------- */
 
+static inline torx_pkt_dev_t *stage_dev(const hybrid_dev_t *h, torx_coord_t peer)
+{
+    return is_local(h, peer) ? h->shm : h->ofi;
+}
+
+/* The smaller of the two, so one piece size serves every peer. */
 static size_t hybrid_stage_max(const torx_pkt_dev_t *dev)
 {
     const hybrid_dev_t *h = hybrid_of_const(dev);
-    return h->shm->ops->stage_max(h->shm);
+    const size_t a = h->shm->ops->stage_max(h->shm), b = h->ofi->ops->stage_max(h->ofi);
+    return !a ? b : !b ? a : a < b ? a : b;
 }
 
 static int hybrid_stage_reaches(const torx_pkt_dev_t *dev, torx_coord_t dest)
 {
     const hybrid_dev_t *h = hybrid_of_const(dev);
-    return is_local(h, dest) && h->shm->ops->stage_reaches(h->shm, dest);
+    const torx_pkt_dev_t *sub = stage_dev(h, dest);
+    return sub->ops->stage_max(sub) >= hybrid_stage_max(dev) && sub->ops->stage_reaches(sub, dest);
 }
 
 static torx_status_t hybrid_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const void *data,
                                       size_t len, torx_stage_ref_t *ref)
 {
-    hybrid_dev_t *h = hybrid_of(dev);
-    if (!is_local(h, dest))
-        return torxp_error(TORX_ERR_INVAL,
-                           "torx: torx_stage_put: %zu bytes to (%u,%u,%u,%u), a task on another "
-                           "host: staging reaches only this host's tasks (torx_stage_reaches)",
-                           len, dest.x, dest.y, dest.z, dest.t);
-    return h->shm->ops->stage_put(h->shm, dest, data, len, ref);
+    torx_pkt_dev_t *sub = stage_dev(hybrid_of(dev), dest);
+    return sub->ops->stage_put(sub, dest, data, len, ref);
 }
 
 static const void *hybrid_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref)
 {
-    hybrid_dev_t *h = hybrid_of(dev);
-    return is_local(h, src) ? h->shm->ops->stage_data(h->shm, src, ref) : NULL;
+    torx_pkt_dev_t *sub = stage_dev(hybrid_of(dev), src);
+    return sub->ops->stage_data(sub, src, ref);
 }
 
 static void hybrid_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref)
 {
-    hybrid_dev_t *h = hybrid_of(dev);
-    if (is_local(h, src))
-        h->shm->ops->stage_release(h->shm, src, ref);
+    torx_pkt_dev_t *sub = stage_dev(hybrid_of(dev), src);
+    sub->ops->stage_release(sub, src, ref);
 }
 
 static void hybrid_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t ref)
 {
-    hybrid_dev_t *h = hybrid_of(dev);
-    if (is_local(h, dest))
-        h->shm->ops->stage_unput(h->shm, dest, ref);
+    torx_pkt_dev_t *sub = stage_dev(hybrid_of(dev), dest);
+    sub->ops->stage_unput(sub, dest, ref);
 }
 
 static void hybrid_close(torx_pkt_dev_t *dev)

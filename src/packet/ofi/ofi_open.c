@@ -294,56 +294,6 @@ static torx_status_t open_endpoint(torxp_ofi_dev_t *d, unsigned ntasks)
     return TORX_OK;
 }
 
-/* ---- Stage: none in this device (phase 1). The message layer then sends
- * mid-size messages eagerly (torx_stage_max 0 turns staging off). -------- */
-
-static size_t ofi_stage_max(const torx_pkt_dev_t *dev)
-{
-    (void)dev;
-    return 0;
-}
-
-static int ofi_stage_reaches(const torx_pkt_dev_t *dev, torx_coord_t dest)
-{
-    (void)dev;
-    (void)dest;
-    return 0;
-}
-
-static torx_status_t ofi_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const void *data,
-                                   size_t len, torx_stage_ref_t *ref)
-{
-    (void)dev;
-    (void)data;
-    (void)ref;
-    return torxp_error(TORX_ERR_INVAL,
-                       "torx: torx_stage_put: %zu bytes to (%u,%u,%u,%u): the ofi device has no "
-                       "staging area",
-                       len, dest.x, dest.y, dest.z, dest.t);
-}
-
-static const void *ofi_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref)
-{
-    (void)dev;
-    (void)src;
-    (void)ref;
-    return NULL;
-}
-
-static void ofi_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref)
-{
-    (void)dev;
-    (void)src;
-    (void)ref;
-}
-
-static void ofi_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t ref)
-{
-    (void)dev;
-    (void)dest;
-    (void)ref;
-}
-
 /* ---- Close and the ops table ------------------------------------------------------ */
 
 static void close_fid(struct fid *f)
@@ -362,6 +312,7 @@ static void ofi_close(torx_pkt_dev_t *dev)
         torxp_ofi_flush(d, 2.0);
     }
     torxp_ofi_live_fini(d);
+    torxp_ofi_stage_fini(d);
     torxp_ofi_bulk_fini(d);
     torxp_ofi_cn_fini(d);
     close_fid(d->ep ? &d->ep->fid : NULL);
@@ -400,12 +351,12 @@ static const torxp_dev_ops_t ofi_ops = {
     .bulk_put = torxp_ofi_bulk_put,
     .bulk_test = torxp_ofi_bulk_test,
     .bulk_path = torxp_ofi_bulk_path,
-    .stage_max = ofi_stage_max,
-    .stage_reaches = ofi_stage_reaches,
-    .stage_put = ofi_stage_put,
-    .stage_data = ofi_stage_data,
-    .stage_release = ofi_stage_release,
-    .stage_unput = ofi_stage_unput,
+    .stage_max = torxp_ofi_stage_max,
+    .stage_reaches = torxp_ofi_stage_reaches,
+    .stage_put = torxp_ofi_stage_put,
+    .stage_data = torxp_ofi_stage_data,
+    .stage_release = torxp_ofi_stage_release,
+    .stage_unput = torxp_ofi_stage_unput,
     .close = ofi_close,
 };
 
@@ -604,6 +555,8 @@ torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
     free(all);
     if (rc == TORX_OK)
         rc = torxp_ofi_torus_setup(d, env, oe.tx_pool);
+    if (rc == TORX_OK)
+        rc = torxp_ofi_stage_setup(d, env->stage_bytes);
     if (rc == TORX_OK)
         rc = torxp_ofi_cn_setup(d);
     if (rc == TORX_OK)

@@ -350,6 +350,9 @@ static void on_sys(torxp_ofi_dev_t *d, unsigned i, unsigned src, size_t len)
         case TORXP_OFI_SYS_PUT_DONE:
             torxp_ofi_bulk_on_sys(d, src, m, len);
             break;
+        case TORXP_OFI_SYS_STAGE:
+            torxp_ofi_stage_on_sys(d, src, m);
+            break;
         case TORXP_OFI_SYS_PING:
             if (d->heard && !d->heard[src]) {
                 d->heard[src] = 1;
@@ -395,6 +398,9 @@ static void on_tx_done(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, int err)
     case TORXP_OFI_CTX_RMA:
         torxp_ofi_bulk_on_rma(d, ctx, err);
         break;
+    case TORXP_OFI_CTX_STAGE_TX:
+        torxp_ofi_stage_on_tx(d, ctx, err);
+        break;
     case TORXP_OFI_CTX_PING:
         d->pings[ctx->peer].sent_at = 0;
         if (err)
@@ -435,9 +441,13 @@ static void drain_txcq(torxp_ofi_dev_t *d)
 
 static void on_rx_done(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, uint64_t tag, size_t len)
 {
+    const unsigned src = (unsigned)(tag & TORXP_OFI_TAG_SRC_MASK);
+    if (ctx->kind == TORXP_OFI_CTX_STAGE_RX) {
+        torxp_ofi_stage_on_rx(d, ctx, src, len);
+        return;
+    }
     torxp_ofi_rxbuf_t *b = (torxp_ofi_rxbuf_t *)ctx;
     const unsigned i = (unsigned)(b - d->rxbufs);
-    const unsigned src = (unsigned)(tag & TORXP_OFI_TAG_SRC_MASK);
     b->posted = 0;
     if (ctx->kind == TORXP_OFI_CTX_RX)
         on_torus(d, i, src, len);
@@ -459,6 +469,11 @@ static void drain_rxcq(torxp_ofi_dev_t *d)
             struct fi_cq_err_entry err = {0};
             if (fi_cq_readerr(d->rxcq, &err, 0) != 1 || !err.op_context)
                 continue;
+            if (((torxp_ofi_ctx_t *)err.op_context)->kind == TORXP_OFI_CTX_STAGE_RX) {
+                if (err.err != FI_ECANCELED) /* closing, else no piece outgrows a buffer */
+                    torxp_ofi_fi_fail(d, "a staging buffer's fi_trecv", -1, err.err);
+                continue;
+            }
             torxp_ofi_rxbuf_t *b = err.op_context;
             b->posted = 0;
             if (err.err == FI_ECANCELED)
@@ -487,6 +502,25 @@ void torxp_ofi_progress(torxp_ofi_dev_t *d)
 }
 
 /* ---- Injection ---------------------------------------------------------------------- */
+
+ssize_t torxp_ofi_tsend_retry(torxp_ofi_dev_t *d, const void *buf, size_t len, unsigned slot,
+                              unsigned kind, torxp_ofi_ctx_t *ctx)
+{
+    ssize_t rc = tsend(d, buf, len, slot, kind, ctx);
+    if (TORXP_UNLIKELY(rc == -FI_EAGAIN)) {
+        /* The provider is out of resources or still connecting to the peer
+         * (tcp;ofi_rxm connects on first use). The credits say the peer
+         * has room, so this is transient: progress, which also keeps
+         * receiving, so two tasks doing this at once both get through, and
+         * try again for a while before reporting the FIFO full. */
+        const double give_up = mono_s() + EAGAIN_SPIN_S;
+        do {
+            torxp_ofi_progress(d);
+            rc = tsend(d, buf, len, slot, kind, ctx);
+        } while (rc == -FI_EAGAIN && d->base.failed == TORX_OK && mono_s() < give_up);
+    }
+    return rc;
+}
 
 /* Sends one packet to slot; TORX_NO_ROOM when the window or the pool is
  * spent or the provider is busy, with nothing taken. */
@@ -518,19 +552,8 @@ static torx_status_t send_packet(torxp_ofi_dev_t *d, unsigned slot, const torx_p
     }
     if (t)
         t->ctx.peer = slot;
-    ssize_t rc = tsend(d, p, bytes, slot, TORXP_OFI_TAG_TORUS, t ? &t->ctx : NULL);
-    if (TORXP_UNLIKELY(rc == -FI_EAGAIN)) {
-        /* The provider is out of resources or still connecting to the peer
-         * (tcp;ofi_rxm connects on first use). The credits say the peer
-         * has room, so this is transient: progress, which also keeps
-         * receiving, so two tasks doing this at once both get through, and
-         * try again for a while before reporting the FIFO full. */
-        const double give_up = mono_s() + EAGAIN_SPIN_S;
-        do {
-            torxp_ofi_progress(d);
-            rc = tsend(d, p, bytes, slot, TORXP_OFI_TAG_TORUS, t ? &t->ctx : NULL);
-        } while (rc == -FI_EAGAIN && d->base.failed == TORX_OK && mono_s() < give_up);
-    }
+    const ssize_t rc =
+        torxp_ofi_tsend_retry(d, p, bytes, slot, TORXP_OFI_TAG_TORUS, t ? &t->ctx : NULL);
     if (rc == -FI_EAGAIN)
         return TORX_NO_ROOM;
     if (rc != 0)
@@ -906,7 +929,7 @@ void torxp_ofi_flush(torxp_ofi_dev_t *d, double timeout_s)
     const double deadline = mono_s() + timeout_s;
     torxp_ofi_lock(d);
     while ((d->sys_head || d->sys_inflight || d->inj_inflight || d->tx_nfree < d->tx_pool ||
-            d->stash.active) &&
+            d->stash.active || torxp_ofi_stage_busy(d)) &&
            d->base.failed == TORX_OK && mono_s() < deadline) {
         torxp_ofi_progress(d);
         if (d->stash.active)

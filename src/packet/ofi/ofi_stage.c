@@ -1,0 +1,381 @@
+/* Staging on the ofi device: the staging area mapped onto one tagged
+ * message per piece.
+ *
+ * Over a network, what costs is the number of messages: a 16 KiB eager
+ * message cut into 240-byte torus packets is 70 sends and 70 receives
+ * (a system call or more each over tcp;ofi_rxm), where one message of 16
+ * KiB is one. So torx_stage_put sends the piece at once as a message of its
+ * own (tag TORXP_OFI_TAG_STAGE, an 8-byte header naming its sequence
+ * number), and the receiver keeps the pieces of each sender in arrival
+ * order; the descriptor packet the layer above sends next arrives after
+ * its piece (FI_ORDER_SAS holds across tags), so torx_stage_data finds the
+ * piece at the head of its sender's queue, where torx_stage_release takes
+ * it off.
+ *
+ * Flow control: each ordered pair has a window of `window` pieces, spent
+ * by torx_stage_put and given back by the receiver (TORXP_OFI_SYS_STAGE,
+ * batched) as it releases them; the receiver keeps window x (tasks - 1)
+ * buffers posted, so a piece always finds one. A window of zero (a job too
+ * large for the memory bound) turns staging off.
+ *
+ * torx_stage_unput cannot call back a piece already on the wire: it sends
+ * TORXP_OFI_SYS_STAGE with the voided sequence number instead, after the
+ * piece and before any later descriptor, and the receiver drops the piece
+ * when it comes to the head of the queue. */
+#include "ofi.h"
+
+#include <string.h>
+
+#define STAGE_PIECE_MAX (16384u - 8u) /* with its header, tcp;ofi_rxm's eager size */
+#define STAGE_WINDOW 4u
+#define STAGE_MEMORY_MAX ((size_t)64 << 20) /* receive buffers per task, at most */
+#define STAGE_TX 16u                        /* send buffers */
+
+typedef struct stage_hdr {
+    uint32_t seq; /* per ordered pair, from 0 */
+    uint32_t len;
+} stage_hdr_t;
+static_assert(sizeof(stage_hdr_t) == 8, "stage header is 8 bytes");
+
+typedef struct stage_buf {
+    torxp_ofi_ctx_t ctx; /* TORXP_OFI_CTX_STAGE_TX / _RX; ctx.peer = the other slot */
+    struct stage_buf *next;
+    int posted;   /* receive: the provider owns it */
+    int voided;   /* receive: the sender took it back (unput) */
+    uint32_t got; /* receive: bytes that came */
+    alignas(16) unsigned char msg[sizeof(stage_hdr_t) + STAGE_PIECE_MAX];
+} stage_buf_t;
+
+typedef struct stage_queue {
+    stage_buf_t *head, **tail;
+} stage_queue_t;
+
+struct torxp_ofi_stage {
+    unsigned window; /* pieces in flight per ordered pair; 0: staging off */
+    /* send side */
+    stage_buf_t *tx, *tx_free;
+    uint32_t *tx_seq; /* per destination slot: the next piece's number */
+    int32_t *credits; /* per destination slot: pieces it still takes */
+    /* receive side */
+    stage_buf_t *rx;
+    unsigned nrx;
+    stage_queue_t *queue; /* per source slot: pieces come, in order */
+    uint32_t *rx_seq;     /* per source slot: the next piece's number */
+    uint32_t *released;   /* per source slot: released, not yet credited */
+    unsigned tx_busy;     /* send buffers the provider still holds */
+};
+
+static void post_stage_rx(torxp_ofi_dev_t *d, stage_buf_t *b)
+{
+    b->next = NULL;
+    b->voided = 0;
+    const ssize_t rc =
+        fi_trecv(d->ep, b->msg, sizeof b->msg, NULL, FI_ADDR_UNSPEC,
+                 torxp_ofi_tag(TORXP_OFI_TAG_STAGE, 0), TORXP_OFI_TAG_SRC_MASK, &b->ctx.fi);
+    b->posted = rc == 0;
+    if (rc != 0) /* the buffers were counted at set-up: the provider took them then */
+        torxp_ofi_fi_fail(d, "fi_trecv (staging buffer)", -1, (int)rc);
+}
+
+torx_status_t torxp_ofi_stage_setup(torxp_ofi_dev_t *d, long stage_bytes)
+{
+    torxp_ofi_stage_t *s = torxp_calloc(1, sizeof *s);
+    if (!s)
+        return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the staging state");
+    d->stage = s;
+    const unsigned peers = (unsigned)d->base.size - 1;
+    if (stage_bytes <= 0 || peers == 0)
+        return TORX_OK; /* TORX_STAGE_BYTES=0, or nobody to stage to */
+    unsigned w = STAGE_WINDOW;
+    while (w && (size_t)w * peers * sizeof(stage_buf_t) > STAGE_MEMORY_MAX)
+        w /= 2;
+    if (!w) {
+        torxp_log(&d->base, 1, "ofi device: %u peers: no staging (buffers past %zu MiB)", peers,
+                  STAGE_MEMORY_MAX >> 20);
+        return TORX_OK;
+    }
+    s->nrx = w * peers;
+    s->tx = torxp_calloc(STAGE_TX, sizeof *s->tx);
+    s->rx = torxp_calloc(s->nrx, sizeof *s->rx);
+    s->tx_seq = torxp_calloc(d->nslots, sizeof *s->tx_seq);
+    s->credits = torxp_calloc(d->nslots, sizeof *s->credits);
+    s->queue = torxp_calloc(d->nslots, sizeof *s->queue);
+    s->rx_seq = torxp_calloc(d->nslots, sizeof *s->rx_seq);
+    s->released = torxp_calloc(d->nslots, sizeof *s->released);
+    if (!s->tx || !s->rx || !s->tx_seq || !s->credits || !s->queue || !s->rx_seq || !s->released)
+        return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for %u staging buffers",
+                           s->nrx + STAGE_TX);
+    for (unsigned i = 0; i < STAGE_TX; i++) {
+        s->tx[i].ctx.kind = TORXP_OFI_CTX_STAGE_TX;
+        s->tx[i].next = s->tx_free;
+        s->tx_free = &s->tx[i];
+    }
+    for (unsigned slot = 0; slot < d->nslots; slot++) {
+        s->credits[slot] = d->slot_rank[slot] >= 0 && slot != d->self_slot ? (int32_t)w : 0;
+        s->queue[slot].tail = &s->queue[slot].head;
+    }
+    for (unsigned i = 0; i < s->nrx; i++) {
+        s->rx[i].ctx.kind = TORXP_OFI_CTX_STAGE_RX;
+        post_stage_rx(d, &s->rx[i]);
+    }
+    s->window = w; /* last: staging is on once every buffer is posted */
+    return d->base.failed;
+}
+
+void torxp_ofi_stage_fini(torxp_ofi_dev_t *d)
+{
+    torxp_ofi_stage_t *s = d->stage;
+    if (!s)
+        return;
+    free(s->tx);
+    free(s->rx);
+    free(s->tx_seq);
+    free(s->credits);
+    free(s->queue);
+    free(s->rx_seq);
+    free(s->released);
+    free(s);
+    d->stage = NULL;
+}
+
+/* ---- Ops ---------------------------------------------------------------------------- */
+
+size_t torxp_ofi_stage_max(const torx_pkt_dev_t *dev)
+{
+    const torxp_ofi_dev_t *d = (const torxp_ofi_dev_t *)dev;
+    return d->stage && d->stage->window ? STAGE_PIECE_MAX : 0;
+}
+
+int torxp_ofi_stage_reaches(const torx_pkt_dev_t *dev, torx_coord_t dest)
+{
+    const torxp_ofi_dev_t *d = (const torxp_ofi_dev_t *)dev;
+    if (!d->stage || !d->stage->window || !torx_coord_in_shape(dev->shape, dest))
+        return 0;
+    const unsigned slot = torx_coord_index(dev->shape, dest);
+    return d->slot_rank[slot] >= 0 && slot != d->self_slot;
+}
+
+static int bad_dest(const torxp_ofi_dev_t *d, torx_coord_t dest)
+{
+    return !torxp_ofi_stage_reaches(&d->base, dest);
+}
+
+torx_status_t torxp_ofi_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const void *data,
+                                  size_t len, torx_stage_ref_t *ref)
+{
+    torxp_ofi_dev_t *d = torxp_ofi_of(dev);
+    if (!data || !ref || len < 1 || len > torxp_ofi_stage_max(dev) || bad_dest(d, dest))
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_stage_put: %zu bytes to (%u,%u,%u,%u): %s",
+                           len, dest.x, dest.y, dest.z, dest.t,
+                           !data || !ref       ? "NULL data or ref"
+                           : bad_dest(d, dest) ? "no staging toward that task"
+                                               : "not 1..torx_stage_max bytes");
+    torxp_ofi_stage_t *s = d->stage;
+    const unsigned slot = torx_coord_index(dev->shape, dest);
+    torxp_ofi_lock(d);
+    torx_status_t rc = d->base.failed;
+    if (rc == TORX_OK &&
+        (s->credits[slot] <= 0 || (!s->tx_free && (torxp_ofi_progress(d), 1) && !s->tx_free)))
+        rc = TORX_NO_ROOM;
+    if (rc == TORX_OK) {
+        stage_buf_t *b = s->tx_free;
+        const stage_hdr_t h = {.seq = s->tx_seq[slot], .len = (uint32_t)len};
+        memcpy(b->msg, &h, sizeof h);
+        memcpy(b->msg + sizeof h, data, len);
+        b->ctx.peer = slot;
+        ssize_t frc =
+            torxp_ofi_tsend_retry(d, b->msg, sizeof h + len, slot, TORXP_OFI_TAG_STAGE, &b->ctx);
+        if (frc == -FI_EAGAIN) {
+            rc = TORX_NO_ROOM;
+        } else if (frc != 0) {
+            rc = torxp_ofi_fi_fail(d, "fi_tsendmsg (staged piece)", (int)slot, (int)frc);
+        } else {
+            if (sizeof h + len > d->inject_size) { /* else sent inline: the provider copied it */
+                s->tx_free = b->next;
+                s->tx_busy++;
+            }
+            s->credits[slot]--;
+            *ref = (torx_stage_ref_t){.off = s->tx_seq[slot]++, .len = (uint32_t)len};
+        }
+    }
+    torxp_ofi_unlock(d);
+    return rc;
+}
+
+/* Drops the voided pieces at the head of src's queue (their buffers go
+ * back, their credits with the next release). */
+static void skip_voided(torxp_ofi_dev_t *d, unsigned src)
+{
+    torxp_ofi_stage_t *s = d->stage;
+    stage_queue_t *q = &s->queue[src];
+    while (q->head && q->head->voided) {
+        stage_buf_t *b = q->head;
+        q->head = b->next;
+        if (!q->head)
+            q->tail = &q->head;
+        s->released[src]++;
+        post_stage_rx(d, b);
+    }
+}
+
+/* The head piece of src's queue if it is the one ref names, else NULL
+ * (and a protocol error). Locked. */
+static stage_buf_t *head_piece(torxp_ofi_dev_t *d, unsigned src, torx_stage_ref_t ref)
+{
+    torxp_ofi_stage_t *s = d->stage;
+    skip_voided(d, src);
+    stage_buf_t *b = s->queue[src].head;
+    stage_hdr_t h = {0};
+    if (b)
+        memcpy(&h, b->msg, sizeof h);
+    if (!b || h.seq != ref.off || h.len != ref.len) {
+        const torx_coord_t c = torxp_ofi_coord_of(d, src);
+        torxp_ofi_fail(d, TORX_ERR_PROTO,
+                       "staged piece %u (%u bytes) from (%u,%u,%u,%u) is not the next that came "
+                       "(%s%u, %u bytes)",
+                       ref.off, ref.len, c.x, c.y, c.z, c.t, b ? "piece " : "none; next ",
+                       b ? h.seq : s->rx_seq[src], h.len);
+        return NULL;
+    }
+    return b;
+}
+
+static int src_slot(const torxp_ofi_dev_t *d, torx_coord_t src, unsigned *slot)
+{
+    if (!d->stage || !d->stage->window || !torx_coord_in_shape(d->base.shape, src))
+        return 0;
+    *slot = torx_coord_index(d->base.shape, src);
+    return d->slot_rank[*slot] >= 0;
+}
+
+const void *torxp_ofi_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref)
+{
+    torxp_ofi_dev_t *d = torxp_ofi_of(dev);
+    unsigned slot;
+    if (!src_slot(d, src, &slot))
+        return NULL;
+    torxp_ofi_lock(d);
+    const stage_buf_t *b = head_piece(d, slot, ref);
+    torxp_ofi_unlock(d);
+    return b ? b->msg + sizeof(stage_hdr_t) : NULL;
+}
+
+static void credit_back(torxp_ofi_dev_t *d, unsigned src)
+{
+    torxp_ofi_stage_t *s = d->stage;
+    const torxp_ofi_sys_t m = {
+        .type = TORXP_OFI_SYS_STAGE, .version = TORXP_OFI_WIRE_VERSION, .arg = s->released[src]};
+    s->released[src] = 0;
+    torxp_ofi_sys_send(d, src, &m, sizeof m);
+}
+
+void torxp_ofi_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref)
+{
+    torxp_ofi_dev_t *d = torxp_ofi_of(dev);
+    unsigned slot;
+    if (!src_slot(d, src, &slot))
+        return;
+    torxp_ofi_lock(d);
+    torxp_ofi_stage_t *s = d->stage;
+    stage_buf_t *b = head_piece(d, slot, ref);
+    if (b) {
+        stage_queue_t *q = &s->queue[slot];
+        q->head = b->next;
+        if (!q->head)
+            q->tail = &q->head;
+        s->released[slot]++;
+        post_stage_rx(d, b);
+        /* Half a window at a time; all of it when the window is that small. */
+        if (s->released[slot] >= (s->window + 1) / 2)
+            credit_back(d, slot);
+    }
+    torxp_ofi_unlock(d);
+}
+
+void torxp_ofi_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t ref)
+{
+    torxp_ofi_dev_t *d = torxp_ofi_of(dev);
+    if (bad_dest(d, dest))
+        return;
+    const unsigned slot = torx_coord_index(dev->shape, dest);
+    const torxp_ofi_sys_t m = {.type = TORXP_OFI_SYS_STAGE,
+                               .version = TORXP_OFI_WIRE_VERSION,
+                               .pad = 1, /* a voided piece, not credits */
+                               .round = ref.off};
+    torxp_ofi_lock(d);
+    torxp_ofi_sys_send(d, slot, &m, sizeof m);
+    torxp_ofi_unlock(d);
+}
+
+/* ---- Completions and device messages (locked) ---------------------------------------- */
+
+void torxp_ofi_stage_on_tx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, int err)
+{
+    stage_buf_t *b = (stage_buf_t *)ctx;
+    if (err)
+        torxp_ofi_fi_fail(d, "a staged piece's fi_tsend", (int)ctx->peer, err);
+    b->next = d->stage->tx_free;
+    d->stage->tx_free = b;
+    d->stage->tx_busy--;
+}
+
+int torxp_ofi_stage_busy(const torxp_ofi_dev_t *d)
+{
+    return d->stage && d->stage->tx_busy;
+}
+
+void torxp_ofi_stage_on_rx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, unsigned src, size_t len)
+{
+    torxp_ofi_stage_t *s = d->stage;
+    stage_buf_t *b = (stage_buf_t *)ctx;
+    b->posted = 0;
+    stage_hdr_t h = {0};
+    if (len >= sizeof h)
+        memcpy(&h, b->msg, sizeof h);
+    if (src >= d->nslots || d->slot_rank[src] < 0 || len < sizeof h || len != sizeof h + h.len ||
+        h.seq != s->rx_seq[src]) {
+        torxp_ofi_fail(d, TORX_ERR_PROTO,
+                       "staged piece of %zu bytes from slot %u: bad sender, length or sequence "
+                       "(%u, expected %u)",
+                       len, src, h.seq, src < d->nslots ? s->rx_seq[src] : 0);
+        post_stage_rx(d, b);
+        return;
+    }
+    s->rx_seq[src]++;
+    b->got = (uint32_t)len;
+    b->next = NULL;
+    *s->queue[src].tail = b;
+    s->queue[src].tail = &b->next;
+}
+
+void torxp_ofi_stage_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sys_t *m)
+{
+    torxp_ofi_stage_t *s = d->stage;
+    if (!s->window) {
+        torxp_ofi_fail(d, TORX_ERR_PROTO, "staging message from slot %u, but staging is off", src);
+        return;
+    }
+    if (m->pad != 1) { /* credits */
+        if (m->arg > s->window || s->credits[src] + (int64_t)m->arg > (int64_t)s->window)
+            torxp_ofi_fail(d, TORX_ERR_PROTO,
+                           "slot %u returned %u staging credits, more than it was given", src,
+                           m->arg);
+        else
+            s->credits[src] += (int32_t)m->arg;
+        return;
+    }
+    /* A voided piece: it came before this message (same sender, in order). */
+    for (stage_buf_t *b = s->queue[src].head; b; b = b->next) {
+        stage_hdr_t h;
+        memcpy(&h, b->msg, sizeof h);
+        if (h.seq == (uint32_t)m->round && !b->voided) {
+            b->voided = 1;
+            skip_voided(d, src);
+            if (s->released[src] >= (s->window + 1) / 2)
+                credit_back(d, src);
+            return;
+        }
+    }
+    torxp_ofi_fail(d, TORX_ERR_PROTO, "slot %u voided staged piece %llu, which never came", src,
+                   (unsigned long long)m->round);
+}
