@@ -15,6 +15,11 @@
 #                                          test/mpich-suite/ci/; the runs that
 #                                          test/KNOWN_FAILURES lists are expected
 #                                          failures; full suite: make mpich-testsuite)
+#   multihost    the same MPICH            test/multihost/check-torx.sh (torx jobs across
+#                                          2 and 3 emulated hosts in network namespaces,
+#                                          hybrid shm+ofi, a host that vanishes; needs
+#                                          root: skipped with the reason elsewhere, a
+#                                          failure under CI=true)
 #   npb          the same MPICH            bench/run-npb.sh, class S (the NAS Parallel
 #                                          Benchmarks in heater, co and vn mode on 1 and 2
 #                                          nodes; every run must verify)
@@ -27,7 +32,8 @@
 # command exits 0 without its result line, or with nothing passed, failed.
 #
 # Environment:
-#   TORX_TEST_BUILDS    which builds to run (default "normal asan tsan faults fuzz mpi mpisuite npb")
+#   TORX_TEST_BUILDS    which builds to run (default "normal asan tsan faults fuzz mpi mpisuite
+#                       multihost npb")
 #   TORX_FUZZ_SECONDS   fuzzing time per harness in the fuzz stage (default 20; longer:
 #                       make -C build-fuzz fuzz-short FUZZ_SECONDS=N, or fuzz-long)
 #   TORX_JOBS           parallel compile jobs (default 2)
@@ -39,7 +45,7 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 
-builds=${TORX_TEST_BUILDS:-normal asan tsan faults fuzz mpi mpisuite npb}
+builds=${TORX_TEST_BUILDS:-normal asan tsan faults fuzz mpi mpisuite multihost npb}
 fuzz_seconds=${TORX_FUZZ_SECONDS:-20}
 jobs=${TORX_JOBS:-2}
 check_timeout=${TORX_CHECK_TIMEOUT:-1800}
@@ -290,6 +296,56 @@ run_npb() {
         "${failing:+ failing: $failing}")")
 }
 
+# torx across emulated hosts (test/multihost/check-torx.sh): one pass or
+# failure per check it prints. It needs root and network namespaces; where
+# they cannot be made it says so and exits 77, a skip, except under CI=true,
+# which runs as root and must run it.
+run_multihost() {
+    local start=$SECONDS log rc pass=0 fail=0
+    banner "multihost: torx across emulated hosts (test/multihost/check-torx.sh)"
+    if [ -z "$mpich_built" ]; then
+        if scripts/build-mpich.sh </dev/null; then mpich_built=1; else mpich_built=0; fi
+        if [ $mpich_built = 0 ]; then
+            summary+=("$(printf '%-7s %-12s BUILD FAILED (see above)' multihost "MPICH")")
+            total_fail=$((total_fail + 1))
+            status=1
+            return
+        fi
+    elif [ "$mpich_built" = 0 ]; then
+        summary+=("$(printf '%-7s %-12s NOT RUN (the MPICH build failed, see mpi)' multihost "MPICH")")
+        status=1
+        return
+    fi
+    log=$(mktemp)
+    test/multihost/check-torx.sh </dev/null 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    pass=$(grep -c '^ok: ' "$log")
+    fail=$(grep -c '^FAIL: ' "$log")
+    if [ "$rc" = 77 ]; then
+        rm -f "$log"
+        if [ "${CI:-}" = true ]; then
+            echo "test-all: multihost skipped under CI=true (needs root and network namespaces): a failure" >&2
+            summary+=("$(printf '%-7s %-12s FAILED: skipped under CI=true (needs root and network namespaces)' multihost "namespaces")")
+            total_fail=$((total_fail + 1))
+            status=1
+        else
+            summary+=("$(printf '%-7s %-12s SKIPPED: needs root and network namespaces' multihost "namespaces")")
+            total_skip=$((total_skip + 1))
+        fi
+        return
+    fi
+    rm -f "$log"
+    nothing_passed "$rc" "$pass" test/multihost/check-torx.sh && rc=1
+    if [ "$rc" != 0 ]; then
+        status=1
+        [ "$fail" -gt 0 ] || fail=1
+    fi
+    total_pass=$((total_pass + pass))
+    total_fail=$((total_fail + fail))
+    summary+=("$(printf '%-7s %-12s check-torx.sh %s: %d passed, %d failed (%d s)' multihost \
+        "namespaces" "$([ "$rc" = 0 ] && echo ok || echo FAILED)" "$pass" "$fail" $((SECONDS - start)))")
+}
+
 # The libFuzzer harnesses of test/fuzz/ (test/fuzz/README.md): every
 # committed input once, then a short fuzzing pass from the corpus. One pass
 # or failure per harness and pass, as test/fuzz/run.sh counts them.
@@ -334,9 +390,10 @@ for b in $builds; do
     fuzz) run_fuzz ;;
     mpi) run_mpi ;;
     mpisuite) run_mpisuite ;;
+    multihost) run_multihost ;;
     npb) run_npb ;;
     *)
-        echo "test-all: unknown build '$b' in TORX_TEST_BUILDS (normal, asan, tsan, faults, fuzz, mpi, mpisuite, npb)" >&2
+        echo "test-all: unknown build '$b' in TORX_TEST_BUILDS (normal, asan, tsan, faults, fuzz, mpi, mpisuite, multihost, npb)" >&2
         summary+=("$b: unknown build")
         total_fail=$((total_fail + 1))
         status=1
