@@ -306,6 +306,34 @@ cols=(floor "${impls[@]}")
         if [[ -s ${f%.out}.err ]]; then echo "-- stderr"; cat "${f%.out}.err"; fi
     done
 } >"$summary"
+# Plots: latency and bandwidth against size, one line per MPI and the floor
+# (medians over rounds), as $results/multihost-<stamp>-{lat,bw}.png.
+if bench_have_gnuplot; then
+    for kind in lat bw; do
+        plotcmd="plot"
+        for c in "${cols[@]}"; do
+            : >"$work/plot-$kind-$c.dat"
+            for b in $(awk -v k="$kind" -v c="$c" '$1 == k && $2 == c { print $3 }' "$work/data.txt" | sort -gu); do
+                echo "$b $(stat "$kind" "$c" "$b" | cut -d' ' -f1)" >>"$work/plot-$kind-$c.dat"
+            done
+            [[ -s $work/plot-$kind-$c.dat ]] || continue
+            plotcmd+=" '$work/plot-$kind-$c.dat' using 1:(\$2/$([[ $kind == lat ]] && echo 1000 || echo 1)) with linespoints title '$c',"
+        done
+        if [[ $kind == lat ]]; then ylabel="half round trip (us)"; title="latency"; else ylabel="MB/s"; title="bandwidth, one way"; fi
+        bench_gnuplot "out='$results/multihost-$stamp-$kind.png'" <(cat <<GP
+set terminal png size 800,500
+set output out
+set logscale x 2
+set logscale y
+set xlabel "message size (bytes)"
+set ylabel "$ylabel"
+set title "MPI between two emulated hosts: $title ($machine)"
+set key top left
+${plotcmd%,}
+GP
+) && echo "plot:    $results/multihost-$stamp-$kind.png"
+    done
+fi
 cp "$work/summary.md" "$section"
 echo
 cat "$work/summary.md"

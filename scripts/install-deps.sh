@@ -30,6 +30,8 @@ PACKAGES=(
     # tools for tests, benchmarks and plots; clang and its runtimes for the
     # libFuzzer harnesses (test/fuzz/, the fuzz stage of scripts/test-all.sh)
     valgrind gnuplot-nox python3 clang libclang-rt-14-dev
+    # fi_pingpong: libfabric's own latency, the ofi device's floor (bench/run-ofi-cost.sh)
+    libfabric-bin
     # compiler cache for the MPICH build (scripts/build-mpich.sh)
     ccache
     # the MPI peers torx is benchmarked against. Both provide the mpicc

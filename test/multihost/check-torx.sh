@@ -12,6 +12,9 @@
 #                      through its shm device (TORX_VERBOSE=1 must say so),
 #                      the others through ofi; heater, and vn mode with
 #                      TXYZ (node-mates on one host) and chaos
+#   slow link          tbf at 200 Mbit/s on every host: p2p_semantics (all
+#                      protocols, chaos) and rma_coll; with netem (where the
+#                      kernel has it), the same on a lossy link
 #   3 hosts x 1 and x 2  the same tests with chaos, and the collectives at
 #                      3 x 1 (6 tasks on this 2-CPU machine's 3 hosts take
 #                      minutes for coll: every hop of the collective
@@ -151,6 +154,20 @@ test_run 2x2 4 2 rma_coll
 test_run 2x2 4 2 coll
 test_run 2x2-vn 4 2 p2p_semantics TORX_MODE=vn TORX_MAPPING=TXYZ TORX_CHAOS=7 TORX_ADAPTIVE_LIMIT=65536
 test_run 2x2-vn 4 2 coll TORX_MODE=vn TORX_MAPPING=TXYZ
+
+# Stress on a slowed link (tbf: 200 Mbit/s, a 32 KiB bucket), then a lossy
+# one where the kernel has netem: every protocol, mixed, in order, nothing
+# lost (p2p_semantics checks each message's data, order and status).
+mh_netem all "tbf rate 200mbit burst 32kb latency 50ms"
+test_run 2x2-tbf 4 2 p2p_semantics TORX_CHAOS=9 TORX_ADAPTIVE_LIMIT=65536
+test_run 2x1-tbf 2 1 rma_coll
+mh_netem all off
+if (mh_netem all "netem delay 100us loss 0.5%") 2>/dev/null; then
+    test_run 2x2-lossy 4 2 p2p_semantics TORX_CHAOS=9
+    mh_netem all off
+else
+    echo "note: no lossy-link run: this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM)"
+fi
 mh_down
 
 # ---- 3 hosts -------------------------------------------------------------------------

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# What the libfabric device costs on one host: the same MPI latency and
+# bandwidth programs (bench/mpi_latency.c, bench/mpi_bw.c, built with torx's
+# mpicc), 2 ranks bound one per core, in interleaved rounds:
+#
+#   shm       TORX_DEVICE=shm (the default)
+#   ofi       TORX_DEVICE=ofi TORX_OFI_LOCAL=ofi: every packet through
+#             libfabric (tcp;ofi_rxm over lo), as between hosts
+#   hybrid    TORX_DEVICE=ofi: tasks of one host use its shm device
+#   fi        libfabric's own fi_pingpong (tcp;ofi_rxm, RDM, tagged) over lo:
+#             the provider's floor for the ofi line (latency only)
+#
+# Prints the median over rounds of each run's median, and the ratios ofi/shm
+# and ofi/fi. Usage: bench/run-ofi-cost.sh   (ROUNDS, default 3; LAT_SIZES,
+# default 8,1K,16K,64K; BW_SIZES, default 64K,1M,4M; TORX_PREFIX)
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(dirname "$here")
+rounds=${ROUNDS:-3}
+lat_sizes=${LAT_SIZES:-8,1K,16K,64K}
+bw_sizes=${BW_SIZES:-64K,1M,4M}
+prefix=${TORX_PREFIX:-$(cat "$HOME/.cache/torx/current-prefix" 2>/dev/null || true)}
+[[ -x $prefix/bin/mpicc ]] || { echo "run-ofi-cost: no torx MPICH (run scripts/build-mpich.sh)" >&2; exit 2; }
+work=$(mktemp -d "${TMPDIR:-/tmp}/torx-oficost.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+for p in mpi_latency mpi_bw; do
+    "$prefix/bin/mpicc" -O2 -std=c11 -o "$work/$p" "$root/bench/$p.c"
+done
+to_bytes() { awk -v s="$1" 'BEGIN { m = 1; if (s ~ /K$/) m = 1024; if (s ~ /M$/) m = 1048576; sub(/[KM]$/, "", s); print s * m }'; }
+declare -A env=([shm]="-genv TORX_DEVICE shm"
+    [ofi]="-genv TORX_DEVICE ofi -genv TORX_OFI_LOCAL ofi -genv TORX_OFI_IFACE lo"
+    [hybrid]="-genv TORX_DEVICE ofi -genv TORX_OFI_IFACE lo")
+: >"$work/data" # kind variant size value
+echo "== $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; $(date -u '+%F %T UTC'); torx $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'); loadavg $(cut -d' ' -f1-3 /proc/loadavg)"
+for ((r = 1; r <= rounds; r++)); do
+    for v in shm ofi hybrid; do
+        # shellcheck disable=SC2086 # env: -genv word pairs
+        "$prefix/bin/mpiexec" -n 2 -bind-to core ${env[$v]} "$work/mpi_latency" -s "$lat_sizes" -n 2000 |
+            awk -v v="$v" '$1 == "lat" && $NF == "ok" { print "lat", v, $2, $7 / 1000 }' >>"$work/data"
+        # shellcheck disable=SC2086
+        "$prefix/bin/mpiexec" -n 2 -bind-to core ${env[$v]} "$work/mpi_bw" -s "$bw_sizes" -n 20 |
+            awk -v v="$v" '$1 == "bw" && $NF == "ok" { print "bw", v, $2, $8 }' >>"$work/data"
+    done
+    if command -v fi_pingpong >/dev/null; then
+        for s in ${lat_sizes//,/ }; do
+            b=$(to_bytes "$s")
+            port=$((47600 + RANDOM % 1000))
+            taskset -c 0 fi_pingpong -p "tcp;ofi_rxm" -e rdm -m tagged -B "$port" -I 2000 -S "$b" >/dev/null 2>&1 &
+            sleep 0.3
+            taskset -c 1 fi_pingpong -p "tcp;ofi_rxm" -e rdm -m tagged -P "$port" -I 2000 -S "$b" 127.0.0.1 2>/dev/null |
+                awk -v b="$b" '$1 ~ /^[0-9]/ { print "lat fipp", b, $7 }' >>"$work/data" || true
+            wait || true
+        done
+    fi
+    echo "   round $r done"
+done
+med() { awk -v k="$1" -v v="$2" -v s="$3" '$1 == k && $2 == v && $3 == s { print $4 }' "$work/data" | sort -g |
+    awk '{ a[++n] = $1 } END { if (!n) print "-"; else print (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b }'; }
+echo
+echo "Latency, half round trip, µs (median of $rounds rounds)"
+echo "| size | shm | ofi | hybrid | fi_pingpong | ofi / shm | ofi / fi_pingpong |"
+echo "|---|---|---|---|---|---|---|"
+for s in ${lat_sizes//,/ }; do
+    b=$(to_bytes "$s")
+    a=$(med lat shm "$b") o=$(med lat ofi "$b") h=$(med lat hybrid "$b") f=$(med lat fipp "$b")
+    echo "| $s | $a | $o | $h | $f | $(ratio "$o" "$a") | $(ratio "$o" "$f") |"
+done
+echo
+echo "Bandwidth, one way, MB/s (median of $rounds rounds)"
+echo "| size | shm | ofi | hybrid | ofi / shm |"
+echo "|---|---|---|---|---|"
+for s in ${bw_sizes//,/ }; do
+    b=$(to_bytes "$s")
+    a=$(med bw shm "$b") o=$(med bw ofi "$b") h=$(med bw hybrid "$b")
+    echo "| $s | $a | $o | $h | $(ratio "$o" "$a") |"
+done
