@@ -177,6 +177,7 @@ echo "   measuring: ${impls[*]}"
 counters() { mh_counters | awk -v h="$1" '$1 == h { print $2, $3 }'; }
 
 # ---- Rounds -------------------------------------------------------------------------------
+to_bytes() { awk -v s="$1" 'BEGIN { m = 1; if (s ~ /K$/) m = 1024; if (s ~ /M$/) m = 1048576; sub(/[KM]$/, "", s); print s * m }'; }
 port=$((20000 + $$ % 20000))
 failed=0
 : >"$work/data.txt" # kind impl size value round
@@ -195,6 +196,24 @@ for ((r = 1; r <= rounds; r++)); do
         "$( ((run_rc == 0)) && echo ok || echo "FAILED (exit $run_rc)")" "$run_wall" "$run_other"
     awk -v r="$r" '$1 == "tcplat" { print "lat floor", $2, $6, r } $1 == "tcpbw" { print "bw floor", $2, $4, r }' \
         "$work/r$r-floor.out" >>"$work/data.txt"
+    # libfabric's own ping-pong (fi_pingpong, tcp;ofi_rxm, RDM, tagged) between
+    # the same hosts: the floor of the ofi device's provider
+    if command -v fi_pingpong >/dev/null; then
+        for s in ${lat_sizes//,/ }; do
+            b=$(to_bytes "$s")
+            port=$((port + 1))
+            mh_run 2 fi_pingpong -p "tcp;ofi_rxm" -e rdm -m tagged -B "$port" -I "$lat_iters" -S "$b" \
+                >"$work/r$r-fabric-srv.out" 2>&1 &
+            srv=$!
+            sleep 0.3
+            timeout -k 5 "$run_timeout" "$mh" run 1 fi_pingpong -p "tcp;ofi_rxm" -e rdm -m tagged \
+                -P "$port" -I "$lat_iters" -S "$b" "$h2" >"$work/r$r-fabric-$b.out" 2>&1 || true
+            wait "$srv" || true
+            awk -v r="$r" -v b="$b" '$1 ~ /^[0-9]/ && NF >= 7 { print "lat fabric", b, $7 * 1000, r }' \
+                "$work/r$r-fabric-$b.out" >>"$work/data.txt"
+        done
+        printf '   round %d  %-12s done\n' "$r" "fi_pingpong"
+    fi
     for kind in lat bw; do
         for i in "${impls[@]}"; do
             [[ -n ${broken[$kind-$i]:-} ]] && continue
@@ -235,13 +254,13 @@ stat() {
             m = (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
             print m, (k == "lat") ? a[1] : a[n] }'
 }
-to_bytes() { awk -v s="$1" 'BEGIN { m = 1; if (s ~ /K$/) m = 1024; if (s ~ /M$/) m = 1048576; sub(/[KM]$/, "", s); print s * m }'; }
 cell() { # cell MED BEST DIGITS
     if [[ $1 == NaN ]]; then echo "-"; else echo "$(fmt "$1" "$3") ($(fmt "$2" "$3"))"; fi
 }
 summary=$results/multihost-$stamp.txt
 section=$results/multihost-section.md
 cols=(floor "${impls[@]}")
+grep -q '^lat fabric ' "$work/data.txt" && cols=(floor fabric "${impls[@]}")
 {
     echo "### MPI between two emulated hosts (test/multihost), $when"
     echo
@@ -249,7 +268,8 @@ cols=(floor "${impls[@]}")
          "$machine; torx $rev. Two hosts (network, UTS, IPC, mount, PID namespaces, one CPU each), one rank" \
          "each, joined by veths on a bridge${netem:+ with netem \"$netem\"}; $rounds interleaved rounds; median over" \
          "rounds of each run's median (best over rounds in parentheses). floor: test/multihost/tcp_floor," \
-         "busy-polling TCP between the same hosts."
+         "busy-polling TCP between the same hosts; fabric: libfabric's fi_pingpong (tcp;ofi_rxm, RDM," \
+         "tagged) between them, the ofi device's provider floor (latency only)."
     for i in "${impls[@]}"; do echo "$i: ${impl_what[$i]}."; done
     for i in $impls_want; do
         if [[ -n ${skipped[$i]:-} ]]; then echo "Skipped: $i (${skipped[$i]})."; fi

@@ -45,9 +45,9 @@ for ((r = 1; r <= rounds; r++)); do
         for s in ${lat_sizes//,/ }; do
             b=$(to_bytes "$s")
             port=$((47600 + RANDOM % 1000))
-            taskset -c 0 fi_pingpong -p "tcp;ofi_rxm" -e rdm -m tagged -B "$port" -I 2000 -S "$b" >/dev/null 2>&1 &
+            taskset -c 0 fi_pingpong -p "tcp;ofi_rxm" -e rdm -m tagged -B "$port" -I 20000 -S "$b" >/dev/null 2>&1 &
             sleep 0.3
-            taskset -c 1 fi_pingpong -p "tcp;ofi_rxm" -e rdm -m tagged -P "$port" -I 2000 -S "$b" 127.0.0.1 2>/dev/null |
+            taskset -c 1 fi_pingpong -p "tcp;ofi_rxm" -e rdm -m tagged -P "$port" -I 20000 -S "$b" 127.0.0.1 2>/dev/null |
                 awk -v b="$b" '$1 ~ /^[0-9]/ { print "lat fipp", b, $7 }' >>"$work/data" || true
             wait || true
         done
