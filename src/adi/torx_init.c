@@ -35,10 +35,25 @@ static int yield_hook(int *made_progress)
     return MPI_SUCCESS;
 }
 
-/* Oversubscribed means more ranks on this host than it has CPUs online.
- * Not this task's affinity mask: a launcher that binds each rank to its
- * own core (mpiexec -bind-to core) leaves one CPU in every mask, and a
- * yield per idle poll would then cost every rank a system call. */
+/* Oversubscribed means more ranks on this host than it has CPUs for the
+ * job: those hydra's proxy, the ranks' parent, may run on (a cpuset or a
+ * container's limit shows there; the proxy itself is never bound), at most
+ * the CPUs online. Not this task's own affinity mask: a launcher that binds
+ * each rank to its own core (mpiexec -bind-to core) leaves one CPU in
+ * every mask, and a yield per idle poll would then cost every rank a
+ * system call. */
+static long host_cpus(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set;
+    if (sched_getaffinity(getppid(), sizeof set, &set) == 0) {
+        const int c = CPU_COUNT(&set);
+        if (c > 0 && (n <= 0 || c < n))
+            n = c;
+    }
+    return n;
+}
+
 /* TORX_PROGRESS_YIELD: auto (default), 0 or 1; libtorx's parser refuses
  * anything else, naming the variable. */
 static torx_status_t want_yield_hook(int *yield)
@@ -48,7 +63,7 @@ static torx_status_t want_yield_hook(int *yield)
     torx_status_t st = torx_env_choice("TORX_PROGRESS_YIELD", choices, 0, &c);
     if (st != TORX_OK)
         return st;
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    const long ncpu = host_cpus();
     *yield = c ? c == 2 : ncpu > 0 && MPIR_Process.local_size > ncpu;
     return TORX_OK;
 }

@@ -182,10 +182,16 @@ static double mono_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Sleeps on the host's doorbell and the network's wait descriptors in
- * turn, WAIT_SLICE_MS at a time: a packet from another host waits at most
- * that long to be seen while the task sleeps, one from this host not at
- * all. */
+/* Neither device's sleep includes the other's event (a futex on the host,
+ * descriptors on the network), so a task that waits first looks at both
+ * and naps between looks, each nap twice the last, from NAP_MIN_NS up to
+ * NAP_MAX_NS: a task in the middle of an exchange (more tasks than CPUs,
+ * where waiting matters most) sees a packet from either device within
+ * microseconds, and an idle one settles into sleeps of WAIT_SLICE_MS on
+ * each device in turn, which cost next to no CPU. */
+#define NAP_MIN_NS 2000L
+#define NAP_MAX_NS 256000L
+
 static torx_status_t hybrid_wait(torx_pkt_dev_t *dev, int timeout_ms)
 {
     hybrid_dev_t *h = hybrid_of(dev);
@@ -193,19 +199,28 @@ static torx_status_t hybrid_wait(torx_pkt_dev_t *dev, int timeout_ms)
         return TORX_OK;
     const double deadline = timeout_ms < 0 ? -1 : mono_s() + timeout_ms * 1e-3;
     h->ofi_countdown = 0; /* after any sleep, look at ofi at once */
+    long nap_ns = NAP_MIN_NS;
     for (;;) {
-        int slice = WAIT_SLICE_MS;
-        if (deadline >= 0) {
-            const double left_ms = (deadline - mono_s()) * 1e3;
-            if (left_ms < slice)
-                slice = left_ms > 0 ? (int)left_ms : 0;
-        }
         if (h->ofi->ops->wait(h->ofi, 0) == TORX_OK)
             return TORX_OK;
+        int slice = 0;
+        if (nap_ns > NAP_MAX_NS) {
+            slice = WAIT_SLICE_MS;
+            if (deadline >= 0) {
+                const double left_ms = (deadline - mono_s()) * 1e3;
+                if (left_ms < slice)
+                    slice = left_ms > 0 ? (int)left_ms : 0;
+            }
+        }
         if (h->shm->ops->wait(h->shm, slice) == TORX_OK)
             return TORX_OK;
         if (deadline >= 0 && mono_s() >= deadline)
             return TORX_AGAIN;
+        if (nap_ns <= NAP_MAX_NS) {
+            const struct timespec ts = {0, nap_ns};
+            nanosleep(&ts, NULL);
+            nap_ns *= 2;
+        }
     }
 }
 
