@@ -581,8 +581,9 @@ typedef struct torx_stage_ref {
 
 /* NAME     torx_stage_max - the largest piece the staging area takes
  * DESCRIPTION
- *   The most bytes one torx_stage_put may stage (half of the area, so one
- *   piece can be read while the next is written).
+ *   The most bytes one torx_stage_put may stage (on shm half of the area,
+ *   so one piece can be read while the next is written; on ofi 16376, one
+ *   message of the provider's eager size with its header).
  * RETURN VALUE
  *   Bytes; 0 when the device has no staging area (TORX_STAGE_BYTES=0).
  * SEE ALSO torx_stage_put
@@ -593,8 +594,9 @@ size_t torx_stage_max(const torx_pkt_dev_t *dev);
  * DESCRIPTION
  *   Whether torx_stage_put toward dest can succeed: the device has a
  *   staging area and dest is a task it reaches through it. On shm that is
- *   every task of the job; on ofi, the tasks of this host when the job's
- *   hosts run several tasks each (TORX_OFI_LOCAL=shm), else none.
+ *   every task of the job; on ofi, every other task (a host's own tasks
+ *   through its shm rings, the others one message per piece), unless
+ *   TORX_STAGE_BYTES=0.
  * RETURN VALUE
  *   1 or 0.
  * SEE ALSO torx_stage_max, torx_stage_put
