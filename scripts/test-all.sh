@@ -179,6 +179,26 @@ run_mpi() {
         $((SECONDS - start)))")
 }
 
+# need_mpich STAGE: true when MPICH with the torx netmod is built, building
+# it now if no stage has tried yet; otherwise records STAGE as not run (the
+# failed build counts once, where it was attempted) and returns false.
+need_mpich() {
+    if [ -z "$mpich_built" ]; then
+        if scripts/build-mpich.sh </dev/null; then mpich_built=1; else mpich_built=0; fi
+        if [ $mpich_built = 0 ]; then
+            summary+=("$(printf '%-7s %-12s BUILD FAILED (see above)' "$1" "MPICH")")
+            total_fail=$((total_fail + 1))
+            status=1
+            return 1
+        fi
+    elif [ "$mpich_built" = 0 ]; then
+        summary+=("$(printf '%-7s %-12s NOT RUN (the MPICH build failed, see mpi)' "$1" "MPICH")")
+        status=1
+        return 1
+    fi
+    return 0
+}
+
 # A subset of MPICH's own test suite (test/mpi of the MPICH source) against
 # the same MPICH: scripts/mpich-testsuite.sh --subset ci --check. Failing runs
 # that test/KNOWN_FAILURES lists ("mpich-suite DIR/TEST NP -- why") are
@@ -187,20 +207,7 @@ run_mpi() {
 run_mpisuite() {
     local start=$SECONDS log rc pass=0 fail=0 known=0 skip=0 incomplete=0 failing
     banner "mpisuite: MPICH's test suite, CI subset (scripts/mpich-testsuite.sh --subset ci)"
-    if [ -z "$mpich_built" ]; then
-        if scripts/build-mpich.sh </dev/null; then mpich_built=1; else mpich_built=0; fi
-        if [ $mpich_built = 0 ]; then
-            summary+=("$(printf '%-7s %-12s BUILD FAILED (see above)' mpisuite "MPICH")")
-            total_fail=$((total_fail + 1))
-            status=1
-            return
-        fi
-    elif [ "$mpich_built" = 0 ]; then
-        # the mpi stage has counted the failed build already
-        summary+=("$(printf '%-7s %-12s NOT RUN (the MPICH build failed, see mpi)' mpisuite "MPICH")")
-        status=1
-        return
-    fi
+    need_mpich mpisuite || return
     log=$(mktemp)
     # Limits with room for a loaded CI machine: the subset takes about 430 s
     # on a quiet 2-core one, but 1190 s in a fresh-clone run beside other
@@ -262,19 +269,7 @@ run_npb() {
         total_skip=$((total_skip + 1))
         return
     fi
-    if [ -z "$mpich_built" ]; then
-        if scripts/build-mpich.sh </dev/null; then mpich_built=1; else mpich_built=0; fi
-        if [ $mpich_built = 0 ]; then
-            summary+=("$(printf '%-7s %-12s BUILD FAILED (see above)' npb "MPICH")")
-            total_fail=$((total_fail + 1))
-            status=1
-            return
-        fi
-    elif [ "$mpich_built" = 0 ]; then
-        summary+=("$(printf '%-7s %-12s NOT RUN (the MPICH build failed, see mpi)' npb "MPICH")")
-        status=1
-        return
-    fi
+    need_mpich npb || return
     log=$(mktemp)
     CLASS=S IMPLS=torx NODES="1 2" ROUNDS=1 PLOT=0 RUN_TIMEOUT_S=${TORX_NPB_TIMEOUT:-180} \
         bench/run-npb.sh </dev/null 2>&1 | tee "$log"
@@ -303,19 +298,7 @@ run_npb() {
 run_multihost() {
     local start=$SECONDS log rc pass=0 fail=0
     banner "multihost: torx across emulated hosts (test/multihost/check-torx.sh)"
-    if [ -z "$mpich_built" ]; then
-        if scripts/build-mpich.sh </dev/null; then mpich_built=1; else mpich_built=0; fi
-        if [ $mpich_built = 0 ]; then
-            summary+=("$(printf '%-7s %-12s BUILD FAILED (see above)' multihost "MPICH")")
-            total_fail=$((total_fail + 1))
-            status=1
-            return
-        fi
-    elif [ "$mpich_built" = 0 ]; then
-        summary+=("$(printf '%-7s %-12s NOT RUN (the MPICH build failed, see mpi)' multihost "MPICH")")
-        status=1
-        return
-    fi
+    need_mpich multihost || return
     log=$(mktemp)
     test/multihost/check-torx.sh </dev/null 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
