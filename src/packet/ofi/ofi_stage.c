@@ -15,8 +15,9 @@
  * Flow control: each ordered pair has a window of `window` pieces, spent
  * by torx_stage_put and given back by the receiver (TORXP_OFI_SYS_STAGE,
  * batched) as it releases them; the receiver keeps window x (tasks - 1)
- * buffers posted, so a piece always finds one. A window of zero (a job too
- * large for the memory bound) turns staging off.
+ * buffers posted, so a piece always finds one. The window shrinks from 4
+ * so that this stays within STAGE_RX_MAX buffers; past 257 tasks it is
+ * zero and staging is off (the message layer then sends packets).
  *
  * torx_stage_unput cannot call back a piece already on the wire: it sends
  * TORXP_OFI_SYS_STAGE with the voided sequence number instead, after the
@@ -28,8 +29,10 @@
 
 #define STAGE_PIECE_MAX (16384u - 8u) /* with its header, tcp;ofi_rxm's eager size */
 #define STAGE_WINDOW 4u
-#define STAGE_MEMORY_MAX ((size_t)64 << 20) /* receive buffers per task, at most */
-#define STAGE_TX 16u                        /* send buffers */
+/* Receive buffers per task, at most: they share the provider's receive
+ * queue (tcp;ofi_rxm: 1024 entries) with the torus and device buffers. */
+#define STAGE_RX_MAX 256u
+#define STAGE_TX 16u /* send buffers */
 
 typedef struct stage_hdr {
     uint32_t seq; /* per ordered pair, from 0 */
@@ -87,11 +90,13 @@ torx_status_t torxp_ofi_stage_setup(torxp_ofi_dev_t *d, long stage_bytes)
     if (stage_bytes <= 0 || peers == 0)
         return TORX_OK; /* TORX_STAGE_BYTES=0, or nobody to stage to */
     unsigned w = STAGE_WINDOW;
-    while (w && (size_t)w * peers * sizeof(stage_buf_t) > STAGE_MEMORY_MAX)
+    while (w && w * peers > STAGE_RX_MAX)
         w /= 2;
     if (!w) {
-        torxp_log(&d->base, 1, "ofi device: %u peers: no staging (buffers past %zu MiB)", peers,
-                  STAGE_MEMORY_MAX >> 20);
+        torxp_log(&d->base, 1,
+                  "ofi device: %u peers: no staging (a piece in flight from each would take more "
+                  "than %u receive buffers)",
+                  peers, STAGE_RX_MAX);
         return TORX_OK;
     }
     s->nrx = w * peers;
