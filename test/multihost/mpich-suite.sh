@@ -35,11 +35,15 @@ mkdir -p "$wrap/bin"
 for d in "$prefix"/*; do [[ $(basename "$d") == bin ]] || ln -s "$d" "$wrap/"; done
 for f in "$prefix"/bin/*; do ln -s "$f" "$wrap/bin/"; done
 rm -f "$wrap/bin/mpiexec"
+# More hosts than CPUs: the hosts share CPUs none of them can see, and
+# waiting ranks must yield as on an oversubscribed host.
+yield=""
+(("${MH_HOSTS:-2}" > $(nproc))) && yield="-genv TORX_PROGRESS_YIELD 1"
 cat >"$wrap/bin/mpiexec" <<EOF
 #!/bin/sh
 # runtests' mpiexec: torx's hydra across the emulated hosts of set $TMH_NAME
 TMH_NAME=$TMH_NAME MPIEXEC=$prefix/bin/mpiexec exec "$here/hosts.sh" mpiexec \\
-    -genv TORX_DEVICE ofi -genv TORX_VERBOSE -1 ${MH_SUITE_ENV:+-genv $MH_SUITE_ENV} "\$@"
+    -genv TORX_DEVICE ofi -genv TORX_VERBOSE -1 $yield ${MH_SUITE_ENV:+-genv $MH_SUITE_ENV} "\$@"
 EOF
 chmod +x "$wrap/bin/mpiexec"
 
