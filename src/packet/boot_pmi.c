@@ -102,17 +102,10 @@ static torx_status_t pmi_send(pmi_client_t *c, const char *line, const char *cmd
     return TORX_OK;
 }
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Reads one line (without its newline) into out. */
 static torx_status_t pmi_recv(pmi_client_t *c, char *out, size_t outlen, const char *cmd)
 {
-    const double deadline = mono_s() + c->timeout_s;
+    const double deadline = torxp_mono_s() + c->timeout_s;
     for (;;) {
         char *nl = memchr(c->rbuf, '\n', c->rlen);
         if (nl) {
@@ -133,7 +126,7 @@ static torx_status_t pmi_recv(pmi_client_t *c, char *out, size_t outlen, const c
                                "torx: the PMI server's answer to cmd=%s exceeds %zu bytes "
                                "without a newline",
                                cmd, sizeof c->rbuf);
-        double left = deadline - mono_s();
+        double left = deadline - torxp_mono_s();
         if (left <= 0)
             return torxp_error(TORX_ERR_PEER,
                                "torx: no answer from the PMI server to cmd=%s within %d s "

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define TORXP_LIKELY(x) __builtin_expect(!!(x), 1)
 #define TORXP_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -57,6 +58,14 @@ struct torx_pkt_dev {
     uint64_t malformed;   /* received packets dropped by torxp_hdr_invalid */
     torx_status_t failed; /* an error the device cannot recover from, else TORX_OK */
 };
+
+/* Monotonic time in seconds, for deadlines and timeouts (not the hot path). */
+static inline double torxp_mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 /* Fault injection (configure --enable-fault-injection, tests only):
  * TORX_FAULT_ALLOC=N makes the Nth allocation through torxp_malloc,

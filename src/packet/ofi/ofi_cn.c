@@ -99,13 +99,6 @@ struct torxp_ofi_cn {
     double last_ping;
 };
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* ---- tree ------------------------------------------------------------------ */
 
 static unsigned slot_of(const torxp_ofi_dev_t *d, int rank)
@@ -116,7 +109,7 @@ static unsigned slot_of(const torxp_ofi_dev_t *d, int rank)
 static void ping_neighbours(torxp_ofi_dev_t *d)
 {
     torxp_ofi_cn_t *c = d->cn;
-    const double now = mono_s();
+    const double now = torxp_mono_s();
     if (now - c->last_ping < PING_EVERY_S)
         return;
     c->last_ping = now;
@@ -144,7 +137,7 @@ torx_status_t torxp_ofi_cn_setup(torxp_ofi_dev_t *d)
     const unsigned low = v ? (v & -v) : 0;
     for (unsigned bit = 1; (v == 0 || bit < low) && v + bit < n && bit; bit <<= 1)
         c->child[c->nchild++] = v + bit;
-    c->last_ping = mono_s();
+    c->last_ping = torxp_mono_s();
     d->cn = c;
     return TORX_OK;
 }

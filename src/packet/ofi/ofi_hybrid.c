@@ -175,13 +175,6 @@ static int hybrid_room(torx_pkt_dev_t *dev, torx_coord_t dest)
     return sub->ops->room(sub, dest);
 }
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Neither device's sleep includes the other's event (a futex on the host,
  * descriptors on the network), so a task that waits first looks at both
  * and naps between looks, each nap twice the last, from NAP_MIN_NS up to
@@ -197,7 +190,7 @@ static torx_status_t hybrid_wait(torx_pkt_dev_t *dev, int timeout_ms)
     hybrid_dev_t *h = hybrid_of(dev);
     if (h->cur_hdr)
         return TORX_OK;
-    const double deadline = timeout_ms < 0 ? -1 : mono_s() + timeout_ms * 1e-3;
+    const double deadline = timeout_ms < 0 ? -1 : torxp_mono_s() + timeout_ms * 1e-3;
     h->ofi_countdown = 0; /* after any sleep, look at ofi at once */
     long nap_ns = NAP_MIN_NS;
     for (;;) {
@@ -207,14 +200,14 @@ static torx_status_t hybrid_wait(torx_pkt_dev_t *dev, int timeout_ms)
         if (nap_ns > NAP_MAX_NS) {
             slice = WAIT_SLICE_MS;
             if (deadline >= 0) {
-                const double left_ms = (deadline - mono_s()) * 1e3;
+                const double left_ms = (deadline - torxp_mono_s()) * 1e3;
                 if (left_ms < slice)
                     slice = left_ms > 0 ? (int)left_ms : 0;
             }
         }
         if (h->shm->ops->wait(h->shm, slice) == TORX_OK)
             return TORX_OK;
-        if (deadline >= 0 && mono_s() >= deadline)
+        if (deadline >= 0 && torxp_mono_s() >= deadline)
             return TORX_AGAIN;
         if (nap_ns <= NAP_MAX_NS) {
             const struct timespec ts = {0, nap_ns};

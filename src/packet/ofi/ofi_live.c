@@ -51,13 +51,6 @@ struct torxp_ofi_live {
     unsigned polls;
 };
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static socklen_t sockaddr_len(const struct sockaddr *sa)
 {
     return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
@@ -154,7 +147,7 @@ torx_status_t torxp_ofi_live_connect(torxp_ofi_dev_t *d, int watched, int watche
                            d->base.rank, watcher, LIVE_CONNECT_MS / 1000);
     close(l->listen_fd); /* one watcher, and it has come */
     l->listen_fd = -1;
-    l->next_beat = mono_s() + LIVE_BEAT_S;
+    l->next_beat = torxp_mono_s() + LIVE_BEAT_S;
     return TORX_OK;
 }
 
@@ -209,7 +202,7 @@ void torxp_ofi_live_check(torxp_ofi_dev_t *d)
         dead(d, l->watcher, -rc);
     if (l->out_fd >= 0 && (rc = drain(&l->out_fd)) < 0)
         dead(d, l->watched, -rc);
-    const double now = mono_s();
+    const double now = torxp_mono_s();
     if (l->out_fd < 0 || now < l->next_beat)
         return;
     l->next_beat = now + LIVE_BEAT_S;

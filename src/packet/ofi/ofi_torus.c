@@ -78,8 +78,6 @@
 /* How long an injection retries a provider that is busy (connecting). */
 #define EAGAIN_SPIN_S 1.0
 
-static double mono_s(void);
-
 static inline uint64_t chaos_next(uint64_t *state)
 {
     /* xorshift64*, as the shm device: cheap, seeded, reproducible. */
@@ -243,7 +241,7 @@ static void credit_return(torxp_ofi_dev_t *d, unsigned src)
 void torxp_ofi_ping(torxp_ofi_dev_t *d, unsigned slot)
 {
     struct torxp_ofi_ping *p = &d->pings[slot];
-    const double now = mono_s();
+    const double now = torxp_mono_s();
     double since = p->sent_at;
     if (p->sent_at == 0) {
         p->ctx.kind = TORXP_OFI_CTX_PING;
@@ -513,11 +511,11 @@ ssize_t torxp_ofi_tsend_retry(torxp_ofi_dev_t *d, const void *buf, size_t len, u
          * has room, so this is transient: progress, which also keeps
          * receiving, so two tasks doing this at once both get through, and
          * try again for a while before reporting the FIFO full. */
-        const double give_up = mono_s() + EAGAIN_SPIN_S;
+        const double give_up = torxp_mono_s() + EAGAIN_SPIN_S;
         do {
             torxp_ofi_progress(d);
             rc = tsend(d, buf, len, slot, kind, ctx);
-        } while (rc == -FI_EAGAIN && d->base.failed == TORX_OK && mono_s() < give_up);
+        } while (rc == -FI_EAGAIN && d->base.failed == TORX_OK && torxp_mono_s() < give_up);
     }
     return rc;
 }
@@ -760,13 +758,6 @@ static int tx_pending(const torxp_ofi_dev_t *d)
     return d->stash.active || d->sys_head != NULL;
 }
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int take_wake(torxp_ofi_dev_t *d)
 {
     uint64_t v;
@@ -776,7 +767,7 @@ static int take_wake(torxp_ofi_dev_t *d)
 torx_status_t torxp_ofi_wait(torx_pkt_dev_t *dev, int timeout_ms)
 {
     torxp_ofi_dev_t *d = torxp_ofi_of(dev);
-    const double deadline = timeout_ms < 0 ? -1 : mono_s() + timeout_ms * 1e-3;
+    const double deadline = timeout_ms < 0 ? -1 : torxp_mono_s() + timeout_ms * 1e-3;
     for (;;) {
         if (take_wake(d))
             return TORX_OK;
@@ -793,7 +784,7 @@ torx_status_t torxp_ofi_wait(torx_pkt_dev_t *dev, int timeout_ms)
         const int nap = tx_pending(d);
         long slice_ns = -1;
         if (deadline >= 0) {
-            const double left = deadline - mono_s();
+            const double left = deadline - torxp_mono_s();
             slice_ns = left > 0 ? (long)(left * 1e9) : 0;
         }
         if (nap && (slice_ns < 0 || slice_ns > WAIT_NAP_NS))
@@ -831,7 +822,7 @@ torx_status_t torxp_ofi_wait(torx_pkt_dev_t *dev, int timeout_ms)
         }
         if (nap)
             return TORX_OK;
-        if (deadline >= 0 && mono_s() >= deadline) {
+        if (deadline >= 0 && torxp_mono_s() >= deadline) {
             torxp_ofi_lock(d);
             torxp_ofi_progress(d);
             const int ready = d->cur >= 0 || !queues_empty(d);
@@ -926,11 +917,11 @@ void torxp_ofi_torus_fini(torxp_ofi_dev_t *d)
 
 void torxp_ofi_flush(torxp_ofi_dev_t *d, double timeout_s)
 {
-    const double deadline = mono_s() + timeout_s;
+    const double deadline = torxp_mono_s() + timeout_s;
     torxp_ofi_lock(d);
     while ((d->sys_head || d->sys_inflight || d->inj_inflight || d->tx_nfree < d->tx_pool ||
             d->stash.active || torxp_ofi_stage_busy(d)) &&
-           d->base.failed == TORX_OK && mono_s() < deadline) {
+           d->base.failed == TORX_OK && torxp_mono_s() < deadline) {
         torxp_ofi_progress(d);
         if (d->stash.active)
             drain_stash(d);

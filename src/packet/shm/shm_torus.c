@@ -437,8 +437,8 @@ int torxp_shm_room(torx_pkt_dev_t *dev, torx_coord_t dest)
     if (!torx_coord_in_shape(dev->shape, dest))
         return 0;
     const unsigned slot = torx_coord_index(dev->shape, dest);
-    return (int)torxp_fifo_room(
-        torxp_shm_fifo(d, slot, d->self_index % TORXP_SHM_FIFOS_PER_TASK), d->geom);
+    return (int)torxp_fifo_room(torxp_shm_fifo(d, slot, d->self_index % TORXP_SHM_FIFOS_PER_TASK),
+                                d->geom);
 }
 
 /* ---- Waiting -------------------------------------------------------------------- */
@@ -466,13 +466,6 @@ static int tx_pending(const torxp_shm_dev_t *d)
 /* A nap for tx_pending: no doorbell rings when a peer makes room. */
 #define WAIT_ROOM_NAP_NS 50000L
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 torx_status_t torxp_shm_wait(torx_pkt_dev_t *dev, int timeout_ms)
 {
     torxp_shm_dev_t *d = torxp_shm_of(dev);
@@ -495,7 +488,7 @@ torx_status_t torxp_shm_wait(torx_pkt_dev_t *dev, int timeout_ms)
     }
     if (!d->bell_exact && (slice_ns < 0 || slice_ns > WAIT_SLICE_MS * 1000000L))
         slice_ns = WAIT_SLICE_MS * 1000000L;
-    const double deadline = timeout_ms < 0 ? -1 : mono_s() + timeout_ms * 1e-3;
+    const double deadline = timeout_ms < 0 ? -1 : torxp_mono_s() + timeout_ms * 1e-3;
 
     /* relaxed: ordered by the barrier below. */
     __atomic_store_n(&me->sleeping, 1u, __ATOMIC_RELAXED);
@@ -505,8 +498,8 @@ torx_status_t torxp_shm_wait(torx_pkt_dev_t *dev, int timeout_ms)
     if (d->bell_exact && syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) != 0) {
         /* Refused after all: sliced sleeps from now on. */
         d->bell_exact = 0;
-        torxp_log(dev, 1, "membarrier: %s; the doorbell sleeps in slices of %d ms",
-                  strerror(errno), WAIT_SLICE_MS);
+        torxp_log(dev, 1, "membarrier: %s; the doorbell sleeps in slices of %d ms", strerror(errno),
+                  WAIT_SLICE_MS);
         if (slice_ns < 0 || slice_ns > WAIT_SLICE_MS * 1000000L)
             slice_ns = WAIT_SLICE_MS * 1000000L;
     }
@@ -528,7 +521,7 @@ torx_status_t torxp_shm_wait(torx_pkt_dev_t *dev, int timeout_ms)
             woken = 1;
             break;
         }
-        if (nap || (deadline >= 0 && mono_s() >= deadline))
+        if (nap || (deadline >= 0 && torxp_mono_s() >= deadline))
             break;
         /* A sliced sleep ran out: look again (a wakeup may have been lost). */
     }
