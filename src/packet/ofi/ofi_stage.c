@@ -160,27 +160,24 @@ int torxp_ofi_stage_reaches(const torx_pkt_dev_t *dev, torx_coord_t dest)
     return d->slot_rank[slot] >= 0 && slot != d->self_slot;
 }
 
-static int bad_dest(const torxp_ofi_dev_t *d, torx_coord_t dest)
-{
-    return !torxp_ofi_stage_reaches(&d->base, dest);
-}
-
 torx_status_t torxp_ofi_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const void *data,
                                   size_t len, torx_stage_ref_t *ref)
 {
     torxp_ofi_dev_t *d = torxp_ofi_of(dev);
-    if (!data || !ref || len < 1 || len > torxp_ofi_stage_max(dev) || bad_dest(d, dest))
+    if (!data || !ref || len < 1 || len > torxp_ofi_stage_max(dev) ||
+        !torxp_ofi_stage_reaches(dev, dest))
         return torxp_error(TORX_ERR_INVAL, "torx: torx_stage_put: %zu bytes to (%u,%u,%u,%u): %s",
                            len, dest.x, dest.y, dest.z, dest.t,
-                           !data || !ref       ? "NULL data or ref"
-                           : bad_dest(d, dest) ? "no staging toward that task"
-                                               : "not 1..torx_stage_max bytes");
+                           !data || !ref                         ? "NULL data or ref"
+                           : !torxp_ofi_stage_reaches(dev, dest) ? "no staging toward that task"
+                                                                 : "not 1..torx_stage_max bytes");
     torxp_ofi_stage_t *s = d->stage;
     const unsigned slot = torx_coord_index(dev->shape, dest);
     torxp_ofi_lock(d);
     torx_status_t rc = d->base.failed;
-    if (rc == TORX_OK &&
-        (s->credits[slot] <= 0 || (!s->tx_free && (torxp_ofi_progress(d), 1) && !s->tx_free)))
+    if (rc == TORX_OK && s->credits[slot] > 0 && !s->tx_free)
+        torxp_ofi_progress(d); /* completions free send buffers */
+    if (rc == TORX_OK && (s->credits[slot] <= 0 || !s->tx_free))
         rc = TORX_NO_ROOM;
     if (rc == TORX_OK) {
         stage_buf_t *b = s->tx_free;
@@ -265,9 +262,13 @@ const void *torxp_ofi_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_sta
     return b ? b->msg + sizeof(stage_hdr_t) : NULL;
 }
 
+/* Gives src back the credits for the pieces released, half a window at a
+ * time (all of it when the window is that small). */
 static void credit_back(torxp_ofi_dev_t *d, unsigned src)
 {
     torxp_ofi_stage_t *s = d->stage;
+    if (s->released[src] < (s->window + 1) / 2)
+        return;
     const torxp_ofi_sys_t m = {
         .type = TORXP_OFI_SYS_STAGE, .version = TORXP_OFI_WIRE_VERSION, .arg = s->released[src]};
     s->released[src] = 0;
@@ -290,9 +291,7 @@ void torxp_ofi_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_r
             q->tail = &q->head;
         s->released[slot]++;
         post_stage_rx(d, b);
-        /* Half a window at a time; all of it when the window is that small. */
-        if (s->released[slot] >= (s->window + 1) / 2)
-            credit_back(d, slot);
+        credit_back(d, slot);
     }
     torxp_ofi_unlock(d);
 }
@@ -300,7 +299,7 @@ void torxp_ofi_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_r
 void torxp_ofi_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t ref)
 {
     torxp_ofi_dev_t *d = torxp_ofi_of(dev);
-    if (bad_dest(d, dest))
+    if (!torxp_ofi_stage_reaches(dev, dest))
         return;
     const unsigned slot = torx_coord_index(dev->shape, dest);
     const torxp_ofi_sys_t m = {.type = TORXP_OFI_SYS_STAGE,
@@ -376,8 +375,7 @@ void torxp_ofi_stage_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sy
         if (h.seq == (uint32_t)m->round && !b->voided) {
             b->voided = 1;
             skip_voided(d, src);
-            if (s->released[src] >= (s->window + 1) / 2)
-                credit_back(d, src);
+            credit_back(d, src);
             return;
         }
     }
