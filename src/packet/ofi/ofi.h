@@ -166,6 +166,8 @@ typedef struct torxp_ofi_dev {
     struct fid_av *av;
     struct fid_cq *txcq, *rxcq;
     int txcq_fd, rxcq_fd; /* wait descriptors (FI_WAIT_FD), -1 without */
+    unsigned long cq_entries; /* completions read, both queues: did a wake bring any? */
+    unsigned long fd_false_wakes; /* descriptors readable with the queues empty (net) */
     int wake_fd;          /* eventfd: torx_pkt_wake */
     size_t inject_size;   /* tx_attr->inject_size, capped at a packet */
     const char *prov;     /* provider name, from info */

@@ -50,7 +50,12 @@
  * through fi_cq_signal, which not every provider implements; the eventfd
  * works everywhere. A provider without wait descriptors gets sleeps cut
  * into slices of WAIT_SLICE_MS with progress in between: it progresses
- * manually, so nothing would wake a longer sleep. */
+ * manually, so nothing would wake a longer sleep. So does a provider whose
+ * descriptors stay readable while its queues are empty: net (libfabric
+ * 1.17) nests its progress epoll set in the queues' descriptors, and that
+ * set polls readable with no socket ready, which would turn every idle wait
+ * into a busy loop of system calls. A wake that finds no completion is
+ * taken as such, and the rest of that wait sleeps in slices. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* ppoll */
 #endif
@@ -421,6 +426,7 @@ static void drain_txcq(torxp_ofi_dev_t *d)
     for (;;) {
         const ssize_t n = fi_cq_read(d->txcq, e, OFI_CQ_BATCH);
         if (n > 0) {
+            d->cq_entries += (unsigned long)n;
             for (ssize_t k = 0; k < n; k++)
                 on_tx_done(d, e[k].op_context, 0);
             continue;
@@ -459,6 +465,7 @@ static void drain_rxcq(torxp_ofi_dev_t *d)
     for (;;) {
         const ssize_t n = fi_cq_read(d->rxcq, e, OFI_CQ_BATCH);
         if (n > 0) {
+            d->cq_entries += (unsigned long)n;
             for (ssize_t k = 0; k < n; k++)
                 on_rx_done(d, e[k].op_context, e[k].tag, e[k].len);
             continue;
@@ -768,6 +775,7 @@ torx_status_t torxp_ofi_wait(torx_pkt_dev_t *dev, int timeout_ms)
 {
     torxp_ofi_dev_t *d = torxp_ofi_of(dev);
     const double deadline = timeout_ms < 0 ? -1 : torxp_mono_s() + timeout_ms * 1e-3;
+    int fds_lie = 0; /* the descriptors woke us with nothing to read */
     for (;;) {
         if (take_wake(d))
             return TORX_OK;
@@ -789,7 +797,7 @@ torx_status_t torxp_ofi_wait(torx_pkt_dev_t *dev, int timeout_ms)
         }
         if (nap && (slice_ns < 0 || slice_ns > WAIT_NAP_NS))
             slice_ns = WAIT_NAP_NS;
-        int sleep_on_fds = d->rxcq_fd >= 0 && d->txcq_fd >= 0;
+        int sleep_on_fds = d->rxcq_fd >= 0 && d->txcq_fd >= 0 && !fds_lie;
         if (sleep_on_fds) {
             struct fid *fids[2] = {&d->rxcq->fid, &d->txcq->fid};
             const int rc = fi_trywait(d->fabric, fids, 2);
@@ -816,9 +824,22 @@ torx_status_t torxp_ofi_wait(torx_pkt_dev_t *dev, int timeout_ms)
         if (n < 0 && errno == EINTR)
             return TORX_OK; /* interrupted: poll now */
         if (n > 0) {
-            if (fds[0].revents)
+            if (fds[0].revents) {
                 take_wake(d);
-            return TORX_OK;
+                return TORX_OK;
+            }
+            /* A queue's descriptor: return if it brought a completion. */
+            torxp_ofi_lock(d);
+            const unsigned long before = d->cq_entries;
+            torxp_ofi_progress(d);
+            const int brought = d->cq_entries != before || d->cur >= 0 || !queues_empty(d);
+            if (!brought)
+                d->fd_false_wakes++;
+            torxp_ofi_unlock(d);
+            if (brought)
+                return TORX_OK;
+            fds_lie = 1;
+            continue;
         }
         if (nap)
             return TORX_OK;
