@@ -15,8 +15,9 @@
 #
 # The MPIs (one line each in the table below; a new one is one more line):
 #   torx     torx MPICH with TORX_DEVICE=ofi (libfabric between hosts):
-#            $TORX_PREFIX/bin/mpicc, its hydra mpiexec. Until the ofi device
-#            exists its probe run fails and it is skipped, saying so
+#            $TORX_PREFIX/bin/mpicc, its hydra mpiexec; the provider torx
+#            picks by itself
+#   torx-net, torx-rxm  the same with TORX_OFI_PROVIDER net or tcp;ofi_rxm
 #   mpich    Debian's MPICH (ch4:ucx), UCX_TLS=tcp on eth0
 #   openmpi  Debian's Open MPI, btl tcp,self on the hosts' subnet
 # Each is probed first (a 2-rank 8-byte ping-pong across the hosts); one
@@ -37,6 +38,8 @@
 #   TORX_PREFIX  torx MPICH install prefix (default: the path in
 #                ~/.cache/torx/current-prefix)
 #   TORX_OFI_ENV extra -genv pairs for torx, e.g. "FI_PROVIDER tcp"
+#   FABRIC_PROVIDERS  libfabric providers whose own ping-pong (fi_pingpong)
+#                is measured as a floor (default "net tcp;ofi_rxm"; "" for none)
 #   MH_BUILD     where the programs are built (default build/multihost)
 #   RESULTS_DIR  where the report goes (default bench/results)
 #
@@ -64,6 +67,7 @@ lat_iters=${LAT_ITERS:-2000}
 bw_sizes=${BW_SIZES:-64K,1M,4M}
 bw_iters=${BW_ITERS:-20}
 netem=${NETEM:-}
+fabric_provs=${FABRIC_PROVIDERS-net tcp;ofi_rxm}
 run_timeout=${RUN_TIMEOUT_S:-120}
 build=${MH_BUILD:-$root/build/multihost}
 results=${RESULTS_DIR:-$here/results}
@@ -87,6 +91,10 @@ impl() { # impl NAME MPICC WHAT RUN...
 {
 impl torx "$prefix/bin/mpicc" "torx MPICH, TORX_DEVICE=ofi" \
     'MPIEXEC=$prefix/bin/mpiexec $mh mpiexec -n 2 -genv TORX_DEVICE ofi ${TORX_OFI_ENV:+-genv $TORX_OFI_ENV}'
+impl torx-net "$prefix/bin/mpicc" "torx MPICH, TORX_DEVICE=ofi, TORX_OFI_PROVIDER=net" \
+    'MPIEXEC=$prefix/bin/mpiexec $mh mpiexec -n 2 -genv TORX_DEVICE ofi -genv TORX_OFI_PROVIDER net ${TORX_OFI_ENV:+-genv $TORX_OFI_ENV}'
+impl torx-rxm "$prefix/bin/mpicc" "torx MPICH, TORX_DEVICE=ofi, TORX_OFI_PROVIDER=tcp;ofi_rxm" \
+    'MPIEXEC=$prefix/bin/mpiexec $mh mpiexec -n 2 -genv TORX_DEVICE ofi -genv TORX_OFI_PROVIDER "tcp;ofi_rxm" ${TORX_OFI_ENV:+-genv $TORX_OFI_ENV}'
 impl mpich mpicc.mpich "Debian MPICH (ch4:ucx), UCX_TLS=tcp" \
     'MPIEXEC=mpiexec.mpich $mh mpiexec -n 2 -genv UCX_TLS tcp -genv UCX_NET_DEVICES eth0'
 impl openmpi mpicc.openmpi "Debian Open MPI, btl tcp,self" \
@@ -177,6 +185,10 @@ echo "   measuring: ${impls[*]}"
 counters() { mh_counters | awk -v h="$1" '$1 == h { print $2, $3 }'; }
 
 # ---- Rounds -------------------------------------------------------------------------------
+fabric_col() { # the column of provider $1's fi_pingpong: fi-net, fi-rxm, ...
+    local c=${1#tcp;ofi_}
+    echo "fi-${c//;/-}"
+}
 to_bytes() { awk -v s="$1" 'BEGIN { m = 1; if (s ~ /K$/) m = 1024; if (s ~ /M$/) m = 1048576; sub(/[KM]$/, "", s); print s * m }'; }
 port=$((20000 + $$ % 20000))
 failed=0
@@ -196,23 +208,26 @@ for ((r = 1; r <= rounds; r++)); do
         "$( ((run_rc == 0)) && echo ok || echo "FAILED (exit $run_rc)")" "$run_wall" "$run_other"
     awk -v r="$r" '$1 == "tcplat" { print "lat floor", $2, $6, r } $1 == "tcpbw" { print "bw floor", $2, $4, r }' \
         "$work/r$r-floor.out" >>"$work/data.txt"
-    # libfabric's own ping-pong (fi_pingpong, tcp;ofi_rxm, RDM, tagged) between
-    # the same hosts: the floor of the ofi device's provider
+    # libfabric's own ping-pong (fi_pingpong, RDM, tagged) between the same
+    # hosts, per provider: the floor of the ofi device over that provider
     if command -v fi_pingpong >/dev/null; then
-        for s in ${lat_sizes//,/ }; do
-            b=$(to_bytes "$s")
-            port=$((port + 1))
-            mh_run 2 fi_pingpong -p "tcp;ofi_rxm" -e rdm -m tagged -B "$port" -I "$lat_iters" -S "$b" \
-                >"$work/r$r-fabric-srv.out" 2>&1 &
-            srv=$!
-            sleep 0.3
-            timeout -k 5 "$run_timeout" "$mh" run 1 fi_pingpong -p "tcp;ofi_rxm" -e rdm -m tagged \
-                -P "$port" -I "$lat_iters" -S "$b" "$h2" >"$work/r$r-fabric-$b.out" 2>&1 || true
-            wait "$srv" || true
-            awk -v r="$r" -v b="$b" '$1 ~ /^[0-9]/ && NF >= 7 { print "lat fabric", b, $7 * 1000, r }' \
-                "$work/r$r-fabric-$b.out" >>"$work/data.txt"
+        for fp in $fabric_provs; do
+            col=$(fabric_col "$fp")
+            for s in ${lat_sizes//,/ }; do
+                b=$(to_bytes "$s")
+                port=$((port + 1))
+                mh_run 2 fi_pingpong -p "$fp" -e rdm -m tagged -B "$port" -I "$lat_iters" -S "$b" \
+                    >"$work/r$r-$col-srv.out" 2>&1 &
+                srv=$!
+                sleep 0.3
+                timeout -k 5 "$run_timeout" "$mh" run 1 fi_pingpong -p "$fp" -e rdm -m tagged \
+                    -P "$port" -I "$lat_iters" -S "$b" "$h2" >"$work/r$r-$col-$b.out" 2>&1 || true
+                wait "$srv" || true
+                awk -v r="$r" -v b="$b" -v c="$col" '$1 ~ /^[0-9]/ && NF >= 7 { print "lat", c, b, $7 * 1000, r }' \
+                    "$work/r$r-$col-$b.out" >>"$work/data.txt"
+            done
+            printf '   round %d  %-12s done\n' "$r" "fi_pingpong $fp"
         done
-        printf '   round %d  %-12s done\n' "$r" "fi_pingpong"
     fi
     for kind in lat bw; do
         for i in "${impls[@]}"; do
@@ -259,8 +274,11 @@ cell() { # cell MED BEST DIGITS
 }
 summary=$results/multihost-$stamp.txt
 section=$results/multihost-section.md
-cols=(floor "${impls[@]}")
-grep -q '^lat fabric ' "$work/data.txt" && cols=(floor fabric "${impls[@]}")
+cols=(floor)
+for fp in $fabric_provs; do
+    grep -q "^lat $(fabric_col "$fp") " "$work/data.txt" && cols+=("$(fabric_col "$fp")")
+done
+cols+=("${impls[@]}")
 {
     echo "### MPI between two emulated hosts (test/multihost), $when"
     echo
@@ -268,8 +286,9 @@ grep -q '^lat fabric ' "$work/data.txt" && cols=(floor fabric "${impls[@]}")
          "$machine; torx $rev. Two hosts (network, UTS, IPC, mount, PID namespaces, one CPU each), one rank" \
          "each, joined by veths on a bridge${netem:+ with netem \"$netem\"}; $rounds interleaved rounds; median over" \
          "rounds of each run's median (best over rounds in parentheses). floor: test/multihost/tcp_floor," \
-         "busy-polling TCP between the same hosts; fabric: libfabric's fi_pingpong (tcp;ofi_rxm, RDM," \
-         "tagged) between them, the ofi device's provider floor (latency only)."
+         "busy-polling TCP between the same hosts; fi-PROVIDER: libfabric's own fi_pingpong over that" \
+         "provider (RDM, tagged; fi-rxm is tcp;ofi_rxm) between them, the ofi device's floor over it" \
+         "(latency only)."
     for i in "${impls[@]}"; do echo "$i: ${impl_what[$i]}."; done
     for i in $impls_want; do
         if [[ -n ${skipped[$i]:-} ]]; then echo "Skipped: $i (${skipped[$i]})."; fi
@@ -284,8 +303,14 @@ grep -q '^lat fabric ' "$work/data.txt" && cols=(floor fabric "${impls[@]}")
         echo
         hdr="| size |"; sep="|---|"
         for c in "${cols[@]}"; do hdr+=" $c |"; sep+="---|"; done
-        r1=${impls[0]} r2=${impls[1]:-}
-        if [[ -n $r2 ]]; then hdr+=" $r1 / $r2 |"; sep+="---|"; fi
+        # the first MPI against the better of the peers (mpich, openmpi)
+        r1=${impls[0]} peers=()
+        for i in "${impls[@]}"; do [[ $i == mpich || $i == openmpi ]] && peers+=("$i"); done
+        if ((${#peers[@]})) && [[ $r1 != mpich && $r1 != openmpi ]]; then
+            hdr+=" $r1 / better peer |"; sep+="---|"
+        else
+            peers=()
+        fi
         echo "$hdr"; echo "$sep"
         for s in ${sizes//,/ }; do
             b=$(to_bytes "$s")
@@ -298,8 +323,11 @@ grep -q '^lat fabric ' "$work/data.txt" && cols=(floor fabric "${impls[@]}")
                 fi
                 row+=" $(cell "$med" "$best" "$dig") |"
             done
-            if [[ -n $r2 ]]; then
-                row+=" $(ratio "$(stat "$kind" "$r1" "$b" | cut -d' ' -f1)" "$(stat "$kind" "$r2" "$b" | cut -d' ' -f1)") |"
+            if ((${#peers[@]})); then
+                better=$(for p in "${peers[@]}"; do stat "$kind" "$p" "$b" | cut -d' ' -f1; done \
+                    | awk -v k="$kind" '$1 != "NaN" { if (!n++ || (k == "lat" ? $1 < v : $1 > v)) v = $1 }
+                                         END { print n ? v : "NaN" }')
+                row+=" $(ratio "$(stat "$kind" "$r1" "$b" | cut -d' ' -f1)" "$better") |"
             fi
             echo "$row"
         done

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The generic packet- and message-layer unit tests, rerun on the ofi device
-# (TORX_DEVICE=ofi, tcp;ofi_rxm over loopback), chaos cases included, in two
-# variants. Run by `make check` in a build with the ofi device; skipped (77)
+# (TORX_DEVICE=ofi over loopback, the provider torx picks: net), chaos cases
+# included, in three variants. Run by `make check` in a build with the ofi device; skipped (77)
 # without it.
 #
 #   ofi      TORX_OFI_LOCAL=ofi: every packet crosses libfabric, even
@@ -10,6 +10,9 @@
 #            "host" of their own; tasks of one host reach each other through
 #            its shm device (FIFOs, staging, cross-memory attach), the others
 #            and the collective network through ofi (src/packet/ofi/ofi_hybrid.c)
+#   rxm      TORX_OFI_PROVIDER=tcp;ofi_rxm, the provider torx picks where net
+#            is missing, on the packet and ordering tests (test_ofi pins it
+#            for its own cases too)
 #
 # Left out, and why:
 #   test_torus case "shm"   the shm device's segment (/dev/shm) only
@@ -69,9 +72,19 @@ run test_msg_order
 run test_msg_defer
 run test_msg_map
 run test_msg_co
+unset TORX_OFI_TASKS_PER_HOST
+
+variant=rxm
+TORX_OFI_PROVIDER="tcp;ofi_rxm"
+TORX_OFI_LOCAL=ofi
+export TORX_OFI_PROVIDER TORX_OFI_LOCAL
+run test_torus torus
+run test_msg_order
+run test_msg_defer
+unset TORX_OFI_PROVIDER TORX_OFI_LOCAL
 
 if [ $fail -ne 0 ]; then
     echo "ofi-variant: $fail test program(s) failed on TORX_DEVICE=ofi"
     exit 1
 fi
-echo "ofi-variant: every test passed on TORX_DEVICE=ofi, in both variants"
+echo "ofi-variant: every test passed on TORX_DEVICE=ofi, in all three variants"

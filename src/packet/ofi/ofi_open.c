@@ -4,8 +4,11 @@
  *
  * Provider choice. TORX_OFI_PROVIDER names one (as libfabric spells it,
  * e.g. "tcp;ofi_rxm"); unset or "auto" tries, in order, the ones Debian's
- * libfabric offers without RDMA hardware: tcp;ofi_rxm, udp;ofi_rxd,
- * sockets, net. TORX_OFI_IFACE keeps the provider to one network interface
+ * libfabric offers without RDMA hardware: net, tcp;ofi_rxm, udp;ofi_rxd,
+ * sockets. net (libfabric 1.17's RDM over TCP without the rxm layer) comes
+ * first because it is the fastest between hosts: libfabric's own
+ * ping-pong over it takes 4.5 us where tcp;ofi_rxm takes 10.3 (8 bytes,
+ * bench/RESULTS.md "Multi-host"), level with UCX over TCP. TORX_OFI_IFACE keeps the provider to one network interface
  * (its domain, for the socket-based providers). A provider that lacks
  * something torx needs is a start-up error that names the provider and the
  * missing capability, found by asking libfabric first for the provider
@@ -33,7 +36,7 @@
 #define OFI_PROV_MAX 32
 
 /* Tried in this order when TORX_OFI_PROVIDER is unset or "auto". */
-static const char *const auto_providers[] = {"tcp;ofi_rxm", "udp;ofi_rxd", "sockets", "net", NULL};
+static const char *const auto_providers[] = {"net", "tcp;ofi_rxm", "udp;ofi_rxd", "sockets", NULL};
 
 /* The endpoint's needs, each with the words of the error when missing. */
 #define OFI_CAPS (FI_TAGGED | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
