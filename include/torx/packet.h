@@ -582,8 +582,8 @@ typedef struct torx_stage_ref {
 /* NAME     torx_stage_max - the largest piece the staging area takes
  * DESCRIPTION
  *   The most bytes one torx_stage_put may stage (on shm half of the area,
- *   so one piece can be read while the next is written; on ofi 16376, one
- *   message of the provider's eager size with its header).
+ *   so one piece can be read while the next is written; on ofi 16112, one
+ *   message of the provider's eager size with its header and a packet).
  * RETURN VALUE
  *   Bytes; 0 when the device has no staging area (TORX_STAGE_BYTES=0).
  * SEE ALSO torx_stage_put

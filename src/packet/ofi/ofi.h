@@ -11,7 +11,16 @@
  *                header and its payload as torx_pkt_inject formats them;
  *                TORXP_OFI_TAG_SYS: a device-internal message (credits,
  *                collective network, global interrupt, bulk control), a
- *                torxp_ofi_sys_t and its body
+ *                torxp_ofi_sys_t and its body; TORXP_OFI_TAG_STAGE: a
+ *                staged piece, perhaps with a torus packet aboard
+ *   bits 40..63  torus packets: their number in the order the sender sent
+ *                packets to this task (mod 2^24). Providers complete
+ *                messages out of order at times (net completes a small
+ *                message that found no posted buffer when one is posted,
+ *                after later ones; tcp;ofi_rxm a large one after small
+ *                ones), and a packet aboard a staged piece takes another
+ *                queue than one alone, so the receiver puts packets back
+ *                in this order before the layer above sees them.
  *
  * The receiver posts separate buffers for the two kinds, so device traffic
  * never waits behind torus packets the layer above has not consumed yet (on
@@ -52,7 +61,11 @@
 #define TORXP_OFI_TAG_SYS 2u
 #define TORXP_OFI_TAG_STAGE 3u
 #define TORXP_OFI_TAG_KIND_SHIFT 32
-#define TORXP_OFI_TAG_SRC_MASK 0xffffffffULL
+#define TORXP_OFI_TAG_ORDER_SHIFT 40
+#define TORXP_OFI_ORDER_MASK 0xffffffu
+/* What a posted receive ignores: the sender, and the order of torus packets. */
+#define TORXP_OFI_TAG_SRC_MASK 0xffffff00ffffffffULL
+#define TORXP_OFI_TAG_SLOT_MASK 0xffffffffULL
 
 static inline uint64_t torxp_ofi_tag(unsigned kind, unsigned src_slot)
 {
@@ -129,8 +142,10 @@ typedef struct torxp_ofi_txbuf {
 /* A posted receive buffer. */
 typedef struct torxp_ofi_rxbuf {
     torxp_ofi_ctx_t ctx;
-    uint32_t src; /* sender's slot, from the tag (torus buffers) */
-    uint32_t len; /* bytes received */
+    uint32_t src;       /* sender's slot, from the tag (torus buffers) */
+    uint32_t len;       /* bytes received */
+    uint32_t order;     /* torus: its number from the sender (tag bits 40..63) */
+    uint32_t park_next; /* torus: the next buffer parked for the same sender */
     int posted;   /* 1 while the provider owns it */
     alignas(16) unsigned char data[TORXP_OFI_SYS_MAX]; /* read as headers and structs */
 } torxp_ofi_rxbuf_t;
@@ -193,13 +208,22 @@ typedef struct torxp_ofi_dev {
     } stash;
 
     /* torus: receive side */
-    torxp_ofi_rxbuf_t *rxbufs; /* nrx torus buffers, then nsysrx device buffers */
-    unsigned nrx, nsysrx;
+    /* nrx torus buffers, nsysrx device buffers, then nhold holders: packets
+     * that came riding on a staged piece (ofi_stage.c), never posted */
+    torxp_ofi_rxbuf_t *rxbufs;
+    unsigned nrx, nsysrx, nhold;
+    uint32_t *hold_free; /* stack of free holder indices */
+    unsigned hold_nfree;
+    uint32_t rxq_mask; /* the queue rings' size - 1: they take every buffer and holder */
     unsigned unposted; /* buffers waiting to be posted again */
     torxp_ofi_rxq_t rxq[TORXP_OFI_RXQ];
     unsigned next_q, burst;
     int cur;            /* index of the peeked buffer, -1 when none */
     uint32_t *consumed; /* per source slot: packets consumed, not yet credited */
+    uint32_t *tx_order; /* per destination slot: the next torus packet's number */
+    uint32_t *rx_order; /* per source slot: the number of the packet due next */
+    uint32_t *parked;   /* per source slot: buffers come early, in order; UINT32_MAX: none */
+    unsigned long early; /* torus packets that came before one sent earlier (parked) */
 
     /* device-internal sends, oldest first */
     torxp_ofi_sysmsg_t *sys_head, **sys_tail;
@@ -214,6 +238,7 @@ typedef struct torxp_ofi_dev {
     torxp_ofi_cn_t *cn;
     torxp_ofi_bulk_t *bulk;
     torxp_ofi_stage_t *stage;
+    unsigned stage_waiting; /* pieces put, not yet sent (torxp_ofi_stage_carry) */
     struct torxp_ofi_ping {
         torxp_ofi_ctx_t ctx;
         torxp_ofi_sys_t msg;
@@ -319,6 +344,26 @@ void torxp_ofi_stage_on_tx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, int err);
 void torxp_ofi_stage_on_rx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, unsigned src, size_t len);
 void torxp_ofi_stage_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sys_t *m);
 int torxp_ofi_stage_busy(const torxp_ofi_dev_t *d);
+/* A piece put but not yet sent waits for the next packet to its task, to
+ * travel as one message with it (the descriptor the layer above sends right
+ * after the put). carry: called with the packet's bytes for slot; sends the
+ * waiting piece with the packet aboard (*carried = 1) or, when it does not
+ * fit, alone (*carried = 0); TORX_NO_ROOM when the provider takes neither.
+ * flush: sends every waiting piece alone (progress). Locked. */
+torx_status_t torxp_ofi_stage_carry(torxp_ofi_dev_t *d, unsigned slot, const void *pkt,
+                                    size_t bytes, int *carried);
+void torxp_ofi_stage_flush(torxp_ofi_dev_t *d);
+/* Pieces sent so far with a packet aboard, and alone (tests, TORX_VERBOSE). */
+void torxp_ofi_stage_counts(torxp_ofi_dev_t *d, unsigned long *carried, unsigned long *alone);
+/* ofi_torus.c: a packet that came aboard a piece from src, queued as if it
+ * had come alone. Locked. */
+void torxp_ofi_torus_on_carried(torxp_ofi_dev_t *d, unsigned src, uint32_t order, const void *pkt,
+                                size_t len);
+/* Receive buffers for staged pieces, at most: they share the provider's
+ * receive queue (tcp;ofi_rxm: 1024 entries) with the torus and device
+ * buffers. A holder per buffer, and one for the packet being read, keep
+ * every carried packet (see ofi_stage.c). */
+#define TORXP_OFI_STAGE_RX_MAX 256u
 
 /* ofi_torus.c: one tagged send from buf (kept until ctx's completion; a
  * send of at most inject_size bytes goes inline, and buf and ctx are free

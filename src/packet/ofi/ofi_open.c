@@ -314,6 +314,16 @@ static void ofi_close(torx_pkt_dev_t *dev)
         d->closing = 1;
         torxp_ofi_flush(d, 2.0);
     }
+    if (d->early)
+        torxp_log(dev, 2, "ofi device: %lu torus packets came before one sent earlier, and waited",
+                  d->early);
+    if (d->stage) {
+        unsigned long carried, alone;
+        torxp_ofi_stage_counts(d, &carried, &alone);
+        if (carried + alone)
+            torxp_log(dev, 2, "ofi device: %lu staged pieces sent, %lu with their descriptor aboard",
+                      carried + alone, carried);
+    }
     torxp_ofi_live_fini(d);
     torxp_ofi_stage_fini(d);
     torxp_ofi_bulk_fini(d);

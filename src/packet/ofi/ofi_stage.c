@@ -4,17 +4,33 @@
  * Over a network, what costs is the number of messages: a 16 KiB eager
  * message cut into 240-byte torus packets is 70 sends and 70 receives
  * (a system call or more each over tcp;ofi_rxm), where one message of 16
- * KiB is one. So torx_stage_put sends the piece at once as a message of its
- * own (tag TORXP_OFI_TAG_STAGE, an 8-byte header naming its sequence
- * number), and the receiver keeps the pieces of each sender in arrival
- * order; the descriptor packet the layer above sends next arrives after
- * its piece (FI_ORDER_SAS holds across tags), so torx_stage_data finds the
- * piece at the head of its sender's queue, where torx_stage_release takes
- * it off.
+ * KiB is one. So a piece travels as a message of its own (tag
+ * TORXP_OFI_TAG_STAGE, an 8-byte header naming its sequence number), and
+ * the receiver keeps the pieces of each sender in arrival order; the
+ * descriptor packet the layer above sends next arrives after its piece
+ * (FI_ORDER_SAS holds across tags), so torx_stage_data finds the piece at
+ * the head of its sender's queue, where torx_stage_release takes it off.
+ *
+ * One message, not two: torx_stage_put only fills a send buffer, and the
+ * piece waits for the next packet to the same task (the descriptor, sent
+ * right after the put), which rides aboard: [header][piece][packet]. The
+ * receiver queues the piece, then the packet as if it had come alone, in
+ * a holder (ofi_torus.c), since the piece's buffer goes back to the
+ * provider at its release, which may come before the packet's consume.
+ * Between hosts every message costs a trip through both kernels' TCP
+ * stacks (half the latency of a small message), so this halves what a
+ * staged message pays in messages. A piece nothing comes for by the next
+ * progress (the layer above does not always send at once) leaves alone.
+ * Holders suffice: a carried packet is queued until consumed, and its
+ * piece is released only after the packet has been read, so at most one
+ * holder per unreleased piece (window x peers <= TORXP_OFI_STAGE_RX_MAX)
+ * and one for the packet being read are in use.
  *
  * Flow control: each ordered pair has a window of `window` pieces, spent
- * by torx_stage_put and given back by the receiver (TORXP_OFI_SYS_STAGE,
- * batched) as it releases them; the receiver keeps window x (tasks - 1)
+ * by torx_stage_put and given back by the receiver as it releases them:
+ * aboard its own next piece to that task when there is one (a reply, in a
+ * ping-pong), else in a TORXP_OFI_SYS_STAGE message once half a window is
+ * released (a stream); the receiver keeps window x (tasks - 1)
  * buffers posted, so a piece always finds one. The window shrinks from 4
  * so that this stays within STAGE_RX_MAX buffers; past 257 tasks it is
  * zero and staging is off (the message layer then sends packets).
@@ -27,18 +43,21 @@
 
 #include <string.h>
 
-#define STAGE_PIECE_MAX (16384u - 8u) /* with its header, tcp;ofi_rxm's eager size */
+/* A piece, its header and a packet aboard: tcp;ofi_rxm's eager size. */
+#define STAGE_MSG_MAX 16384u
+#define STAGE_PIECE_MAX (STAGE_MSG_MAX - sizeof(stage_hdr_t) - TORX_PKT_MAX_BYTES)
 #define STAGE_WINDOW 4u
-/* Receive buffers per task, at most: they share the provider's receive
- * queue (tcp;ofi_rxm: 1024 entries) with the torus and device buffers. */
-#define STAGE_RX_MAX 256u
+#define STAGE_RX_MAX TORXP_OFI_STAGE_RX_MAX
 #define STAGE_TX 16u /* send buffers */
 
 typedef struct stage_hdr {
-    uint32_t seq; /* per ordered pair, from 0 */
-    uint32_t len;
+    uint32_t seq;     /* per ordered pair, from 0 */
+    uint16_t len;     /* the piece's bytes */
+    uint16_t pkt;     /* the bytes of a packet aboard, after the piece; 0: none */
+    uint32_t credits; /* staging credits given back to the receiver, aboard */
+    uint32_t order;   /* the packet aboard: its number (the tag of one alone) */
 } stage_hdr_t;
-static_assert(sizeof(stage_hdr_t) == 8, "stage header is 8 bytes");
+static_assert(sizeof(stage_hdr_t) == 16, "stage header is 16 bytes");
 
 typedef struct stage_buf {
     torxp_ofi_ctx_t ctx; /* TORXP_OFI_CTX_STAGE_TX / _RX; ctx.peer = the other slot */
@@ -46,7 +65,8 @@ typedef struct stage_buf {
     int posted;   /* receive: the provider owns it */
     int voided;   /* receive: the sender took it back (unput) */
     uint32_t got; /* receive: bytes that came */
-    alignas(16) unsigned char msg[sizeof(stage_hdr_t) + STAGE_PIECE_MAX];
+    uint32_t len; /* send: the piece's bytes */
+    alignas(16) unsigned char msg[STAGE_MSG_MAX];
 } stage_buf_t;
 
 typedef struct stage_queue {
@@ -59,6 +79,7 @@ struct torxp_ofi_stage {
     stage_buf_t *tx, *tx_free;
     uint32_t *tx_seq; /* per destination slot: the next piece's number */
     int32_t *credits; /* per destination slot: pieces it still takes */
+    stage_buf_t **waiting; /* per destination slot: a piece put, not yet sent */
     /* receive side */
     stage_buf_t *rx;
     unsigned nrx;
@@ -66,6 +87,7 @@ struct torxp_ofi_stage {
     uint32_t *rx_seq;     /* per source slot: the next piece's number */
     uint32_t *released;   /* per source slot: released, not yet credited */
     unsigned tx_busy;     /* send buffers the provider still holds */
+    unsigned long carried, alone; /* pieces sent with a packet aboard, and without */
 };
 
 static void post_stage_rx(torxp_ofi_dev_t *d, stage_buf_t *b)
@@ -107,7 +129,9 @@ torx_status_t torxp_ofi_stage_setup(torxp_ofi_dev_t *d, long stage_bytes)
     s->queue = torxp_calloc(d->nslots, sizeof *s->queue);
     s->rx_seq = torxp_calloc(d->nslots, sizeof *s->rx_seq);
     s->released = torxp_calloc(d->nslots, sizeof *s->released);
-    if (!s->tx || !s->rx || !s->tx_seq || !s->credits || !s->queue || !s->rx_seq || !s->released)
+    s->waiting = torxp_calloc(d->nslots, sizeof *s->waiting);
+    if (!s->tx || !s->rx || !s->tx_seq || !s->credits || !s->queue || !s->rx_seq || !s->released ||
+        !s->waiting)
         return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for %u staging buffers",
                            s->nrx + STAGE_TX);
     for (unsigned i = 0; i < STAGE_TX; i++) {
@@ -139,11 +163,15 @@ void torxp_ofi_stage_fini(torxp_ofi_dev_t *d)
     free(s->queue);
     free(s->rx_seq);
     free(s->released);
+    free(s->waiting);
     free(s);
     d->stage = NULL;
 }
 
 /* ---- Ops ---------------------------------------------------------------------------- */
+
+static torx_status_t send_waiting(torxp_ofi_dev_t *d, unsigned slot, const void *pkt,
+                                  size_t bytes);
 
 size_t torxp_ofi_stage_max(const torx_pkt_dev_t *dev)
 {
@@ -175,33 +203,97 @@ torx_status_t torxp_ofi_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const 
     const unsigned slot = torx_coord_index(dev->shape, dest);
     torxp_ofi_lock(d);
     torx_status_t rc = d->base.failed;
+    if (rc == TORX_OK && s->waiting[slot]) /* pieces leave in order */
+        rc = send_waiting(d, slot, NULL, 0);
     if (rc == TORX_OK && s->credits[slot] > 0 && !s->tx_free)
         torxp_ofi_progress(d); /* completions free send buffers */
     if (rc == TORX_OK && (s->credits[slot] <= 0 || !s->tx_free))
         rc = TORX_NO_ROOM;
     if (rc == TORX_OK) {
         stage_buf_t *b = s->tx_free;
-        const stage_hdr_t h = {.seq = s->tx_seq[slot], .len = (uint32_t)len};
-        memcpy(b->msg, &h, sizeof h);
-        memcpy(b->msg + sizeof h, data, len);
+        s->tx_free = b->next;
+        b->len = (uint32_t)len;
         b->ctx.peer = slot;
-        ssize_t frc =
-            torxp_ofi_tsend_retry(d, b->msg, sizeof h + len, slot, TORXP_OFI_TAG_STAGE, &b->ctx);
-        if (frc == -FI_EAGAIN) {
-            rc = TORX_NO_ROOM;
-        } else if (frc != 0) {
-            rc = torxp_ofi_fi_fail(d, "fi_tsendmsg (staged piece)", (int)slot, (int)frc);
-        } else {
-            if (sizeof h + len > d->inject_size) { /* else sent inline: the provider copied it */
-                s->tx_free = b->next;
-                s->tx_busy++;
-            }
-            s->credits[slot]--;
-            *ref = (torx_stage_ref_t){.off = s->tx_seq[slot]++, .len = (uint32_t)len};
-        }
+        memcpy(b->msg + sizeof(stage_hdr_t), data, len);
+        s->waiting[slot] = b;
+        d->stage_waiting++;
+        s->credits[slot]--;
+        *ref = (torx_stage_ref_t){.off = s->tx_seq[slot]++, .len = (uint32_t)len};
     }
     torxp_ofi_unlock(d);
     return rc;
+}
+
+/* Sends slot's waiting piece, with the packet pkt (bytes long) aboard when
+ * bytes > 0; TORX_NO_ROOM when the provider takes nothing (the piece keeps
+ * waiting). Locked. */
+static torx_status_t send_waiting(torxp_ofi_dev_t *d, unsigned slot, const void *pkt,
+                                  size_t bytes)
+{
+    torxp_ofi_stage_t *s = d->stage;
+    stage_buf_t *b = s->waiting[slot];
+    const stage_hdr_t h = {.seq = s->tx_seq[slot] - 1,
+                           .len = (uint16_t)b->len,
+                           .pkt = (uint16_t)bytes,
+                           .credits = s->released[slot],
+                           .order = bytes ? d->tx_order[slot] : 0};
+    memcpy(b->msg, &h, sizeof h);
+    if (bytes)
+        memcpy(b->msg + sizeof h + b->len, pkt, bytes);
+    const size_t total = sizeof h + b->len + bytes;
+    const ssize_t frc = torxp_ofi_tsend_retry(d, b->msg, total, slot, TORXP_OFI_TAG_STAGE, &b->ctx);
+    if (frc == -FI_EAGAIN)
+        return TORX_NO_ROOM;
+    s->waiting[slot] = NULL;
+    d->stage_waiting--;
+    s->released[slot] = 0; /* given back aboard */
+    if (frc != 0) {
+        b->next = s->tx_free;
+        s->tx_free = b;
+        return torxp_ofi_fi_fail(d, "fi_tsendmsg (staged piece)", (int)slot, (int)frc);
+    }
+    if (total <= d->inject_size) { /* sent inline: the provider copied it */
+        b->next = s->tx_free;
+        s->tx_free = b;
+    } else {
+        s->tx_busy++;
+    }
+    if (bytes) {
+        d->tx_order[slot] = (d->tx_order[slot] + 1) & TORXP_OFI_ORDER_MASK;
+        s->carried++;
+    } else {
+        s->alone++;
+    }
+    return TORX_OK;
+}
+
+torx_status_t torxp_ofi_stage_carry(torxp_ofi_dev_t *d, unsigned slot, const void *pkt,
+                                    size_t bytes, int *carried)
+{
+    torxp_ofi_stage_t *s = d->stage;
+    *carried = 0;
+    if (!s->waiting[slot])
+        return TORX_OK;
+    const int fits = sizeof(stage_hdr_t) + s->waiting[slot]->len + bytes <= STAGE_MSG_MAX;
+    const torx_status_t rc = send_waiting(d, slot, pkt, fits ? bytes : 0);
+    *carried = rc == TORX_OK && fits;
+    return rc;
+}
+
+void torxp_ofi_stage_counts(torxp_ofi_dev_t *d, unsigned long *carried, unsigned long *alone)
+{
+    torxp_ofi_lock(d);
+    *carried = d->stage ? d->stage->carried : 0;
+    *alone = d->stage ? d->stage->alone : 0;
+    torxp_ofi_unlock(d);
+}
+
+void torxp_ofi_stage_flush(torxp_ofi_dev_t *d)
+{
+    torxp_ofi_stage_t *s = d->stage;
+    for (unsigned slot = 0; slot < d->nslots && d->stage_waiting; slot++)
+        if (s->waiting[slot] && send_waiting(d, slot, NULL, 0) != TORX_OK)
+            return; /* the provider is busy: the next progress */
 }
 
 /* Drops the voided pieces at the head of src's queue (their buffers go
@@ -302,12 +394,24 @@ void torxp_ofi_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_re
     if (!torxp_ofi_stage_reaches(dev, dest))
         return;
     const unsigned slot = torx_coord_index(dev->shape, dest);
-    const torxp_ofi_sys_t m = {.type = TORXP_OFI_SYS_STAGE,
-                               .version = TORXP_OFI_WIRE_VERSION,
-                               .pad = 1, /* a voided piece, not credits */
-                               .round = ref.off};
+    torxp_ofi_stage_t *s = d->stage;
     torxp_ofi_lock(d);
-    torxp_ofi_sys_send(d, slot, &m, sizeof m);
+    stage_buf_t *w = s->waiting[slot];
+    if (w && ref.off == s->tx_seq[slot] - 1 && ref.len == w->len) {
+        /* Not sent yet (it is the last put): it never leaves. */
+        s->waiting[slot] = NULL;
+        d->stage_waiting--;
+        w->next = s->tx_free;
+        s->tx_free = w;
+        s->tx_seq[slot]--;
+        s->credits[slot]++;
+    } else {
+        const torxp_ofi_sys_t m = {.type = TORXP_OFI_SYS_STAGE,
+                                   .version = TORXP_OFI_WIRE_VERSION,
+                                   .pad = 1, /* a voided piece, not credits */
+                                   .round = ref.off};
+        torxp_ofi_sys_send(d, slot, &m, sizeof m);
+    }
     torxp_ofi_unlock(d);
 }
 
@@ -325,7 +429,7 @@ void torxp_ofi_stage_on_tx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, int err)
 
 int torxp_ofi_stage_busy(const torxp_ofi_dev_t *d)
 {
-    return d->stage && d->stage->tx_busy;
+    return d->stage && (d->stage->tx_busy || d->stage_waiting);
 }
 
 void torxp_ofi_stage_on_rx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, unsigned src, size_t len)
@@ -336,8 +440,8 @@ void torxp_ofi_stage_on_rx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, unsigned sr
     stage_hdr_t h = {0};
     if (len >= sizeof h)
         memcpy(&h, b->msg, sizeof h);
-    if (src >= d->nslots || d->slot_rank[src] < 0 || len < sizeof h || len != sizeof h + h.len ||
-        h.seq != s->rx_seq[src]) {
+    if (src >= d->nslots || d->slot_rank[src] < 0 || len < sizeof h ||
+        len != sizeof h + h.len + h.pkt || h.seq != s->rx_seq[src]) {
         torxp_ofi_fail(d, TORX_ERR_PROTO,
                        "staged piece of %zu bytes from slot %u: bad sender, length or sequence "
                        "(%u, expected %u)",
@@ -345,11 +449,24 @@ void torxp_ofi_stage_on_rx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, unsigned sr
         post_stage_rx(d, b);
         return;
     }
+    if (h.credits) {
+        if (h.credits > s->window || s->credits[src] + (int64_t)h.credits > (int64_t)s->window) {
+            torxp_ofi_fail(d, TORX_ERR_PROTO,
+                           "slot %u returned %u staging credits aboard a piece, more than it was "
+                           "given",
+                           src, h.credits);
+            post_stage_rx(d, b);
+            return;
+        }
+        s->credits[src] += (int32_t)h.credits;
+    }
     s->rx_seq[src]++;
     b->got = (uint32_t)len;
     b->next = NULL;
     *s->queue[src].tail = b;
     s->queue[src].tail = &b->next;
+    if (h.pkt) /* after its piece is queued, as if it had come next */
+        torxp_ofi_torus_on_carried(d, src, h.order, b->msg + sizeof h + h.len, h.pkt);
 }
 
 void torxp_ofi_stage_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sys_t *m)

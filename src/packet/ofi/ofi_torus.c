@@ -130,7 +130,12 @@ torx_status_t torxp_ofi_fi_fail(torxp_ofi_dev_t *d, const char *call, int peer_s
 
 static inline int is_sys_buf(const torxp_ofi_dev_t *d, unsigned i)
 {
-    return i >= d->nrx;
+    return i >= d->nrx && i < d->nrx + d->nsysrx;
+}
+
+static inline int is_holder(const torxp_ofi_dev_t *d, unsigned i)
+{
+    return i >= d->nrx + d->nsysrx;
 }
 
 /* Posts receive buffer i; a provider that is busy gets it again from
@@ -138,6 +143,10 @@ static inline int is_sys_buf(const torxp_ofi_dev_t *d, unsigned i)
 static void post_rx(torxp_ofi_dev_t *d, unsigned i)
 {
     torxp_ofi_rxbuf_t *b = &d->rxbufs[i];
+    if (is_holder(d, i)) { /* never the provider's: back to the stack */
+        d->hold_free[d->hold_nfree++] = i;
+        return;
+    }
     const int sys = is_sys_buf(d, i);
     const size_t size = sys ? TORXP_OFI_SYS_MAX : TORX_PKT_MAX_BYTES;
     const ssize_t rc = fi_trecv(d->ep, b->data, size, NULL, FI_ADDR_UNSPEC,
@@ -322,7 +331,67 @@ static void on_torus(torxp_ofi_dev_t *d, unsigned i, unsigned src, size_t len)
     if ((h->ctl & TORX_PKT_ADAPTIVE) && d->chaos_rx)
         q = (unsigned)(chaos_next(&d->chaos_rx) >> 33) % TORXP_OFI_RXQ;
     torxp_ofi_rxq_t *rq = &d->rxq[q];
-    rq->ring[rq->tail++ & (d->nrx - 1)] = i; /* never full: nrx buffers in all */
+    rq->ring[rq->tail++ & d->rxq_mask] = i; /* never full: it takes every buffer and holder */
+}
+
+/* Queues buffer i, a torus packet from src, once every packet src sent
+ * before it is queued: early ones wait in src's parked list, sorted by
+ * their number (see the tag in ofi.h). */
+static void on_torus_in_order(torxp_ofi_dev_t *d, unsigned i, unsigned src, size_t len)
+{
+    torxp_ofi_rxbuf_t *b = &d->rxbufs[i];
+    if (src >= d->nslots || d->slot_rank[src] < 0) {
+        on_torus(d, i, src, len); /* refused there, by name */
+        return;
+    }
+    const uint32_t ahead = (b->order - d->rx_order[src]) & TORXP_OFI_ORDER_MASK;
+    if (TORXP_LIKELY(ahead == 0)) {
+        on_torus(d, i, src, len);
+        d->rx_order[src] = (d->rx_order[src] + 1) & TORXP_OFI_ORDER_MASK;
+        while (d->parked[src] != UINT32_MAX) { /* the ones it held up */
+            torxp_ofi_rxbuf_t *p = &d->rxbufs[d->parked[src]];
+            if (p->order != d->rx_order[src])
+                break;
+            const unsigned j = d->parked[src];
+            d->parked[src] = p->park_next;
+            on_torus(d, j, src, p->len);
+            d->rx_order[src] = (d->rx_order[src] + 1) & TORXP_OFI_ORDER_MASK;
+        }
+        return;
+    }
+    if (ahead > d->credit_max) { /* more in flight than the credits allow */
+        torxp_ofi_fail(d, TORX_ERR_PROTO,
+                       "torus packet number %u from slot %u when %u was due: more packets in "
+                       "flight than the %u credits allow",
+                       b->order, src, d->rx_order[src], d->credit_max);
+        post_rx(d, i);
+        return;
+    }
+    d->early++;
+    b->src = src;
+    b->len = (uint32_t)len;
+    b->ctx.peer = UINT32_MAX; /* parked: not to be reposted by repost_pending */
+    uint32_t *at = &d->parked[src];
+    while (*at != UINT32_MAX &&
+           ((d->rxbufs[*at].order - d->rx_order[src]) & TORXP_OFI_ORDER_MASK) < ahead)
+        at = &d->rxbufs[*at].park_next;
+    b->park_next = *at;
+    *at = i;
+}
+
+void torxp_ofi_torus_on_carried(torxp_ofi_dev_t *d, unsigned src, uint32_t order, const void *pkt,
+                                size_t len)
+{
+    if (!d->hold_nfree || len > TORX_PKT_MAX_BYTES) { /* the bound in ofi.h failed us */
+        torxp_ofi_fail(d, TORX_ERR_PROTO,
+                       "a packet of %zu bytes aboard a staged piece from slot %u: %s", len, src,
+                       len > TORX_PKT_MAX_BYTES ? "too long" : "no holder free");
+        return;
+    }
+    const unsigned i = d->hold_free[--d->hold_nfree];
+    memcpy(d->rxbufs[i].data, pkt, len);
+    d->rxbufs[i].order = order & TORXP_OFI_ORDER_MASK;
+    on_torus_in_order(d, i, src, len);
 }
 
 static void on_sys(torxp_ofi_dev_t *d, unsigned i, unsigned src, size_t len)
@@ -445,7 +514,7 @@ static void drain_txcq(torxp_ofi_dev_t *d)
 
 static void on_rx_done(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, uint64_t tag, size_t len)
 {
-    const unsigned src = (unsigned)(tag & TORXP_OFI_TAG_SRC_MASK);
+    const unsigned src = (unsigned)(tag & TORXP_OFI_TAG_SLOT_MASK);
     if (ctx->kind == TORXP_OFI_CTX_STAGE_RX) {
         torxp_ofi_stage_on_rx(d, ctx, src, len);
         return;
@@ -453,10 +522,12 @@ static void on_rx_done(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, uint64_t tag, s
     torxp_ofi_rxbuf_t *b = (torxp_ofi_rxbuf_t *)ctx;
     const unsigned i = (unsigned)(b - d->rxbufs);
     b->posted = 0;
-    if (ctx->kind == TORXP_OFI_CTX_RX)
-        on_torus(d, i, src, len);
-    else
+    if (ctx->kind == TORXP_OFI_CTX_RX) {
+        b->order = (uint32_t)(tag >> TORXP_OFI_TAG_ORDER_SHIFT) & TORXP_OFI_ORDER_MASK;
+        on_torus_in_order(d, i, src, len);
+    } else {
         on_sys(d, i, src, len);
+    }
 }
 
 static void drain_rxcq(torxp_ofi_dev_t *d)
@@ -496,6 +567,8 @@ static void drain_rxcq(torxp_ofi_dev_t *d)
 
 void torxp_ofi_progress(torxp_ofi_dev_t *d)
 {
+    if (d->stage_waiting)
+        torxp_ofi_stage_flush(d);
     drain_txcq(d);
     drain_rxcq(d);
     if (TORXP_UNLIKELY(d->unposted))
@@ -555,10 +628,21 @@ static torx_status_t send_packet(torxp_ofi_dev_t *d, unsigned slot, const torx_p
         memcpy(q, iov[k].iov_base, iov[k].iov_len);
         q += iov[k].iov_len;
     }
+    if (d->stage_waiting) { /* a piece waits for this packet: one message for both */
+        int carried = 0;
+        const torx_status_t st = torxp_ofi_stage_carry(d, slot, p, bytes, &carried);
+        if (st != TORX_OK)
+            return st;
+        if (carried) { /* numbered by torxp_ofi_stage_carry */
+            d->credits[slot]--;
+            return TORX_OK;
+        }
+    }
     if (t)
         t->ctx.peer = slot;
-    const ssize_t rc =
-        torxp_ofi_tsend_retry(d, p, bytes, slot, TORXP_OFI_TAG_TORUS, t ? &t->ctx : NULL);
+    const ssize_t rc = torxp_ofi_tsend_retry(d, p, bytes, slot,
+                                             TORXP_OFI_TAG_TORUS | d->tx_order[slot] << 8,
+                                             t ? &t->ctx : NULL);
     if (rc == -FI_EAGAIN)
         return TORX_NO_ROOM;
     if (rc != 0)
@@ -567,6 +651,7 @@ static torx_status_t send_packet(torxp_ofi_dev_t *d, unsigned slot, const torx_p
         d->tx_free = t->next_free;
         d->tx_nfree--;
     }
+    d->tx_order[slot] = (d->tx_order[slot] + 1) & TORXP_OFI_ORDER_MASK;
     d->credits[slot]--;
     return TORX_OK;
 }
@@ -704,7 +789,7 @@ static int pick(torxp_ofi_dev_t *d)
         torxp_ofi_rxq_t *rq = &d->rxq[q];
         if (rq->head == rq->tail)
             continue;
-        d->cur = (int)rq->ring[rq->head++ & (d->nrx - 1)];
+        d->cur = (int)rq->ring[rq->head++ & d->rxq_mask];
         if (q != d->next_q) {
             d->next_q = q;
             d->burst = 1;
@@ -880,6 +965,11 @@ torx_status_t torxp_ofi_torus_setup(torxp_ofi_dev_t *d, const torxp_env_t *env, 
     if (d->nrx > 512)
         d->nrx = 512;
     d->nsysrx = 64;
+    d->nhold = TORXP_OFI_STAGE_RX_MAX + 1;
+    d->rxq_mask = 1;
+    while (d->rxq_mask < d->nrx + d->nhold)
+        d->rxq_mask <<= 1;
+    d->rxq_mask--;
     d->tx_pool = (unsigned)tx_pool;
     if (env->chaos_seed) {
         d->chaos_rx = ((uint64_t)env->chaos_seed * 0x9E3779B97F4A7C15ULL) ^ (d->self_slot + 1);
@@ -889,13 +979,18 @@ torx_status_t torxp_ofi_torus_setup(torxp_ofi_dev_t *d, const torxp_env_t *env, 
     d->txbufs = torxp_calloc(d->tx_pool, sizeof *d->txbufs);
     d->credits = torxp_calloc(d->nslots, sizeof *d->credits);
     d->consumed = torxp_calloc(d->nslots, sizeof *d->consumed);
-    d->rxbufs = torxp_calloc(d->nrx + d->nsysrx, sizeof *d->rxbufs);
+    d->tx_order = torxp_calloc(d->nslots, sizeof *d->tx_order);
+    d->rx_order = torxp_calloc(d->nslots, sizeof *d->rx_order);
+    d->parked = torxp_calloc(d->nslots, sizeof *d->parked);
+    d->rxbufs = torxp_calloc(d->nrx + d->nsysrx + d->nhold, sizeof *d->rxbufs);
+    d->hold_free = torxp_calloc(d->nhold, sizeof *d->hold_free);
     d->inj_ctx = torxp_calloc(d->nslots, sizeof *d->inj_ctx);
     d->pings = torxp_calloc(d->nslots, sizeof *d->pings);
     for (unsigned q = 0; q < TORXP_OFI_RXQ; q++)
-        if (!(d->rxq[q].ring = torxp_calloc(d->nrx, sizeof *d->rxq[q].ring)))
+        if (!(d->rxq[q].ring = torxp_calloc(d->rxq_mask + 1, sizeof *d->rxq[q].ring)))
             return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the ofi device's queues");
-    if (!d->txbufs || !d->credits || !d->consumed || !d->rxbufs || !d->inj_ctx || !d->pings)
+    if (!d->txbufs || !d->credits || !d->consumed || !d->rxbufs || !d->hold_free || !d->inj_ctx ||
+        !d->pings || !d->tx_order || !d->rx_order || !d->parked)
         return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the ofi device's buffers");
     for (unsigned i = 0; i < d->tx_pool; i++) {
         d->txbufs[i].ctx.kind = TORXP_OFI_CTX_TX;
@@ -904,12 +999,17 @@ torx_status_t torxp_ofi_torus_setup(torxp_ofi_dev_t *d, const torxp_env_t *env, 
     }
     d->tx_nfree = d->tx_pool;
     for (unsigned s = 0; s < d->nslots; s++) {
+        d->parked[s] = UINT32_MAX;
         d->credits[s] = d->slot_rank[s] >= 0 ? (int32_t)d->credit_max : 0;
         d->inj_ctx[s] = (torxp_ofi_ctx_t){.kind = TORXP_OFI_CTX_INJ, .peer = s};
     }
     for (unsigned i = 0; i < d->nrx + d->nsysrx; i++) {
         d->rxbufs[i].ctx.kind = is_sys_buf(d, i) ? TORXP_OFI_CTX_SYSRX : TORXP_OFI_CTX_RX;
         post_rx(d, i);
+    }
+    for (unsigned k = 0; k < d->nhold; k++) {
+        d->rxbufs[d->nrx + d->nsysrx + k].ctx.kind = TORXP_OFI_CTX_RX;
+        d->hold_free[d->hold_nfree++] = d->nrx + d->nsysrx + d->nhold - 1 - k;
     }
     if (d->unposted)
         return torxp_error(TORX_ERR_SYS,
@@ -931,7 +1031,11 @@ void torxp_ofi_torus_fini(torxp_ofi_dev_t *d)
     free(d->txbufs);
     free(d->credits);
     free(d->consumed);
+    free(d->tx_order);
+    free(d->rx_order);
+    free(d->parked);
     free(d->rxbufs);
+    free(d->hold_free);
     free(d->inj_ctx);
     free(d->pings);
 }
