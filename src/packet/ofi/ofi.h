@@ -182,6 +182,11 @@ typedef struct torxp_ofi_dev {
     struct fid_cq *txcq, *rxcq;
     int txcq_fd, rxcq_fd; /* wait descriptors (FI_WAIT_FD), -1 without */
     unsigned long cq_entries; /* completions read, both queues: did a wake bring any? */
+    /* Operations posted that will complete on the send queue, not yet read
+     * back: with none, progress skips that queue (one system call less per
+     * poll over net and tcp;ofi_rxm), but for one look in 64. */
+    unsigned long tx_posted;
+    unsigned polls;
     unsigned long fd_false_wakes; /* descriptors readable with the queues empty (net) */
     int wake_fd;          /* eventfd: torx_pkt_wake */
     size_t inject_size;   /* tx_attr->inject_size, capped at a packet */

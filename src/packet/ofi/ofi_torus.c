@@ -193,8 +193,11 @@ static ssize_t tsend(torxp_ofi_dev_t *d, const void *buf, size_t len, unsigned s
                                     .tag = torxp_ofi_tag(kind, d->self_slot),
                                     .context = inl ? &d->inj_ctx[slot].fi : &ctx->fi};
     const ssize_t rc = fi_tsendmsg(d->ep, &m, inl ? FI_INJECT | FI_COMPLETION : FI_COMPLETION);
-    if (rc == 0 && inl)
-        d->inj_inflight++;
+    if (rc == 0) {
+        d->tx_posted++;
+        if (inl)
+            d->inj_inflight++;
+    }
     return rc;
 }
 
@@ -264,6 +267,7 @@ void torxp_ofi_ping(torxp_ofi_dev_t *d, unsigned slot)
         const ssize_t rc = fi_tsend(d->ep, &p->msg, sizeof p->msg, NULL, d->slot_addr[slot],
                                     torxp_ofi_tag(TORXP_OFI_TAG_SYS, d->self_slot), &p->ctx.fi);
         if (rc == 0) {
+            d->tx_posted++;
             p->sent_at = now;
             p->refused_since = 0;
             return;
@@ -440,6 +444,8 @@ static void on_sys(torxp_ofi_dev_t *d, unsigned i, unsigned src, size_t len)
 
 static void on_tx_done(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, int err)
 {
+    if (d->tx_posted)
+        d->tx_posted--;
     if (TORXP_UNLIKELY(ctx == NULL)) {
         /* udp;ofi_rxd reports an inline send's completion without its
          * context; every other send has one. */
@@ -569,7 +575,8 @@ void torxp_ofi_progress(torxp_ofi_dev_t *d)
 {
     if (d->stage_waiting)
         torxp_ofi_stage_flush(d);
-    drain_txcq(d);
+    if (d->tx_posted || !(++d->polls & 63))
+        drain_txcq(d);
     drain_rxcq(d);
     if (TORXP_UNLIKELY(d->unposted))
         repost_pending(d);
