@@ -43,9 +43,12 @@
 
 #include <string.h>
 
-/* A piece, its header and a packet aboard: tcp;ofi_rxm's eager size. */
-#define STAGE_MSG_MAX 16384u
-#define STAGE_PIECE_MAX (STAGE_MSG_MAX - sizeof(stage_hdr_t) - TORX_PKT_MAX_BYTES)
+/* A piece, its header and a packet aboard. Pieces of 16 KiB, the message
+ * layer's TORX_STAGE_CHUNK, so an MPI message of 16 KiB is one piece; over
+ * tcp;ofi_rxm the whole message stays within its eager size (16 KiB)
+ * instead, since a longer one takes its rendezvous, a round trip more. */
+#define STAGE_MSG_MAX (sizeof(stage_hdr_t) + 16384u + TORX_PKT_MAX_BYTES)
+#define STAGE_MSG_MAX_RXM 16384u
 #define STAGE_WINDOW 4u
 #define STAGE_RX_MAX TORXP_OFI_STAGE_RX_MAX
 #define STAGE_TX 16u /* send buffers */
@@ -58,6 +61,7 @@ typedef struct stage_hdr {
     uint32_t order;   /* the packet aboard: its number (the tag of one alone) */
 } stage_hdr_t;
 static_assert(sizeof(stage_hdr_t) == 16, "stage header is 16 bytes");
+static_assert(STAGE_MSG_MAX >= STAGE_MSG_MAX_RXM, "buffers take the longest message");
 
 typedef struct stage_buf {
     torxp_ofi_ctx_t ctx; /* TORXP_OFI_CTX_STAGE_TX / _RX; ctx.peer = the other slot */
@@ -74,7 +78,8 @@ typedef struct stage_queue {
 } stage_queue_t;
 
 struct torxp_ofi_stage {
-    unsigned window; /* pieces in flight per ordered pair; 0: staging off */
+    unsigned window;  /* pieces in flight per ordered pair; 0: staging off */
+    size_t msg_max;   /* the longest message: header, piece and a packet */
     /* send side */
     stage_buf_t *tx, *tx_free;
     uint32_t *tx_seq; /* per destination slot: the next piece's number */
@@ -122,6 +127,7 @@ torx_status_t torxp_ofi_stage_setup(torxp_ofi_dev_t *d, long stage_bytes)
         return TORX_OK;
     }
     s->nrx = w * peers;
+    s->msg_max = strstr(d->prov, "ofi_rxm") ? STAGE_MSG_MAX_RXM : STAGE_MSG_MAX;
     s->tx = torxp_calloc(STAGE_TX, sizeof *s->tx);
     s->rx = torxp_calloc(s->nrx, sizeof *s->rx);
     s->tx_seq = torxp_calloc(d->nslots, sizeof *s->tx_seq);
@@ -176,7 +182,9 @@ static torx_status_t send_waiting(torxp_ofi_dev_t *d, unsigned slot, const void 
 size_t torxp_ofi_stage_max(const torx_pkt_dev_t *dev)
 {
     const torxp_ofi_dev_t *d = (const torxp_ofi_dev_t *)dev;
-    return d->stage && d->stage->window ? STAGE_PIECE_MAX : 0;
+    return d->stage && d->stage->window
+               ? d->stage->msg_max - sizeof(stage_hdr_t) - TORX_PKT_MAX_BYTES
+               : 0;
 }
 
 int torxp_ofi_stage_reaches(const torx_pkt_dev_t *dev, torx_coord_t dest)
@@ -274,7 +282,7 @@ torx_status_t torxp_ofi_stage_carry(torxp_ofi_dev_t *d, unsigned slot, const voi
     *carried = 0;
     if (!s->waiting[slot])
         return TORX_OK;
-    const int fits = sizeof(stage_hdr_t) + s->waiting[slot]->len + bytes <= STAGE_MSG_MAX;
+    const int fits = sizeof(stage_hdr_t) + s->waiting[slot]->len + bytes <= s->msg_max;
     const torx_status_t rc = send_waiting(d, slot, pkt, fits ? bytes : 0);
     *carried = rc == TORX_OK && fits;
     return rc;
