@@ -5,10 +5,12 @@
 #
 #   shm       TORX_DEVICE=shm (the default)
 #   ofi       TORX_DEVICE=ofi TORX_OFI_LOCAL=ofi: every packet through
-#             libfabric (tcp;ofi_rxm over lo), as between hosts
+#             libfabric (over lo, the provider torx picks: net), as between
+#             hosts
 #   hybrid    TORX_DEVICE=ofi: tasks of one host use its shm device
-#   fi        libfabric's own fi_pingpong (tcp;ofi_rxm, RDM, tagged) over lo:
-#             the provider's floor for the ofi line (latency only)
+#   fi        libfabric's own fi_pingpong (FABRIC_PROVIDER, default net, RDM,
+#             tagged) over lo: the provider's floor for the ofi line
+#             (latency only)
 #
 # Prints the median over rounds of each run's median, and the ratios ofi/shm
 # and ofi/fi. Usage: bench/run-ofi-cost.sh   (ROUNDS, default 3; LAT_SIZES,
@@ -17,6 +19,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
 rounds=${ROUNDS:-3}
+fabric_prov=${FABRIC_PROVIDER:-net}
 lat_sizes=${LAT_SIZES:-8,1K,16K,64K}
 bw_sizes=${BW_SIZES:-64K,1M,4M}
 prefix=${TORX_PREFIX:-$(cat "$HOME/.cache/torx/current-prefix" 2>/dev/null || true)}
@@ -45,9 +48,9 @@ for ((r = 1; r <= rounds; r++)); do
         for s in ${lat_sizes//,/ }; do
             b=$(to_bytes "$s")
             port=$((47600 + RANDOM % 1000))
-            taskset -c 0 fi_pingpong -p "tcp;ofi_rxm" -e rdm -m tagged -B "$port" -I 20000 -S "$b" >/dev/null 2>&1 &
+            taskset -c 0 fi_pingpong -p "$fabric_prov" -e rdm -m tagged -B "$port" -I 20000 -S "$b" >/dev/null 2>&1 &
             sleep 0.3
-            taskset -c 1 fi_pingpong -p "tcp;ofi_rxm" -e rdm -m tagged -P "$port" -I 20000 -S "$b" 127.0.0.1 2>/dev/null |
+            taskset -c 1 fi_pingpong -p "$fabric_prov" -e rdm -m tagged -P "$port" -I 20000 -S "$b" 127.0.0.1 2>/dev/null |
                 awk -v b="$b" '$1 ~ /^[0-9]/ { print "lat fipp", b, $7 }' >>"$work/data" || true
             wait || true
         done
