@@ -5,7 +5,7 @@
  * message cut into 240-byte torus packets is 70 sends and 70 receives
  * (a system call or more each over tcp;ofi_rxm), where one message of 16
  * KiB is one. So a piece travels as a message of its own (tag
- * TORXP_OFI_TAG_STAGE, an 8-byte header naming its sequence number), and
+ * TORXP_OFI_TAG_STAGE, a 16-byte header naming its sequence number), and
  * the receiver keeps the pieces of each sender in arrival order; the
  * descriptor packet the layer above sends next arrives after its piece
  * (FI_ORDER_SAS holds across tags), so torx_stage_data finds the piece at
