@@ -583,8 +583,8 @@ typedef struct torx_stage_ref {
  * DESCRIPTION
  *   The most bytes one torx_stage_put may stage (on shm half of the area,
  *   so one piece can be read while the next is written; on ofi 16384, one
- *   message with its header and a packet, or 16112 over tcp;ofi_rxm, so
- *   that message stays within the provider's eager size).
+ *   message with its header and a packet, or 288 bytes less over
+ *   tcp;ofi_rxm, so that message stays within the provider's eager size).
  * RETURN VALUE
  *   Bytes; 0 when the device has no staging area (TORX_STAGE_BYTES=0).
  * SEE ALSO torx_stage_put

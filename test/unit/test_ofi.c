@@ -109,14 +109,17 @@ typedef struct need_case {
     const char *missing; /* in the answer; NULL: nothing is missing */
 } need_case_t;
 
-#define NEED_CAPS (FI_TAGGED | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
+#define NEED_CAPS                                                                                 \
+    (FI_TAGGED | FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
 
 static const need_case_t need_cases[] = {
     {"complete", FI_EP_RDM, NEED_CAPS, FI_ORDER_SAS, 0, FI_THREAD_SAFE, 0, "lo", NULL},
     {"datagram", FI_EP_DGRAM, NEED_CAPS, FI_ORDER_SAS, 0, FI_THREAD_SAFE, 0, "lo", "FI_EP_RDM"},
     {"untagged", FI_EP_RDM, NEED_CAPS & ~FI_TAGGED, FI_ORDER_SAS, 0, FI_THREAD_SAFE, 0, "lo",
      "FI_TAGGED"},
-    {"no rma", FI_EP_RDM, FI_TAGGED, FI_ORDER_SAS, 0, FI_THREAD_SAFE, 0, "lo", "FI_RMA"},
+    {"tagged only", FI_EP_RDM, NEED_CAPS & ~FI_MSG, FI_ORDER_SAS, 0, FI_THREAD_SAFE, 0, "lo",
+     "FI_MSG"},
+    {"no rma", FI_EP_RDM, FI_TAGGED | FI_MSG, FI_ORDER_SAS, 0, FI_THREAD_SAFE, 0, "lo", "FI_RMA"},
     {"unordered", FI_EP_RDM, NEED_CAPS, FI_ORDER_RAW, 0, FI_THREAD_SAFE, 0, "lo", "FI_ORDER_SAS"},
     {"single thread", FI_EP_RDM, NEED_CAPS, FI_ORDER_SAS, 0, FI_THREAD_DOMAIN, 0, "lo",
      "FI_THREAD_SAFE"},
@@ -160,7 +163,7 @@ static int verbose_task(torx_boot_t *boot, void *argp)
     TASK_CHECK(strcmp(torx_pkt_device_name(dev), "ofi") == 0, "device %s",
                torx_pkt_device_name(dev));
     TASK_CHECK(strcmp(torx_bulk_path(dev), "rma") == 0, "bulk path %s", torx_bulk_path(dev));
-    TASK_CHECK(torx_stage_max(dev) == 16112, "staged pieces of %zu bytes",
+    TASK_CHECK(torx_stage_max(dev) == 16384 - 32 - TORX_PKT_MAX_BYTES, "staged pieces of %zu bytes",
                torx_stage_max(dev));
     TASK_CHECK(torx_stage_reaches(dev, test_coord_of(shape, 1 - boot->rank)) &&
                    !torx_stage_reaches(dev, test_coord_of(shape, boot->rank)),

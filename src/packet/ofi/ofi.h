@@ -11,8 +11,9 @@
  *                header and its payload as torx_pkt_inject formats them;
  *                TORXP_OFI_TAG_SYS: a device-internal message (credits,
  *                collective network, global interrupt, bulk control), a
- *                torxp_ofi_sys_t and its body; TORXP_OFI_TAG_STAGE: a
- *                staged piece, perhaps with a torus packet aboard
+ *                torxp_ofi_sys_t and its body
+ *   (untagged)   a staged piece, perhaps with a torus packet aboard; its
+ *                header names the sender (ofi_stage.c)
  *   bits 40..63  torus packets: their number in the order the sender sent
  *                packets to this task (mod 2^24). Providers complete
  *                messages out of order at times (net completes a small
@@ -59,7 +60,8 @@
 
 #define TORXP_OFI_TAG_TORUS 1u
 #define TORXP_OFI_TAG_SYS 2u
-#define TORXP_OFI_TAG_STAGE 3u
+/* torxp_ofi_tsend_retry's kind for an untagged message (fi_sendmsg). */
+#define TORXP_OFI_UNTAGGED 0xffffffffu
 #define TORXP_OFI_TAG_KIND_SHIFT 32
 #define TORXP_OFI_TAG_ORDER_SHIFT 40
 #define TORXP_OFI_ORDER_MASK 0xffffffu
@@ -346,7 +348,7 @@ const void *torxp_ofi_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_sta
 void torxp_ofi_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
 void torxp_ofi_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t ref);
 void torxp_ofi_stage_on_tx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, int err);
-void torxp_ofi_stage_on_rx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, unsigned src, size_t len);
+void torxp_ofi_stage_on_rx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, size_t len);
 void torxp_ofi_stage_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sys_t *m);
 int torxp_ofi_stage_busy(const torxp_ofi_dev_t *d);
 /* A piece put but not yet sent waits for the next packet to its task, to

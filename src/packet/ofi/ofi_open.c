@@ -39,7 +39,8 @@
 static const char *const auto_providers[] = {"net", "tcp;ofi_rxm", "udp;ofi_rxd", "sockets", NULL};
 
 /* The endpoint's needs, each with the words of the error when missing. */
-#define OFI_CAPS (FI_TAGGED | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
+#define OFI_CAPS                                                                                  \
+    (FI_TAGGED | FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
 #define OFI_MR_MODES (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT)
 
 /* ---- Environment ---------------------------------------------------------- */
@@ -148,6 +149,8 @@ const char *torxp_ofi_missing_need(const struct fi_info *list, const char *iface
         return "FI_EP_RDM (reliable unconnected endpoints)";
     if (!(rdm->caps & FI_TAGGED))
         return "FI_TAGGED (tagged messages)";
+    if (!(rdm->caps & FI_MSG))
+        return "FI_MSG (untagged messages, for staged pieces)";
     if ((rdm->caps & (FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)) !=
         (FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE))
         return "FI_RMA with FI_READ, FI_WRITE, FI_REMOTE_READ and FI_REMOTE_WRITE (bulk "

@@ -4,9 +4,9 @@
  * Over a network, what costs is the number of messages: a 16 KiB eager
  * message cut into 240-byte torus packets is 70 sends and 70 receives
  * (a system call or more each over tcp;ofi_rxm), where one message of 16
- * KiB is one. So a piece travels as a message of its own (tag
- * TORXP_OFI_TAG_STAGE, a 16-byte header naming its sequence number), and
- * the receiver keeps the pieces of each sender in arrival order; the
+ * KiB is one. So a piece travels as a message of its own, with a 32-byte
+ * header naming its sender and sequence number, and the receiver keeps the
+ * pieces of each sender in arrival order; the
  * descriptor packet the layer above sends next arrives after its piece
  * (FI_ORDER_SAS holds across tags), so torx_stage_data finds the piece at
  * the head of its sender's queue, where torx_stage_release takes it off.
@@ -54,13 +54,15 @@
 #define STAGE_TX 16u /* send buffers */
 
 typedef struct stage_hdr {
+    uint32_t src;     /* the sender's slot (an untagged message has no tag) */
     uint32_t seq;     /* per ordered pair, from 0 */
     uint16_t len;     /* the piece's bytes */
     uint16_t pkt;     /* the bytes of a packet aboard, after the piece; 0: none */
     uint32_t credits; /* staging credits given back to the receiver, aboard */
     uint32_t order;   /* the packet aboard: its number (the tag of one alone) */
+    uint32_t pad[3];  /* the piece starts 32-byte aligned */
 } stage_hdr_t;
-static_assert(sizeof(stage_hdr_t) == 16, "stage header is 16 bytes");
+static_assert(sizeof(stage_hdr_t) == 32, "stage header is 32 bytes");
 static_assert(STAGE_MSG_MAX >= STAGE_MSG_MAX_RXM, "buffers take the longest message");
 
 typedef struct stage_buf {
@@ -99,9 +101,7 @@ static void post_stage_rx(torxp_ofi_dev_t *d, stage_buf_t *b)
 {
     b->next = NULL;
     b->voided = 0;
-    const ssize_t rc =
-        fi_trecv(d->ep, b->msg, sizeof b->msg, NULL, FI_ADDR_UNSPEC,
-                 torxp_ofi_tag(TORXP_OFI_TAG_STAGE, 0), TORXP_OFI_TAG_SRC_MASK, &b->ctx.fi);
+    const ssize_t rc = fi_recv(d->ep, b->msg, sizeof b->msg, NULL, FI_ADDR_UNSPEC, &b->ctx.fi);
     b->posted = rc == 0;
     if (rc != 0) /* the buffers were counted at set-up: the provider took them then */
         torxp_ofi_fi_fail(d, "fi_trecv (staging buffer)", -1, (int)rc);
@@ -240,7 +240,8 @@ static torx_status_t send_waiting(torxp_ofi_dev_t *d, unsigned slot, const void 
 {
     torxp_ofi_stage_t *s = d->stage;
     stage_buf_t *b = s->waiting[slot];
-    const stage_hdr_t h = {.seq = s->tx_seq[slot] - 1,
+    const stage_hdr_t h = {.src = d->self_slot,
+                           .seq = s->tx_seq[slot] - 1,
                            .len = (uint16_t)b->len,
                            .pkt = (uint16_t)bytes,
                            .credits = s->released[slot],
@@ -249,7 +250,7 @@ static torx_status_t send_waiting(torxp_ofi_dev_t *d, unsigned slot, const void 
     if (bytes)
         memcpy(b->msg + sizeof h + b->len, pkt, bytes);
     const size_t total = sizeof h + b->len + bytes;
-    const ssize_t frc = torxp_ofi_tsend_retry(d, b->msg, total, slot, TORXP_OFI_TAG_STAGE, &b->ctx);
+    const ssize_t frc = torxp_ofi_tsend_retry(d, b->msg, total, slot, TORXP_OFI_UNTAGGED, &b->ctx);
     if (frc == -FI_EAGAIN)
         return TORX_NO_ROOM;
     s->waiting[slot] = NULL;
@@ -440,15 +441,16 @@ int torxp_ofi_stage_busy(const torxp_ofi_dev_t *d)
     return d->stage && (d->stage->tx_busy || d->stage_waiting);
 }
 
-void torxp_ofi_stage_on_rx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, unsigned src, size_t len)
+void torxp_ofi_stage_on_rx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, size_t len)
 {
     torxp_ofi_stage_t *s = d->stage;
     stage_buf_t *b = (stage_buf_t *)ctx;
     b->posted = 0;
-    stage_hdr_t h = {0};
+    stage_hdr_t h = {.src = UINT32_MAX};
     if (len >= sizeof h)
         memcpy(&h, b->msg, sizeof h);
-    if (src >= d->nslots || d->slot_rank[src] < 0 || len < sizeof h ||
+    const unsigned src = h.src;
+    if (src >= d->nslots || src == d->self_slot || d->slot_rank[src] < 0 || len < sizeof h ||
         len != sizeof h + h.len + h.pkt || h.seq != s->rx_seq[src]) {
         torxp_ofi_fail(d, TORX_ERR_PROTO,
                        "staged piece of %zu bytes from slot %u: bad sender, length or sequence "

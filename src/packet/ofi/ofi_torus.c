@@ -187,12 +187,21 @@ static ssize_t tsend(torxp_ofi_dev_t *d, const void *buf, size_t len, unsigned s
 {
     const int inl = len <= d->inject_size;
     struct iovec iov = {(void *)buf, len};
-    const struct fi_msg_tagged m = {.msg_iov = &iov,
-                                    .iov_count = 1,
-                                    .addr = d->slot_addr[slot],
-                                    .tag = torxp_ofi_tag(kind, d->self_slot),
-                                    .context = inl ? &d->inj_ctx[slot].fi : &ctx->fi};
-    const ssize_t rc = fi_tsendmsg(d->ep, &m, inl ? FI_INJECT | FI_COMPLETION : FI_COMPLETION);
+    const uint64_t flags = inl ? FI_INJECT | FI_COMPLETION : FI_COMPLETION;
+    void *const context = inl ? &d->inj_ctx[slot].fi : &ctx->fi;
+    ssize_t rc;
+    if (kind == TORXP_OFI_UNTAGGED) { /* staged pieces: see ofi_stage.c */
+        const struct fi_msg m = {
+            .msg_iov = &iov, .iov_count = 1, .addr = d->slot_addr[slot], .context = context};
+        rc = fi_sendmsg(d->ep, &m, flags);
+    } else {
+        const struct fi_msg_tagged m = {.msg_iov = &iov,
+                                        .iov_count = 1,
+                                        .addr = d->slot_addr[slot],
+                                        .tag = torxp_ofi_tag(kind, d->self_slot),
+                                        .context = context};
+        rc = fi_tsendmsg(d->ep, &m, flags);
+    }
     if (rc == 0) {
         d->tx_posted++;
         if (inl)
@@ -522,7 +531,7 @@ static void on_rx_done(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, uint64_t tag, s
 {
     const unsigned src = (unsigned)(tag & TORXP_OFI_TAG_SLOT_MASK);
     if (ctx->kind == TORXP_OFI_CTX_STAGE_RX) {
-        torxp_ofi_stage_on_rx(d, ctx, src, len);
+        torxp_ofi_stage_on_rx(d, ctx, len); /* untagged: the sender is in its header */
         return;
     }
     torxp_ofi_rxbuf_t *b = (torxp_ofi_rxbuf_t *)ctx;
