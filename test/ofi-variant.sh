@@ -13,12 +13,14 @@
 #   rxm      TORX_OFI_PROVIDER=tcp;ofi_rxm, the provider torx picks where net
 #            is missing, on the packet and ordering tests (test_ofi pins it
 #            for its own cases too)
-#   small    TORX_FIFO_PACKETS=16 (64 torus receive buffers for 8 tasks'
-#            16-packet windows) on the ordering tests, over net and
-#            tcp;ofi_rxm: packets then find no posted buffer, the providers
-#            complete them after later ones, and the device must put them
-#            back in order (each run parks dozens; without the parking, both
-#            providers mismatch eager, one-packet and adaptive messages)
+#   small    TORX_FIFO_PACKETS=16 (credits back every 4 packets) on the
+#            ordering tests, over net and tcp;ofi_rxm. In every variant the
+#            device posts 64 torus receive buffers for all its senders'
+#            windows, so packets find none posted, the providers complete
+#            them after later ones, and the device must put them back in
+#            order (test_msg_order parks dozens a run; without the parking,
+#            tried, both providers mismatch eager, one-packet and adaptive
+#            messages)
 #
 # Left out, and why:
 #   test_torus case "shm"   the shm device's segment (/dev/shm) only
