@@ -504,6 +504,7 @@ torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
                                .size = boot->size,
                                .verbose = (int)env->verbose};
     pthread_mutex_init(&d->lock, NULL);
+    d->shared = (attr->flags & TORX_PKT_SHARED_INJECT) != 0;
     d->wake_fd = d->txcq_fd = d->rxcq_fd = -1;
     d->nslots = torx_shape_slots(attr->shape);
     d->self_slot = torx_coord_index(attr->shape, attr->self);
