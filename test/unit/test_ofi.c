@@ -109,7 +109,7 @@ typedef struct need_case {
     const char *missing; /* in the answer; NULL: nothing is missing */
 } need_case_t;
 
-#define NEED_CAPS                                                                                 \
+#define NEED_CAPS                                                                                  \
     (FI_TAGGED | FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
 
 static const need_case_t need_cases[] = {
@@ -441,8 +441,10 @@ static int carry_task(torx_boot_t *boot, void *argp)
         TASK_CHECK(alone >= polled && alone <= polled + waited,
                    "%lu pieces left alone; %lu were polled out, %lu waited for room", alone, polled,
                    waited);
-        fprintf(stderr, "carry: %lu of %d pieces carried their descriptor (%lu polled out, %lu "
-                        "waited)\n", carried, CARRY_N, polled, waited);
+        fprintf(stderr,
+                "carry: %lu of %d pieces carried their descriptor (%lu polled out, %lu "
+                "waited)\n",
+                carried, CARRY_N, polled, waited);
     } else {
         const double deadline = test_now() + 60;
         for (uint32_t want = 0; want < CARRY_N;) {

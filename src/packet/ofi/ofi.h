@@ -151,7 +151,7 @@ typedef struct torxp_ofi_rxbuf {
     uint32_t len;       /* bytes received */
     uint32_t order;     /* torus: its number from the sender (tag bits 40..63) */
     uint32_t park_next; /* torus: the next buffer parked for the same sender */
-    int posted;   /* 1 while the provider owns it */
+    int posted;         /* 1 while the provider owns it */
     alignas(16) unsigned char data[TORXP_OFI_SYS_MAX]; /* read as headers and structs */
 } torxp_ofi_rxbuf_t;
 
@@ -186,7 +186,7 @@ typedef struct torxp_ofi_dev {
     struct fid_ep *ep;
     struct fid_av *av;
     struct fid_cq *txcq, *rxcq;
-    int txcq_fd, rxcq_fd; /* wait descriptors (FI_WAIT_FD), -1 without */
+    int txcq_fd, rxcq_fd;     /* wait descriptors (FI_WAIT_FD), -1 without */
     unsigned long cq_entries; /* completions read, both queues: did a wake bring any? */
     /* Operations posted that will complete on the send queue, not yet read
      * back: with none, progress skips that queue (one system call less per
@@ -194,9 +194,9 @@ typedef struct torxp_ofi_dev {
     unsigned long tx_posted;
     unsigned polls;
     unsigned long fd_false_wakes; /* descriptors readable with the queues empty (net) */
-    int wake_fd;          /* eventfd: torx_pkt_wake */
-    size_t inject_size;   /* tx_attr->inject_size, capped at a packet */
-    const char *prov;     /* provider name, from info */
+    int wake_fd;                  /* eventfd: torx_pkt_wake */
+    size_t inject_size;           /* tx_attr->inject_size, capped at a packet */
+    const char *prov;             /* provider name, from info */
 
     /* job */
     unsigned nslots, self_slot;
@@ -229,11 +229,11 @@ typedef struct torxp_ofi_dev {
     unsigned unposted; /* buffers waiting to be posted again */
     torxp_ofi_rxq_t rxq[TORXP_OFI_RXQ];
     unsigned next_q, burst;
-    int cur;            /* index of the peeked buffer, -1 when none */
-    uint32_t *consumed; /* per source slot: packets consumed, not yet credited */
-    uint32_t *tx_order; /* per destination slot: the next torus packet's number */
-    uint32_t *rx_order; /* per source slot: the number of the packet due next */
-    uint32_t *parked;   /* per source slot: buffers come early, in order; UINT32_MAX: none */
+    int cur;             /* index of the peeked buffer, -1 when none */
+    uint32_t *consumed;  /* per source slot: packets consumed, not yet credited */
+    uint32_t *tx_order;  /* per destination slot: the next torus packet's number */
+    uint32_t *rx_order;  /* per source slot: the number of the packet due next */
+    uint32_t *parked;    /* per source slot: buffers come early, in order; UINT32_MAX: none */
     unsigned long early; /* torus packets that came before one sent earlier (parked) */
 
     /* device-internal sends, oldest first */

@@ -8,11 +8,12 @@
  * sockets. net (libfabric 1.17's RDM over TCP without the rxm layer) comes
  * first because it is the fastest between hosts: libfabric's own
  * ping-pong over it takes 4.5 us where tcp;ofi_rxm takes 10.3 (8 bytes,
- * bench/RESULTS.md "Multi-host"), level with UCX over TCP. TORX_OFI_IFACE keeps the provider to one network interface
- * (its domain, for the socket-based providers). A provider that lacks
- * something torx needs is a start-up error that names the provider and the
- * missing capability, found by asking libfabric first for the provider
- * alone and then for each need in turn.
+ * bench/RESULTS.md "Multi-host"), level with UCX over TCP. TORX_OFI_IFACE
+ * keeps the provider to one network interface (its domain, for the
+ * socket-based providers). A provider that lacks something torx needs is a
+ * start-up error that names the provider and the missing capability, found
+ * by asking libfabric first for the provider alone and then for each need
+ * in turn.
  *
  * Address exchange. Each task enables its endpoint, reads its address
  * (fi_getname) and contributes it, with its coordinate, to one allgather
@@ -39,7 +40,7 @@
 static const char *const auto_providers[] = {"net", "tcp;ofi_rxm", "udp;ofi_rxd", "sockets", NULL};
 
 /* The endpoint's needs, each with the words of the error when missing. */
-#define OFI_CAPS                                                                                  \
+#define OFI_CAPS                                                                                   \
     (FI_TAGGED | FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
 #define OFI_MR_MODES (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT)
 
@@ -324,7 +325,8 @@ static void ofi_close(torx_pkt_dev_t *dev)
         unsigned long carried, alone;
         torxp_ofi_stage_counts(d, &carried, &alone);
         if (carried + alone)
-            torxp_log(dev, 2, "ofi device: %lu staged pieces sent, %lu with their descriptor aboard",
+            torxp_log(dev, 2,
+                      "ofi device: %lu staged pieces sent, %lu with their descriptor aboard",
                       carried + alone, carried);
     }
     torxp_ofi_live_fini(d);

@@ -80,20 +80,20 @@ typedef struct stage_queue {
 } stage_queue_t;
 
 struct torxp_ofi_stage {
-    unsigned window;  /* pieces in flight per ordered pair; 0: staging off */
-    size_t msg_max;   /* the longest message: header, piece and a packet */
+    unsigned window; /* pieces in flight per ordered pair; 0: staging off */
+    size_t msg_max;  /* the longest message: header, piece and a packet */
     /* send side */
     stage_buf_t *tx, *tx_free;
-    uint32_t *tx_seq; /* per destination slot: the next piece's number */
-    int32_t *credits; /* per destination slot: pieces it still takes */
+    uint32_t *tx_seq;      /* per destination slot: the next piece's number */
+    int32_t *credits;      /* per destination slot: pieces it still takes */
     stage_buf_t **waiting; /* per destination slot: a piece put, not yet sent */
     /* receive side */
     stage_buf_t *rx;
     unsigned nrx;
-    stage_queue_t *queue; /* per source slot: pieces come, in order */
-    uint32_t *rx_seq;     /* per source slot: the next piece's number */
-    uint32_t *released;   /* per source slot: released, not yet credited */
-    unsigned tx_busy;     /* send buffers the provider still holds */
+    stage_queue_t *queue;         /* per source slot: pieces come, in order */
+    uint32_t *rx_seq;             /* per source slot: the next piece's number */
+    uint32_t *released;           /* per source slot: released, not yet credited */
+    unsigned tx_busy;             /* send buffers the provider still holds */
     unsigned long carried, alone; /* pieces sent with a packet aboard, and without */
 };
 
@@ -176,8 +176,7 @@ void torxp_ofi_stage_fini(torxp_ofi_dev_t *d)
 
 /* ---- Ops ---------------------------------------------------------------------------- */
 
-static torx_status_t send_waiting(torxp_ofi_dev_t *d, unsigned slot, const void *pkt,
-                                  size_t bytes);
+static torx_status_t send_waiting(torxp_ofi_dev_t *d, unsigned slot, const void *pkt, size_t bytes);
 
 size_t torxp_ofi_stage_max(const torx_pkt_dev_t *dev)
 {
@@ -235,8 +234,7 @@ torx_status_t torxp_ofi_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const 
 /* Sends slot's waiting piece, with the packet pkt (bytes long) aboard when
  * bytes > 0; TORX_NO_ROOM when the provider takes nothing (the piece keeps
  * waiting). Locked. */
-static torx_status_t send_waiting(torxp_ofi_dev_t *d, unsigned slot, const void *pkt,
-                                  size_t bytes)
+static torx_status_t send_waiting(torxp_ofi_dev_t *d, unsigned slot, const void *pkt, size_t bytes)
 {
     torxp_ofi_stage_t *s = d->stage;
     stage_buf_t *b = s->waiting[slot];

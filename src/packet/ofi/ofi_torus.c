@@ -656,9 +656,8 @@ static torx_status_t send_packet(torxp_ofi_dev_t *d, unsigned slot, const torx_p
     }
     if (t)
         t->ctx.peer = slot;
-    const ssize_t rc = torxp_ofi_tsend_retry(d, p, bytes, slot,
-                                             TORXP_OFI_TAG_TORUS | d->tx_order[slot] << 8,
-                                             t ? &t->ctx : NULL);
+    const ssize_t rc = torxp_ofi_tsend_retry(
+        d, p, bytes, slot, TORXP_OFI_TAG_TORUS | d->tx_order[slot] << 8, t ? &t->ctx : NULL);
     if (rc == -FI_EAGAIN)
         return TORX_NO_ROOM;
     if (rc != 0)
