@@ -1,5 +1,5 @@
-# bench/lib.sh: shell helpers shared by bench/run-packet-bench.sh,
-# bench/run-msg-bench.sh and bench/run-mpi-bench.sh. Sourced, not run:
+# bench/lib.sh: shell helpers shared by the bench/run-*.sh scripts.
+# Sourced, not run:
 #
 #   bench_name=run-foo-bench          # prefix of this script's messages
 #   . "$here/lib.sh"
@@ -104,6 +104,10 @@ bench_run_timed() {
 
 # ---- Numbers ----------------------------------------------------------------------
 
+# to_bytes SIZE: a size as the programs take it (8, 1K, 4M) in bytes.
+to_bytes() {
+    awk -v s="$1" 'BEGIN { m = 1; if (s ~ /K$/) m = 1024; if (s ~ /M$/) m = 1048576; sub(/[KM]$/, "", s); print s * m }'
+}
 # ratio A B [digits]: A/B, or "n/a".
 ratio() {
     awk -v a="$1" -v b="$2" -v d="${3:-2}" 'BEGIN {

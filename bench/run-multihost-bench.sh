@@ -189,7 +189,6 @@ fabric_col() { # the column of provider $1's fi_pingpong: fi-net, fi-rxm, ...
     local c=${1#tcp;ofi_}
     echo "fi-${c//;/-}"
 }
-to_bytes() { awk -v s="$1" 'BEGIN { m = 1; if (s ~ /K$/) m = 1024; if (s ~ /M$/) m = 1048576; sub(/[KM]$/, "", s); print s * m }'; }
 port=$((20000 + $$ % 20000))
 failed=0
 : >"$work/data.txt" # kind impl size value round

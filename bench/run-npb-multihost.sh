@@ -17,6 +17,9 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
+bench_name=run-npb-multihost
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
 # shellcheck source=test/multihost/hosts.sh
 . "$root/test/multihost/hosts.sh"
 class=${CLASS:-W}
@@ -39,7 +42,8 @@ export TMH_NAME=tmhnpb$$ MPIEXEC=$prefix/bin/mpiexec
 mh_init_vars
 trap 'mh_down; rm -rf "$work"' EXIT
 mh_up 2
-echo "== $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; $(date -u '+%F %T UTC'); torx $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'); class $class"
+bench_machine
+echo "== $machine; $when; torx $rev; class $class"
 failed=0
 : >"$work/data" # bench where mops round
 for ((r = 1; r <= rounds; r++)); do
@@ -66,14 +70,14 @@ for ((r = 1; r <= rounds; r++)); do
         done
     done
 done
-med() { awk -v b="$1" -v w="$2" '$1 == b && $2 == w { print $3 }' "$work/data" | sort -g |
-    awk '{ a[++n] = $1 } END { if (!n) print "-"; else print (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }'; }
+# med BENCH WHERE: the median Mop/s over rounds (NaN when none)
+med() { awk -v b="$1" -v w="$2" '$1 == b && $2 == w { print $3 }' "$work/data" | median_of; }
 echo
 echo "NPB class $class, 4 tasks, torx heater; Mop/s total, median of $rounds rounds"
 echo "| benchmark | 1 host (shm) | 2 hosts x 2 (shm + ofi) | 2 hosts / 1 host |"
 echo "|---|---|---|---|"
 for b in $benches; do
     o=$(med "$b" 1host) t=$(med "$b" 2hosts)
-    echo "| ${b^^}.$class | $o | $t | $(awk -v a="$t" -v b="$o" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b }') |"
+    echo "| ${b^^}.$class | $(fmt "$o" 2) | $(fmt "$t" 2) | $(ratio "$t" "$o") |"
 done
 exit $failed

@@ -18,6 +18,9 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
+bench_name=run-ofi-cost
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
 rounds=${ROUNDS:-3}
 fabric_prov=${FABRIC_PROVIDER:-net}
 lat_sizes=${LAT_SIZES:-8,1K,16K,64K}
@@ -29,12 +32,12 @@ trap 'rm -rf "$work"' EXIT
 for p in mpi_latency mpi_bw; do
     "$prefix/bin/mpicc" -O2 -std=c11 -o "$work/$p" "$root/bench/$p.c"
 done
-to_bytes() { awk -v s="$1" 'BEGIN { m = 1; if (s ~ /K$/) m = 1024; if (s ~ /M$/) m = 1048576; sub(/[KM]$/, "", s); print s * m }'; }
 declare -A env=([shm]="-genv TORX_DEVICE shm"
     [ofi]="-genv TORX_DEVICE ofi -genv TORX_OFI_LOCAL ofi -genv TORX_OFI_IFACE lo"
     [hybrid]="-genv TORX_DEVICE ofi -genv TORX_OFI_IFACE lo")
 : >"$work/data" # kind variant size value
-echo "== $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; $(date -u '+%F %T UTC'); torx $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'); loadavg $(cut -d' ' -f1-3 /proc/loadavg)"
+bench_machine
+echo "== $machine; $when; torx $rev; loadavg $(loadavg)"
 for ((r = 1; r <= rounds; r++)); do
     for v in shm ofi hybrid; do
         # shellcheck disable=SC2086 # env: -genv word pairs
@@ -57,9 +60,8 @@ for ((r = 1; r <= rounds; r++)); do
     fi
     echo "   round $r done"
 done
-med() { awk -v k="$1" -v v="$2" -v s="$3" '$1 == k && $2 == v && $3 == s { print $4 }' "$work/data" | sort -g |
-    awk '{ a[++n] = $1 } END { if (!n) print "-"; else print (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b }'; }
+# med KIND VARIANT SIZE: the median over rounds (NaN when none)
+med() { awk -v k="$1" -v v="$2" -v s="$3" '$1 == k && $2 == v && $3 == s { print $4 }' "$work/data" | median_of; }
 echo
 echo "Latency, half round trip, µs (median of $rounds rounds)"
 echo "| size | shm | ofi | hybrid | fi_pingpong | ofi / shm | ofi / fi_pingpong |"
@@ -67,7 +69,7 @@ echo "|---|---|---|---|---|---|---|"
 for s in ${lat_sizes//,/ }; do
     b=$(to_bytes "$s")
     a=$(med lat shm "$b") o=$(med lat ofi "$b") h=$(med lat hybrid "$b") f=$(med lat fipp "$b")
-    echo "| $s | $a | $o | $h | $f | $(ratio "$o" "$a") | $(ratio "$o" "$f") |"
+    echo "| $s | $(fmt "$a" 4) | $(fmt "$o" 4) | $(fmt "$h" 4) | $(fmt "$f" 2) | $(ratio "$o" "$a") | $(ratio "$o" "$f") |"
 done
 echo
 echo "Bandwidth, one way, MB/s (median of $rounds rounds)"
@@ -76,5 +78,5 @@ echo "|---|---|---|---|---|"
 for s in ${bw_sizes//,/ }; do
     b=$(to_bytes "$s")
     a=$(med bw shm "$b") o=$(med bw ofi "$b") h=$(med bw hybrid "$b")
-    echo "| $s | $a | $o | $h | $(ratio "$o" "$a") |"
+    echo "| $s | $(fmt "$a" 2) | $(fmt "$o" 2) | $(fmt "$h" 2) | $(ratio "$o" "$a") |"
 done
