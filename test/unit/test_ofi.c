@@ -36,6 +36,19 @@ static void use_ofi(void)
     unsetenv("TORX_CHAOS");
 }
 
+/* The device's own barrier (the global interrupt), polling the torus
+ * meanwhile, so the credits of the last packets travel before anyone
+ * closes. */
+static torx_status_t dev_barrier(torx_pkt_dev_t *dev)
+{
+    torx_status_t st = torx_gi_arm(dev);
+    if (st != TORX_OK)
+        return st;
+    while ((st = torx_gi_poll(dev)) == TORX_AGAIN)
+        torx_pkt_poll(dev);
+    return st;
+}
+
 static void *shared_map(size_t bytes)
 {
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -282,13 +295,9 @@ static int backpressure_task(torx_boot_t *boot, void *argp)
             want++;
         }
     }
-    /* Both poll through a barrier of the device's own, so the credits of
-     * the last packets travel before anyone closes. */
-    TASK_CHECK(torx_gi_arm(dev) == TORX_OK, "%s", torx_last_error());
     torx_status_t st;
-    while ((st = torx_gi_poll(dev)) == TORX_AGAIN)
-        torx_pkt_poll(dev);
-    TASK_CHECK(st == TORX_OK, "barrier: %s", torx_last_error());
+    TASK_CHECK((st = dev_barrier(dev)) == TORX_OK, "barrier: %s: %s", torx_status_str(st),
+               torx_last_error());
     torx_pkt_close(dev);
     return 0;
 }
@@ -362,11 +371,9 @@ static int line_task(torx_boot_t *boot, void *argp)
             want++;
         }
     }
-    TASK_CHECK(torx_gi_arm(dev) == TORX_OK, "%s", torx_last_error());
     torx_status_t st;
-    while ((st = torx_gi_poll(dev)) == TORX_AGAIN)
-        torx_pkt_poll(dev);
-    TASK_CHECK(st == TORX_OK, "barrier: %s", torx_last_error());
+    TASK_CHECK((st = dev_barrier(dev)) == TORX_OK, "barrier: %s: %s", torx_status_str(st),
+               torx_last_error());
     TASK_CHECK(torx_pkt_peek(dev) == NULL, "a copy too many");
     torx_pkt_close(dev);
     return 0;
@@ -471,11 +478,9 @@ static int carry_task(torx_boot_t *boot, void *argp)
             want++;
         }
     }
-    TASK_CHECK(torx_gi_arm(dev) == TORX_OK, "%s", torx_last_error());
     torx_status_t st;
-    while ((st = torx_gi_poll(dev)) == TORX_AGAIN)
-        torx_pkt_poll(dev);
-    TASK_CHECK(st == TORX_OK, "barrier: %s", torx_last_error());
+    TASK_CHECK((st = dev_barrier(dev)) == TORX_OK, "barrier: %s: %s", torx_status_str(st),
+               torx_last_error());
     TASK_CHECK(torx_pkt_peek(dev) == NULL, "a packet too many");
     torx_pkt_close(dev);
     return 0;
@@ -515,16 +520,6 @@ static torx_status_t bulk_wait(torx_pkt_dev_t *dev, torx_bulk_t *op)
 
 /* A barrier that keeps the device polled (a peer's bulk requests are
  * served from poll). */
-static torx_status_t dev_barrier(torx_pkt_dev_t *dev)
-{
-    torx_status_t st = torx_gi_arm(dev);
-    if (st != TORX_OK)
-        return st;
-    while ((st = torx_gi_poll(dev)) == TORX_AGAIN)
-        torx_pkt_poll(dev);
-    return st;
-}
-
 static int bulk_task(torx_boot_t *boot, void *argp)
 {
     (void)argp;
