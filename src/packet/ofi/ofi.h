@@ -23,14 +23,16 @@
  *                queue than one alone, so the receiver puts packets back
  *                in this order before the layer above sees them.
  *
- * The receiver posts separate buffers for the two kinds, so device traffic
+ * The receiver posts separate buffers for each kind, so device traffic
  * never waits behind torus packets the layer above has not consumed yet (on
  * shm the collective network and barrier are separate hardware too).
  *
  * Files: ofi_open.c (provider choice, endpoint, address exchange, ops
  * table), ofi_torus.c (torus packets, credits, deposit lines, progress,
  * doorbell), ofi_cn.c (collective network and global interrupt as binomial
- * trees), ofi_bulk.c (bulk transfers by RMA).
+ * trees), ofi_bulk.c (bulk transfers by RMA), ofi_stage.c (staging),
+ * ofi_hybrid.c (shm within a host, ofi between hosts), ofi_live.c (a host
+ * that vanishes).
  *
  * Threading: one mutex (lock) guards all device state and every call into
  * libfabric that reads a completion queue. A completion is read and acted
@@ -69,7 +71,7 @@
 #define TORXP_OFI_TAG_ORDER_SHIFT 40
 #define TORXP_OFI_ORDER_MASK 0xffffffu
 /* What a posted receive ignores: the sender, and the order of torus packets. */
-#define TORXP_OFI_TAG_SRC_MASK 0xffffff00ffffffffULL
+#define TORXP_OFI_RECV_IGNORE 0xffffff00ffffffffULL
 #define TORXP_OFI_TAG_SLOT_MASK 0xffffffffULL
 
 static inline uint64_t torxp_ofi_tag(unsigned kind, unsigned src_slot)
@@ -193,10 +195,9 @@ typedef struct torxp_ofi_dev {
      * poll over net and tcp;ofi_rxm), but for one look in 64. */
     unsigned long tx_posted;
     unsigned polls;
-    unsigned long fd_false_wakes; /* descriptors readable with the queues empty (net) */
-    int wake_fd;                  /* eventfd: torx_pkt_wake */
-    size_t inject_size;           /* tx_attr->inject_size, capped at a packet */
-    const char *prov;             /* provider name, from info */
+    int wake_fd;        /* eventfd: torx_pkt_wake */
+    size_t inject_size; /* tx_attr->inject_size, capped at a packet */
+    const char *prov;   /* provider name, from info */
 
     /* job */
     unsigned nslots, self_slot;
@@ -340,7 +341,7 @@ torx_status_t torxp_ofi_live_connect(torxp_ofi_dev_t *d, int watched, int watche
 void torxp_ofi_live_check(torxp_ofi_dev_t *d);
 void torxp_ofi_live_fini(torxp_ofi_dev_t *d);
 
-/* ofi_stage.c: the staging area as one tagged message per piece. Set-up
+/* ofi_stage.c: the staging area as one untagged message per piece. Set-up
  * after the torus (stage_bytes: TORX_STAGE_BYTES, 0 turns it off); the
  * ops; completions, device messages and whether sends are in flight, all
  * called with the lock held. */

@@ -70,7 +70,6 @@ typedef struct stage_buf {
     struct stage_buf *next;
     int posted;   /* receive: the provider owns it */
     int voided;   /* receive: the sender took it back (unput) */
-    uint32_t got; /* receive: bytes that came */
     uint32_t len; /* send: the piece's bytes */
     alignas(16) unsigned char msg[STAGE_MSG_MAX];
 } stage_buf_t;
@@ -469,7 +468,6 @@ void torxp_ofi_stage_on_rx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, size_t len)
         s->credits[src] += (int32_t)h.credits;
     }
     s->rx_seq[src]++;
-    b->got = (uint32_t)len;
     b->next = NULL;
     *s->queue[src].tail = b;
     s->queue[src].tail = &b->next;

@@ -151,7 +151,7 @@ static void post_rx(torxp_ofi_dev_t *d, unsigned i)
     const size_t size = sys ? TORXP_OFI_SYS_MAX : TORX_PKT_MAX_BYTES;
     const ssize_t rc = fi_trecv(d->ep, b->data, size, NULL, FI_ADDR_UNSPEC,
                                 torxp_ofi_tag(sys ? TORXP_OFI_TAG_SYS : TORXP_OFI_TAG_TORUS, 0),
-                                TORXP_OFI_TAG_SRC_MASK, &b->ctx.fi);
+                                TORXP_OFI_RECV_IGNORE, &b->ctx.fi);
     if (rc == 0) {
         b->posted = 1;
         return;
@@ -933,8 +933,6 @@ torx_status_t torxp_ofi_wait(torx_pkt_dev_t *dev, int timeout_ms)
             const unsigned long before = d->cq_entries;
             torxp_ofi_progress(d);
             const int brought = d->cq_entries != before || d->cur >= 0 || !queues_empty(d);
-            if (!brought)
-                d->fd_false_wakes++;
             torxp_ofi_unlock(d);
             if (brought)
                 return TORX_OK;
