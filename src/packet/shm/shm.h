@@ -120,10 +120,15 @@ struct torxp_shm_dev {
     uint64_t *cached_head; /* per destination FIFO (nslots*fifos): last head seen */
     int cur_fifo;          /* FIFO holding the peeked packet, -1 when none */
     /* This task's reading position in each of its reception FIFOs, and how
-     * many pops it has not yet published to the producers. */
+     * many pops it has not yet published to the producers; with the FIFO,
+     * the slot at head and the tag that marks it full precomputed, so an
+     * idle scan is a load and a compare per FIFO (torxp_shm_rx_setup). */
     struct {
         uint64_t head;
         uint32_t unpublished;
+        uint8_t tag;
+        torx_pkt_hdr_t *slot;
+        torxp_fifo_t *fifo;
     } rx[TORXP_SHM_FIFOS_PER_TASK];
     uint32_t rx_batch;  /* pops per head publication */
     unsigned next_fifo; /* where the next scan starts */
@@ -243,6 +248,8 @@ void torxp_shm_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_re
  * through torxp_shm_inject too. */
 torx_status_t torxp_shm_inject(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
                                const struct iovec *iov, int iovcnt);
+/* Aims the reception cursors at the FIFOs (after the segment is mapped). */
+void torxp_shm_rx_setup(torxp_shm_dev_t *d);
 /* Doorbell: registration at open (before the start-up vote; sets the task's
  * TORXP_SHM_TASK_F_MEMBARRIER), the job-wide choice after it, sleep until a
  * packet may have come, wake this task's sleeper. */

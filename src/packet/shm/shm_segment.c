@@ -346,6 +346,7 @@ torx_status_t torxp_shm_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
                              r, torx_status_str((torx_status_t)statuses[r]));
     free(statuses);
     if (rc == TORX_OK) {
+        torxp_shm_rx_setup(d);
         torxp_shm_bell_setup(d);
         rc = torxp_shm_bulk_setup(d, env->bulk_mode);
         if (rc == TORX_OK)

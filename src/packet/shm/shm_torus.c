@@ -310,9 +310,28 @@ torx_status_t torxp_shm_inject(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
     return inject_body(d, hdr, iov, iovcnt);
 }
 
+/* Points the cursor of FIFO fi at the slot of its head. */
+static inline void rx_aim(torxp_shm_dev_t *d, unsigned fi)
+{
+    d->rx[fi].slot = torxp_fifo_slot(d->rx[fi].fifo, d->geom, d->rx[fi].head);
+    d->rx[fi].tag = torxp_fifo_lap_tag(d->rx[fi].head, d->geom.log2);
+}
+
+void torxp_shm_rx_setup(torxp_shm_dev_t *d)
+{
+    for (unsigned fi = 0; fi < TORXP_SHM_FIFOS_PER_TASK; fi++) {
+        d->rx[fi].fifo = torxp_shm_fifo(d, d->self_index, fi);
+        rx_aim(d, fi);
+    }
+}
+
+/* The packet at the head of FIFO fi, or NULL (torxp_fifo_front_at, with
+ * the slot and its tag taken from the cursor). */
 static inline torx_pkt_hdr_t *rx_front(torxp_shm_dev_t *d, unsigned fi)
 {
-    return torxp_fifo_front_at(torxp_shm_fifo(d, d->self_index, fi), d->geom, d->rx[fi].head);
+    torx_pkt_hdr_t *slot = d->rx[fi].slot;
+    /* acquire: pairs with torxp_fifo_publish. */
+    return __atomic_load_n(&slot->dev_tag, __ATOMIC_ACQUIRE) == d->rx[fi].tag ? slot : NULL;
 }
 
 /* Pops the packet at the front of FIFO fi. Producers learn of the room a
@@ -320,9 +339,13 @@ static inline torx_pkt_hdr_t *rx_front(torxp_shm_dev_t *d, unsigned fi)
  * keeps the head line from bouncing on every packet of a stream. */
 static inline void rx_pop(torxp_shm_dev_t *d, unsigned fi)
 {
-    d->rx[fi].head++;
+    const uint64_t head = ++d->rx[fi].head;
+    if (TORXP_LIKELY(head & (d->geom.packets - 1)))
+        d->rx[fi].slot = (torx_pkt_hdr_t *)((char *)d->rx[fi].slot + TORXP_FIFO_SLOT_BYTES);
+    else
+        rx_aim(d, fi); /* a new lap: the first slot, the next tag */
     if (++d->rx[fi].unpublished >= d->rx_batch) {
-        torxp_fifo_release(torxp_shm_fifo(d, d->self_index, fi), d->rx[fi].head);
+        torxp_fifo_release(d->rx[fi].fifo, head);
         d->rx[fi].unpublished = 0;
     }
 }
@@ -332,7 +355,7 @@ static inline void rx_pop(torxp_shm_dev_t *d, unsigned fi)
 static inline void rx_flush(torxp_shm_dev_t *d, unsigned fi)
 {
     if (d->rx[fi].unpublished) {
-        torxp_fifo_release(torxp_shm_fifo(d, d->self_index, fi), d->rx[fi].head);
+        torxp_fifo_release(d->rx[fi].fifo, d->rx[fi].head);
         d->rx[fi].unpublished = 0;
     }
 }
