@@ -732,6 +732,78 @@ START_TEST(fpsum_bitwise_in_every_order)
 }
 END_TEST
 
+/* ---- the short floating sum's exponent guess --------------------------------------- */
+
+/* Task t's input for lane i at scale 2^k, and the reproducible sum of every
+ * task's, by the device's lane functions. */
+static double guess_input(int t, size_t i, int k)
+{
+    return ldexp((t + 1) * (1.0 + (double)i / 8.0) * (i % 2 ? -1.0 : 1.0), k);
+}
+
+static double guess_expected(int job, size_t i, int k)
+{
+    const int h = torx_cn_fpsum_headroom(job);
+    int64_t emax = 0, sum = 0;
+    for (int t = 0; t < job; t++) {
+        const int64_t e = torx_cn_fpsum_exponent(guess_input(t, i, k));
+        emax = e > emax ? e : emax;
+    }
+    for (int t = 0; t < job; t++)
+        sum += torx_cn_fpsum_encode(guess_input(t, i, k), emax, h);
+    return torx_cn_fpsum_decode(sum, emax, h);
+}
+
+/* A sequence of short sums whose exponents stay, change and stay again: the
+ * first has no guess, a repeat holds, a rescaled vector misses (its sum
+ * round runs again) and holds when repeated, and a vector with one lane
+ * rescaled misses. Every result is the two-round result bit for bit. */
+static int guess_task(torx_boot_t *boot, void *argp)
+{
+    (void)argp;
+    torx_ctx_t *ctx;
+    torx_init_attr_t attr = {.boot = boot, .mode = -1};
+    TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
+    torx_coll_t *c;
+    TASK_CHECK(torx_coll_init(ctx, NULL, &c) == TORX_OK, "%s", torx_last_error());
+    torx_coll_group_t *g = make_group(c, boot, 0);
+    TASK_CHECK(g != NULL, "%s", torx_last_error());
+    enum { N = 7 };
+    static const int scale[] = {0, 0, 40, 40, -30};
+    static const int held[] = {0, 1, 0, 1, 0};
+    for (size_t call = 0; call < sizeof scale / sizeof scale[0]; call++) {
+        double in[N], out[N];
+        for (size_t i = 0; i < N; i++)
+            in[i] = guess_input(boot->rank, i, scale[call] + (call == 4 && i == 3 ? 70 : 0));
+        const uint64_t held_before = c->fp_guess_held;
+        TASK_CHECK(torx_coll_allreduce(g, TORX_COLL_ALG_CN, in, out, N, TORX_COLL_DOUBLE,
+                                       TORX_COLL_SUM) == TORX_OK,
+                   "%s", torx_last_error());
+        TASK_CHECK((c->fp_guess_held - held_before) == (uint64_t)held[call],
+                   "call %zu: the guess %s", call, held[call] ? "missed" : "held");
+        for (size_t i = 0; i < N; i++) {
+            const double want =
+                guess_expected(boot->size, i, scale[call] + (call == 4 && i == 3 ? 70 : 0));
+            TASK_CHECK(memcmp(&out[i], &want, sizeof want) == 0, "call %zu lane %zu: %a, expected %a",
+                       call, i, out[i], want);
+        }
+    }
+    TASK_CHECK(c->fp_guess_held == 2 && c->fp_guess_missed == 3,
+               "guesses held %" PRIu64 ", missed %" PRIu64, c->fp_guess_held, c->fp_guess_missed);
+    torx_coll_group_free(g);
+    torx_coll_finalize(c);
+    TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
+    return 0;
+}
+
+START_TEST(fpsum_short_guess)
+{
+    clear_env();
+    RUN_JOB(3, guess_task, NULL);
+    clear_env();
+}
+END_TEST
+
 /* ---- selection and the environment ---------------------------------------------- */
 
 static int select_task(torx_boot_t *boot, void *argp)
@@ -907,6 +979,7 @@ static Suite *coll_suite(void)
     TCase *fp = tcase_create("fpsum");
     tcase_set_timeout(fp, 300);
     tcase_add_test(fp, fpsum_bitwise_in_every_order);
+    tcase_add_test(fp, fpsum_short_guess);
     suite_add_tcase(s, fp);
     return s;
 }
