@@ -136,6 +136,11 @@ typedef struct torx_coll_attr {
      * MPI layer passes its progress engine. NULL: torx_advance. */
     void (*progress)(void *arg);
     void *progress_arg;
+    /* Non-zero: this task's host runs more tasks than it has CPUs for them.
+     * The tasks agree at torx_coll_init (any host makes the job
+     * oversubscribed), and auto then takes algorithms whose members wait
+     * on fewer others in turn (the bcast: "paced"). */
+    int oversubscribed;
 } torx_coll_attr_t;
 
 /* The handler id torx_coll_init takes when attr is NULL. */

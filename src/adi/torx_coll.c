@@ -45,6 +45,7 @@ int MPIDI_TORX_coll_init(void)
         .handler = MPIDI_TORX_COLL_HANDLER,
         .progress = coll_progress,
         .progress_arg = NULL,
+        .oversubscribed = MPIDI_TORX_host_oversubscribed(),
     };
     torx_status_t st = torx_coll_init(MPIDI_TORX_global.ctx, &attr, &coll);
     if (st != TORX_OK)     /* a bad TORX_COLL* value: an error naming the variable */

@@ -106,6 +106,8 @@ void MPIDI_TORX_fatal(const char *what, torx_status_t st);
 /* torx_init.c: MPI_Init's error for what torx_last_error() says (rank 0
  * prints it; the others wait so that it gets out before the job ends) */
 int MPIDI_TORX_startup_failed(void);
+/* whether this host runs more of the job's ranks than it has CPUs for them */
+int MPIDI_TORX_host_oversubscribed(void);
 
 /* torx_coll.c: the message-layer handler id of src/coll's messages */
 #define MPIDI_TORX_COLL_HANDLER 2

@@ -54,6 +54,12 @@ static long host_cpus(void)
     return n;
 }
 
+int MPIDI_TORX_host_oversubscribed(void)
+{
+    const long ncpu = host_cpus();
+    return ncpu > 0 && MPIR_Process.local_size > ncpu;
+}
+
 /* TORX_PROGRESS_YIELD: auto (default), 0 or 1; libtorx's parser refuses
  * anything else, naming the variable. */
 static torx_status_t want_yield_hook(int *yield)
@@ -63,8 +69,7 @@ static torx_status_t want_yield_hook(int *yield)
     torx_status_t st = torx_env_choice("TORX_PROGRESS_YIELD", choices, 0, &c);
     if (st != TORX_OK)
         return st;
-    const long ncpu = host_cpus();
-    *yield = c ? c == 2 : ncpu > 0 && MPIR_Process.local_size > ncpu;
+    *yield = c ? c == 2 : MPIDI_TORX_host_oversubscribed();
     return TORX_OK;
 }
 

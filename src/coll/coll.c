@@ -27,6 +27,10 @@
  * outnumber cores. */
 #define TORXC_CN_MAX_DEFAULT 512
 
+/* auto takes the paced bcast in an oversubscribed job for groups of more
+ * than this many tasks: where MPICH's tree has three levels or more. */
+#define TORXC_PACED_BCAST_MIN_TASKS 4
+
 static const char *const kind_names[TORX_COLL_NKINDS] = {
     [TORX_COLL_BARRIER] = "barrier",     [TORX_COLL_BCAST] = "bcast",
     [TORX_COLL_ALLREDUCE] = "allreduce", [TORX_COLL_REDUCE] = "reduce",
@@ -60,7 +64,7 @@ static const char *const full_names[TORX_COLL_NKINDS][TORX_COLL_NALGS] = {
  * accepts besides auto and mpich. */
 static const unsigned kind_algs[TORX_COLL_NKINDS] = {
     [TORX_COLL_BARRIER] = 1u << TORX_COLL_ALG_GI,
-    [TORX_COLL_BCAST] = 1u << TORX_COLL_ALG_CN | 1u << TORX_COLL_ALG_TORUS,
+    [TORX_COLL_BCAST] = 1u << TORX_COLL_ALG_CN | 1u << TORX_COLL_ALG_TORUS | 1u << TORX_COLL_ALG_PACED,
     [TORX_COLL_ALLREDUCE] = 1u << TORX_COLL_ALG_CN | 1u << TORX_COLL_ALG_TORUS,
     [TORX_COLL_REDUCE] = 1u << TORX_COLL_ALG_CN | 1u << TORX_COLL_ALG_TORUS,
     [TORX_COLL_ALLGATHER] = 1u << TORX_COLL_ALG_CN,
@@ -132,6 +136,27 @@ static torx_status_t read_choice(torx_coll_t *c, torx_coll_kind_t kind, int glob
     return TORX_OK;
 }
 
+/* c->oversubscribed: whether any task's host is, by one collective-network
+ * round (a MAX), so that selection, which must come out the same on every
+ * task, sees the same value everywhere, even where hosts differ. */
+static torx_status_t agree_oversubscribed(torx_coll_t *c, int mine)
+{
+    c->oversubscribed = mine;
+    if (c->job_size < 2)
+        return TORX_OK;
+    int64_t lane[TORX_CN_PACKET_BYTES / 8] = {mine};
+    torx_status_t st;
+    while ((st = torx_cn_inject(c->dev, TORX_CN_MAX, TORX_CN_S64, 0, lane)) == TORX_NO_ROOM)
+        torx_advance(c->ctx);
+    if (st != TORX_OK)
+        return st;
+    while ((st = torx_cn_read(c->dev, lane)) == TORX_AGAIN)
+        torx_advance(c->ctx);
+    if (st == TORX_OK)
+        c->oversubscribed = lane[0] != 0;
+    return st;
+}
+
 torx_status_t torx_coll_init(torx_ctx_t *ctx, const torx_coll_attr_t *attr, torx_coll_t **out)
 {
     if (ctx == NULL || out == NULL)
@@ -174,7 +199,10 @@ torx_status_t torx_coll_init(torx_ctx_t *ctx, const torx_coll_attr_t *attr, torx
     }
     c->bc_early_tail = &c->bc_early;
     st = torx_register(ctx, c->handler, torxc_handler, c);
+    if (st == TORX_OK)
+        st = agree_oversubscribed(c, attr->oversubscribed != 0);
     if (st != TORX_OK) {
+        torx_register(ctx, c->handler, NULL, NULL);
         free(c);
         return st;
     }
@@ -189,8 +217,9 @@ torx_status_t torx_coll_init(torx_ctx_t *ctx, const torx_coll_attr_t *attr, torx
             len += snprintf(line + len, sizeof line - (size_t)len, " %s %s", kind_names[k],
                             c->choice[k] == TORXC_AUTO ? "auto" : alg_names[c->choice[k]]);
         if (len < (int)sizeof line)
-            snprintf(line + len, sizeof line - (size_t)len, "; collective network up to %zu B",
-                     c->cn_max);
+            snprintf(line + len, sizeof line - (size_t)len,
+                     "; collective network up to %zu B; %soversubscribed", c->cn_max,
+                     c->oversubscribed ? "" : "not ");
         fprintf(stderr, "%s\n", line);
     }
     *out = c;
@@ -295,6 +324,7 @@ void torx_coll_group_free(torx_coll_group_t *g)
     free(g->a2a_msgs);
     free(g->a2a_perm);
     free(g->a2a_v);
+    free(g->bcast_v);
     free(g->xchg);
     free(g->split);
     free(g->coord);
@@ -319,7 +349,8 @@ static int applies(const torx_coll_group_t *g, torx_coll_kind_t kind, torx_coll_
     case TORX_COLL_ALG_GI:
         return kind == TORX_COLL_BARRIER && g->all_tasks;
     case TORX_COLL_ALG_PACED:
-        return kind == TORX_COLL_ALLTOALL || kind == TORX_COLL_ALLTOALLV;
+        return kind == TORX_COLL_ALLTOALL || kind == TORX_COLL_ALLTOALLV ||
+               kind == TORX_COLL_BCAST;
     case TORX_COLL_ALG_TORUS:
         if (kind == TORX_COLL_BCAST)
             return torxc_torus_applies(g, bytes);
@@ -362,11 +393,19 @@ static torx_coll_alg_t pick(const torx_coll_group_t *g, torx_coll_kind_t kind, s
             return TORX_COLL_ALG_TORUS;
         return TORX_COLL_ALG_FALLBACK;
     case TORX_COLL_BCAST:
-        /* Only when asked for: a collective-network round ends when every
-         * task has entered it, while MPICH's bcast over torx lets the root
-         * go as soon as its eager sends are out; on one host the latter won
-         * at every size and rank count measured. */
-        return TORX_COLL_ALG_FALLBACK;
+        /* The collective network and the torus only when asked for: a
+         * collective-network round ends when every task has entered it,
+         * and the deposit bit moves 224 bytes a packet, while MPICH's bcast
+         * over torx lets the root go as soon as its eager sends are out.
+         * When tasks outnumber cores, each level of MPICH's tree waits for
+         * its tasks to be scheduled in turn, and the paced bcast, where
+         * every member waits on the root alone, won at 8 tasks on 2 cores
+         * at every size but 8 KiB, up to 3.6x; at 4 tasks (a tree of two
+         * levels) MPICH's won by 5-40% (bench/RESULTS.md, "Collectives"). */
+        return c->oversubscribed && g->n > TORXC_PACED_BCAST_MIN_TASKS &&
+                       applies(g, kind, TORX_COLL_ALG_PACED, bytes, dtype, op)
+                   ? TORX_COLL_ALG_PACED
+                   : TORX_COLL_ALG_FALLBACK;
     case TORX_COLL_ALLGATHER:
         if (applies(g, kind, TORX_COLL_ALG_CN, bytes, dtype, op) &&
             bytes * (size_t)g->n <= c->cn_max)
@@ -438,6 +477,8 @@ torx_status_t torx_coll_bcast(torx_coll_group_t *g, torx_coll_alg_t alg, void *b
                            g->n, buf);
     if (alg == TORX_COLL_ALG_TORUS)
         return torxc_torus_bcast(g, buf, bytes, root);
+    if (alg == TORX_COLL_ALG_PACED)
+        return bytes ? torxc_paced_bcast(g, buf, bytes, root) : TORX_OK;
     return torxc_cn_bcast(g, buf, bytes, root);
 }
 

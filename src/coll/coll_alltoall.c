@@ -204,9 +204,15 @@ static void step_order(int *perm, int n, uint64_t seed)
     }
 }
 
-torx_status_t torxc_paced_alltoallv(torx_coll_group_t *g, torx_coll_kind_t kind, const void *in,
-                                    const size_t *sbytes, const size_t *sdispl, void *out,
-                                    const size_t *rbytes, const size_t *rdispl)
+/* The paced exchange. sparse: only the blocks of non-zero length move
+ * (every member knows which: the broadcast), instead of one block, empty
+ * or not, between every pair of members (alltoall(v), where the counts
+ * one member sends are the counts another expects only by the program's
+ * word, and the empty blocks keep a member from finishing before its
+ * peers' blocks have been placed). */
+static torx_status_t paced_run(torx_coll_group_t *g, torx_coll_kind_t kind, const void *in,
+                               const size_t *sbytes, const size_t *sdispl, void *out,
+                               const size_t *rbytes, const size_t *rdispl, int sparse)
 {
     torx_coll_t *c = g->c;
     torxc_a2a_t *a = &c->a2a;
@@ -231,6 +237,12 @@ torx_status_t torxc_paced_alltoallv(torx_coll_group_t *g, torx_coll_kind_t kind,
     a->received = 0;
     a->in_flight = 0;
     a->status = TORX_OK;
+    int expect = n; /* blocks to place, this task's own included */
+    if (sparse) {
+        expect = 1;
+        for (int m = 0; m < n; m++)
+            expect += m != me && rbytes[m] > 0;
+    }
 
     /* my own block */
     if (sbytes[me] > rbytes[me] && a->status == TORX_OK)
@@ -244,11 +256,15 @@ torx_status_t torxc_paced_alltoallv(torx_coll_group_t *g, torx_coll_kind_t kind,
     step_order(g->a2a_perm, n, ((uint64_t)g->id << 32) ^ a->seq);
     a2a_hdr_t h = {.kind = (uint32_t)kind, .group_id = g->id, .seq = a->seq, .from = (uint32_t)me};
     unsigned spins = 0;
-    int next = 0; /* steps started */
+    int next = 0; /* steps started (a sparse exchange passes its empty blocks) */
     torx_status_t err = TORX_OK;
     for (;;) {
         /* Start sends into free window slots. */
-        for (int w = 0; w < TORXC_A2A_WINDOW && next < n - 1; w++) {
+        for (int w = 0; w < TORXC_A2A_WINDOW; w++) {
+            while (sparse && next < n - 1 && sbytes[(me + g->a2a_perm[next]) % n] == 0)
+                next++;
+            if (next == n - 1)
+                break;
             torx_msg_t *m = &g->a2a_msgs[w];
             if (torx_msg_pending(m))
                 continue;
@@ -260,7 +276,7 @@ torx_status_t torxc_paced_alltoallv(torx_coll_group_t *g, torx_coll_kind_t kind,
             a->in_flight++;
             next++;
         }
-        if (err != TORX_OK || (next == n - 1 && a->in_flight == 0 && a->received == n))
+        if (err != TORX_OK || (next == n - 1 && a->in_flight == 0 && a->received == expect))
             break;
         torxc_progress(c, &spins);
     }
@@ -271,6 +287,38 @@ torx_status_t torxc_paced_alltoallv(torx_coll_group_t *g, torx_coll_kind_t kind,
     if (err != TORX_OK)
         return err;
     return a->status;
+}
+
+torx_status_t torxc_paced_alltoallv(torx_coll_group_t *g, torx_coll_kind_t kind, const void *in,
+                                    const size_t *sbytes, const size_t *sdispl, void *out,
+                                    const size_t *rbytes, const size_t *rdispl)
+{
+    return paced_run(g, kind, in, sbytes, sdispl, out, rbytes, rdispl, 0);
+}
+
+/* The broadcast as a sparse exchange: the root sends the buffer to every
+ * member straight from its memory (the message layer picks the protocol;
+ * past the eager limit each member fetches the data itself, all at once),
+ * and each member receives once. Every member depends on the root alone:
+ * one scheduling of each member suffices, where a tree needs its levels
+ * one after another, which is what a task waits for when tasks outnumber
+ * cores. */
+torx_status_t torxc_paced_bcast(torx_coll_group_t *g, void *buf, size_t bytes, int root)
+{
+    const int n = g->n;
+    if (g->bcast_v == NULL && (g->bcast_v = malloc(3 * (size_t)n * sizeof(size_t))) == NULL)
+        return torxp_error(TORX_ERR_NOMEM, "torx: bcast: out of memory");
+    /* Bytes to send and to receive per member, then the displacements (all
+     * 0: one buffer). The root sends to every other member and receives
+     * nothing; the others send nothing and receive from the root. */
+    size_t *sbytes = g->bcast_v, *rbytes = g->bcast_v + n, *displ = g->bcast_v + 2 * n;
+    const int at_root = g->me == root;
+    for (int m = 0; m < n; m++) {
+        sbytes[m] = at_root && m != root ? bytes : 0;
+        rbytes[m] = !at_root && m == root ? bytes : 0;
+        displ[m] = 0;
+    }
+    return paced_run(g, TORX_COLL_BCAST, buf, sbytes, displ, buf, rbytes, displ, 1);
 }
 
 void torxc_a2a_finalize(torx_coll_t *c)

@@ -98,6 +98,7 @@ struct torx_coll {
      * network found (the same on every task: a MAX round's result), the
      * guess of the next one (coll_cn.c); and how often a guess held or
      * missed (TORX_STATS, and the tests' proof of both paths). */
+    int oversubscribed; /* some host runs more tasks than CPUs (agreed at init) */
     int64_t fp_guess[TORX_CN_PACKET_BYTES / 8];
     int fp_guess_valid;
     uint64_t fp_guess_held, fp_guess_missed;
@@ -114,6 +115,7 @@ struct torx_coll_group {
     torx_msg_t *a2a_msgs;  /* the send window, made at the first */
     int *a2a_perm;
     size_t *a2a_v;         /* alltoall's counts and displacements */
+    size_t *bcast_v;       /* the paced bcast's */
     unsigned char *xchg;   /* direct exchange: the members' vectors */
     unsigned char *split;  /* split exchange: parts of this task's segment */
     size_t split_cap;
@@ -170,6 +172,8 @@ torx_status_t torxc_cn_allgather(torx_coll_group_t *g, const void *in, void *out
 torx_status_t torxc_paced_alltoallv(torx_coll_group_t *g, torx_coll_kind_t kind, const void *in,
                                     const size_t *sbytes, const size_t *sdispl, void *out,
                                     const size_t *rbytes, const size_t *rdispl);
+/* the broadcast as a sparse paced exchange: the root sends to every member */
+torx_status_t torxc_paced_bcast(torx_coll_group_t *g, void *buf, size_t bytes, int root);
 void torxc_a2a_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info,
                        torx_recv_t *recv);
 void torxc_a2a_finalize(torx_coll_t *c);

@@ -173,6 +173,7 @@ if want coll; then
     run coll-np4-mapfile 4 coll TORX_TORUS=2x2x1 "TORX_MAPPING=$maps/good-4-heater.map"
     run coll-np4-cn-every-size 4 coll TORX_COLL_CN_MAX=1000000 TORX_COLL_BCAST=cn
     run coll-np2-mpich 2 coll TORX_COLL=mpich
+    run coll-np3-paced-chaos 3 coll TORX_COLL_BCAST=paced TORX_CHAOS=7 TORX_ADAPTIVE_LIMIT=65536
     # the deposit-bit torus bcast; COLL_TEST_SPLIT_BOX says whether the even
     # and odd halves are boxes of the torus: on 2x2x1 and in vn mode on
     # 2x2x1x2 they are (a line, a t-plane), on 3x2x1 they are not

@@ -439,6 +439,40 @@ static int coll_task(torx_boot_t *boot, void *argp)
             free(buf);
         }
 
+    /* paced bcast: from every root, sizes around one packet, a staged
+     * piece and the rendezvous, back to back with no barrier between, so
+     * that a fast root's next bcast arrives early (as bounce copies and
+     * as deferred rendezvous), with a paced alltoall between the two
+     * repetitions of each (they share the group's sequence numbers) */
+    static const size_t psizes[] = {0, 1, 228, 241, 5000, 16384, 16385, 100000};
+    for (size_t si = 0; si < sizeof psizes / sizeof psizes[0]; si++)
+        for (int rep = 0; rep < 2; rep++) {
+            for (int root = 0; root < n; root++) {
+                size_t len = psizes[si];
+                unsigned char *buf = malloc(len + 1);
+                for (size_t i = 0; i < len; i++)
+                    buf[i] = me == root ? (unsigned char)raw(77 + rep, root, i) : 0xee;
+                buf[len] = 0x77;
+                TASK_CHECK(torx_coll_bcast(g, TORX_COLL_ALG_PACED, buf, len, root) == TORX_OK,
+                           "paced bcast %zu from %d: %s", len, root, torx_last_error());
+                for (size_t i = 0; i < len; i++)
+                    TASK_CHECK(buf[i] == (unsigned char)raw(77 + rep, root, i),
+                               "paced bcast %zu from %d: byte %zu is %#x", len, root, i, buf[i]);
+                TASK_CHECK(buf[len] == 0x77, "paced bcast wrote past the buffer");
+                free(buf);
+            }
+            if (rep == 0) {
+                int64_t a[MAX_TASKS], b[MAX_TASKS];
+                for (int i = 0; i < n; i++)
+                    a[i] = (int64_t)me * 1000 + i;
+                TASK_CHECK(torx_coll_alltoall(g, TORX_COLL_ALG_PACED, a, b, sizeof a[0]) ==
+                               TORX_OK,
+                           "%s", torx_last_error());
+                for (int i = 0; i < n; i++)
+                    TASK_CHECK(b[i] == (int64_t)i * 1000 + me, "alltoall between bcasts: [%d]", i);
+            }
+        }
+
     /* torus bcast (deposit bit): from every root, sizes around packets,
      * routes and the ready threshold, back to back so that a fast root's
      * packets of the next bcast come early */
@@ -804,6 +838,66 @@ START_TEST(fpsum_short_guess)
 }
 END_TEST
 
+/* ---- an oversubscribed host: agreed by every task, the paced bcast -------------- */
+
+/* Only the last task says its host is oversubscribed: every task must come
+ * out of torx_coll_init agreeing that the job is, and auto must then take
+ * the paced bcast everywhere on a group of more than 4 tasks (a task that
+ * picked another would hang), and MPICH's on a group of 4. */
+static int oversub_task(torx_boot_t *boot, void *argp)
+{
+    (void)argp;
+    torx_ctx_t *ctx;
+    torx_init_attr_t attr = {.boot = boot, .mode = -1};
+    TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
+    torx_coll_attr_t cattr = {.handler = TORX_COLL_DEFAULT_HANDLER,
+                              .oversubscribed = boot->rank == boot->size - 1};
+    torx_coll_t *c;
+    TASK_CHECK(torx_coll_init(ctx, &cattr, &c) == TORX_OK, "%s", torx_last_error());
+    TASK_CHECK(c->oversubscribed == 1, "task %d did not learn the job is oversubscribed",
+               boot->rank);
+    torx_coll_group_t *g = make_group(c, boot, 0);
+    TASK_CHECK(g != NULL, "%s", torx_last_error());
+    if (boot->rank < 4) {
+        int four[4] = {0, 1, 2, 3};
+        torx_coll_group_t *g4;
+        TASK_CHECK(torx_coll_group_create(c, 9, 4, four, boot->rank, &g4) == TORX_OK, "%s",
+                   torx_last_error());
+        torx_coll_alg_t a4 = torx_coll_select(g4, TORX_COLL_BCAST, 8, 0, 0);
+        TASK_CHECK(a4 == TORX_COLL_ALG_FALLBACK, "auto bcast on 4 tasks: %s",
+                   torx_coll_alg_name(a4));
+        torx_coll_group_free(g4);
+    }
+    static const size_t sizes[] = {8, 70000};
+    for (size_t si = 0; si < 2; si++) {
+        const size_t len = sizes[si];
+        unsigned char *buf = malloc(len);
+        for (size_t i = 0; i < len; i++)
+            buf[i] = boot->rank == 1 ? (unsigned char)raw(5, 1, i) : 0;
+        torx_coll_alg_t alg = torx_coll_select(g, TORX_COLL_BCAST, len, 0, 0);
+        TASK_CHECK(alg == TORX_COLL_ALG_PACED, "auto bcast of %zu B: %s", len,
+                   torx_coll_alg_name(alg));
+        TASK_CHECK(torx_coll_bcast(g, alg, buf, len, 1) == TORX_OK, "%s", torx_last_error());
+        TASK_CHECK(strcmp(torx_coll_last_algorithm(g), "bcast:paced") == 0, "last %s",
+                   torx_coll_last_algorithm(g));
+        for (size_t i = 0; i < len; i++)
+            TASK_CHECK(buf[i] == (unsigned char)raw(5, 1, i), "byte %zu of %zu", i, len);
+        free(buf);
+    }
+    torx_coll_group_free(g);
+    torx_coll_finalize(c);
+    TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
+    return 0;
+}
+
+START_TEST(oversubscribed_agreed)
+{
+    clear_env();
+    RUN_JOB(5, oversub_task, NULL);
+    clear_env();
+}
+END_TEST
+
 /* ---- selection and the environment ---------------------------------------------- */
 
 static int select_task(torx_boot_t *boot, void *argp)
@@ -974,6 +1068,7 @@ static Suite *coll_suite(void)
     tcase_add_test(tc, vn_mode_and_chaos);
     tcase_add_test(tc, co_mode);
     tcase_add_test(tc, selection_follows_the_environment);
+    tcase_add_test(tc, oversubscribed_agreed);
     tcase_add_test(tc, waiting_collective_advances);
     suite_add_tcase(s, tc);
     TCase *fp = tcase_create("fpsum");
