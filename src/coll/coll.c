@@ -64,7 +64,8 @@ static const char *const full_names[TORX_COLL_NKINDS][TORX_COLL_NALGS] = {
  * accepts besides auto and mpich. */
 static const unsigned kind_algs[TORX_COLL_NKINDS] = {
     [TORX_COLL_BARRIER] = 1u << TORX_COLL_ALG_GI,
-    [TORX_COLL_BCAST] = 1u << TORX_COLL_ALG_CN | 1u << TORX_COLL_ALG_TORUS | 1u << TORX_COLL_ALG_PACED,
+    [TORX_COLL_BCAST] =
+        1u << TORX_COLL_ALG_CN | 1u << TORX_COLL_ALG_TORUS | 1u << TORX_COLL_ALG_PACED,
     [TORX_COLL_ALLREDUCE] = 1u << TORX_COLL_ALG_CN | 1u << TORX_COLL_ALG_TORUS,
     [TORX_COLL_REDUCE] = 1u << TORX_COLL_ALG_CN | 1u << TORX_COLL_ALG_TORUS,
     [TORX_COLL_ALLGATHER] = 1u << TORX_COLL_ALG_CN,
@@ -349,8 +350,7 @@ static int applies(const torx_coll_group_t *g, torx_coll_kind_t kind, torx_coll_
     case TORX_COLL_ALG_GI:
         return kind == TORX_COLL_BARRIER && g->all_tasks;
     case TORX_COLL_ALG_PACED:
-        return kind == TORX_COLL_ALLTOALL || kind == TORX_COLL_ALLTOALLV ||
-               kind == TORX_COLL_BCAST;
+        return kind == TORX_COLL_ALLTOALL || kind == TORX_COLL_ALLTOALLV || kind == TORX_COLL_BCAST;
     case TORX_COLL_ALG_TORUS:
         if (kind == TORX_COLL_BCAST)
             return torxc_torus_applies(g, bytes);

@@ -465,8 +465,7 @@ static int coll_task(torx_boot_t *boot, void *argp)
                 int64_t a[MAX_TASKS], b[MAX_TASKS];
                 for (int i = 0; i < n; i++)
                     a[i] = (int64_t)me * 1000 + i;
-                TASK_CHECK(torx_coll_alltoall(g, TORX_COLL_ALG_PACED, a, b, sizeof a[0]) ==
-                               TORX_OK,
+                TASK_CHECK(torx_coll_alltoall(g, TORX_COLL_ALG_PACED, a, b, sizeof a[0]) == TORX_OK,
                            "%s", torx_last_error());
                 for (int i = 0; i < n; i++)
                     TASK_CHECK(b[i] == (int64_t)i * 1000 + me, "alltoall between bcasts: [%d]", i);
@@ -818,8 +817,8 @@ static int guess_task(torx_boot_t *boot, void *argp)
         for (size_t i = 0; i < N; i++) {
             const double want =
                 guess_expected(boot->size, i, scale[call] + (call == 4 && i == 3 ? 70 : 0));
-            TASK_CHECK(memcmp(&out[i], &want, sizeof want) == 0, "call %zu lane %zu: %a, expected %a",
-                       call, i, out[i], want);
+            TASK_CHECK(memcmp(&out[i], &want, sizeof want) == 0,
+                       "call %zu lane %zu: %a, expected %a", call, i, out[i], want);
         }
     }
     TASK_CHECK(c->fp_guess_held == 2 && c->fp_guess_missed == 3,
