@@ -253,6 +253,24 @@ static void fill_mantissa(cn_stream_t *s, size_t r, void *pkt)
                       : 0;
 }
 
+/* fill_mantissa on a guess of the exponents (cn_fpsum_short). A lane whose
+ * own value's exponent is above the guess sends 0: the true maximum is at
+ * least that exponent, so the guess failed there and this round's sum will
+ * not be kept, and an encoding against a maximum below the value's own
+ * exponent is out of its range (torx_cn_fpsum_encode). */
+static void fill_mantissa_on_guess(cn_stream_t *s, size_t r, void *pkt)
+{
+    size_t first = r * FP_LANES, count = s->bytes / s->esize;
+    const int64_t *guess = s->emax + (r % TORXC_CN_DEPTH) * FP_LANES;
+    int64_t *lane = pkt;
+    for (size_t i = 0; i < FP_LANES; i++) {
+        const double x = first + i < count ? fp_elem(s, first + i) : 0.0;
+        lane[i] = first + i < count && torx_cn_fpsum_exponent(x) <= guess[i]
+                      ? torx_cn_fpsum_encode(x, guess[i], s->headroom)
+                      : 0;
+    }
+}
+
 static void drain_sum(cn_stream_t *s, size_t r, const void *pkt)
 {
     if (s->out == NULL)
@@ -315,7 +333,7 @@ static torx_status_t cn_fpsum_short(torx_coll_t *c, cn_stream_t *s, size_t count
     unsigned char pkt[2][TORXC_CN_BYTES], res[TORXC_CN_BYTES];
     fill_exponent(s, 0, pkt[0]);
     s->emax = guess_emax;
-    fill_mantissa(s, 0, pkt[1]);
+    fill_mantissa_on_guess(s, 0, pkt[1]);
     unsigned spins = 0, polls = 0;
     for (int k = 0; k < 2; k++) {
         torx_status_t st;
