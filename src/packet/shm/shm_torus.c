@@ -373,52 +373,64 @@ drop_malformed(torxp_shm_dev_t *d, unsigned fi, const torx_pkt_hdr_t *pkt, const
     torxp_log(&d->base, 0, "%s", torx_last_error() + sizeof "torx: " - 1);
 }
 
+/* A packet the scan found at the front of FIFO fi: checked, and made the
+ * peeked packet (returned); or, malformed or device-internal, dealt with
+ * and popped (NULL: scan again). Out of line, so that the scan, which
+ * mostly finds nothing, stays small: no registers to save, four loads and
+ * compares. */
+static const torx_pkt_hdr_t *__attribute__((noinline))
+take(torxp_shm_dev_t *d, unsigned fi, torx_pkt_hdr_t *pkt)
+{
+    const char *bad = torxp_hdr_invalid(pkt, d->base.shape);
+    if (TORXP_UNLIKELY(bad != NULL)) {
+        drop_malformed(d, fi, pkt, bad);
+        rx_pop(d, fi);
+        return NULL;
+    }
+    if (TORXP_UNLIKELY(pkt->ctl & TORX_PKT_SYS)) {
+        torxp_shm_bulk_on_sys(d, pkt);
+        rx_pop(d, fi);
+        return NULL;
+    }
+    /* The packet's other lines: their transfers from the sender's core
+     * start now and overlap the dispatch, instead of waiting for the
+     * receiver's copy to ask for them one by one (on a VM whose
+     * cache-line handoff costs 200 ns this is most of a second line's
+     * cost). */
+    for (unsigned off = TORXP_CACHELINE; off < pkt->chunks * TORX_PKT_CHUNK;
+         off += TORXP_CACHELINE)
+        __builtin_prefetch((const char *)pkt + off);
+    if (fi != d->next_fifo) {
+        d->next_fifo = fi;
+        d->burst = 1;
+    } else if (++d->burst >= TORXP_SHM_BURST) {
+        d->next_fifo = (fi + 1) % TORXP_SHM_FIFOS_PER_TASK;
+        d->burst = 0;
+    }
+    d->cur_fifo = (int)fi;
+    return pkt;
+}
+
 const torx_pkt_hdr_t *torxp_shm_peek(torx_pkt_dev_t *dev)
 {
     torxp_shm_dev_t *d = torxp_shm_of(dev);
     if (d->cur_fifo >= 0)
         return rx_front(d, (unsigned)d->cur_fifo);
     for (;;) {
-        const unsigned start =
-            d->chaos_rx ? (unsigned)(chaos_next(&d->chaos_rx) >> 33) : d->next_fifo;
-        torx_pkt_hdr_t *pkt = NULL;
-        unsigned fi = 0;
-        for (unsigned i = 0; i < TORXP_SHM_FIFOS_PER_TASK && !pkt; i++) {
-            fi = (start + i) % TORXP_SHM_FIFOS_PER_TASK;
-            pkt = rx_front(d, fi);
-            if (!pkt)
-                rx_flush(d, fi);
+        const unsigned start = TORXP_UNLIKELY(d->chaos_rx)
+                                   ? (unsigned)(chaos_next(&d->chaos_rx) >> 33)
+                                   : d->next_fifo;
+        unsigned i = 0, fi = start % TORXP_SHM_FIFOS_PER_TASK;
+        torx_pkt_hdr_t *pkt;
+        while (!(pkt = rx_front(d, fi))) {
+            rx_flush(d, fi);
+            if (++i == TORXP_SHM_FIFOS_PER_TASK)
+                return NULL;
+            fi = (fi + 1) % TORXP_SHM_FIFOS_PER_TASK;
         }
-        if (!pkt)
-            return NULL;
-        const char *bad = torxp_hdr_invalid(pkt, d->base.shape);
-        if (TORXP_UNLIKELY(bad != NULL)) {
-            drop_malformed(d, fi, pkt, bad);
-            rx_pop(d, fi);
-            continue;
-        }
-        if (TORXP_UNLIKELY(pkt->ctl & TORX_PKT_SYS)) {
-            torxp_shm_bulk_on_sys(d, pkt);
-            rx_pop(d, fi);
-            continue;
-        }
-        /* The packet's other lines: their transfers from the sender's core
-         * start now and overlap the dispatch, instead of waiting for the
-         * receiver's copy to ask for them one by one (on a VM whose
-         * cache-line handoff costs 200 ns this is most of a second line's
-         * cost). */
-        for (unsigned off = TORXP_CACHELINE; off < pkt->chunks * TORX_PKT_CHUNK;
-             off += TORXP_CACHELINE)
-            __builtin_prefetch((const char *)pkt + off);
-        if (fi != d->next_fifo) {
-            d->next_fifo = fi;
-            d->burst = 1;
-        } else if (++d->burst >= TORXP_SHM_BURST) {
-            d->next_fifo = (fi + 1) % TORXP_SHM_FIFOS_PER_TASK;
-            d->burst = 0;
-        }
-        d->cur_fifo = (int)fi;
-        return pkt;
+        const torx_pkt_hdr_t *taken = take(d, fi, pkt);
+        if (taken)
+            return taken;
     }
 }
 
