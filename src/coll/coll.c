@@ -370,6 +370,15 @@ static int applies(const torx_coll_group_t *g, torx_coll_kind_t kind, torx_coll_
     }
 }
 
+/* Whether a bcast block of bytes goes as one packet or past the eager
+ * limit, the sizes at which auto takes the paced bcast (the message
+ * layer's limits come from the job's environment: the same everywhere). */
+static int paced_bcast_size(const torx_coll_t *c, size_t bytes)
+{
+    const torx_limits_t *l = torx_ctx_limits(c->ctx);
+    return bytes + TORXC_A2A_HDR_BYTES <= l->onepkt_limit || bytes > l->eager_limit;
+}
+
 /* What auto runs. */
 static torx_coll_alg_t pick(const torx_coll_group_t *g, torx_coll_kind_t kind, size_t bytes,
                             torx_coll_dtype_t dtype, torx_coll_op_t op)
@@ -400,9 +409,14 @@ static torx_coll_alg_t pick(const torx_coll_group_t *g, torx_coll_kind_t kind, s
          * When tasks outnumber cores, each level of MPICH's tree waits for
          * its tasks to be scheduled in turn, and the paced bcast, where
          * every member waits on the root alone, won at 8 tasks on 2 cores
-         * at every size but 8 KiB, up to 3.6x; at 4 tasks (a tree of two
-         * levels) MPICH's won by 5-40% (bench/RESULTS.md, "Collectives"). */
+         * for one-packet blocks and past the eager limit (where each
+         * member fetches the data itself), up to 3.6x; in between the root
+         * copies every staged block itself, one member after another, and
+         * MPICH's tree, which spreads the copies, won at 2-8 KiB; at 4
+         * tasks (a tree of two levels) MPICH's won by 5-40%
+         * (bench/RESULTS.md, "Collectives"). */
         return c->oversubscribed && g->n > TORXC_PACED_BCAST_MIN_TASKS &&
+                       paced_bcast_size(c, bytes) &&
                        applies(g, kind, TORX_COLL_ALG_PACED, bytes, dtype, op)
                    ? TORX_COLL_ALG_PACED
                    : TORX_COLL_ALG_FALLBACK;

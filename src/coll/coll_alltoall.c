@@ -38,6 +38,8 @@ typedef struct a2a_hdr {
     uint32_t from; /* the sender's index in the group */
 } a2a_hdr_t;
 
+_Static_assert(sizeof(a2a_hdr_t) == TORXC_A2A_HDR_BYTES, "TORXC_A2A_HDR_BYTES");
+
 /* A block that arrived before this task entered its collective. */
 struct torxc_unexp {
     struct torxc_unexp *next;

@@ -172,6 +172,8 @@ torx_status_t torxc_cn_allgather(torx_coll_group_t *g, const void *in, void *out
 torx_status_t torxc_paced_alltoallv(torx_coll_group_t *g, torx_coll_kind_t kind, const void *in,
                                     const size_t *sbytes, const size_t *sdispl, void *out,
                                     const size_t *rbytes, const size_t *rdispl);
+/* the header of a paced block (a2a_hdr_t in coll_alltoall.c) */
+#define TORXC_A2A_HDR_BYTES 16
 /* the broadcast as a sparse paced exchange: the root sends to every member */
 torx_status_t torxc_paced_bcast(torx_coll_group_t *g, void *buf, size_t bytes, int root);
 void torxc_a2a_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info,
