@@ -289,16 +289,6 @@ static void drain_sum(cn_stream_t *s, size_t r, const void *pkt)
     }
 }
 
-/* One round of s on the device, whatever s->first says: injected, then
- * read (drained when it succeeded and err is still TORX_OK). */
-static torx_status_t cn_one_round(torx_coll_t *c, cn_stream_t *s, torx_status_t err)
-{
-    cn_stream_t one = *s;
-    one.rounds = 1;
-    one.drain = err == TORX_OK ? s->drain : NULL;
-    return cn_run(c, &one);
-}
-
 /* Keeps err's first protocol error; other errors end the sum. */
 static inline int cn_fatal(torx_status_t st, torx_status_t *err)
 {
@@ -322,17 +312,16 @@ static inline int cn_fatal(torx_status_t st, torx_status_t *err)
  * hit; a miss costs one round more than the plain two. */
 static torx_status_t cn_fpsum_short(torx_coll_t *c, cn_stream_t *s, size_t count)
 {
-    int64_t emax[FP_LANES], guess_emax[TORXC_CN_DEPTH * FP_LANES];
-    unsigned char sum[TORXC_CN_BYTES];
+    int64_t emax[FP_LANES];
+    unsigned char pkt[2][TORXC_CN_BYTES], sum[TORXC_CN_BYTES];
     torx_status_t err = TORX_OK;
     s->type = TORX_CN_S64;
     s->first = 0;
+    s->rounds = 1;
 
     /* round 1: the exponents; round 2: the sum on the guess */
-    memcpy(guess_emax, c->fp_guess, sizeof c->fp_guess);
-    unsigned char pkt[2][TORXC_CN_BYTES], res[TORXC_CN_BYTES];
     fill_exponent(s, 0, pkt[0]);
-    s->emax = guess_emax;
+    s->emax = c->fp_guess;
     fill_mantissa_on_guess(s, 0, pkt[1]);
     unsigned spins = 0, polls = 0;
     for (int k = 0; k < 2; k++) {
@@ -345,25 +334,23 @@ static torx_status_t cn_fpsum_short(torx_coll_t *c, cn_stream_t *s, size_t count
     }
     for (int k = 0; k < 2; k++) {
         torx_status_t st;
-        while ((st = torx_cn_read(c->dev, k ? (void *)sum : (void *)res)) == TORX_AGAIN)
+        while ((st = torx_cn_read(c->dev, k ? (void *)sum : (void *)emax)) == TORX_AGAIN)
             torxc_poll_wait(c, &polls, &spins);
         if (cn_fatal(st, &err))
             return st;
-        if (k == 0)
-            memcpy(emax, res, sizeof emax);
     }
     if (err != TORX_OK) { /* the tasks disagreed: every task saw it, nobody guesses next */
-        c->fp_guess_valid = 0;
+        memset(c->fp_guess, 0, sizeof c->fp_guess);
         return err;
     }
 
-    int held = c->fp_guess_valid;
+    /* count >= 1 (torxc_cn_reduce returns before an empty vector), and a
+     * zeroed guess never holds: every exponent lane is at least 1. */
+    int held = 1;
     for (size_t i = 0; held && i < count; i++)
         held = emax[i] == c->fp_guess[i];
     memcpy(c->fp_guess, emax, sizeof emax);
-    c->fp_guess_valid = 1;
-    s->emax = guess_emax;
-    memcpy(guess_emax, emax, sizeof emax);
+    s->emax = emax;
     if (held) {
         c->fp_guess_held++;
         drain_sum(s, 0, sum);
@@ -373,9 +360,9 @@ static torx_status_t cn_fpsum_short(torx_coll_t *c, cn_stream_t *s, size_t count
     s->op = TORX_CN_ADD;
     s->fill = fill_mantissa;
     s->drain = drain_sum;
-    torx_status_t st = cn_one_round(c, s, err);
+    torx_status_t st = cn_run(c, s);
     if (st != TORX_OK)
-        c->fp_guess_valid = 0;
+        memset(c->fp_guess, 0, sizeof c->fp_guess);
     return st;
 }
 
@@ -404,18 +391,14 @@ static torx_status_t cn_fpsum(torx_coll_t *c, cn_stream_t *s)
         s->fill = fill_exponent;
         s->drain = drain_exponent;
         torx_status_t st = cn_run(c, s);
-        if (st != TORX_OK && st != TORX_ERR_PROTO)
+        if (cn_fatal(st, &err))
             return st;
-        if (st != TORX_OK && err == TORX_OK)
-            err = st;
         s->op = TORX_CN_ADD;
         s->fill = fill_mantissa;
         s->drain = err == TORX_OK ? drain_sum : NULL;
         st = cn_run(c, s);
-        if (st != TORX_OK && st != TORX_ERR_PROTO)
+        if (cn_fatal(st, &err))
             return st;
-        if (st != TORX_OK && err == TORX_OK)
-            err = st;
     }
     return err;
 }

@@ -94,13 +94,13 @@ struct torx_coll {
      * thread (co mode): TORX_STATS, and the tests' proof that the thread
      * did its part */
     uint64_t bc_sent_task, bc_sent_thread;
-    /* The exponents the last one-round floating sum on the collective
-     * network found (the same on every task: a MAX round's result), the
-     * guess of the next one (coll_cn.c); and how often a guess held or
-     * missed (TORX_STATS, and the tests' proof of both paths). */
     int oversubscribed; /* some host runs more tasks than CPUs (agreed at init) */
+    /* The exponents the last one-round floating sum on the collective
+     * network found (the same on every task: a MAX round's result; zero
+     * before the first and after a disagreement, which no sum matches),
+     * the guess of the next one (coll_cn.c); and how often a guess held or
+     * missed (TORX_STATS, and the tests' proof of both paths). */
     int64_t fp_guess[TORX_CN_PACKET_BYTES / 8];
-    int fp_guess_valid;
     uint64_t fp_guess_held, fp_guess_missed;
 };
 
