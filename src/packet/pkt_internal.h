@@ -97,6 +97,34 @@ static inline void *torxp_realloc(void *p, size_t n)
     return TORXP_FAULT(TORXP_FAULT_ALLOC) ? NULL : realloc(p, n);
 }
 
+/* Chaos (TORX_CHAOS) on every device: xorshift64*, cheap, seeded,
+ * reproducible per task. */
+static inline uint64_t torxp_chaos_next(uint64_t *state)
+{
+    uint64_t x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+/* Reception fairness on every device: a queue drained TORXP_RX_BURST packets
+ * in a row yields to the others, so one flooding sender cannot starve the
+ * rest. A packet was just taken from queue q of nq; *next is where the next
+ * scan starts, *burst the packets taken from it in a row. */
+#define TORXP_RX_BURST 16
+static inline void torxp_rx_burst(unsigned *next, unsigned *burst, unsigned q, unsigned nq)
+{
+    if (q != *next) {
+        *next = q;
+        *burst = 1;
+    } else if (++*burst >= TORXP_RX_BURST) {
+        *next = (q + 1) % nq;
+        *burst = 0;
+    }
+}
+
 /* Why h is not a header that torx_pkt_inject could have written in this
  * job, or NULL when it is. A reception FIFO is memory that every task of the
  * job writes, so a receiver checks a header's lengths before it trusts

@@ -71,9 +71,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Packets taken from one reception queue in a row before the scan moves on,
- * so one flooding sender cannot starve the rest (as shm's FIFO burst). */
-#define OFI_BURST 16
 /* Completions read per fi_cq_read call. */
 #define OFI_CQ_BATCH 16
 /* Longest sleep when the provider offers no wait descriptor. */
@@ -82,17 +79,6 @@
 #define WAIT_NAP_NS 50000L
 /* How long an injection retries a provider that is busy (connecting). */
 #define EAGAIN_SPIN_S 1.0
-
-static inline uint64_t chaos_next(uint64_t *state)
-{
-    /* xorshift64*, as the shm device: cheap, seeded, reproducible. */
-    uint64_t x = *state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *state = x;
-    return x * 0x2545F4914F6CDD1DULL;
-}
 
 torx_status_t torxp_ofi_fail(torxp_ofi_dev_t *d, torx_status_t st, const char *fmt, ...)
 {
@@ -342,7 +328,7 @@ static void on_torus(torxp_ofi_dev_t *d, unsigned i, unsigned src, size_t len)
     b->ctx.peer = UINT32_MAX; /* queued: not to be reposted by repost_pending */
     unsigned q = src % TORXP_OFI_RXQ;
     if ((h->ctl & TORX_PKT_ADAPTIVE) && d->chaos_rx)
-        q = (unsigned)(chaos_next(&d->chaos_rx) >> 33) % TORXP_OFI_RXQ;
+        q = (unsigned)(torxp_chaos_next(&d->chaos_rx) >> 33) % TORXP_OFI_RXQ;
     torxp_ofi_rxq_t *rq = &d->rxq[q];
     rq->ring[rq->tail++ & d->rxq_mask] = i; /* never full: it takes every buffer and holder */
 }
@@ -798,20 +784,14 @@ static int queues_empty(const torxp_ofi_dev_t *d)
 /* Takes the next packet off the reception queues into cur. */
 static int pick(torxp_ofi_dev_t *d)
 {
-    const unsigned start = d->chaos_rx ? (unsigned)(chaos_next(&d->chaos_rx) >> 33) : d->next_q;
+    const unsigned start = d->chaos_rx ? (unsigned)(torxp_chaos_next(&d->chaos_rx) >> 33) : d->next_q;
     for (unsigned k = 0; k < TORXP_OFI_RXQ; k++) {
         const unsigned q = (start + k) % TORXP_OFI_RXQ;
         torxp_ofi_rxq_t *rq = &d->rxq[q];
         if (rq->head == rq->tail)
             continue;
         d->cur = (int)rq->ring[rq->head++ & d->rxq_mask];
-        if (q != d->next_q) {
-            d->next_q = q;
-            d->burst = 1;
-        } else if (++d->burst >= OFI_BURST) {
-            d->next_q = (q + 1) % TORXP_OFI_RXQ;
-            d->burst = 0;
-        }
+        torxp_rx_burst(&d->next_q, &d->burst, q, TORXP_OFI_RXQ);
         return 1;
     }
     return 0;

@@ -43,21 +43,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* A FIFO drained this many packets in a row yields to the others, so one
- * flooding sender cannot starve the rest. */
-#define TORXP_SHM_BURST 16
-
-static inline uint64_t chaos_next(uint64_t *state)
-{
-    /* xorshift64*: cheap, seeded, reproducible per task. */
-    uint64_t x = *state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *state = x;
-    return x * 0x2545F4914F6CDD1DULL;
-}
-
 void torxp_shm_chaos_seed(torxp_shm_dev_t *d, long seed)
 {
     /* Two streams: the injecting and the receiving thread may differ. */
@@ -172,7 +157,7 @@ static inline void set_stash_active(torxp_shm_dev_t *d, uint32_t v)
 static inline unsigned pick_fifo(torxp_shm_dev_t *d, unsigned ctl)
 {
     if ((ctl & TORX_PKT_ADAPTIVE) && d->chaos)
-        return (unsigned)(chaos_next(&d->chaos) >> 33) % TORXP_SHM_FIFOS_PER_TASK;
+        return (unsigned)(torxp_chaos_next(&d->chaos) >> 33) % TORXP_SHM_FIFOS_PER_TASK;
     return d->self_index % TORXP_SHM_FIFOS_PER_TASK;
 }
 
@@ -400,13 +385,7 @@ take(torxp_shm_dev_t *d, unsigned fi, torx_pkt_hdr_t *pkt)
     for (unsigned off = TORXP_CACHELINE; off < pkt->chunks * TORX_PKT_CHUNK;
          off += TORXP_CACHELINE)
         __builtin_prefetch((const char *)pkt + off);
-    if (fi != d->next_fifo) {
-        d->next_fifo = fi;
-        d->burst = 1;
-    } else if (++d->burst >= TORXP_SHM_BURST) {
-        d->next_fifo = (fi + 1) % TORXP_SHM_FIFOS_PER_TASK;
-        d->burst = 0;
-    }
+    torxp_rx_burst(&d->next_fifo, &d->burst, fi, TORXP_SHM_FIFOS_PER_TASK);
     d->cur_fifo = (int)fi;
     return pkt;
 }
@@ -418,7 +397,7 @@ const torx_pkt_hdr_t *torxp_shm_peek(torx_pkt_dev_t *dev)
         return rx_front(d, (unsigned)d->cur_fifo);
     for (;;) {
         const unsigned start = TORXP_UNLIKELY(d->chaos_rx)
-                                   ? (unsigned)(chaos_next(&d->chaos_rx) >> 33)
+                                   ? (unsigned)(torxp_chaos_next(&d->chaos_rx) >> 33)
                                    : d->next_fifo;
         unsigned i = 0, fi = start % TORXP_SHM_FIFOS_PER_TASK;
         torx_pkt_hdr_t *pkt;
