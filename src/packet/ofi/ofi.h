@@ -153,7 +153,6 @@ typedef struct torxp_ofi_rxbuf {
     uint32_t len;       /* bytes received */
     uint32_t order;     /* torus: its number from the sender (tag bits 40..63) */
     uint32_t park_next; /* torus: the next buffer parked for the same sender */
-    int posted;         /* 1 while the provider owns it */
     alignas(16) unsigned char data[TORXP_OFI_SYS_MAX]; /* read as headers and structs */
 } torxp_ofi_rxbuf_t;
 
@@ -187,17 +186,16 @@ typedef struct torxp_ofi_dev {
     struct fid_domain *domain;
     struct fid_ep *ep;
     struct fid_av *av;
-    struct fid_cq *txcq, *rxcq;
-    int txcq_fd, rxcq_fd;     /* wait descriptors (FI_WAIT_FD), -1 without */
-    unsigned long cq_entries; /* completions read, both queues: did a wake bring any? */
-    /* Operations posted that will complete on the send queue, not yet read
-     * back: with none, progress skips that queue (one system call less per
-     * poll over net and tcp;ofi_rxm), but for one look in 64. */
-    unsigned long tx_posted;
-    unsigned polls;
-    int wake_fd;        /* eventfd: torx_pkt_wake */
-    size_t inject_size; /* tx_attr->inject_size, capped at a packet */
-    const char *prov;   /* provider name, from info */
+    /* One completion queue for sends and receives: every fi_cq_read runs
+     * the provider's progress (over net and tcp;ofi_rxm a system call), so
+     * a poll that reads one queue progresses once, and a send's completion
+     * costs no read of its own. */
+    struct fid_cq *cq;
+    int cq_fd;                /* its wait descriptor (FI_WAIT_FD), -1 without */
+    unsigned long cq_entries; /* completions read: did a wake bring any? */
+    int wake_fd;              /* eventfd: torx_pkt_wake */
+    size_t inject_size;       /* tx_attr->inject_size, capped at a packet */
+    const char *prov;         /* provider name, from info */
 
     /* job */
     unsigned nslots, self_slot;
@@ -227,15 +225,17 @@ typedef struct torxp_ofi_dev {
     uint32_t *hold_free; /* stack of free holder indices */
     unsigned hold_nfree;
     uint32_t rxq_mask; /* the queue rings' size - 1: they take every buffer and holder */
-    unsigned unposted; /* buffers waiting to be posted again */
+    uint32_t *repost;  /* buffers given back, to be posted by the next progress */
+    unsigned nrepost;
     torxp_ofi_rxq_t rxq[TORXP_OFI_RXQ];
     unsigned next_q, burst;
-    int cur;             /* index of the peeked buffer, -1 when none */
-    uint32_t *consumed;  /* per source slot: packets consumed, not yet credited */
-    uint32_t *tx_order;  /* per destination slot: the next torus packet's number */
-    uint32_t *rx_order;  /* per source slot: the number of the packet due next */
-    uint32_t *parked;    /* per source slot: buffers come early, in order; UINT32_MAX: none */
-    unsigned long early; /* torus packets that came before one sent earlier (parked) */
+    int cur;                /* index of the peeked buffer, -1 when none */
+    int polled_since_empty; /* a poll progressed; no peek found the queues empty since */
+    uint32_t *consumed;     /* per source slot: packets consumed, not yet credited */
+    uint32_t *tx_order;     /* per destination slot: the next torus packet's number */
+    uint32_t *rx_order;     /* per source slot: the number of the packet due next */
+    uint32_t *parked;       /* per source slot: buffers come early, in order; UINT32_MAX: none */
+    unsigned long early;    /* torus packets that came before one sent earlier (parked) */
 
     /* device-internal sends, oldest first */
     torxp_ofi_sysmsg_t *sys_head, **sys_tail;
@@ -311,7 +311,7 @@ void torxp_ofi_consume(torx_pkt_dev_t *dev);
 int torxp_ofi_room(torx_pkt_dev_t *dev, torx_coord_t dest);
 torx_status_t torxp_ofi_wait(torx_pkt_dev_t *dev, int timeout_ms);
 void torxp_ofi_wake(torx_pkt_dev_t *dev);
-/* Reads both completion queues and acts on what they hold, sends queued
+/* Reads the completion queue and acts on what it holds, sends queued
  * device messages; the caller holds the lock. */
 void torxp_ofi_progress(torxp_ofi_dev_t *d);
 /* Queues a device-internal message of len bytes (header included) to slot

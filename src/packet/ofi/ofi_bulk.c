@@ -175,7 +175,6 @@ static void serve_post(torxp_ofi_dev_t *d, bulk_serve_t *s)
         }
         s->posted += n;
         s->outstanding++;
-        d->tx_posted++;
     }
     if (!s->outstanding && (s->err || s->posted == s->len))
         serve_finish(d, s);

@@ -254,10 +254,9 @@ static torx_status_t fi_err(const char *call, const char *prov, int rc)
                        fi_strerror(-rc));
 }
 
-static torx_status_t open_cq(torxp_ofi_dev_t *d, enum fi_cq_format format, size_t size,
-                             struct fid_cq **cq, int *fd)
+static torx_status_t open_cq(torxp_ofi_dev_t *d, size_t size, struct fid_cq **cq, int *fd)
 {
-    struct fi_cq_attr attr = {.size = size, .format = format, .wait_obj = FI_WAIT_FD};
+    struct fi_cq_attr attr = {.size = size, .format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_FD};
     *fd = -1;
     int rc = fi_cq_open(d->domain, &attr, cq, NULL);
     if (rc == 0 && fi_control(&(*cq)->fid, FI_GETWAIT, fd) != 0)
@@ -276,10 +275,10 @@ static torx_status_t open_endpoint(torxp_ofi_dev_t *d, unsigned ntasks)
         return fi_err("fi_fabric", d->prov, rc);
     if ((rc = fi_domain(d->fabric, d->info, &d->domain, NULL)) != 0)
         return fi_err("fi_domain", d->prov, rc);
-    const size_t qsize = d->info->rx_attr->size > 1024 ? d->info->rx_attr->size : 1024;
-    torx_status_t st = open_cq(d, FI_CQ_FORMAT_CONTEXT, qsize, &d->txcq, &d->txcq_fd);
-    if (st == TORX_OK)
-        st = open_cq(d, FI_CQ_FORMAT_TAGGED, qsize, &d->rxcq, &d->rxcq_fd);
+    /* Room for a completion of every receive and send the provider takes. */
+    const size_t rxq = d->info->rx_attr->size > 1024 ? d->info->rx_attr->size : 1024;
+    const size_t txq = d->info->tx_attr->size > 1024 ? d->info->tx_attr->size : 1024;
+    const torx_status_t st = open_cq(d, rxq + txq, &d->cq, &d->cq_fd);
     if (st != TORX_OK)
         return st;
     struct fi_av_attr av = {.type = FI_AV_TABLE, .count = ntasks};
@@ -288,8 +287,7 @@ static torx_status_t open_endpoint(torxp_ofi_dev_t *d, unsigned ntasks)
     if ((rc = fi_endpoint(d->domain, d->info, &d->ep, NULL)) != 0)
         return fi_err("fi_endpoint", d->prov, rc);
     if ((rc = fi_ep_bind(d->ep, &d->av->fid, 0)) != 0 ||
-        (rc = fi_ep_bind(d->ep, &d->txcq->fid, FI_TRANSMIT)) != 0 ||
-        (rc = fi_ep_bind(d->ep, &d->rxcq->fid, FI_RECV)) != 0)
+        (rc = fi_ep_bind(d->ep, &d->cq->fid, FI_TRANSMIT | FI_RECV)) != 0)
         return fi_err("fi_ep_bind", d->prov, rc);
     if ((rc = fi_enable(d->ep)) != 0)
         return fi_err("fi_enable", d->prov, rc);
@@ -335,8 +333,7 @@ static void ofi_close(torx_pkt_dev_t *dev)
     torxp_ofi_cn_fini(d);
     close_fid(d->ep ? &d->ep->fid : NULL);
     close_fid(d->av ? &d->av->fid : NULL);
-    close_fid(d->txcq ? &d->txcq->fid : NULL);
-    close_fid(d->rxcq ? &d->rxcq->fid : NULL);
+    close_fid(d->cq ? &d->cq->fid : NULL);
     close_fid(d->domain ? &d->domain->fid : NULL);
     close_fid(d->fabric ? &d->fabric->fid : NULL);
     torxp_ofi_torus_fini(d);
@@ -507,7 +504,7 @@ torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
                                .verbose = (int)env->verbose};
     pthread_mutex_init(&d->lock, NULL);
     d->shared = (attr->flags & TORX_PKT_SHARED_INJECT) != 0;
-    d->wake_fd = d->txcq_fd = d->rxcq_fd = -1;
+    d->wake_fd = d->cq_fd = -1;
     d->nslots = torx_shape_slots(attr->shape);
     d->self_slot = torx_coord_index(attr->shape, attr->self);
 
@@ -604,7 +601,7 @@ torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
               d->prov, oe.iface[0] ? oe.iface : "any", d->info->fabric_attr->name,
               d->info->domain_attr->name, d->inject_size,
               d->info->domain_attr->data_progress == FI_PROGRESS_MANUAL ? "manual" : "auto",
-              d->rxcq_fd >= 0 ? "sleeps on wait descriptors" : "sleeps in slices",
+              d->cq_fd >= 0 ? "sleeps on a wait descriptor" : "sleeps in slices",
               torxp_ofi_bulk_path(&d->base));
     torxp_log(&d->base, 2,
               "ofi device: coordinate (%u,%u,%u,%u), credit window %u packets, %u receive "

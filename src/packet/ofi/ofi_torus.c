@@ -40,9 +40,9 @@
  * a stash, and everything injected after it waits for it (TORX_NO_ROOM),
  * as on shm.
  *
- * Doorbell. torx_pkt_wait sleeps in poll(2) on the completion queues' wait
- * descriptors (FI_WAIT_FD) and an eventfd that torx_pkt_wake writes. Before
- * sleeping it asks fi_trywait whether the queues are really empty; that
+ * Doorbell. torx_pkt_wait sleeps in poll(2) on the completion queue's wait
+ * descriptor (FI_WAIT_FD) and an eventfd that torx_pkt_wake writes. Before
+ * sleeping it asks fi_trywait whether the queue is really empty; that
  * call closes the race between the last read and the sleep (a completion
  * that comes after it makes a descriptor readable). fi_cq_sread would block
  * in the provider with the lock released between reading and acting on a
@@ -51,8 +51,8 @@
  * works everywhere. A provider without wait descriptors gets sleeps cut
  * into slices of WAIT_SLICE_MS with progress in between: it progresses
  * manually, so nothing would wake a longer sleep. So does a provider whose
- * descriptors stay readable while its queues are empty: net (libfabric
- * 1.17) nests its progress epoll set in the queues' descriptors, and that
+ * descriptor stays readable while its queue is empty: net (libfabric
+ * 1.17) nests its progress epoll set in the queue's descriptor, and that
  * set polls readable with no socket ready, which would turn every idle wait
  * into a busy loop of system calls. A wake that finds no completion is
  * taken as such, and the rest of that wait sleeps in slices. */
@@ -124,42 +124,37 @@ static inline int is_holder(const torxp_ofi_dev_t *d, unsigned i)
     return i >= d->nrx + d->nsysrx;
 }
 
-/* Posts receive buffer i; a provider that is busy gets it again from
- * progress. */
+/* Gives receive buffer i back: a holder to its stack; a posted buffer to
+ * the list that the next progress posts, before it reads the completion
+ * queue. A ping-pong thus posts the buffer of the packet it answered after
+ * the answer has left, not on the way to it. */
 static void post_rx(torxp_ofi_dev_t *d, unsigned i)
 {
-    torxp_ofi_rxbuf_t *b = &d->rxbufs[i];
-    if (is_holder(d, i)) { /* never the provider's: back to the stack */
+    if (is_holder(d, i)) /* never the provider's */
         d->hold_free[d->hold_nfree++] = i;
-        return;
-    }
-    const int sys = is_sys_buf(d, i);
-    const size_t size = sys ? TORXP_OFI_SYS_MAX : TORX_PKT_MAX_BYTES;
-    const ssize_t rc = fi_trecv(d->ep, b->data, size, NULL, FI_ADDR_UNSPEC,
-                                torxp_ofi_tag(sys ? TORXP_OFI_TAG_SYS : TORXP_OFI_TAG_TORUS, 0),
-                                TORXP_OFI_RECV_IGNORE, &b->ctx.fi);
-    if (rc == 0) {
-        b->posted = 1;
-        return;
-    }
-    b->posted = 0;
-    d->unposted++;
-    if (rc != -FI_EAGAIN)
-        torxp_ofi_fi_fail(d, "fi_trecv", -1, (int)rc);
+    else
+        d->repost[d->nrepost++] = i;
 }
 
-static void repost_pending(torxp_ofi_dev_t *d)
+/* Posts the buffers given back, from the newest (a provider that is busy
+ * keeps the rest for the next progress). */
+static void post_pending(torxp_ofi_dev_t *d)
 {
-    const unsigned n = d->nrx + d->nsysrx;
-    for (unsigned i = 0; i < n && d->unposted; i++) {
+    while (d->nrepost) {
+        const unsigned i = d->repost[d->nrepost - 1];
         torxp_ofi_rxbuf_t *b = &d->rxbufs[i];
-        /* A torus buffer still queued or peeked is not reposted here. */
-        if (b->posted || b->ctx.peer == UINT32_MAX)
-            continue;
-        d->unposted--;
-        post_rx(d, i);
-        if (!d->rxbufs[i].posted)
-            return; /* still busy: later */
+        const int sys = is_sys_buf(d, i);
+        const ssize_t rc = fi_trecv(d->ep, b->data, sys ? TORXP_OFI_SYS_MAX : TORX_PKT_MAX_BYTES,
+                                    NULL, FI_ADDR_UNSPEC,
+                                    torxp_ofi_tag(sys ? TORXP_OFI_TAG_SYS : TORXP_OFI_TAG_TORUS, 0),
+                                    TORXP_OFI_RECV_IGNORE, &b->ctx.fi);
+        if (rc == -FI_EAGAIN)
+            return;
+        d->nrepost--;
+        if (rc != 0) {
+            torxp_ofi_fi_fail(d, "fi_trecv", -1, (int)rc);
+            return;
+        }
     }
 }
 
@@ -188,11 +183,8 @@ static ssize_t tsend(torxp_ofi_dev_t *d, const void *buf, size_t len, unsigned s
                                         .context = context};
         rc = fi_tsendmsg(d->ep, &m, flags);
     }
-    if (rc == 0) {
-        d->tx_posted++;
-        if (inl)
-            d->inj_inflight++;
-    }
+    if (rc == 0 && inl)
+        d->inj_inflight++;
     return rc;
 }
 
@@ -262,7 +254,6 @@ void torxp_ofi_ping(torxp_ofi_dev_t *d, unsigned slot)
         const ssize_t rc = fi_tsend(d->ep, &p->msg, sizeof p->msg, NULL, d->slot_addr[slot],
                                     torxp_ofi_tag(TORXP_OFI_TAG_SYS, d->self_slot), &p->ctx.fi);
         if (rc == 0) {
-            d->tx_posted++;
             p->sent_at = now;
             p->refused_since = 0;
             return;
@@ -325,7 +316,6 @@ static void on_torus(torxp_ofi_dev_t *d, unsigned i, unsigned src, size_t len)
     }
     b->src = src;
     b->len = (uint32_t)len;
-    b->ctx.peer = UINT32_MAX; /* queued: not to be reposted by repost_pending */
     unsigned q = src % TORXP_OFI_RXQ;
     if ((h->ctl & TORX_PKT_ADAPTIVE) && d->chaos_rx)
         q = (unsigned)(torxp_chaos_next(&d->chaos_rx) >> 33) % TORXP_OFI_RXQ;
@@ -369,7 +359,6 @@ static void on_torus_in_order(torxp_ofi_dev_t *d, unsigned i, unsigned src, size
     d->early++;
     b->src = src;
     b->len = (uint32_t)len;
-    b->ctx.peer = UINT32_MAX; /* parked: not to be reposted by repost_pending */
     uint32_t *at = &d->parked[src];
     while (*at != UINT32_MAX &&
            ((d->rxbufs[*at].order - d->rx_order[src]) & TORXP_OFI_ORDER_MASK) < ahead)
@@ -439,8 +428,6 @@ static void on_sys(torxp_ofi_dev_t *d, unsigned i, unsigned src, size_t len)
 
 static void on_tx_done(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, int err)
 {
-    if (d->tx_posted)
-        d->tx_posted--;
     if (TORXP_UNLIKELY(ctx == NULL)) {
         /* udp;ofi_rxd reports an inline send's completion without its
          * context; every other send has one. */
@@ -490,29 +477,6 @@ static void on_tx_done(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, int err)
     }
 }
 
-static void drain_txcq(torxp_ofi_dev_t *d)
-{
-    struct fi_cq_entry e[OFI_CQ_BATCH];
-    for (;;) {
-        const ssize_t n = fi_cq_read(d->txcq, e, OFI_CQ_BATCH);
-        if (n > 0) {
-            d->cq_entries += (unsigned long)n;
-            for (ssize_t k = 0; k < n; k++)
-                on_tx_done(d, e[k].op_context, 0);
-            continue;
-        }
-        if (n == -FI_EAVAIL) {
-            struct fi_cq_err_entry err = {0};
-            if (fi_cq_readerr(d->txcq, &err, 0) == 1 && err.op_context)
-                on_tx_done(d, err.op_context, err.err ? err.err : FI_EIO);
-            continue;
-        }
-        if (n != -FI_EAGAIN)
-            torxp_ofi_fi_fail(d, "fi_cq_read (send queue)", -1, (int)n);
-        return;
-    }
-}
-
 static void on_rx_done(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, uint64_t tag, size_t len)
 {
     const unsigned src = (unsigned)(tag & TORXP_OFI_TAG_SLOT_MASK);
@@ -522,7 +486,6 @@ static void on_rx_done(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, uint64_t tag, s
     }
     torxp_ofi_rxbuf_t *b = (torxp_ofi_rxbuf_t *)ctx;
     const unsigned i = (unsigned)(b - d->rxbufs);
-    b->posted = 0;
     if (ctx->kind == TORXP_OFI_CTX_RX) {
         b->order = (uint32_t)(tag >> TORXP_OFI_TAG_ORDER_SHIFT) & TORXP_OFI_ORDER_MASK;
         on_torus_in_order(d, i, src, len);
@@ -531,37 +494,59 @@ static void on_rx_done(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, uint64_t tag, s
     }
 }
 
-static void drain_rxcq(torxp_ofi_dev_t *d)
+/* Whether a completion's context is a receive's (else a send's or an RMA
+ * operation's; udp;ofi_rxd completes inline sends without a context). */
+static inline int is_rx_ctx(const torxp_ofi_ctx_t *ctx)
+{
+    return ctx && (ctx->kind == TORXP_OFI_CTX_RX || ctx->kind == TORXP_OFI_CTX_SYSRX ||
+                   ctx->kind == TORXP_OFI_CTX_STAGE_RX);
+}
+
+static void on_rx_error(torxp_ofi_dev_t *d, const struct fi_cq_err_entry *err)
+{
+    if (((torxp_ofi_ctx_t *)err->op_context)->kind == TORXP_OFI_CTX_STAGE_RX) {
+        if (err->err != FI_ECANCELED) /* closing, else no piece outgrows a buffer */
+            torxp_ofi_fi_fail(d, "a staging buffer's fi_trecv", -1, err->err);
+        return;
+    }
+    torxp_ofi_rxbuf_t *b = err->op_context;
+    if (err->err == FI_ECANCELED)
+        return; /* closing */
+    malformed(d, "receive failed (%s): a message longer than %u bytes?", fi_strerror(err->err),
+              (unsigned)TORXP_OFI_SYS_MAX);
+    post_rx(d, (unsigned)(b - d->rxbufs));
+}
+
+static void drain_cq(torxp_ofi_dev_t *d)
 {
     struct fi_cq_tagged_entry e[OFI_CQ_BATCH];
     for (;;) {
-        const ssize_t n = fi_cq_read(d->rxcq, e, OFI_CQ_BATCH);
+        const ssize_t n = fi_cq_read(d->cq, e, OFI_CQ_BATCH);
         if (n > 0) {
             d->cq_entries += (unsigned long)n;
-            for (ssize_t k = 0; k < n; k++)
-                on_rx_done(d, e[k].op_context, e[k].tag, e[k].len);
+            for (ssize_t k = 0; k < n; k++) {
+                torxp_ofi_ctx_t *ctx = e[k].op_context;
+                if (is_rx_ctx(ctx))
+                    on_rx_done(d, ctx, e[k].tag, e[k].len);
+                else
+                    on_tx_done(d, ctx, 0);
+            }
+            if (n < OFI_CQ_BATCH)
+                return; /* drained: another read is another provider progress */
             continue;
         }
         if (n == -FI_EAVAIL) {
             struct fi_cq_err_entry err = {0};
-            if (fi_cq_readerr(d->rxcq, &err, 0) != 1 || !err.op_context)
+            if (fi_cq_readerr(d->cq, &err, 0) != 1)
                 continue;
-            if (((torxp_ofi_ctx_t *)err.op_context)->kind == TORXP_OFI_CTX_STAGE_RX) {
-                if (err.err != FI_ECANCELED) /* closing, else no piece outgrows a buffer */
-                    torxp_ofi_fi_fail(d, "a staging buffer's fi_trecv", -1, err.err);
-                continue;
-            }
-            torxp_ofi_rxbuf_t *b = err.op_context;
-            b->posted = 0;
-            if (err.err == FI_ECANCELED)
-                continue; /* closing */
-            malformed(d, "receive failed (%s): a message longer than %u bytes?",
-                      fi_strerror(err.err), (unsigned)TORXP_OFI_SYS_MAX);
-            post_rx(d, (unsigned)(b - d->rxbufs));
+            if (is_rx_ctx(err.op_context))
+                on_rx_error(d, &err);
+            else if (err.op_context || err.flags & FI_SEND)
+                on_tx_done(d, err.op_context, err.err ? err.err : FI_EIO);
             continue;
         }
         if (n != -FI_EAGAIN)
-            torxp_ofi_fi_fail(d, "fi_cq_read (receive queue)", -1, (int)n);
+            torxp_ofi_fi_fail(d, "fi_cq_read", -1, (int)n);
         return;
     }
 }
@@ -570,11 +555,9 @@ void torxp_ofi_progress(torxp_ofi_dev_t *d)
 {
     if (d->stage_waiting)
         torxp_ofi_stage_flush(d);
-    if (d->tx_posted || !(++d->polls & 63))
-        drain_txcq(d);
-    drain_rxcq(d);
-    if (TORXP_UNLIKELY(d->unposted))
-        repost_pending(d);
+    if (d->nrepost)
+        post_pending(d);
+    drain_cq(d);
     if (d->sys_head)
         sys_flush(d);
     torxp_ofi_bulk_progress(d);
@@ -614,7 +597,7 @@ static torx_status_t send_packet(torxp_ofi_dev_t *d, unsigned slot, const torx_p
     torxp_ofi_txbuf_t *t = NULL;
     if (bytes > d->inject_size) {
         if (d->tx_free < 0)
-            drain_txcq(d);
+            drain_cq(d);
         if (d->tx_free < 0)
             return TORX_NO_ROOM;
         t = &d->txbufs[d->tx_free];
@@ -784,7 +767,8 @@ static int queues_empty(const torxp_ofi_dev_t *d)
 /* Takes the next packet off the reception queues into cur. */
 static int pick(torxp_ofi_dev_t *d)
 {
-    const unsigned start = d->chaos_rx ? (unsigned)(torxp_chaos_next(&d->chaos_rx) >> 33) : d->next_q;
+    const unsigned start =
+        d->chaos_rx ? (unsigned)(torxp_chaos_next(&d->chaos_rx) >> 33) : d->next_q;
     for (unsigned k = 0; k < TORXP_OFI_RXQ; k++) {
         const unsigned q = (start + k) % TORXP_OFI_RXQ;
         torxp_ofi_rxq_t *rq = &d->rxq[q];
@@ -801,8 +785,16 @@ const torx_pkt_hdr_t *torxp_ofi_peek(torx_pkt_dev_t *dev)
 {
     torxp_ofi_dev_t *d = torxp_ofi_of(dev);
     torxp_ofi_lock(d);
-    if (d->cur < 0 && queues_empty(d))
-        torxp_ofi_progress(d);
+    /* Progress only for a caller that spins on peek: the usual round (poll,
+     * then peek and consume until peek finds nothing) has just progressed,
+     * and one more read of the queue there would cost every message a
+     * system call on its way up. */
+    if (d->cur < 0 && queues_empty(d)) {
+        if (d->polled_since_empty)
+            d->polled_since_empty = 0;
+        else
+            torxp_ofi_progress(d);
+    }
     const torx_pkt_hdr_t *h =
         d->cur >= 0 || pick(d) ? (const torx_pkt_hdr_t *)d->rxbufs[d->cur].data : NULL;
     torxp_ofi_unlock(d);
@@ -816,7 +808,6 @@ void torxp_ofi_consume(torx_pkt_dev_t *dev)
     if (d->cur >= 0) {
         const unsigned i = (unsigned)d->cur, src = d->rxbufs[i].src;
         d->cur = -1;
-        d->rxbufs[i].ctx.peer = 0;
         post_rx(d, i);
         if (++d->consumed[src] >= (d->credit_max + 3) / 4)
             credit_return(d, src);
@@ -829,6 +820,7 @@ int torxp_ofi_poll(torx_pkt_dev_t *dev)
     torxp_ofi_dev_t *d = torxp_ofi_of(dev);
     torxp_ofi_lock(d);
     torxp_ofi_progress(d);
+    d->polled_since_empty = 1;
     if (TORXP_UNLIKELY(d->stash.active))
         drain_stash(d);
     const int ready = d->cur >= 0 || !queues_empty(d);
@@ -877,10 +869,10 @@ torx_status_t torxp_ofi_wait(torx_pkt_dev_t *dev, int timeout_ms)
         }
         if (nap && (slice_ns < 0 || slice_ns > WAIT_NAP_NS))
             slice_ns = WAIT_NAP_NS;
-        int sleep_on_fds = d->rxcq_fd >= 0 && d->txcq_fd >= 0 && !fds_lie;
+        int sleep_on_fds = d->cq_fd >= 0 && !fds_lie;
         if (sleep_on_fds) {
-            struct fid *fids[2] = {&d->rxcq->fid, &d->txcq->fid};
-            const int rc = fi_trywait(d->fabric, fids, 2);
+            struct fid *fids[1] = {&d->cq->fid};
+            const int rc = fi_trywait(d->fabric, fids, 1);
             if (rc == -FI_EAGAIN) { /* completions came meanwhile: act on them */
                 torxp_ofi_unlock(d);
                 continue;
@@ -892,15 +884,14 @@ torx_status_t torxp_ofi_wait(torx_pkt_dev_t *dev, int timeout_ms)
             slice_ns = WAIT_SLICE_MS * 1000000L;
         torxp_ofi_unlock(d);
 
-        struct pollfd fds[3] = {{.fd = d->wake_fd, .events = POLLIN},
-                                {.fd = d->rxcq_fd, .events = POLLIN},
-                                {.fd = d->txcq_fd, .events = POLLIN}};
+        struct pollfd fds[2] = {{.fd = d->wake_fd, .events = POLLIN},
+                                {.fd = d->cq_fd, .events = POLLIN}};
         struct timespec ts, *tsp = NULL;
         if (slice_ns >= 0) {
             ts = (struct timespec){slice_ns / 1000000000L, slice_ns % 1000000000L};
             tsp = &ts;
         }
-        const int n = ppoll(fds, sleep_on_fds ? 3 : 1, tsp, NULL);
+        const int n = ppoll(fds, sleep_on_fds ? 2 : 1, tsp, NULL);
         if (n < 0 && errno == EINTR)
             return TORX_OK; /* interrupted: poll now */
         if (n > 0) {
@@ -908,7 +899,7 @@ torx_status_t torxp_ofi_wait(torx_pkt_dev_t *dev, int timeout_ms)
                 take_wake(d);
                 return TORX_OK;
             }
-            /* A queue's descriptor: return if it brought a completion. */
+            /* The queue's descriptor: return if it brought a completion. */
             torxp_ofi_lock(d);
             const unsigned long before = d->cq_entries;
             torxp_ofi_progress(d);
@@ -961,7 +952,7 @@ torx_status_t torxp_ofi_torus_setup(torxp_ofi_dev_t *d, const torxp_env_t *env, 
      * 26.1 with 64; bandwidth at 64 KiB +11%), and fewer than 64 changed
      * nothing more. */
     d->nrx = 64;
-    d->nsysrx = 64;
+    d->nsysrx = 8;
     d->nhold = TORXP_OFI_STAGE_RX_MAX + 1;
     d->rxq_mask = 1;
     while (d->rxq_mask < d->nrx + d->nhold)
@@ -981,13 +972,14 @@ torx_status_t torxp_ofi_torus_setup(torxp_ofi_dev_t *d, const torxp_env_t *env, 
     d->parked = torxp_calloc(d->nslots, sizeof *d->parked);
     d->rxbufs = torxp_calloc(d->nrx + d->nsysrx + d->nhold, sizeof *d->rxbufs);
     d->hold_free = torxp_calloc(d->nhold, sizeof *d->hold_free);
+    d->repost = torxp_calloc(d->nrx + d->nsysrx, sizeof *d->repost);
     d->inj_ctx = torxp_calloc(d->nslots, sizeof *d->inj_ctx);
     d->pings = torxp_calloc(d->nslots, sizeof *d->pings);
     for (unsigned q = 0; q < TORXP_OFI_RXQ; q++)
         if (!(d->rxq[q].ring = torxp_calloc(d->rxq_mask + 1, sizeof *d->rxq[q].ring)))
             return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the ofi device's queues");
-    if (!d->txbufs || !d->credits || !d->consumed || !d->rxbufs || !d->hold_free || !d->inj_ctx ||
-        !d->pings || !d->tx_order || !d->rx_order || !d->parked)
+    if (!d->txbufs || !d->credits || !d->consumed || !d->rxbufs || !d->hold_free || !d->repost ||
+        !d->inj_ctx || !d->pings || !d->tx_order || !d->rx_order || !d->parked)
         return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the ofi device's buffers");
     for (unsigned i = 0; i < d->tx_pool; i++) {
         d->txbufs[i].ctx.kind = TORXP_OFI_CTX_TX;
@@ -1008,7 +1000,8 @@ torx_status_t torxp_ofi_torus_setup(torxp_ofi_dev_t *d, const torxp_env_t *env, 
         d->rxbufs[d->nrx + d->nsysrx + k].ctx.kind = TORXP_OFI_CTX_RX;
         d->hold_free[d->hold_nfree++] = d->nrx + d->nsysrx + d->nhold - 1 - k;
     }
-    if (d->unposted)
+    post_pending(d);
+    if (d->nrepost)
         return torxp_error(TORX_ERR_SYS,
                            "torx: provider %s would not take %u receive buffers (its receive "
                            "queue is shorter); lower TORX_FIFO_PACKETS",
@@ -1033,6 +1026,7 @@ void torxp_ofi_torus_fini(torxp_ofi_dev_t *d)
     free(d->parked);
     free(d->rxbufs);
     free(d->hold_free);
+    free(d->repost);
     free(d->inj_ctx);
     free(d->pings);
 }
