@@ -13,7 +13,7 @@
 #   rxm      TORX_OFI_PROVIDER=tcp;ofi_rxm, the provider torx picks where net
 #            is missing, on the packet and ordering tests (test_ofi pins it
 #            for its own cases too)
-#   small    TORX_FIFO_PACKETS=16 (credits back every 4 packets) on the
+#   small    TORX_FIFO_PACKETS=16 (a credit message every 8 packets; replies carry credits before that) on the
 #            ordering tests, over net and tcp;ofi_rxm. In every variant the
 #            device posts 64 torus receive buffers for all its senders'
 #            windows, so packets find none posted, the providers complete

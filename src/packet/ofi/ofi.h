@@ -195,7 +195,11 @@ typedef struct torxp_ofi_dev {
     unsigned long cq_entries; /* completions read: did a wake bring any? */
     int wake_fd;              /* eventfd: torx_pkt_wake */
     size_t inject_size;       /* tx_attr->inject_size, capped at a packet */
-    const char *prov;         /* provider name, from info */
+    /* The provider carries 8 bytes of remote CQ data: torus packets and
+     * staged pieces take the credits owed to their destination aboard, and a
+     * bulk get's write tells the initiator itself that it is done. */
+    int cq_data;
+    const char *prov; /* provider name, from info */
 
     /* job */
     unsigned nslots, self_slot;
@@ -355,7 +359,7 @@ const void *torxp_ofi_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_sta
 void torxp_ofi_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
 void torxp_ofi_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t ref);
 void torxp_ofi_stage_on_tx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, int err);
-void torxp_ofi_stage_on_rx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, size_t len);
+void torxp_ofi_stage_on_rx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, size_t len, uint64_t credits);
 void torxp_ofi_stage_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sys_t *m);
 int torxp_ofi_stage_busy(const torxp_ofi_dev_t *d);
 /* A piece put but not yet sent waits for the next packet to its task, to
@@ -369,6 +373,9 @@ torx_status_t torxp_ofi_stage_carry(torxp_ofi_dev_t *d, unsigned slot, const voi
 void torxp_ofi_stage_flush(torxp_ofi_dev_t *d);
 /* Pieces sent so far with a packet aboard, and alone (tests, TORX_VERBOSE). */
 void torxp_ofi_stage_counts(torxp_ofi_dev_t *d, unsigned long *carried, unsigned long *alone);
+/* ofi_torus.c: n torus credits src gave back (aboard a message or in a
+ * credit message), checked against the window. Locked. */
+void torxp_ofi_credits_back(torxp_ofi_dev_t *d, unsigned src, uint64_t n);
 /* ofi_torus.c: a packet that came aboard a piece from src, queued as if it
  * had come alone. Locked. */
 void torxp_ofi_torus_on_carried(torxp_ofi_dev_t *d, unsigned src, uint32_t order, const void *pkt,
@@ -407,6 +414,9 @@ void torxp_ofi_bulk_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sys
 /* An RMA operation served for a peer completed (err: 0 or a positive
  * libfabric error number). */
 void torxp_ofi_bulk_on_rma(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, int err);
+/* A write that carried remote CQ data landed here: the bulk get with that
+ * cookie is done (see ofi_bulk.c). */
+void torxp_ofi_bulk_on_write_data(torxp_ofi_dev_t *d, uint64_t cookie);
 /* Posts the RMA operations the provider refused for want of resources. */
 void torxp_ofi_bulk_progress(torxp_ofi_dev_t *d);
 torx_status_t torxp_ofi_bulk_get(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,

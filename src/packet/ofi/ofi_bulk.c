@@ -19,6 +19,14 @@
  * order. Transfers longer than the provider's largest message go as several
  * RMA operations, all done before the DONE.
  *
+ * Where the provider carries remote CQ data (d->cq_data), a get that is
+ * one write goes as fi_writedata with the cookie as its data: the
+ * initiator's completion queue reports the write itself, once its data are
+ * in place, and no GET_DONE follows (one send less, a system call over
+ * TCP, on the rendezvous's way). A failed write then fails the device: the
+ * initiator may already hold the completion, and the only failure of a
+ * write into a live task's registered buffer is a broken connection.
+ *
  * The registration follows the provider's mr_mode: with FI_MR_VIRT_ADDR the
  * remote address is the buffer's virtual address, else an offset from its
  * start; with FI_MR_PROV_KEY the provider picks the key, else the device
@@ -81,6 +89,7 @@ typedef struct bulk_serve {
     uint64_t posted;      /* bytes handed to the provider */
     unsigned outstanding; /* RMA operations not yet completed */
     int err;              /* first failure, a libfabric error number */
+    int told;             /* the write carried the cookie: no GET_DONE */
 } bulk_serve_t;
 
 struct torxp_ofi_bulk {
@@ -146,6 +155,12 @@ static void serve_finish(torxp_ofi_dev_t *d, bulk_serve_t *s)
             *p = s->next;
             break;
         }
+    if (s->told) {
+        if (s->err)
+            torxp_ofi_fi_fail(d, "a bulk get's fi_writedata", (int)s->ctx.peer, s->err);
+        free(s);
+        return;
+    }
     const torxp_ofi_sys_t done = {.type =
                                       s->is_put ? TORXP_OFI_SYS_PUT_DONE : TORXP_OFI_SYS_GET_DONE,
                                   .version = TORXP_OFI_WIRE_VERSION,
@@ -164,9 +179,11 @@ static void serve_post(torxp_ofi_dev_t *d, bulk_serve_t *s)
         const size_t n = s->len - s->posted < b->rma_max ? s->len - s->posted : b->rma_max;
         void *mine = (void *)(uintptr_t)(s->local + s->posted);
         const uint64_t theirs = s->remote + s->posted;
-        const ssize_t rc = s->is_put
-                               ? fi_read(d->ep, mine, n, NULL, to, theirs, s->key, &s->ctx.fi)
-                               : fi_write(d->ep, mine, n, NULL, to, theirs, s->key, &s->ctx.fi);
+        const int tell = !s->is_put && d->cq_data && s->posted == 0 && n == s->len;
+        const ssize_t rc =
+            s->is_put ? fi_read(d->ep, mine, n, NULL, to, theirs, s->key, &s->ctx.fi)
+            : tell ? fi_writedata(d->ep, mine, n, NULL, s->cookie, to, theirs, s->key, &s->ctx.fi)
+                   : fi_write(d->ep, mine, n, NULL, to, theirs, s->key, &s->ctx.fi);
         if (rc == -FI_EAGAIN)
             return; /* torxp_ofi_bulk_progress tries again */
         if (rc != 0) {
@@ -175,6 +192,7 @@ static void serve_post(torxp_ofi_dev_t *d, bulk_serve_t *s)
         }
         s->posted += n;
         s->outstanding++;
+        s->told = tell;
     }
     if (!s->outstanding && (s->err || s->posted == s->len))
         serve_finish(d, s);
@@ -270,6 +288,19 @@ void torxp_ofi_bulk_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sys
                     r->is_put ? "put" : "get", r->len, d->slot_rank[src], c.x, c.y, c.z, c.t,
                     r->is_put ? "read" : "write", d->prov, fi_strerror((int)m->arg));
     }
+}
+
+void torxp_ofi_bulk_on_write_data(torxp_ofi_dev_t *d, uint64_t cookie)
+{
+    bulk_rec_t *r = find_rec(d->bulk, cookie);
+    if (!r || r->done || r->is_put) {
+        d->base.malformed++;
+        torxp_log(&d->base, 0, "protocol error: a remote write for unknown bulk get %llu; dropped",
+                  (unsigned long long)cookie);
+        return;
+    }
+    r->done = 1;
+    r->status = TORX_OK;
 }
 
 static torx_status_t bulk_start(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,

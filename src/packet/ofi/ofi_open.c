@@ -291,6 +291,7 @@ static torx_status_t open_endpoint(torxp_ofi_dev_t *d, unsigned ntasks)
         return fi_err("fi_ep_bind", d->prov, rc);
     if ((rc = fi_enable(d->ep)) != 0)
         return fi_err("fi_enable", d->prov, rc);
+    d->cq_data = d->info->domain_attr->cq_data_size >= sizeof(uint64_t);
     d->inject_size = d->info->tx_attr->inject_size;
     if (d->inject_size > TORX_PKT_MAX_BYTES)
         d->inject_size = TORX_PKT_MAX_BYTES;

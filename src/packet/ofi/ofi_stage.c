@@ -438,7 +438,7 @@ int torxp_ofi_stage_busy(const torxp_ofi_dev_t *d)
     return d->stage && (d->stage->tx_busy || d->stage_waiting);
 }
 
-void torxp_ofi_stage_on_rx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, size_t len)
+void torxp_ofi_stage_on_rx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, size_t len, uint64_t credits)
 {
     torxp_ofi_stage_t *s = d->stage;
     stage_buf_t *b = (stage_buf_t *)ctx;
@@ -467,6 +467,8 @@ void torxp_ofi_stage_on_rx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, size_t len)
         }
         s->credits[src] += (int32_t)h.credits;
     }
+    if (credits) /* torus credits, aboard (see tsend in ofi_torus.c) */
+        torxp_ofi_credits_back(d, src, credits);
     s->rx_seq[src]++;
     b->next = NULL;
     *s->queue[src].tail = b;

@@ -168,23 +168,39 @@ static ssize_t tsend(torxp_ofi_dev_t *d, const void *buf, size_t len, unsigned s
 {
     const int inl = len <= d->inject_size;
     struct iovec iov = {(void *)buf, len};
-    const uint64_t flags = inl ? FI_INJECT | FI_COMPLETION : FI_COMPLETION;
+    uint64_t flags = inl ? FI_INJECT | FI_COMPLETION : FI_COMPLETION;
     void *const context = inl ? &d->inj_ctx[slot].fi : &ctx->fi;
+    /* Torus packets and staged pieces give back the credits owed to their
+     * destination: a reply carries them, and no credit message of its own
+     * costs a send (a system call) on the way to it. */
+    const uint64_t credits =
+        d->cq_data && (kind == TORXP_OFI_UNTAGGED || (kind & 0xffu) == TORXP_OFI_TAG_TORUS)
+            ? d->consumed[slot]
+            : 0;
+    if (credits)
+        flags |= FI_REMOTE_CQ_DATA;
     ssize_t rc;
     if (kind == TORXP_OFI_UNTAGGED) { /* staged pieces: see ofi_stage.c */
-        const struct fi_msg m = {
-            .msg_iov = &iov, .iov_count = 1, .addr = d->slot_addr[slot], .context = context};
+        const struct fi_msg m = {.msg_iov = &iov,
+                                 .iov_count = 1,
+                                 .addr = d->slot_addr[slot],
+                                 .context = context,
+                                 .data = credits};
         rc = fi_sendmsg(d->ep, &m, flags);
     } else {
         const struct fi_msg_tagged m = {.msg_iov = &iov,
                                         .iov_count = 1,
                                         .addr = d->slot_addr[slot],
                                         .tag = torxp_ofi_tag(kind, d->self_slot),
-                                        .context = context};
+                                        .context = context,
+                                        .data = credits};
         rc = fi_tsendmsg(d->ep, &m, flags);
     }
-    if (rc == 0 && inl)
-        d->inj_inflight++;
+    if (rc == 0) {
+        d->consumed[slot] -= (uint32_t)credits;
+        if (inl)
+            d->inj_inflight++;
+    }
     return rc;
 }
 
@@ -292,6 +308,15 @@ malformed(torxp_ofi_dev_t *d, const char *fmt, ...)
     torxp_log(&d->base, 0, "protocol error: %s; dropped", msg);
 }
 
+void torxp_ofi_credits_back(torxp_ofi_dev_t *d, unsigned src, uint64_t n)
+{
+    if (n > d->credit_max || d->credits[src] + (int64_t)n > (int64_t)d->credit_max)
+        malformed(d, "slot %u returned %llu credits, more than it was given", src,
+                  (unsigned long long)n);
+    else
+        d->credits[src] += (int32_t)n;
+}
+
 /* A torus packet arrived in buffer i from slot src: checked, then queued. */
 static void on_torus(torxp_ofi_dev_t *d, unsigned i, unsigned src, size_t len)
 {
@@ -392,11 +417,7 @@ static void on_sys(torxp_ofi_dev_t *d, unsigned i, unsigned src, size_t len)
     } else {
         switch (m->type) {
         case TORXP_OFI_SYS_CREDIT:
-            if (m->arg > d->credit_max ||
-                d->credits[src] + (int64_t)m->arg > (int64_t)d->credit_max)
-                malformed(d, "slot %u returned %u credits, more than it was given", src, m->arg);
-            else
-                d->credits[src] += (int32_t)m->arg;
+            torxp_ofi_credits_back(d, src, m->arg);
             break;
         case TORXP_OFI_SYS_CN_UP:
         case TORXP_OFI_SYS_CN_DOWN:
@@ -477,17 +498,22 @@ static void on_tx_done(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, int err)
     }
 }
 
-static void on_rx_done(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, uint64_t tag, size_t len)
+static void on_rx_done(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, const struct fi_cq_tagged_entry *e)
 {
-    const unsigned src = (unsigned)(tag & TORXP_OFI_TAG_SLOT_MASK);
+    const unsigned src = (unsigned)(e->tag & TORXP_OFI_TAG_SLOT_MASK);
+    const size_t len = e->len;
+    const uint64_t credits = e->flags & FI_REMOTE_CQ_DATA ? e->data : 0;
     if (ctx->kind == TORXP_OFI_CTX_STAGE_RX) {
-        torxp_ofi_stage_on_rx(d, ctx, len); /* untagged: the sender is in its header */
+        /* untagged: the sender is in its header */
+        torxp_ofi_stage_on_rx(d, ctx, len, credits);
         return;
     }
     torxp_ofi_rxbuf_t *b = (torxp_ofi_rxbuf_t *)ctx;
     const unsigned i = (unsigned)(b - d->rxbufs);
+    if (credits && src < d->nslots && d->slot_rank[src] >= 0)
+        torxp_ofi_credits_back(d, src, credits);
     if (ctx->kind == TORXP_OFI_CTX_RX) {
-        b->order = (uint32_t)(tag >> TORXP_OFI_TAG_ORDER_SHIFT) & TORXP_OFI_ORDER_MASK;
+        b->order = (uint32_t)(e->tag >> TORXP_OFI_TAG_ORDER_SHIFT) & TORXP_OFI_ORDER_MASK;
         on_torus_in_order(d, i, src, len);
     } else {
         on_sys(d, i, src, len);
@@ -526,8 +552,10 @@ static void drain_cq(torxp_ofi_dev_t *d)
             d->cq_entries += (unsigned long)n;
             for (ssize_t k = 0; k < n; k++) {
                 torxp_ofi_ctx_t *ctx = e[k].op_context;
-                if (is_rx_ctx(ctx))
-                    on_rx_done(d, ctx, e[k].tag, e[k].len);
+                if (TORXP_UNLIKELY(e[k].flags & FI_REMOTE_WRITE)) /* no context: ofi_bulk.c */
+                    torxp_ofi_bulk_on_write_data(d, e[k].data);
+                else if (is_rx_ctx(ctx))
+                    on_rx_done(d, ctx, &e[k]);
                 else
                     on_tx_done(d, ctx, 0);
             }
@@ -809,7 +837,9 @@ void torxp_ofi_consume(torx_pkt_dev_t *dev)
         const unsigned i = (unsigned)d->cur, src = d->rxbufs[i].src;
         d->cur = -1;
         post_rx(d, i);
-        if (++d->consumed[src] >= (d->credit_max + 3) / 4)
+        /* A credit message only when half the window is owed: replies
+         * carry credits aboard (tsend) before that, in a ping-pong always. */
+        if (++d->consumed[src] >= (d->credit_max + 1) / 2)
             credit_return(d, src);
     }
     torxp_ofi_unlock(d);
