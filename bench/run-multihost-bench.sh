@@ -268,6 +268,24 @@ stat() {
             m = (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
             print m, (k == "lat") ? a[1] : a[n] }'
 }
+# round_ratios KIND IMPL SIZE PEER...: IMPL / the better peer in each round
+# (the VM's speed changes within minutes, so each round is compared with
+# itself), comma-separated
+round_ratios() {
+    local k=$1 i=$2 s=$3
+    shift 3
+    awk -v k="$k" -v i="$i" -v s="$s" -v peers="$*" '
+        BEGIN { n = split(peers, p, " "); for (j = 1; j <= n; j++) isp[p[j]] = 1 }
+        $1 == k && $3 == s && $2 == i { mine[$5] = $4; if ($5 > last) last = $5 }
+        $1 == k && $3 == s && ($2 in isp) {
+            if (!($5 in best) || (k == "lat" ? $4 < best[$5] : $4 > best[$5])) best[$5] = $4 }
+        END {
+            out = ""
+            for (r = 1; r <= last; r++)
+                if ((r in mine) && (r in best) && best[r] > 0)
+                    out = out (out == "" ? "" : ", ") sprintf("%.2f", mine[r] / best[r])
+            print out == "" ? "-" : out }' "$work/data.txt"
+}
 cell() { # cell MED BEST DIGITS
     if [[ $1 == NaN ]]; then echo "-"; else echo "$(fmt "$1" "$3") ($(fmt "$2" "$3"))"; fi
 }
@@ -306,7 +324,7 @@ cols+=("${impls[@]}")
         r1=${impls[0]} peers=()
         for i in "${impls[@]}"; do [[ $i == mpich || $i == openmpi ]] && peers+=("$i"); done
         if ((${#peers[@]})) && [[ $r1 != mpich && $r1 != openmpi ]]; then
-            hdr+=" $r1 / better peer |"; sep+="---|"
+            hdr+=" $r1 / better peer | per round |"; sep+="---|---|"
         else
             peers=()
         fi
@@ -327,6 +345,7 @@ cols+=("${impls[@]}")
                     | awk -v k="$kind" '$1 != "NaN" { if (!n++ || (k == "lat" ? $1 < v : $1 > v)) v = $1 }
                                          END { print n ? v : "NaN" }')
                 row+=" $(ratio "$(stat "$kind" "$r1" "$b" | cut -d' ' -f1)" "$better") |"
+                row+=" $(round_ratios "$kind" "$r1" "$b" "${peers[@]}") |"
             fi
             echo "$row"
         done
