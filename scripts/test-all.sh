@@ -14,7 +14,9 @@
 #                                          (a subset of MPICH's own test suite,
 #                                          test/mpich-suite/ci/; the runs that
 #                                          test/KNOWN_FAILURES lists are expected
-#                                          failures; full suite: make mpich-testsuite)
+#                                          failures; full suite: make mpich-testsuite),
+#                                          then its pt2pt, coll and rma lists over the
+#                                          ofi device on this host (TORX_DEVICE=ofi)
 #   multihost    the same MPICH            test/multihost/check-torx.sh (torx jobs across
 #                                          2 and 3 emulated hosts in network namespaces,
 #                                          hybrid shm+ofi, a host that vanishes; needs
@@ -205,18 +207,20 @@ need_mpich() {
 # that test/KNOWN_FAILURES lists ("mpich-suite DIR/TEST NP -- why") are
 # expected and reported as known; any other failure, or a directory that did
 # not run all its entries, fails the stage.
-run_mpisuite() {
-    local start=$SECONDS log rc pass=0 fail=0 known=0 skip=0 incomplete=0 failing
-    banner "mpisuite: MPICH's test suite, CI subset (scripts/mpich-testsuite.sh --subset ci)"
-    need_mpich mpisuite || return
+# mpisuite_pass LABEL DIRS [NAME=VALUE...]: one run of the CI subset (DIRS:
+# "" for all its directories) with NAME=VALUE in the environment, which
+# hydra hands to every task; one summary line.
+mpisuite_pass() {
+    local label=$1 dirs=$2 start=$SECONDS log rc pass=0 fail=0 known=0 skip=0 incomplete=0 failing
+    shift 2
     log=$(mktemp)
     # Limits with room for a loaded CI machine: the subset takes about 430 s
     # on a quiet 2-core one, but 1190 s in a fresh-clone run beside other
     # jobs, where sendflood (4 ranks on 2 cores) passed the 120 s limit and
     # rma its 600 s box. A test that needs more than 240 s is still a failure.
-    MPITEST_TIMEOUT_MULTIPLIER=${MPITEST_TIMEOUT_MULTIPLIER:-4} \
-        scripts/mpich-testsuite.sh --subset ci --maxnp 5 --dir-time 1500 --check </dev/null 2>&1 |
-        tee "$log"
+    env "$@" MPITEST_TIMEOUT_MULTIPLIER="${MPITEST_TIMEOUT_MULTIPLIER:-4}" \
+        scripts/mpich-testsuite.sh --subset ci ${dirs:+--dirs "$dirs"} --maxnp 5 --dir-time 1500 \
+        --check </dev/null 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
     read -r pass fail known skip incomplete < <(sed -n \
         's/^mpich-testsuite: result: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) known, \([0-9]*\) skipped, \([0-9]*\) incomplete$/\1 \2 \3 \4 \5/p' \
@@ -241,9 +245,25 @@ run_mpisuite() {
     total_fail=$((total_fail + fail))
     total_skip=$((total_skip + skip))
     summary+=("$(printf '%-7s %-12s mpich-testsuite %s: %d passed, %d failed, %d known failures, %d skipped (%d s)%s%s' \
-        mpisuite "MPICH" "$([ "$rc" = 0 ] && echo ok || echo FAILED)" "$pass" "$fail" "$known" "$skip" \
+        mpisuite "$label" "$([ "$rc" = 0 ] && echo ok || echo FAILED)" "$pass" "$fail" "$known" "$skip" \
         $((SECONDS - start)) "${failing:+ failing: $failing}" \
         "$([ "$incomplete" = 0 ] || echo " ($incomplete directories incomplete)")")")
+}
+
+# A subset of MPICH's own test suite (test/mpi of the MPICH source) against
+# the same MPICH: scripts/mpich-testsuite.sh --subset ci --check. Failing runs
+# that test/KNOWN_FAILURES lists ("mpich-suite DIR/TEST NP -- why") are
+# expected and reported as known; any other failure, or a directory that did
+# not run all its entries, fails the stage. Then its pt2pt, coll and rma
+# lists again over the ofi device on this host (every packet through
+# libfabric over loopback), so the device is covered at the MPI level where
+# the multihost stage cannot make namespaces.
+run_mpisuite() {
+    banner "mpisuite: MPICH's test suite, CI subset (scripts/mpich-testsuite.sh --subset ci)"
+    need_mpich mpisuite || return
+    mpisuite_pass MPICH ""
+    banner "mpisuite: its pt2pt, coll and rma lists over the ofi device (TORX_DEVICE=ofi, loopback)"
+    mpisuite_pass "MPICH, ofi" pt2pt,coll,rma TORX_DEVICE=ofi TORX_OFI_LOCAL=ofi TORX_OFI_IFACE=lo
 }
 
 # The NAS Parallel Benchmarks (bench/run-npb.sh; source ../shared/npb, built

@@ -6,6 +6,8 @@
 #                the MPI_T performance variables (mpit_pvars.c)
 #   1c. mpix     the MPIX machine queries (mpix.c, mpix.f90) in every mode,
 #                with an order and mapping files
+#   1d. ofi      the same programs over the libfabric device on this host
+#                (TORX_DEVICE=ofi over loopback): pure, chaos, hybrid
 #   2. matrix    every node mode (heater, co, vn) x mapping (XYZT, TXYZ, a
 #                mapping file), 4 ranks
 #   3. chaos     every mode with TORX_CHAOS and adaptive packets
@@ -32,7 +34,7 @@
 # Environment: TORX_MPI_NP (ranks of the matrix, default 4; the mapping-file
 # cells and sections 4-5 need 4 and are skipped otherwise), TORX_MPI_TIMEOUT
 # (s per run, default 120), TORX_MPI_SECTIONS (default
-# "basic coll mpix matrix chaos badmap die stats nocma kill"), TORX_KILL_SEED (the
+# "basic coll mpix ofi matrix chaos badmap die stats nocma kill"), TORX_KILL_SEED (the
 # kill section's random victims and moments; default random, printed).
 # torx settings go to the tasks with mpiexec -genv NAME VALUE.
 #
@@ -53,7 +55,7 @@ fi
 }
 np=${TORX_MPI_NP:-4}
 tmo=${TORX_MPI_TIMEOUT:-120}
-sections=${TORX_MPI_SECTIONS:-basic coll mpix matrix chaos badmap die stats nocma kill}
+sections=${TORX_MPI_SECTIONS:-basic coll mpix ofi matrix chaos badmap die stats nocma kill}
 maps=$here/maps
 known_file=$here/../KNOWN_FAILURES
 out=$(mktemp -d "${TMPDIR:-/tmp}/torx-mpi-tests.XXXXXX")
@@ -200,6 +202,25 @@ if want mpix; then
     run mpix_f-np4-vn 4 mpix_f TORX_MODE=vn
     run mpix_f-np4-mapfile 4 mpix_f TORX_TORUS=2x2x1 "TORX_MAPPING=$maps/good-4-heater.map"
     run mpix_f-np2-co 2 mpix_f TORX_MODE=co
+fi
+
+# ---- 1d. ofi: the same programs over the libfabric device on this host ----------
+# TORX_DEVICE=ofi over loopback, so the device is covered at the MPI level
+# where test/multihost (namespaces, root) cannot run: pure (every packet
+# through libfabric, TORX_OFI_LOCAL=ofi), with chaos, and hybrid (every two
+# ranks a "host" with its own shm device; vn node-mates on one host).
+if want ofi; then
+    banner "ofi: TORX_DEVICE=ofi on loopback"
+    ofi=(TORX_DEVICE=ofi TORX_OFI_IFACE=lo)
+    for t in ring pingpong rma_coll probe_unexp p2p_semantics; do
+        run ofi/$t-np2 2 $t "${ofi[@]}" TORX_OFI_LOCAL=ofi
+    done
+    run ofi/p2p_semantics-np3-chaos 3 p2p_semantics "${ofi[@]}" TORX_OFI_LOCAL=ofi TORX_CHAOS=11 \
+        TORX_ADAPTIVE_LIMIT=65536
+    run ofi/coll-np3 3 coll "${ofi[@]}" TORX_OFI_LOCAL=ofi
+    run ofi/p2p_semantics-np4-hybrid-vn 4 p2p_semantics "${ofi[@]}" TORX_OFI_TASKS_PER_HOST=2 \
+        TORX_MODE=vn TORX_MAPPING=TXYZ
+    run ofi/coll-np4-hybrid 4 coll "${ofi[@]}" TORX_OFI_TASKS_PER_HOST=2
 fi
 
 # ---- 2. matrix: mode x mapping --------------------------------------------------
