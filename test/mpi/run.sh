@@ -7,7 +7,8 @@
 #   1c. mpix     the MPIX machine queries (mpix.c, mpix.f90) in every mode,
 #                with an order and mapping files
 #   1d. ofi      the same programs over the libfabric device on this host
-#                (TORX_DEVICE=ofi over loopback): pure, chaos, hybrid
+#                (TORX_DEVICE=ofi over loopback): pure, chaos, bulk data as
+#                messages (TORX_OFI_BULK=msg), hybrid
 #   2. matrix    every node mode (heater, co, vn) x mapping (XYZT, TXYZ, a
 #                mapping file), 4 ranks
 #   3. chaos     every mode with TORX_CHAOS and adaptive packets
@@ -218,6 +219,8 @@ if want ofi; then
     run ofi/p2p_semantics-np3-chaos 3 p2p_semantics "${ofi[@]}" TORX_OFI_LOCAL=ofi TORX_CHAOS=11 \
         TORX_ADAPTIVE_LIMIT=65536
     run ofi/coll-np3 3 coll "${ofi[@]}" TORX_OFI_LOCAL=ofi
+    # bulk data as messages, as over a provider without RMA
+    run ofi/p2p_semantics-np2-bulk-msg 2 p2p_semantics "${ofi[@]}" TORX_OFI_LOCAL=ofi TORX_OFI_BULK=msg
     run ofi/p2p_semantics-np4-hybrid-vn 4 p2p_semantics "${ofi[@]}" TORX_OFI_TASKS_PER_HOST=2 \
         TORX_MODE=vn TORX_MAPPING=TXYZ
     run ofi/coll-np4-hybrid 4 coll "${ofi[@]}" TORX_OFI_TASKS_PER_HOST=2

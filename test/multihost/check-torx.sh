@@ -5,7 +5,8 @@
 # ns-ssh as its ssh), TORX_DEVICE=ofi:
 #
 #   2 hosts x 1 task   torx's MPI tests (test/mpi: hello, ring,
-#                      p2p_semantics, probe_unexp, rma_coll, coll), then
+#                      p2p_semantics, probe_unexp, rma_coll, coll; and
+#                      p2p_semantics with TORX_OFI_BULK=msg), then
 #                      bench/mpi_latency and mpi_bw with every row verified
 #                      and the veth counters showing the bytes crossed
 #   2 hosts x 2 tasks  hybrid jobs: each host's two tasks reach each other
@@ -111,6 +112,8 @@ fi
 for prog in ring p2p_semantics probe_unexp rma_coll coll; do
     test_run 2x1 2 1 "$prog"
 done
+# bulk data as messages between hosts, as over a provider without RMA
+test_run 2x1-bulk-msg 2 1 p2p_semantics TORX_OFI_BULK=msg
 
 # The bytes crossed the veths: at least what each rank sent, each way.
 for run in "mpi_latency -s 8,1K,64K -n 1000" "mpi_bw -s 64K,1M -n 20"; do

@@ -32,6 +32,7 @@ static void use_ofi(void)
     unsetenv("TORX_OFI_TASKS_PER_HOST");
     unsetenv("TORX_OFI_PROVIDER");
     unsetenv("TORX_OFI_TX_PACKETS");
+    unsetenv("TORX_OFI_BULK");
     unsetenv("TORX_FIFO_PACKETS");
     unsetenv("TORX_CHAOS");
 }
@@ -97,6 +98,7 @@ static const open_err_t open_errs[] = {
     {"TORX_BULK", "cma", TORX_ERR_UNSUPPORTED, "TORX_BULK=cma", "RMA"},
     {"TORX_OFI_LOCAL", "both", TORX_ERR_ENV, "TORX_OFI_LOCAL='both'", "shm, ofi"},
     {"TORX_OFI_TASKS_PER_HOST", "-2", TORX_ERR_ENV, "TORX_OFI_TASKS_PER_HOST='-2'", "out of range"},
+    {"TORX_OFI_BULK", "dma", TORX_ERR_ENV, "TORX_OFI_BULK='dma'", "auto, rma, msg"},
 };
 
 START_TEST(startup_errors)
@@ -156,12 +158,17 @@ START_TEST(missing_capability_named)
     info->domain_attr->mr_mode = c->mr_mode;
     info->domain_attr->name = strdup(c->domain);
     info->addr_format = FI_SOCKADDR_IN;
-    const char *why = torxp_ofi_missing_need(info, "lo");
+    const char *why = torxp_ofi_missing_need(info, "lo", 1);
     if (c->missing)
         ck_assert_msg(strstr(why, c->missing), "%s: '%s' does not name %s", c->name, why,
                       c->missing);
     else
         ck_assert_msg(strstr(why, "combination"), "%s: '%s' names a need it has", c->name, why);
+    if (c->missing &&
+        !strcmp(c->missing, "FI_RMA")) { /* wanted, needed only for TORX_OFI_BULK=rma */
+        why = torxp_ofi_missing_need(info, "lo", 0);
+        ck_assert_msg(strstr(why, "combination"), "%s without RMA needed: '%s'", c->name, why);
+    }
     fi_freeinfo(info);
 }
 END_TEST
@@ -526,6 +533,10 @@ static int bulk_task(torx_boot_t *boot, void *argp)
     torx_pkt_dev_t *dev;
     const torx_shape_t shape = {2, 1, 1, 1};
     TASK_CHECK(test_open(boot, shape, &dev) == TORX_OK, "%s", torx_last_error());
+    const char *bulk = getenv("TORX_OFI_BULK");
+    const char *path = bulk && !strcmp(bulk, "msg") ? "messages" : "rma";
+    TASK_CHECK(strcmp(torx_bulk_path(dev), path) == 0, "bulk path %s, expected %s",
+               torx_bulk_path(dev), path);
     const int me = boot->rank, peer = 1 - me;
     const torx_coord_t pc = test_coord_of(shape, peer);
     uint8_t *src = malloc(BULK_MAX + 2 * GUARD), *dst = malloc(BULK_MAX + 2 * GUARD);
@@ -586,6 +597,21 @@ START_TEST(bulk_rma_sizes)
 {
     use_ofi();
     RUN_JOB(2, bulk_task, NULL);
+}
+END_TEST
+
+/* The same transfers without RMA, as a provider that lacks it would run
+ * them (TORX_OFI_BULK=msg): each one tagged message, over net and over
+ * tcp;ofi_rxm. */
+START_TEST(bulk_msg_sizes)
+{
+    use_ofi();
+    setenv("TORX_OFI_BULK", "msg", 1);
+    if (_i)
+        setenv("TORX_OFI_PROVIDER", "tcp;ofi_rxm", 1);
+    RUN_JOB(2, bulk_task, NULL);
+    unsetenv("TORX_OFI_BULK");
+    unsetenv("TORX_OFI_PROVIDER");
 }
 END_TEST
 
@@ -933,6 +959,7 @@ static Suite *ofi_suite(void)
     tcase_add_test(tc, deposit_line_in_order);
     tcase_add_test(tc, stage_carries_descriptor);
     tcase_add_test(tc, bulk_rma_sizes);
+    tcase_add_loop_test(tc, bulk_msg_sizes, 0, 2);
     tcase_add_test(tc, cn_matches_shm_bitwise);
     tcase_add_test(tc, dead_peer_named);
     tcase_add_test(tc, hybrid_routes_in_order);

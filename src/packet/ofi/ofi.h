@@ -12,6 +12,8 @@
  *                TORXP_OFI_TAG_SYS: a device-internal message (credits,
  *                collective network, global interrupt, bulk control), a
  *                torxp_ofi_sys_t and its body
+ *                TORXP_OFI_TAG_BULK: a bulk transfer's data, where the
+ *                device moves them without RMA (ofi_bulk.c)
  *   (untagged)   a staged piece, perhaps with a torus packet aboard; its
  *                header names the sender (ofi_stage.c)
  *   bits 40..63  torus packets: their number in the order the sender sent
@@ -65,6 +67,9 @@
 
 #define TORXP_OFI_TAG_TORUS 1u
 #define TORXP_OFI_TAG_SYS 2u
+/* A bulk transfer's data as one tagged message, where the device does not
+ * use RMA (ofi_bulk.c); bits 40..63: the operation's cookie (mod 2^24). */
+#define TORXP_OFI_TAG_BULK 3u
 /* torxp_ofi_tsend_retry's kind for an untagged message (fi_sendmsg). */
 #define TORXP_OFI_UNTAGGED 0xffffffffu
 #define TORXP_OFI_TAG_KIND_SHIFT 32
@@ -129,7 +134,10 @@ enum torxp_ofi_ctx_kind {
     TORXP_OFI_CTX_INJ,      /* a send injected from a stack buffer (one context per peer) */
     TORXP_OFI_CTX_PING,     /* a liveness probe (one per peer, torxp_ofi_ping) */
     TORXP_OFI_CTX_STAGE_TX, /* a staged piece on its way (ofi_stage.c) */
-    TORXP_OFI_CTX_STAGE_RX  /* a posted staging buffer (ofi_stage.c) */
+    TORXP_OFI_CTX_STAGE_RX, /* a posted staging buffer (ofi_stage.c) */
+    TORXP_OFI_CTX_BULK_RX,  /* a bulk get's buffer, posted for its data (no RMA; ofi_bulk.c) */
+    TORXP_OFI_CTX_BULK_TX,  /* a bulk put's data on its way (no RMA) */
+    TORXP_OFI_CTX_SERVE_RX  /* a peer's bulk put, posted into this task's memory (no RMA) */
 };
 
 typedef struct torxp_ofi_ctx {
@@ -199,6 +207,9 @@ typedef struct torxp_ofi_dev {
      * staged pieces take the credits owed to their destination aboard, and a
      * bulk get's write tells the initiator itself that it is done. */
     int cq_data;
+    /* Bulk transfers by RMA; else their data travel as one tagged message
+     * each (TORX_OFI_BULK=msg, or a provider without RMA). */
+    int rma;
     const char *prov; /* provider name, from info */
 
     /* job */
@@ -300,7 +311,7 @@ torx_status_t torxp_ofi_fail(torxp_ofi_dev_t *d, torx_status_t st, const char *f
 /* ofi_open.c: why the provider described by list (asked for with nothing
  * but its name) cannot carry the device on iface ("" for any): the first of
  * torx's needs it lacks, in words for an error message. */
-const char *torxp_ofi_missing_need(const struct fi_info *list, const char *iface);
+const char *torxp_ofi_missing_need(const struct fi_info *list, const char *iface, int need_rma);
 
 /* ofi_torus.c */
 torx_status_t torxp_ofi_torus_setup(torxp_ofi_dev_t *d, const torxp_env_t *env, long tx_pool);
@@ -414,6 +425,9 @@ void torxp_ofi_bulk_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sys
 /* An RMA operation served for a peer completed (err: 0 or a positive
  * libfabric error number). */
 void torxp_ofi_bulk_on_rma(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, int err);
+/* Without RMA: a bulk transfer's data message was received (BULK_RX,
+ * SERVE_RX) or sent (BULK_TX); err 0 or a positive libfabric error. */
+void torxp_ofi_bulk_on_msg(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, int err);
 /* A write that carried remote CQ data landed here: the bulk get with that
  * cookie is done (see ofi_bulk.c). */
 void torxp_ofi_bulk_on_write_data(torxp_ofi_dev_t *d, uint64_t cookie);

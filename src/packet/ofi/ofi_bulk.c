@@ -34,6 +34,16 @@
  * bound to the endpoint and enabled. Providers that need local
  * registration (FI_MR_LOCAL) are refused at open.
  *
+ * Without RMA (a provider that lacks it, or TORX_OFI_BULK=msg) the data
+ * travel as one tagged message (TORXP_OFI_TAG_BULK, the cookie in the tag)
+ * straight between the two ranges, which the providers stream over their
+ * connection: for a get the initiator posts the receive into its buffer
+ * before it sends GET_REQ, and the peer sends from its memory; the
+ * receive's completion ends the get. For a put the initiator sends PUT_REQ
+ * and then the data, the peer posts the receive when the request comes
+ * (the data wait in the provider until then) and answers PUT_DONE once it
+ * completes. Same messages, same order, no registration.
+ *
  * An operation that cannot progress because the peer vanished ends in the
  * device's failure, which names the peer: every BULK_PING_EVERY tests of a
  * running operation the device probes the peer (torxp_ofi_ping), and a probe
@@ -59,6 +69,7 @@ typedef struct bulk_req {
 
 /* An operation this task started, in the device's list until tested done. */
 typedef struct bulk_rec {
+    torxp_ofi_ctx_t ctx; /* first: without RMA, the data message's completion points here */
     struct bulk_rec *next;
     uint64_t cookie;
     struct fid_mr *mr;
@@ -141,8 +152,14 @@ void torxp_ofi_bulk_fini(torxp_ofi_dev_t *d)
 
 const char *torxp_ofi_bulk_path(const torx_pkt_dev_t *dev)
 {
-    (void)dev;
-    return "rma";
+    return ((const torxp_ofi_dev_t *)dev)->rma ? "rma" : "messages";
+}
+
+/* The tag of a bulk transfer's data message, from sender_slot. */
+static uint64_t bulk_tag(uint64_t cookie, unsigned sender_slot)
+{
+    return torxp_ofi_tag(TORXP_OFI_TAG_BULK | (uint32_t)(cookie & TORXP_OFI_ORDER_MASK) << 8,
+                         sender_slot);
 }
 
 /* ---- serving a peer ---------------------------------------------------------- */
@@ -170,9 +187,41 @@ static void serve_finish(torxp_ofi_dev_t *d, bulk_serve_t *s)
     free(s);
 }
 
+/* Without RMA: sends the got range as one message (the initiator's receive
+ * ends the get: no GET_DONE), or posts the receive of a put's data. */
+static void serve_post_msg(torxp_ofi_dev_t *d, bulk_serve_t *s)
+{
+    void *mine = (void *)(uintptr_t)s->local;
+    ssize_t rc;
+    if (s->len > d->info->ep_attr->max_msg_size) {
+        rc = -FI_EMSGSIZE;
+    } else if (s->is_put) {
+        s->ctx.kind = TORXP_OFI_CTX_SERVE_RX;
+        rc = fi_trecv(d->ep, mine, s->len, NULL, FI_ADDR_UNSPEC, bulk_tag(s->cookie, s->ctx.peer),
+                      0, &s->ctx.fi);
+    } else {
+        rc = fi_tsend(d->ep, mine, s->len, NULL, d->slot_addr[s->ctx.peer],
+                      bulk_tag(s->cookie, d->self_slot), &s->ctx.fi);
+        s->told = rc == 0;
+    }
+    if (rc == -FI_EAGAIN)
+        return; /* torxp_ofi_bulk_progress tries again */
+    if (rc != 0) {
+        s->err = (int)-rc;
+        serve_finish(d, s);
+        return;
+    }
+    s->posted = s->len;
+    s->outstanding++;
+}
+
 /* Posts what the provider takes of s's RMA operations. */
 static void serve_post(torxp_ofi_dev_t *d, bulk_serve_t *s)
 {
+    if (!d->rma) {
+        serve_post_msg(d, s);
+        return;
+    }
     const torxp_ofi_bulk_t *b = d->bulk;
     const fi_addr_t to = d->slot_addr[s->ctx.peer];
     while (!s->err && s->posted < s->len) {
@@ -196,6 +245,29 @@ static void serve_post(torxp_ofi_dev_t *d, bulk_serve_t *s)
     }
     if (!s->outstanding && (s->err || s->posted == s->len))
         serve_finish(d, s);
+}
+
+void torxp_ofi_bulk_on_msg(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, int err)
+{
+    if (ctx->kind == TORXP_OFI_CTX_SERVE_RX) { /* a peer's put landed here */
+        torxp_ofi_bulk_on_rma(d, ctx, err);
+        return;
+    }
+    bulk_rec_t *r = (bulk_rec_t *)ctx;
+    if (ctx->kind == TORXP_OFI_CTX_BULK_TX) { /* a put's data left; PUT_DONE ends it */
+        if (err)
+            torxp_ofi_fi_fail(d, "a bulk put's data message", (int)ctx->peer, err);
+        return;
+    }
+    r->done = 1; /* a get's data came */
+    r->status = TORX_OK;
+    if (err) {
+        r->status = err == FI_ETRUNC ? TORX_ERR_PROTO : TORX_ERR_SYS;
+        torxp_error(r->status,
+                    "torx: bulk get of %zu bytes from rank %d: the data message failed "
+                    "(provider %s): %s",
+                    r->len, d->slot_rank[ctx->peer], d->prov, fi_strerror(err));
+    }
 }
 
 void torxp_ofi_bulk_on_rma(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, int err)
@@ -303,6 +375,31 @@ void torxp_ofi_bulk_on_write_data(torxp_ofi_dev_t *d, uint64_t cookie)
     r->status = TORX_OK;
 }
 
+/* Without RMA: posts the receive of a get's data into local, or sends a
+ * put's from it (after PUT_REQ), with the progress-and-retry of a busy
+ * provider; a refusal fails the device (the peer would wait for ever). */
+static torx_status_t post_data(torxp_ofi_dev_t *d, bulk_rec_t *r, void *local, size_t len, int send)
+{
+    if (len > d->info->ep_attr->max_msg_size)
+        return torxp_ofi_fail(d, TORX_ERR_INVAL,
+                              "a bulk transfer of %zu bytes exceeds provider %s's largest "
+                              "message (%zu bytes)",
+                              len, d->prov, d->info->ep_attr->max_msg_size);
+    const double give_up = torxp_mono_s() + 1.0;
+    for (;;) {
+        const ssize_t frc = send ? fi_tsend(d->ep, local, len, NULL, d->slot_addr[r->peer],
+                                            bulk_tag(r->cookie, d->self_slot), &r->ctx.fi)
+                                 : fi_trecv(d->ep, local, len, NULL, FI_ADDR_UNSPEC,
+                                            bulk_tag(r->cookie, r->peer), 0, &r->ctx.fi);
+        if (frc == 0)
+            return TORX_OK;
+        if (frc != -FI_EAGAIN || torxp_mono_s() > give_up)
+            return torxp_ofi_fi_fail(d, send ? "fi_tsend (bulk put data)" : "fi_trecv (bulk get)",
+                                     (int)r->peer, (int)frc);
+        torxp_ofi_progress(d);
+    }
+}
+
 static torx_status_t bulk_start(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
                                 uint64_t remote, void *local, size_t len, int is_put)
 {
@@ -340,7 +437,7 @@ static torx_status_t bulk_start(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord
     if (rc == TORX_OK && !r)
         rc = torxp_error(TORX_ERR_NOMEM, "torx: %s: out of memory", what);
     int frc = 0;
-    if (rc == TORX_OK) {
+    if (rc == TORX_OK && d->rma) {
         frc = fi_mr_reg(d->domain, local, len, is_put ? FI_REMOTE_READ : FI_REMOTE_WRITE, 0,
                         b->prov_key ? 0 : b->next_key++, 0, &r->mr, NULL);
         if (frc == 0 && b->mr_endpoint) {
@@ -373,8 +470,17 @@ static torx_status_t bulk_start(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord
                           .peer_addr = remote,
                           .len = len,
                           .buf_addr = b->virt_addr ? (uint64_t)(uintptr_t)local : 0,
-                          .key = fi_mr_key(r->mr)};
-    rc = torxp_ofi_sys_send(d, slot, &q, sizeof q);
+                          .key = r->mr ? fi_mr_key(r->mr) : 0};
+    if (!d->rma) {
+        r->ctx.kind = is_put ? TORXP_OFI_CTX_BULK_TX : TORXP_OFI_CTX_BULK_RX;
+        r->ctx.peer = slot;
+        if (!is_put) /* the receive first: the data never come unexpected */
+            rc = post_data(d, r, local, len, 0);
+    }
+    if (rc == TORX_OK)
+        rc = torxp_ofi_sys_send(d, slot, &q, sizeof q);
+    if (rc == TORX_OK && !d->rma && is_put)
+        rc = post_data(d, r, local, len, 1);
     o->rec = r;
     torxp_ofi_unlock(d);
     return rc == TORX_OK ? TORX_OK : rc;

@@ -13,7 +13,9 @@
  * socket-based providers). A provider that lacks something torx needs is a
  * start-up error that names the provider and the missing capability, found
  * by asking libfabric first for the provider alone and then for each need
- * in turn.
+ * in turn. RMA is wanted, not needed: TORX_OFI_BULK=auto (the default)
+ * takes a provider without it and moves bulk data as tagged messages
+ * (ofi_bulk.c); =rma makes its absence an error; =msg never uses it.
  *
  * Address exchange. Each task enables its endpoint, reads its address
  * (fi_getname) and contributes it, with its coordinate, to one allgather
@@ -39,9 +41,10 @@
 /* Tried in this order when TORX_OFI_PROVIDER is unset or "auto". */
 static const char *const auto_providers[] = {"net", "tcp;ofi_rxm", "udp;ofi_rxd", "sockets", NULL};
 
-/* The endpoint's needs, each with the words of the error when missing. */
-#define OFI_CAPS                                                                                   \
-    (FI_TAGGED | FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
+/* The endpoint's needs, each with the words of the error when missing;
+ * OFI_RMA_CAPS only for bulk transfers by RMA. */
+#define OFI_CAPS (FI_TAGGED | FI_MSG)
+#define OFI_RMA_CAPS (FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
 #define OFI_MR_MODES (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT)
 
 /* ---- Environment ---------------------------------------------------------- */
@@ -50,7 +53,11 @@ typedef struct ofi_env {
     char provider[OFI_PROV_MAX]; /* "" = auto */
     char iface[IF_NAMESIZE];     /* "" = any */
     long tx_pool;
+    int bulk; /* TORX_OFI_BULK: OFI_BULK_AUTO, _RMA or _MSG */
 } ofi_env_t;
+
+enum { OFI_BULK_AUTO, OFI_BULK_RMA, OFI_BULK_MSG };
+static const char *const ofi_bulk_names[] = {"auto", "rma", "msg", NULL};
 
 /* Reads a word made of the characters in allowed, at most max - 1 long. */
 static torx_status_t env_word(const char *name, const char *allowed, size_t max, const char *what,
@@ -95,6 +102,8 @@ static torx_status_t ofi_env_read(ofi_env_t *e)
                            "torx: TORX_OFI_IFACE='%s': this host has no such network interface "
                            "(see ip link)",
                            e->iface);
+    if ((rc = torx_env_choice("TORX_OFI_BULK", ofi_bulk_names, OFI_BULK_AUTO, &e->bulk)) != TORX_OK)
+        return rc;
     return torx_env_int("TORX_OFI_TX_PACKETS", 1, 65536, 256, &e->tx_pool);
 }
 
@@ -140,7 +149,7 @@ static struct fi_info *take_on_iface(struct fi_info *list, const char *iface)
 
 /* Why prov cannot carry the device: the first of torx's needs that the
  * provider's own description (asked with nothing but its name) lacks. */
-const char *torxp_ofi_missing_need(const struct fi_info *list, const char *iface)
+const char *torxp_ofi_missing_need(const struct fi_info *list, const char *iface, int need_rma)
 {
     const struct fi_info *rdm = NULL;
     for (const struct fi_info *p = list; p && !rdm; p = p->next)
@@ -152,10 +161,9 @@ const char *torxp_ofi_missing_need(const struct fi_info *list, const char *iface
         return "FI_TAGGED (tagged messages)";
     if (!(rdm->caps & FI_MSG))
         return "FI_MSG (untagged messages, for staged pieces)";
-    if ((rdm->caps & (FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)) !=
-        (FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE))
+    if (need_rma && (rdm->caps & OFI_RMA_CAPS) != OFI_RMA_CAPS)
         return "FI_RMA with FI_READ, FI_WRITE, FI_REMOTE_READ and FI_REMOTE_WRITE (bulk "
-               "transfers)";
+               "transfers by RMA, TORX_OFI_BULK=rma)";
     if (!(rdm->tx_attr->msg_order & FI_ORDER_SAS))
         return "FI_ORDER_SAS (send-after-send order, which keeps deterministic packets in "
                "order)";
@@ -170,9 +178,33 @@ const char *torxp_ofi_missing_need(const struct fi_info *list, const char *iface
     return "a combination of the above";
 }
 
-/* Finds prov on iface with everything torx needs: TORX_OK and *out, or
- * an error that names what is missing. */
-static torx_status_t try_provider(const char *prov, const char *iface, struct fi_info **out)
+/* The first info for prov on iface with caps and torx's other needs, or
+ * NULL. */
+static struct fi_info *ask(const char *prov, const char *iface, uint64_t caps)
+{
+    struct fi_info *h = base_hints(prov), *full = NULL;
+    if (!h)
+        return NULL;
+    h->ep_attr->type = FI_EP_RDM;
+    h->caps = caps;
+    h->mode = 0; /* no modes: contexts and buffers stay ours */
+    h->tx_attr->msg_order = FI_ORDER_SAS;
+    h->rx_attr->msg_order = FI_ORDER_SAS;
+    h->domain_attr->threading = FI_THREAD_SAFE;
+    h->domain_attr->mr_mode = OFI_MR_MODES;
+    h->domain_attr->av_type = FI_AV_TABLE;
+    const int rc = fi_getinfo(TORXP_OFI_API, NULL, NULL, 0, h, &full);
+    fi_freeinfo(h);
+    struct fi_info *one = rc == 0 ? take_on_iface(full, iface) : NULL;
+    if (full)
+        fi_freeinfo(full);
+    return one;
+}
+
+/* Finds prov on iface with everything torx needs, and RMA as bulk asks:
+ * TORX_OK, *out and *rma, or an error that names what is missing. */
+static torx_status_t try_provider(const char *prov, const char *iface, int bulk,
+                                  struct fi_info **out, int *rma)
 {
     *out = NULL;
     struct fi_info *h = base_hints(prov), *list = NULL;
@@ -197,22 +229,15 @@ static torx_status_t try_provider(const char *prov, const char *iface, struct fi
                            prov, iface);
     }
 
-    h->ep_attr->type = FI_EP_RDM;
-    h->caps = OFI_CAPS;
-    h->mode = 0; /* no modes: contexts and buffers stay ours */
-    h->tx_attr->msg_order = FI_ORDER_SAS;
-    h->rx_attr->msg_order = FI_ORDER_SAS;
-    h->domain_attr->threading = FI_THREAD_SAFE;
-    h->domain_attr->mr_mode = OFI_MR_MODES;
-    h->domain_attr->av_type = FI_AV_TABLE;
-    struct fi_info *full = NULL;
-    rc = fi_getinfo(TORXP_OFI_API, NULL, NULL, 0, h, &full);
     fi_freeinfo(h);
-    struct fi_info *one = rc == 0 ? take_on_iface(full, iface) : NULL;
-    if (full)
-        fi_freeinfo(full);
+    struct fi_info *one = NULL;
+    *rma = 0;
+    if (bulk != OFI_BULK_MSG && (one = ask(prov, iface, OFI_CAPS | OFI_RMA_CAPS)) != NULL)
+        *rma = 1;
+    else if (bulk != OFI_BULK_RMA)
+        one = ask(prov, iface, OFI_CAPS);
     if (!one) {
-        const char *why = torxp_ofi_missing_need(list, iface);
+        const char *why = torxp_ofi_missing_need(list, iface, bulk == OFI_BULK_RMA);
         fi_freeinfo(list);
         return torxp_error(TORX_ERR_UNSUPPORTED,
                            "torx: ofi device: provider %s lacks %s, which torx needs; pick "
@@ -225,14 +250,14 @@ static torx_status_t try_provider(const char *prov, const char *iface, struct fi
 }
 
 static torx_status_t choose_provider(const torx_pkt_dev_t *dev, const ofi_env_t *e,
-                                     struct fi_info **out)
+                                     struct fi_info **out, int *rma)
 {
     if (e->provider[0])
-        return try_provider(e->provider, e->iface, out);
+        return try_provider(e->provider, e->iface, e->bulk, out, rma);
     char tried[512] = "";
     size_t used = 0;
     for (int k = 0; auto_providers[k]; k++) {
-        if (try_provider(auto_providers[k], e->iface, out) == TORX_OK)
+        if (try_provider(auto_providers[k], e->iface, e->bulk, out, rma) == TORX_OK)
             return TORX_OK;
         torxp_log(dev, 1, "ofi: %s", torx_last_error() + sizeof "torx: " - 1);
         const int n =
@@ -434,6 +459,7 @@ typedef struct addr_record {
     uint32_t window; /* TORX_FIFO_PACKETS: the credit window both ends assume */
     uint32_t addrlen;
     char prov[OFI_PROV_MAX];
+    uint32_t rma; /* bulk by RMA, else as messages: both ends must agree */
     unsigned char addr[OFI_ADDR_MAX];
     torxp_ofi_live_addr_t live; /* the liveness watch's listening socket */
 } addr_record_t;
@@ -466,6 +492,12 @@ static torx_status_t insert_peers(torxp_ofi_dev_t *d, const addr_record_t *all)
                                "torx: ofi device: rank %d uses provider %.*s but rank %d uses %s; "
                                "set the same TORX_OFI_PROVIDER for every task",
                                r, OFI_PROV_MAX, all[r].prov, d->base.rank, d->prov);
+        if (all[r].rma != (uint32_t)d->rma)
+            return torxp_error(TORX_ERR_PROTO,
+                               "torx: ofi device: rank %d moves bulk data %s but rank %d %s; set "
+                               "the same TORX_OFI_BULK for every task",
+                               r, all[r].rma ? "by RMA" : "as messages", d->base.rank,
+                               d->rma ? "by RMA" : "as messages");
         const torx_coord_t c = all[r].self;
         if (!torx_coord_in_shape(d->base.shape, c))
             return torxp_error(TORX_ERR_INVAL, "torx: rank %d's coordinate is outside the torus",
@@ -518,7 +550,7 @@ torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
                          "torx: TORX_BULK=cma: the ofi device moves bulk data by RMA; use "
                          "TORX_BULK=auto");
     if (rc == TORX_OK)
-        rc = choose_provider(&d->base, &oe, &d->info);
+        rc = choose_provider(&d->base, &oe, &d->info, &d->rma);
     if (rc == TORX_OK) {
         d->prov = d->info->fabric_attr->prov_name;
         d->slot_rank = torxp_malloc(d->nslots * sizeof *d->slot_rank);
@@ -548,6 +580,7 @@ torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
         if (rc == TORX_OK && boot->size > 1)
             rc = torxp_ofi_live_listen(d, mine.addr, len, &mine.live);
         snprintf(mine.prov, sizeof mine.prov, "%s", d->prov);
+        mine.rma = (uint32_t)d->rma;
     }
     mine.status = rc;
     addr_record_t *all = torxp_calloc((size_t)boot->size, sizeof *all);

@@ -479,6 +479,9 @@ static void on_tx_done(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, int err)
     case TORXP_OFI_CTX_RMA:
         torxp_ofi_bulk_on_rma(d, ctx, err);
         break;
+    case TORXP_OFI_CTX_BULK_TX:
+        torxp_ofi_bulk_on_msg(d, ctx, err);
+        break;
     case TORXP_OFI_CTX_STAGE_TX:
         torxp_ofi_stage_on_tx(d, ctx, err);
         break;
@@ -508,6 +511,10 @@ static void on_rx_done(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, const struct fi
         torxp_ofi_stage_on_rx(d, ctx, len, credits);
         return;
     }
+    if (ctx->kind == TORXP_OFI_CTX_BULK_RX || ctx->kind == TORXP_OFI_CTX_SERVE_RX) {
+        torxp_ofi_bulk_on_msg(d, ctx, 0); /* a bulk transfer's data, without RMA */
+        return;
+    }
     torxp_ofi_rxbuf_t *b = (torxp_ofi_rxbuf_t *)ctx;
     const unsigned i = (unsigned)(b - d->rxbufs);
     if (credits && src < d->nslots && d->slot_rank[src] >= 0)
@@ -525,11 +532,18 @@ static void on_rx_done(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, const struct fi
 static inline int is_rx_ctx(const torxp_ofi_ctx_t *ctx)
 {
     return ctx && (ctx->kind == TORXP_OFI_CTX_RX || ctx->kind == TORXP_OFI_CTX_SYSRX ||
-                   ctx->kind == TORXP_OFI_CTX_STAGE_RX);
+                   ctx->kind == TORXP_OFI_CTX_STAGE_RX || ctx->kind == TORXP_OFI_CTX_BULK_RX ||
+                   ctx->kind == TORXP_OFI_CTX_SERVE_RX);
 }
 
 static void on_rx_error(torxp_ofi_dev_t *d, const struct fi_cq_err_entry *err)
 {
+    const int kind = ((torxp_ofi_ctx_t *)err->op_context)->kind;
+    if (kind == TORXP_OFI_CTX_BULK_RX || kind == TORXP_OFI_CTX_SERVE_RX) {
+        if (err->err != FI_ECANCELED) /* closing */
+            torxp_ofi_bulk_on_msg(d, err->op_context, err->err ? err->err : FI_EIO);
+        return;
+    }
     if (((torxp_ofi_ctx_t *)err->op_context)->kind == TORXP_OFI_CTX_STAGE_RX) {
         if (err->err != FI_ECANCELED) /* closing, else no piece outgrows a buffer */
             torxp_ofi_fi_fail(d, "a staging buffer's fi_trecv", -1, err->err);
