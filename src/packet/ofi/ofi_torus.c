@@ -4,13 +4,13 @@
  *
  * Order. Deterministic packets from one task to another must arrive in the
  * order they were injected. The endpoint is opened with FI_ORDER_SAS (send
- * after send) in its message order, which every provider torx accepts offers
- * (ofi_open.c refuses one without), so the provider delivers one sender's
- * messages to a receiver in order; the receiver takes completions off its
- * queue in order under the device lock and appends each packet to the
- * reception queue its sender is pinned to. Resequencing at the receiver
- * would buy nothing the provider does not already guarantee and would cost
- * a reorder buffer per sender.
+ * after send), which every provider torx accepts offers (ofi_open.c refuses
+ * one without), but the providers still complete messages out of order at
+ * times (see the tag in ofi.h), and a packet aboard a staged piece arrives
+ * through another queue. So every torus packet carries its number per
+ * ordered pair in the tag, and the receiver parks one that comes early
+ * until those before it have come (on_torus_in_order), then appends each
+ * to the reception queue its sender is pinned to.
  *
  * Chaos. As on shm, an adaptive packet goes to a reception queue picked by
  * a seeded generator when TORX_CHAOS is set, and peek starts its scan at a
@@ -20,14 +20,16 @@
  * Back-pressure. On shm a packet takes a slot of the destination's FIFO
  * and TORX_NO_ROOM says the FIFO is full. Here every ordered pair of tasks
  * has a window of TORX_FIFO_PACKETS credits: a packet costs the sender one,
- * and the receiver gives them back (a CREDIT message) as the layer above
- * consumes, a quarter of the window at a time, and all of them before it
- * sleeps. A receiver therefore never holds more unconsumed packets from one
- * sender than the window, whatever the provider buffers. A send also needs
- * a buffer from the pool (TORX_OFI_TX_PACKETS) until the provider completes
- * it, unless it fits the provider's inline size: an empty pool or a
- * spent window is TORX_NO_ROOM, nothing taken. torx_pkt_room reports the
- * smaller of the two, a true lower bound.
+ * and the receiver gives them back as the layer above consumes: aboard its
+ * next torus packet or staged piece to that sender (remote CQ data, where
+ * the provider has it), else in a CREDIT message once half the window is
+ * owed, and all of them before it sleeps. A receiver therefore never holds
+ * more unconsumed packets from one sender than the window, whatever the
+ * provider buffers. A send also needs a buffer from the pool
+ * (TORX_OFI_TX_PACKETS) until the provider completes it, unless it fits the
+ * provider's inline size: an empty pool or a spent window is TORX_NO_ROOM,
+ * nothing taken. torx_pkt_room reports the smaller of the two, a true lower
+ * bound.
  *
  * Deposit bit. The sender sends one copy to every node of the line, as the
  * shm device does. Receiver forwarding would make a receiving task inject
