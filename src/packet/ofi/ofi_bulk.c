@@ -1,4 +1,5 @@
-/* Bulk transfer ("DMA") for the ofi device: libfabric RMA.
+/* Bulk transfer ("DMA") for the ofi device: libfabric RMA, or one tagged
+ * message per transfer where the device does without it (see below).
  *
  * torx_bulk_get and torx_bulk_put name a plain address in the peer, with no
  * key, so the peer's memory cannot be read or written by RMA before it has
