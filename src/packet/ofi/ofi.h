@@ -32,9 +32,9 @@
  * Files: ofi_open.c (provider choice, endpoint, address exchange, ops
  * table), ofi_torus.c (torus packets, credits, deposit lines, progress,
  * doorbell), ofi_cn.c (collective network and global interrupt as binomial
- * trees), ofi_bulk.c (bulk transfers: RMA, or one tagged message each), ofi_stage.c (staging),
- * ofi_hybrid.c (shm within a host, ofi between hosts), ofi_live.c (a host
- * that vanishes).
+ * trees), ofi_bulk.c (bulk transfers: RMA, or one tagged message each),
+ * ofi_stage.c (staging), ofi_hybrid.c (shm within a host, ofi between
+ * hosts), ofi_live.c (a host that vanishes).
  *
  * Threading: one mutex (lock) guards all device state and every call into
  * libfabric that reads a completion queue. A completion is read and acted
