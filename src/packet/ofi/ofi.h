@@ -397,6 +397,9 @@ void torxp_ofi_torus_on_carried(torxp_ofi_dev_t *d, unsigned src, uint32_t order
  * every carried packet (see ofi_stage.c). */
 #define TORXP_OFI_STAGE_RX_MAX 256u
 
+/* How long a post retries a provider that is busy (connecting, out of
+ * resources) before it gives up: torxp_ofi_tsend_retry, ofi_bulk.c. */
+#define TORXP_OFI_EAGAIN_SPIN_S 1.0
 /* ofi_torus.c: one tagged send from buf (kept until ctx's completion; a
  * send of at most inject_size bytes goes inline, and buf and ctx are free
  * at once), with

@@ -386,7 +386,7 @@ static torx_status_t post_data(torxp_ofi_dev_t *d, bulk_rec_t *r, void *local, s
                               "a bulk transfer of %zu bytes exceeds provider %s's largest "
                               "message (%zu bytes)",
                               len, d->prov, d->info->ep_attr->max_msg_size);
-    const double give_up = torxp_mono_s() + 1.0;
+    const double give_up = torxp_mono_s() + TORXP_OFI_EAGAIN_SPIN_S;
     for (;;) {
         const ssize_t frc = send ? fi_tsend(d->ep, local, len, NULL, d->slot_addr[r->peer],
                                             bulk_tag(r->cookie, d->self_slot), &r->ctx.fi)

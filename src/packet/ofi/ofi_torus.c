@@ -79,8 +79,6 @@
 #define WAIT_SLICE_MS 1
 /* A nap while the device's own sends wait for the provider. */
 #define WAIT_NAP_NS 50000L
-/* How long an injection retries a provider that is busy (connecting). */
-#define EAGAIN_SPIN_S 1.0
 
 torx_status_t torxp_ofi_fail(torxp_ofi_dev_t *d, torx_status_t st, const char *fmt, ...)
 {
@@ -620,7 +618,7 @@ ssize_t torxp_ofi_tsend_retry(torxp_ofi_dev_t *d, const void *buf, size_t len, u
          * has room, so this is transient: progress, which also keeps
          * receiving, so two tasks doing this at once both get through, and
          * try again for a while before reporting the FIFO full. */
-        const double give_up = torxp_mono_s() + EAGAIN_SPIN_S;
+        const double give_up = torxp_mono_s() + TORXP_OFI_EAGAIN_SPIN_S;
         do {
             torxp_ofi_progress(d);
             rc = tsend(d, buf, len, slot, kind, ctx);
