@@ -176,6 +176,7 @@ struct torxp_shm_dev {
     /* bulk (shm_bulk.c) */
     int bulk_cma;                  /* 1: process_vm_readv/writev; 0: FIFO streaming */
     struct torxp_shm_serve *serve; /* fifo path: get requests being streamed */
+    unsigned bulk_jobs;            /* jobs on serve's list: poll resumes them when non-zero */
     uint64_t probe_word;
 };
 

@@ -368,11 +368,13 @@ static void bulk_complete(torxp_shm_dev_t *d, bulk_op_t *op, torx_status_t statu
 
 /* ---- Job list --------------------------------------------------------------- */
 
-static void bulk_append(struct torxp_shm_serve *s, bulk_job_t *j)
+static void bulk_append(torxp_shm_dev_t *d, bulk_job_t *j)
 {
+    struct torxp_shm_serve *s = d->serve;
     j->next = NULL;
     *s->tail = j;
     s->tail = &j->next;
+    d->bulk_jobs++;
 }
 
 static torx_status_t bulk_queue(torxp_shm_dev_t *d, const bulk_job_t *tmpl)
@@ -381,19 +383,21 @@ static torx_status_t bulk_queue(torxp_shm_dev_t *d, const bulk_job_t *tmpl)
     if (!j)
         return torxp_error(TORX_ERR_NOMEM, "torx: out of memory queuing a bulk transfer job");
     *j = *tmpl;
-    bulk_append(d->serve, j);
+    bulk_append(d, j);
     return TORX_OK;
 }
 
 /* Removes the jobs that work for op (it failed, nothing more may be sent). */
-static void bulk_drop_jobs(struct torxp_shm_serve *s, const bulk_op_t *op)
+static void bulk_drop_jobs(torxp_shm_dev_t *d, const bulk_op_t *op)
 {
+    struct torxp_shm_serve *s = d->serve;
     bulk_job_t **pp = &s->jobs;
     while (*pp) {
         bulk_job_t *j = *pp;
         if (j->op == op) {
             *pp = j->next;
             free(j);
+            d->bulk_jobs--;
         } else {
             pp = &j->next;
         }
@@ -520,7 +524,7 @@ static bool bulk_job_step(torxp_shm_dev_t *d, bulk_job_t *j)
 
 bool torxp_shm_bulk_pending(const torxp_shm_dev_t *d)
 {
-    return d->serve && d->serve->jobs;
+    return d->bulk_jobs != 0;
 }
 
 void torxp_shm_bulk_progress(torxp_shm_dev_t *d)
@@ -534,6 +538,7 @@ void torxp_shm_bulk_progress(torxp_shm_dev_t *d)
         if (bulk_job_step(d, j)) {
             *pp = j->next;
             free(j);
+            d->bulk_jobs--;
         } else {
             pp = &j->next;
         }
@@ -800,7 +805,7 @@ static void bulk_fail_dead(torxp_shm_dev_t *d, bulk_op_t *op)
     }
     if (bulk_is_done(op))
         return;
-    bulk_drop_jobs(d->serve, op);
+    bulk_drop_jobs(d, op);
     bulk_complete(d, op, TORX_ERR_PEER, ESRCH);
 }
 
@@ -983,6 +988,7 @@ void torxp_shm_bulk_fini(torxp_shm_dev_t *d)
         s->jobs = j->next;
         free(j);
     }
+    d->bulk_jobs = 0;
     free(s->ops);
     free(s);
     d->serve = NULL;
