@@ -253,7 +253,7 @@ void torx_coll_finalize(torx_coll_t *c)
                             c->bc_sent_task, c->bc_sent_thread);
         if ((c->fp_guess_held || c->fp_guess_missed) && len < (int)sizeof line)
             len += snprintf(line + len, sizeof line - (size_t)len,
-                            "; short floating sums on the exponent guess: held %" PRIu64
+                            "; floating sums on the exponent guess: held %" PRIu64
                             ", missed %" PRIu64,
                             c->fp_guess_held, c->fp_guess_missed);
         fprintf(stderr, "%s\n", line);

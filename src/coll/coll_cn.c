@@ -12,7 +12,8 @@
  * device holds 4 rounds in flight). The floating sum needs its lane's
  * maximum exponent before it can encode (torx_cn_fpsum_*, <torx/packet.h>),
  * so it runs in batches: the exponent rounds of up to TORXC_CN_DEPTH
- * packets, then their sum rounds.
+ * packets, then their sum rounds; short vectors first try one pass on a
+ * guess of the exponents (cn_fpsum_guessed).
  *
  * While a round is not complete the task runs its progress function
  * (torxc_progress), so point-to-point traffic a peer waits on still moves.
@@ -60,6 +61,9 @@ typedef struct cn_stream {
     torx_coll_dtype_t dtype;
     int64_t *emax; /* fpsum: the batch's exponents, from phase 1 for phase 2 */
     int headroom;
+    const int64_t *guess; /* fpsum on a guess: per element */
+    int64_t *found;       /* fpsum: where phase 1 also leaves each element's exponent, or NULL */
+    int64_t *lanes;       /* fpsum on a guess: every round's result lanes */
 } cn_stream_t;
 
 /* Runs every round of s: injects up to TORXC_CN_DEPTH ahead of the reads.
@@ -236,10 +240,16 @@ static void fill_exponent(cn_stream_t *s, size_t r, void *pkt)
         lane[i] = first + i < count ? torx_cn_fpsum_exponent(fp_elem(s, first + i)) : 0;
 }
 
-/* Phase 1 results, kept for phase 2 (emax of the batch's rounds). */
+/* Phase 1 results, kept for phase 2 (emax of the batch's rounds), and for
+ * the next sum's guess. */
 static void drain_exponent(cn_stream_t *s, size_t r, const void *pkt)
 {
     memcpy(s->emax + (r % TORXC_CN_DEPTH) * FP_LANES, pkt, TORXC_CN_BYTES);
+    if (s->found) {
+        const size_t first = r * FP_LANES, count = s->bytes / s->esize;
+        const size_t n = count - first < FP_LANES ? count - first : FP_LANES;
+        memcpy(s->found + first, pkt, n * sizeof(int64_t));
+    }
 }
 
 static void fill_mantissa(cn_stream_t *s, size_t r, void *pkt)
@@ -253,21 +263,14 @@ static void fill_mantissa(cn_stream_t *s, size_t r, void *pkt)
                       : 0;
 }
 
-/* fill_mantissa on a guess of the exponents (cn_fpsum_short). A lane whose
- * own value's exponent is above the guess sends 0: the true maximum is at
- * least that exponent, so the guess failed there and this round's sum will
- * not be kept, and an encoding against a maximum below the value's own
- * exponent is out of its range (torx_cn_fpsum_encode). */
-static void fill_mantissa_on_guess(cn_stream_t *s, size_t r, void *pkt)
+/* Element i of the result. */
+static inline void put_fp(cn_stream_t *s, size_t i, double d)
 {
-    size_t first = r * FP_LANES, count = s->bytes / s->esize;
-    const int64_t *guess = s->emax + (r % TORXC_CN_DEPTH) * FP_LANES;
-    int64_t *lane = pkt;
-    for (size_t i = 0; i < FP_LANES; i++) {
-        const double x = first + i < count ? fp_elem(s, first + i) : 0.0;
-        lane[i] = first + i < count && torx_cn_fpsum_exponent(x) <= guess[i]
-                      ? torx_cn_fpsum_encode(x, guess[i], s->headroom)
-                      : 0;
+    if (s->dtype == TORX_COLL_FLOAT) {
+        float f = (float)d;
+        memcpy(s->out + 4 * i, &f, 4);
+    } else {
+        memcpy(s->out + 8 * i, &d, 8);
     }
 }
 
@@ -278,15 +281,8 @@ static void drain_sum(cn_stream_t *s, size_t r, const void *pkt)
     size_t first = r * FP_LANES, count = s->bytes / s->esize;
     const int64_t *emax = s->emax + (r % TORXC_CN_DEPTH) * FP_LANES;
     const int64_t *sum = pkt;
-    for (size_t i = 0; i < FP_LANES && first + i < count; i++) {
-        double d = torx_cn_fpsum_decode(sum[i], emax[i], s->headroom);
-        if (s->dtype == TORX_COLL_FLOAT) {
-            float f = (float)d;
-            memcpy(s->out + 4 * (first + i), &f, 4);
-        } else {
-            memcpy(s->out + 8 * (first + i), &d, 8);
-        }
-    }
+    for (size_t i = 0; i < FP_LANES && first + i < count; i++)
+        put_fp(s, first + i, torx_cn_fpsum_decode(sum[i], emax[i], s->headroom));
 }
 
 /* Keeps err's first protocol error; other errors end the sum. */
@@ -299,86 +295,100 @@ static inline int cn_fatal(torx_status_t st, torx_status_t *err)
     return 0;
 }
 
-/* A vector of one round (up to FP_LANES elements: the short allreduce) in
- * the time of about one round instead of two. The exponent round and a sum
- * round encoded with a guess of the exponents, those the last such sum
- * found, go out back to back (the device holds TORXC_CN_DEPTH rounds in
- * flight), so no task waits for the others between them. The exponent
- * round's result is the same on every task, so all agree whether the guess
- * held in every lane; where it did not, the sum round runs again with the
- * true exponents. A sum is kept only when it was encoded with the true
- * exponents, so the result is the two-round result bit for bit. Repeated
- * calls on data of steady magnitude (an iteration's residual, a time step)
- * hit; a miss costs one round more than the plain two. */
-static torx_status_t cn_fpsum_short(torx_coll_t *c, cn_stream_t *s, size_t count)
+/* ---- the floating sum on a guess of its exponents ---------------------------------- */
+
+/* One pass instead of two. A guessed round carries GUESS_LANES elements:
+ * lane i the element encoded against its guess (the exponent the last sum
+ * found there), lane GUESS_LANES + i two counts, ADDed like the sums:
+ * (tasks whose exponent is above the guess) << 32 | (tasks whose exponent
+ * equals it). Where no task is above and one is equal, the guess is the
+ * lane's true maximum, so the encodings, and the sum's bits, are those of
+ * the two-pass sum. A task above its guess sends 0 there: an encoding
+ * against a maximum below the value's own exponent is out of its range
+ * (torx_cn_fpsum_encode), and that lane's sum is not kept. Every task reads
+ * the same counts, so all agree whether the guess held everywhere; if not,
+ * the two-pass sum runs, and its exponents are the next guess. Repeated
+ * sums of data of steady magnitude (a residual, a time step's energy) hit;
+ * a miss costs one pass more. Half the lanes carry data, so a vector takes
+ * twice the rounds of an integer one: within TORXC_FP_GUESS_MAX elements,
+ * one round or two. */
+#define GUESS_LANES (FP_LANES / 2)
+#define GUESS_ROUNDS_MAX ((TORXC_FP_GUESS_MAX + GUESS_LANES - 1) / GUESS_LANES)
+
+static void fill_guessed(cn_stream_t *s, size_t r, void *pkt)
 {
-    int64_t emax[FP_LANES];
-    unsigned char pkt[2][TORXC_CN_BYTES], sum[TORXC_CN_BYTES];
-    torx_status_t err = TORX_OK;
+    const size_t first = r * GUESS_LANES, count = s->bytes / s->esize;
+    int64_t *lane = pkt;
+    for (size_t i = 0; i < GUESS_LANES; i++) {
+        const size_t e = first + i;
+        lane[i] = lane[GUESS_LANES + i] = 0;
+        if (e >= count)
+            continue;
+        const double x = fp_elem(s, e);
+        const int64_t ex = torx_cn_fpsum_exponent(x), g = s->guess[e];
+        if (ex <= g)
+            lane[i] = torx_cn_fpsum_encode(x, g, s->headroom);
+        lane[GUESS_LANES + i] = (int64_t)(ex > g) << 32 | (int64_t)(ex == g);
+    }
+}
+
+static void drain_guessed(cn_stream_t *s, size_t r, const void *pkt)
+{
+    memcpy(s->lanes + r * FP_LANES, pkt, TORXC_CN_BYTES);
+}
+
+/* 1: every element's guess held (the sums in s->lanes are the result). */
+static int guess_held(const cn_stream_t *s, size_t count)
+{
+    for (size_t e = 0; e < count; e++) {
+        const int64_t n = s->lanes[(e / GUESS_LANES) * FP_LANES + GUESS_LANES + e % GUESS_LANES];
+        if ((n >> 32) != 0 || (n & 0xffffffff) == 0)
+            return 0;
+    }
+    return 1;
+}
+
+static torx_status_t cn_fpsum_twopass(torx_coll_t *c, cn_stream_t *s);
+
+static torx_status_t cn_fpsum_guessed(torx_coll_t *c, cn_stream_t *s, size_t count)
+{
+    int64_t lanes[GUESS_ROUNDS_MAX * FP_LANES];
     s->type = TORX_CN_S64;
+    s->op = TORX_CN_ADD;
     s->first = 0;
-    s->rounds = 1;
-
-    /* round 1: the exponents; round 2: the sum on the guess */
-    fill_exponent(s, 0, pkt[0]);
-    s->emax = c->fp_guess;
-    fill_mantissa_on_guess(s, 0, pkt[1]);
-    unsigned spins = 0, polls = 0;
-    for (int k = 0; k < 2; k++) {
-        torx_status_t st;
-        while ((st = torx_cn_inject(c->dev, k ? TORX_CN_ADD : TORX_CN_MAX, TORX_CN_S64, 0,
-                                    pkt[k])) == TORX_NO_ROOM)
-            torxc_poll_wait(c, &polls, &spins);
-        if (st != TORX_OK)
-            return st;
-    }
-    for (int k = 0; k < 2; k++) {
-        torx_status_t st;
-        while ((st = torx_cn_read(c->dev, k ? (void *)sum : (void *)emax)) == TORX_AGAIN)
-            torxc_poll_wait(c, &polls, &spins);
-        if (cn_fatal(st, &err))
-            return st;
-    }
-    if (err != TORX_OK) { /* the tasks disagreed: every task saw it, nobody guesses next */
+    s->rounds = (count + GUESS_LANES - 1) / GUESS_LANES;
+    s->fill = fill_guessed;
+    s->drain = drain_guessed;
+    s->guess = c->fp_guess;
+    s->lanes = lanes;
+    torx_status_t st = cn_run(c, s);
+    if (st != TORX_OK) { /* a disagreement, seen by every task: nobody guesses next */
         memset(c->fp_guess, 0, sizeof c->fp_guess);
-        return err;
+        return st;
     }
-
-    /* count >= 1 (torxc_cn_reduce returns before an empty vector), and a
-     * zeroed guess never holds: every exponent lane is at least 1. */
-    int held = 1;
-    for (size_t i = 0; held && i < count; i++)
-        held = emax[i] == c->fp_guess[i];
-    memcpy(c->fp_guess, emax, sizeof emax);
-    s->emax = emax;
-    if (held) {
+    if (guess_held(s, count)) {
         c->fp_guess_held++;
-        drain_sum(s, 0, sum);
+        if (s->out)
+            for (size_t e = 0; e < count; e++)
+                put_fp(s, e,
+                       torx_cn_fpsum_decode(lanes[(e / GUESS_LANES) * FP_LANES + e % GUESS_LANES],
+                                            c->fp_guess[e], s->headroom));
         return TORX_OK;
     }
     c->fp_guess_missed++;
-    s->op = TORX_CN_ADD;
-    s->fill = fill_mantissa;
-    s->drain = drain_sum;
-    torx_status_t st = cn_run(c, s);
+    s->found = c->fp_guess;
+    st = cn_fpsum_twopass(c, s);
     if (st != TORX_OK)
         memset(c->fp_guess, 0, sizeof c->fp_guess);
     return st;
 }
 
-static torx_status_t cn_fpsum(torx_coll_t *c, cn_stream_t *s)
+/* The exponent rounds of a batch, then its sum rounds. */
+static torx_status_t cn_fpsum_twopass(torx_coll_t *c, cn_stream_t *s)
 {
     int64_t emax[TORXC_CN_DEPTH * FP_LANES];
     s->emax = emax;
-    s->headroom = torx_cn_fpsum_headroom(c->job_size);
-    if (s->headroom == 0)
-        return torxp_error(TORX_ERR_UNSUPPORTED,
-                           "torx: collective-network floating sum: a job of %d tasks is too "
-                           "large",
-                           c->job_size);
-    size_t count = s->bytes / s->esize;
-    if (count <= FP_LANES)
-        return cn_fpsum_short(c, s, count);
+    const size_t count = s->bytes / s->esize;
     size_t rounds = (count + FP_LANES - 1) / FP_LANES;
     torx_status_t err = TORX_OK;
     s->type = TORX_CN_S64;
@@ -401,6 +411,20 @@ static torx_status_t cn_fpsum(torx_coll_t *c, cn_stream_t *s)
             return st;
     }
     return err;
+}
+
+static torx_status_t cn_fpsum(torx_coll_t *c, cn_stream_t *s)
+{
+    s->headroom = torx_cn_fpsum_headroom(c->job_size);
+    if (s->headroom == 0)
+        return torxp_error(TORX_ERR_UNSUPPORTED,
+                           "torx: collective-network floating sum: a job of %d tasks is too "
+                           "large",
+                           c->job_size);
+    const size_t count = s->bytes / s->esize;
+    if (count <= TORXC_FP_GUESS_MAX)
+        return cn_fpsum_guessed(c, s, count);
+    return cn_fpsum_twopass(c, s);
 }
 
 /* ---- the collectives ----------------------------------------------------------- */

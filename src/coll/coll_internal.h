@@ -36,6 +36,15 @@
 #define TORXC_SPLIT_AUTO_BYTES (512u * 1024u)
 #define TORXC_SPLIT_AUTO_TASKS 2
 
+/* Floating sums on the collective network of up to this many elements
+ * first try one pass on a guess of their exponents (coll_cn.c): one round
+ * up to 16 elements where the two-pass sum takes two, two rounds up to 32.
+ * Longer vectors would take as many rounds as the two passes, and with
+ * tasks outnumbering cores every round costs about a scheduling turn: on 4
+ * tasks on 2 cores, 64 doubles took 7.0-7.5 us on a guess against 6.5-7.8
+ * in two passes, for no gain (bench/RESULTS.md, "Collectives"). */
+#define TORXC_FP_GUESS_MAX 32
+
 /* Per collective: the choice in force (TORX_COLL and TORX_COLL_<KIND>). */
 typedef enum torxc_choice {
     TORXC_AUTO = -1, /* torx picks */
@@ -95,12 +104,12 @@ struct torx_coll {
      * did its part */
     uint64_t bc_sent_task, bc_sent_thread;
     int oversubscribed; /* some host runs more tasks than CPUs (agreed at init) */
-    /* The exponents the last one-round floating sum on the collective
+    /* Per element, the exponents the last floating sum on the collective
      * network found (the same on every task: a MAX round's result; zero
      * before the first and after a disagreement, which no sum matches),
      * the guess of the next one (coll_cn.c); and how often a guess held or
      * missed (TORX_STATS, and the tests' proof of both paths). */
-    int64_t fp_guess[TORX_CN_PACKET_BYTES / 8];
+    int64_t fp_guess[TORXC_FP_GUESS_MAX];
     uint64_t fp_guess_held, fp_guess_missed;
 };
 

@@ -765,7 +765,7 @@ START_TEST(fpsum_bitwise_in_every_order)
 }
 END_TEST
 
-/* ---- the short floating sum's exponent guess --------------------------------------- */
+/* ---- the floating sum's exponent guess --------------------------------------- */
 
 /* Task t's input for lane i at scale 2^k, and the reproducible sum of every
  * task's, by the device's lane functions. */
@@ -787,13 +787,16 @@ static double guess_expected(int job, size_t i, int k)
     return torx_cn_fpsum_decode(sum, emax, h);
 }
 
-/* A sequence of short sums whose exponents stay, change and stay again: the
- * first has no guess, a repeat holds, a rescaled vector misses (its sum
- * round runs again) and holds when repeated, and a vector with one lane
- * rescaled misses. Every result is the two-round result bit for bit. */
+/* A sequence of sums whose exponents stay, change and stay again: the first
+ * has no guess, a repeat holds, a rescaled vector misses (the two-pass sum
+ * runs) and holds when repeated, and a vector with one element rescaled
+ * misses: element 3, in the first guessed round, then (vectors of more than
+ * 20) element 20 as well, in the second. Past TORXC_FP_GUESS_MAX elements
+ * no guess is tried (neither counted held nor missed).
+ * Every result is the two-pass result bit for bit. argp: the length. */
 static int guess_task(torx_boot_t *boot, void *argp)
 {
-    (void)argp;
+    const size_t n = (size_t)(uintptr_t)argp;
     torx_ctx_t *ctx;
     torx_init_attr_t attr = {.boot = boot, .mode = -1};
     TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
@@ -801,27 +804,41 @@ static int guess_task(torx_boot_t *boot, void *argp)
     TASK_CHECK(torx_coll_init(ctx, NULL, &c) == TORX_OK, "%s", torx_last_error());
     torx_coll_group_t *g = make_group(c, boot, 0);
     TASK_CHECK(g != NULL, "%s", torx_last_error());
-    enum { N = 7 };
-    static const int scale[] = {0, 0, 40, 40, -30};
-    static const int held[] = {0, 1, 0, 1, 0};
-    for (size_t call = 0; call < sizeof scale / sizeof scale[0]; call++) {
-        double in[N], out[N];
-        for (size_t i = 0; i < N; i++)
-            in[i] = guess_input(boot->rank, i, scale[call] + (call == 4 && i == 3 ? 70 : 0));
+    enum { MAX_N = 2 * TORXC_FP_GUESS_MAX };
+    TASK_CHECK(n <= MAX_N, "length %zu", n);
+    /* per call: the scale, and which elements (odd, odd2) are 2^70 larger;
+     * past TORXC_FP_GUESS_MAX elements the two passes run, no guess */
+    static const int scale[] = {0, 0, 40, 40, -30, -30, -30};
+    static const size_t odd[] = {MAX_N, MAX_N, MAX_N, MAX_N, 3, 3, 3};
+    static const size_t odd2[] = {MAX_N, MAX_N, MAX_N, MAX_N, MAX_N, MAX_N, 20};
+    const int guessed = n <= TORXC_FP_GUESS_MAX;
+    int held[] = {0, 1, 0, 1, 0, 1, n > 20 ? 0 : 1};
+    for (size_t k = 0; k < sizeof held / sizeof held[0]; k++)
+        held[k] &= guessed;
+    const size_t calls = sizeof scale / sizeof scale[0];
+    uint64_t want_held = 0;
+    for (size_t call = 0; call < calls; call++) {
+        double in[MAX_N], out[MAX_N];
+        for (size_t i = 0; i < n; i++)
+            in[i] = guess_input(boot->rank, i, scale[call] + (i == odd[call] || i == odd2[call] ? 70 : 0));
         const uint64_t held_before = c->fp_guess_held;
-        TASK_CHECK(torx_coll_allreduce(g, TORX_COLL_ALG_CN, in, out, N, TORX_COLL_DOUBLE,
+        TASK_CHECK(torx_coll_allreduce(g, TORX_COLL_ALG_CN, in, out, n, TORX_COLL_DOUBLE,
                                        TORX_COLL_SUM) == TORX_OK,
                    "%s", torx_last_error());
         TASK_CHECK((c->fp_guess_held - held_before) == (uint64_t)held[call],
-                   "call %zu: the guess %s", call, held[call] ? "missed" : "held");
-        for (size_t i = 0; i < N; i++) {
+                   "length %zu, call %zu: the guess %s", n, call,
+                   held[call] ? "missed" : "held");
+        want_held += (uint64_t)held[call];
+        for (size_t i = 0; i < n; i++) {
             const double want =
-                guess_expected(boot->size, i, scale[call] + (call == 4 && i == 3 ? 70 : 0));
+                guess_expected(boot->size, i, scale[call] + (i == odd[call] || i == odd2[call] ? 70 : 0));
             TASK_CHECK(memcmp(&out[i], &want, sizeof want) == 0,
-                       "call %zu lane %zu: %a, expected %a", call, i, out[i], want);
+                       "length %zu, call %zu, element %zu: %a, expected %a", n, call, i, out[i],
+                       want);
         }
     }
-    TASK_CHECK(c->fp_guess_held == 2 && c->fp_guess_missed == 3,
+    TASK_CHECK(c->fp_guess_held == want_held &&
+                   c->fp_guess_missed == (guessed ? calls - want_held : 0),
                "guesses held %" PRIu64 ", missed %" PRIu64, c->fp_guess_held, c->fp_guess_missed);
     torx_coll_group_free(g);
     torx_coll_finalize(c);
@@ -829,10 +846,13 @@ static int guess_task(torx_boot_t *boot, void *argp)
     return 0;
 }
 
-START_TEST(fpsum_short_guess)
+START_TEST(fpsum_guess)
 {
     clear_env();
-    RUN_JOB(3, guess_task, NULL);
+    RUN_JOB(3, guess_task, (void *)(uintptr_t)7);
+    RUN_JOB(3, guess_task, (void *)(uintptr_t)16);
+    RUN_JOB(3, guess_task, (void *)(uintptr_t)TORXC_FP_GUESS_MAX);
+    RUN_JOB(2, guess_task, (void *)(uintptr_t)(TORXC_FP_GUESS_MAX + 1));
     clear_env();
 }
 END_TEST
@@ -1077,7 +1097,7 @@ static Suite *coll_suite(void)
     TCase *fp = tcase_create("fpsum");
     tcase_set_timeout(fp, 300);
     tcase_add_test(fp, fpsum_bitwise_in_every_order);
-    tcase_add_test(fp, fpsum_short_guess);
+    tcase_add_test(fp, fpsum_guess);
     suite_add_tcase(s, fp);
     return s;
 }
