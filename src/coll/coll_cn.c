@@ -64,6 +64,7 @@ typedef struct cn_stream {
     const int64_t *guess; /* fpsum on a guess: per element */
     int64_t *found;       /* fpsum: where phase 1 also leaves each element's exponent, or NULL */
     int64_t *lanes;       /* fpsum on a guess: every round's result lanes */
+    const struct guess_layout *layout; /* fpsum on a guess: the rounds' layout */
 } cn_stream_t;
 
 /* Runs every round of s: injects up to TORXC_CN_DEPTH ahead of the reads.
@@ -297,38 +298,72 @@ static inline int cn_fatal(torx_status_t st, torx_status_t *err)
 
 /* ---- the floating sum on a guess of its exponents ---------------------------------- */
 
-/* One pass instead of two. A guessed round carries GUESS_LANES elements:
- * lane i the element encoded against its guess (the exponent the last sum
- * found there), lane GUESS_LANES + i two counts, ADDed like the sums:
- * (tasks whose exponent is above the guess) << 32 | (tasks whose exponent
- * equals it). Where no task is above and one is equal, the guess is the
- * lane's true maximum, so the encodings, and the sum's bits, are those of
- * the two-pass sum. A task above its guess sends 0 there: an encoding
- * against a maximum below the value's own exponent is out of its range
- * (torx_cn_fpsum_encode), and that lane's sum is not kept. Every task reads
- * the same counts, so all agree whether the guess held everywhere; if not,
- * the two-pass sum runs, and its exponents are the next guess. Repeated
- * sums of data of steady magnitude (a residual, a time step's energy) hit;
- * a miss costs one pass more. Half the lanes carry data, so a vector takes
- * twice the rounds of an integer one: within TORXC_FP_GUESS_MAX elements,
- * one round or two. */
-#define GUESS_LANES (FP_LANES / 2)
-#define GUESS_ROUNDS_MAX ((TORXC_FP_GUESS_MAX + GUESS_LANES - 1) / GUESS_LANES)
+/* One pass instead of two. A guessed round carries `per_round` elements,
+ * each encoded against its guess (the exponent the last sum found there),
+ * and two counts per element, ADDed like the sums: the tasks whose
+ * exponent is above the guess, and those whose exponent equals it. Where no
+ * task is above and one is equal, the guess is the element's true maximum,
+ * so the encodings, and the sum's bits, are those of the two-pass sum. A
+ * task above its guess sends 0 there: an encoding against a maximum below
+ * the value's own exponent is out of its range (torx_cn_fpsum_encode), and
+ * that element's sum is not kept. Every task reads the same counts, so all
+ * agree whether the guess held everywhere; if not, the two-pass sum runs,
+ * and its exponents are the next guess. Repeated sums of data of steady
+ * magnitude (a residual, a time step's energy) hit; a miss costs one pass
+ * more.
+ *
+ * A count fits in `bits`, the bits of the job's size (a field never carries
+ * into its neighbour), so a small job packs many elements' counts into a
+ * lane: with 4 tasks, 10 elements' counts a lane, and a round carries 3
+ * lanes of counts and 29 sums, so 64 doubles take 3 rounds where the two
+ * passes take 4 (with 2^20 tasks, 16 and 16). The counts come first: the
+ * device moves a round only as far as its last nonzero byte, and a short
+ * vector's round then fits a cache line. */
+typedef struct guess_layout {
+    unsigned bits, per_lane, count_lanes, per_round;
+} guess_layout_t;
+
+static guess_layout_t guess_layout(int ntasks)
+{
+    guess_layout_t l = {.bits = 1};
+    while ((1ull << l.bits) <= (unsigned long long)ntasks)
+        l.bits++;
+    l.per_lane = 64 / (2 * l.bits);
+    for (unsigned cl = 1; cl < FP_LANES; cl++) {
+        const unsigned sums = FP_LANES - cl, counted = cl * l.per_lane;
+        const unsigned n = sums < counted ? sums : counted;
+        if (n > l.per_round) {
+            l.per_round = n;
+            l.count_lanes = cl;
+        }
+    }
+    return l;
+}
+
+/* Fewest elements a guessed round carries (headroom allows 2^21 - 1 tasks:
+ * 22 bits a count, one element's counts a lane), and so most rounds. */
+#define GUESS_MIN_PER_ROUND (FP_LANES / 2)
+#define GUESS_ROUNDS_MAX ((TORXC_FP_GUESS_MAX + GUESS_MIN_PER_ROUND - 1) / GUESS_MIN_PER_ROUND)
 
 static void fill_guessed(cn_stream_t *s, size_t r, void *pkt)
 {
-    const size_t first = r * GUESS_LANES, count = s->bytes / s->esize;
-    int64_t *lane = pkt;
-    for (size_t i = 0; i < GUESS_LANES; i++) {
-        const size_t e = first + i;
-        lane[i] = lane[GUESS_LANES + i] = 0;
-        if (e >= count)
-            continue;
-        const double x = fp_elem(s, e);
-        const int64_t ex = torx_cn_fpsum_exponent(x), g = s->guess[e];
+    const guess_layout_t *l = s->layout;
+    const size_t first = r * l->per_round, count = s->bytes / s->esize;
+    const size_t n = count - first < l->per_round ? count - first : l->per_round;
+    uint64_t *lane = pkt, *sum = lane + l->count_lanes;
+    memset(pkt, 0, TORXC_CN_BYTES);
+    unsigned in_lane = 0, shift = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double x = fp_elem(s, first + i);
+        const int64_t ex = torx_cn_fpsum_exponent(x), g = s->guess[first + i];
         if (ex <= g)
-            lane[i] = torx_cn_fpsum_encode(x, g, s->headroom);
-        lane[GUESS_LANES + i] = (int64_t)(ex > g) << 32 | (int64_t)(ex == g);
+            sum[i] = (uint64_t)torx_cn_fpsum_encode(x, g, s->headroom);
+        *lane |= ((uint64_t)(ex > g) << l->bits | (uint64_t)(ex == g)) << shift;
+        shift += 2 * l->bits;
+        if (++in_lane == l->per_lane) {
+            in_lane = shift = 0;
+            lane++;
+        }
     }
 }
 
@@ -340,12 +375,36 @@ static void drain_guessed(cn_stream_t *s, size_t r, const void *pkt)
 /* 1: every element's guess held (the sums in s->lanes are the result). */
 static int guess_held(const cn_stream_t *s, size_t count)
 {
-    for (size_t e = 0; e < count; e++) {
-        const int64_t n = s->lanes[(e / GUESS_LANES) * FP_LANES + GUESS_LANES + e % GUESS_LANES];
-        if ((n >> 32) != 0 || (n & 0xffffffff) == 0)
-            return 0;
+    const guess_layout_t *l = s->layout;
+    const uint64_t mask = (1ull << l->bits) - 1;
+    for (size_t first = 0, r = 0; first < count; first += l->per_round, r++) {
+        const uint64_t *lane = (const uint64_t *)s->lanes + r * FP_LANES;
+        const size_t n = count - first < l->per_round ? count - first : l->per_round;
+        unsigned in_lane = 0, shift = 0;
+        for (size_t i = 0; i < n; i++) {
+            const uint64_t c = *lane >> shift;
+            if (((c >> l->bits) & mask) != 0 || (c & mask) == 0)
+                return 0;
+            shift += 2 * l->bits;
+            if (++in_lane == l->per_lane) {
+                in_lane = shift = 0;
+                lane++;
+            }
+        }
     }
     return 1;
+}
+
+/* The result of a guess that held (the sums in s->lanes), into s->out. */
+static void guessed_drain(cn_stream_t *s, size_t count)
+{
+    const guess_layout_t *l = s->layout;
+    for (size_t first = 0, r = 0; first < count; first += l->per_round, r++) {
+        const int64_t *sum = s->lanes + r * FP_LANES + l->count_lanes;
+        const size_t n = count - first < l->per_round ? count - first : l->per_round;
+        for (size_t i = 0; i < n; i++)
+            put_fp(s, first + i, torx_cn_fpsum_decode(sum[i], s->guess[first + i], s->headroom));
+    }
 }
 
 static torx_status_t cn_fpsum_twopass(torx_coll_t *c, cn_stream_t *s);
@@ -353,10 +412,12 @@ static torx_status_t cn_fpsum_twopass(torx_coll_t *c, cn_stream_t *s);
 static torx_status_t cn_fpsum_guessed(torx_coll_t *c, cn_stream_t *s, size_t count)
 {
     int64_t lanes[GUESS_ROUNDS_MAX * FP_LANES];
+    const guess_layout_t layout = guess_layout(c->job_size);
+    s->layout = &layout;
     s->type = TORX_CN_S64;
     s->op = TORX_CN_ADD;
     s->first = 0;
-    s->rounds = (count + GUESS_LANES - 1) / GUESS_LANES;
+    s->rounds = (count + layout.per_round - 1) / layout.per_round;
     s->fill = fill_guessed;
     s->drain = drain_guessed;
     s->guess = c->fp_guess;
@@ -369,10 +430,7 @@ static torx_status_t cn_fpsum_guessed(torx_coll_t *c, cn_stream_t *s, size_t cou
     if (guess_held(s, count)) {
         c->fp_guess_held++;
         if (s->out)
-            for (size_t e = 0; e < count; e++)
-                put_fp(s, e,
-                       torx_cn_fpsum_decode(lanes[(e / GUESS_LANES) * FP_LANES + e % GUESS_LANES],
-                                            c->fp_guess[e], s->headroom));
+            guessed_drain(s, count);
         return TORX_OK;
     }
     c->fp_guess_missed++;

@@ -37,13 +37,10 @@
 #define TORXC_SPLIT_AUTO_TASKS 2
 
 /* Floating sums on the collective network of up to this many elements
- * first try one pass on a guess of their exponents (coll_cn.c): one round
- * up to 16 elements where the two-pass sum takes two, two rounds up to 32.
- * Longer vectors would take as many rounds as the two passes, and with
- * tasks outnumbering cores every round costs about a scheduling turn: on 4
- * tasks on 2 cores, 64 doubles took 7.0-7.5 us on a guess against 6.5-7.8
- * in two passes, for no gain (bench/RESULTS.md, "Collectives"). */
-#define TORXC_FP_GUESS_MAX 32
+ * first try one pass on a guess of their exponents (coll_cn.c), which
+ * takes fewer rounds than the two-pass sum: every vector auto sends there
+ * (TORXC_CN_MAX_DEFAULT, 512 bytes, is 128 floats). */
+#define TORXC_FP_GUESS_MAX 128
 
 /* Per collective: the choice in force (TORX_COLL and TORX_COLL_<KIND>). */
 typedef enum torxc_choice {

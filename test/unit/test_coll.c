@@ -774,16 +774,31 @@ static double guess_input(int t, size_t i, int k)
     return ldexp((t + 1) * (1.0 + (double)i / 8.0) * (i % 2 ? -1.0 : 1.0), k);
 }
 
-static double guess_expected(int job, size_t i, int k)
+/* The calls of guess_task: a scale, elements odd and odd2 2^70 larger on
+ * every task, and element solo 2^70 larger on task 0 only, whose values
+ * are the smallest, so it is the one task above the guess there while
+ * another still equals it. */
+typedef struct guess_call {
+    int scale;
+    size_t odd, odd2, solo;
+} guess_call_t;
+
+static int guess_scale(const guess_call_t *call, int t, size_t i)
+{
+    const int up = i == call->odd || i == call->odd2 || (i == call->solo && t == 0);
+    return call->scale + (up ? 70 : 0);
+}
+
+static double guess_expected(int job, const guess_call_t *call, size_t i)
 {
     const int h = torx_cn_fpsum_headroom(job);
     int64_t emax = 0, sum = 0;
     for (int t = 0; t < job; t++) {
-        const int64_t e = torx_cn_fpsum_exponent(guess_input(t, i, k));
+        const int64_t e = torx_cn_fpsum_exponent(guess_input(t, i, guess_scale(call, t, i)));
         emax = e > emax ? e : emax;
     }
     for (int t = 0; t < job; t++)
-        sum += torx_cn_fpsum_encode(guess_input(t, i, k), emax, h);
+        sum += torx_cn_fpsum_encode(guess_input(t, i, guess_scale(call, t, i)), emax, h);
     return torx_cn_fpsum_decode(sum, emax, h);
 }
 
@@ -791,9 +806,12 @@ static double guess_expected(int job, size_t i, int k)
  * has no guess, a repeat holds, a rescaled vector misses (the two-pass sum
  * runs) and holds when repeated, and a vector with one element rescaled
  * misses: element 3, in the first guessed round, then (vectors of more than
- * 20) element 20 as well, in the second. Past TORXC_FP_GUESS_MAX elements
- * no guess is tried (neither counted held nor missed).
- * Every result is the two-pass result bit for bit. argp: the length. */
+ * 66) element 66 as well, in the third or later (a round carries 16 to 30
+ * elements); last, element 5 rescaled on one task only, which the count of
+ * tasks above the guess must catch (the count of tasks equal to it says
+ * "held"). Past TORXC_FP_GUESS_MAX elements no guess is tried (neither
+ * counted held nor missed). Every result is the two-pass result bit for
+ * bit. argp: the length. */
 static int guess_task(torx_boot_t *boot, void *argp)
 {
     const size_t n = (size_t)(uintptr_t)argp;
@@ -804,41 +822,39 @@ static int guess_task(torx_boot_t *boot, void *argp)
     TASK_CHECK(torx_coll_init(ctx, NULL, &c) == TORX_OK, "%s", torx_last_error());
     torx_coll_group_t *g = make_group(c, boot, 0);
     TASK_CHECK(g != NULL, "%s", torx_last_error());
-    enum { MAX_N = 2 * TORXC_FP_GUESS_MAX };
+    enum { MAX_N = 2 * TORXC_FP_GUESS_MAX, NONE = MAX_N };
     TASK_CHECK(n <= MAX_N, "length %zu", n);
-    /* per call: the scale, and which elements (odd, odd2) are 2^70 larger;
-     * past TORXC_FP_GUESS_MAX elements the two passes run, no guess */
-    static const int scale[] = {0, 0, 40, 40, -30, -30, -30};
-    static const size_t odd[] = {MAX_N, MAX_N, MAX_N, MAX_N, 3, 3, 3};
-    static const size_t odd2[] = {MAX_N, MAX_N, MAX_N, MAX_N, MAX_N, MAX_N, 20};
+    const guess_call_t calls[] = {
+        {0, NONE, NONE, NONE}, {0, NONE, NONE, NONE}, {40, NONE, NONE, NONE},
+        {40, NONE, NONE, NONE}, {-30, 3, NONE, NONE}, {-30, 3, NONE, NONE},
+        {-30, 3, 66, NONE},     {-30, 3, 66, NONE},   {-30, 3, 66, 5},
+    };
     const int guessed = n <= TORXC_FP_GUESS_MAX;
-    int held[] = {0, 1, 0, 1, 0, 1, n > 20 ? 0 : 1};
-    for (size_t k = 0; k < sizeof held / sizeof held[0]; k++)
-        held[k] &= guessed;
-    const size_t calls = sizeof scale / sizeof scale[0];
+    const int held[] = {0, 1, 0, 1, 0, 1, n > 66 ? 0 : 1, 1, 0};
+    const size_t ncalls = sizeof calls / sizeof calls[0];
     uint64_t want_held = 0;
-    for (size_t call = 0; call < calls; call++) {
+    for (size_t k = 0; k < ncalls; k++) {
+        const guess_call_t *call = &calls[k];
+        const int want = held[k] && guessed;
         double in[MAX_N], out[MAX_N];
         for (size_t i = 0; i < n; i++)
-            in[i] = guess_input(boot->rank, i, scale[call] + (i == odd[call] || i == odd2[call] ? 70 : 0));
+            in[i] = guess_input(boot->rank, i, guess_scale(call, boot->rank, i));
         const uint64_t held_before = c->fp_guess_held;
         TASK_CHECK(torx_coll_allreduce(g, TORX_COLL_ALG_CN, in, out, n, TORX_COLL_DOUBLE,
                                        TORX_COLL_SUM) == TORX_OK,
                    "%s", torx_last_error());
-        TASK_CHECK((c->fp_guess_held - held_before) == (uint64_t)held[call],
-                   "length %zu, call %zu: the guess %s", n, call,
-                   held[call] ? "missed" : "held");
-        want_held += (uint64_t)held[call];
+        TASK_CHECK((c->fp_guess_held - held_before) == (uint64_t)want,
+                   "length %zu, call %zu: the guess %s", n, k, want ? "missed" : "held");
+        want_held += (uint64_t)want;
         for (size_t i = 0; i < n; i++) {
-            const double want =
-                guess_expected(boot->size, i, scale[call] + (i == odd[call] || i == odd2[call] ? 70 : 0));
-            TASK_CHECK(memcmp(&out[i], &want, sizeof want) == 0,
-                       "length %zu, call %zu, element %zu: %a, expected %a", n, call, i, out[i],
-                       want);
+            const double expect = guess_expected(boot->size, call, i);
+            TASK_CHECK(memcmp(&out[i], &expect, sizeof expect) == 0,
+                       "length %zu, call %zu, element %zu: %a, expected %a", n, k, i, out[i],
+                       expect);
         }
     }
     TASK_CHECK(c->fp_guess_held == want_held &&
-                   c->fp_guess_missed == (guessed ? calls - want_held : 0),
+                   c->fp_guess_missed == (guessed ? ncalls - want_held : 0),
                "guesses held %" PRIu64 ", missed %" PRIu64, c->fp_guess_held, c->fp_guess_missed);
     torx_coll_group_free(g);
     torx_coll_finalize(c);
@@ -850,8 +866,8 @@ START_TEST(fpsum_guess)
 {
     clear_env();
     RUN_JOB(3, guess_task, (void *)(uintptr_t)7);
-    RUN_JOB(3, guess_task, (void *)(uintptr_t)16);
-    RUN_JOB(3, guess_task, (void *)(uintptr_t)TORXC_FP_GUESS_MAX);
+    RUN_JOB(3, guess_task, (void *)(uintptr_t)70);
+    RUN_JOB(8, guess_task, (void *)(uintptr_t)TORXC_FP_GUESS_MAX);
     RUN_JOB(2, guess_task, (void *)(uintptr_t)(TORXC_FP_GUESS_MAX + 1));
     clear_env();
 }
