@@ -825,9 +825,9 @@ static int guess_task(torx_boot_t *boot, void *argp)
     enum { MAX_N = 2 * TORXC_FP_GUESS_MAX, NONE = MAX_N };
     TASK_CHECK(n <= MAX_N, "length %zu", n);
     const guess_call_t calls[] = {
-        {0, NONE, NONE, NONE}, {0, NONE, NONE, NONE}, {40, NONE, NONE, NONE},
-        {40, NONE, NONE, NONE}, {-30, 3, NONE, NONE}, {-30, 3, NONE, NONE},
-        {-30, 3, 66, NONE},     {-30, 3, 66, NONE},   {-30, 3, 66, 5},
+        {0, NONE, NONE, NONE},  {0, NONE, NONE, NONE}, {40, NONE, NONE, NONE},
+        {40, NONE, NONE, NONE}, {-30, 3, NONE, NONE},  {-30, 3, NONE, NONE},
+        {-30, 3, 66, NONE},     {-30, 3, 66, NONE},    {-30, 3, 66, 5},
     };
     const int guessed = n <= TORXC_FP_GUESS_MAX;
     const int held[] = {0, 1, 0, 1, 0, 1, n > 66 ? 0 : 1, 1, 0};
