@@ -606,13 +606,8 @@ int torx_stage_reaches(const torx_pkt_dev_t *dev, torx_coord_t dest);
 
 /* NAME     torx_stage_put - stage a piece of data toward a destination
  * DESCRIPTION
- *   Stages len bytes (1..torx_stage_max) from data toward dest and
- *   describes the piece in *ref, for a packet to carry. The bytes are
- *   copied at once, except a 16 KiB piece on ofi, which leaves from data
- *   itself: data must then stay as it is until the device has sent it,
- *   which it has once the torx_pkt_inject of the next packet to dest (the
- *   one that carries *ref), or the next torx_pkt_poll, returns, or once
- *   torx_stage_unput took the piece back.
+ *   Copies len bytes (1..torx_stage_max) from data into the staging area
+ *   toward dest and describes the piece in *ref, for a packet to carry.
  * RETURN VALUE
  *   TORX_OK          staged; send *ref in a deterministic packet.
  *   TORX_NO_ROOM     the area is full of pieces dest has not released:

@@ -203,7 +203,6 @@ typedef struct torxp_ofi_dev {
     unsigned long cq_entries; /* completions read: did a wake bring any? */
     int wake_fd;              /* eventfd: torx_pkt_wake */
     size_t inject_size;       /* tx_attr->inject_size, capped at a packet */
-    size_t tx_iov_limit;      /* tx_attr->iov_limit: buffers one send may gather */
     /* The provider carries 8 bytes of remote CQ data: torus packets and
      * staged pieces take the credits owed to their destination aboard, and a
      * bulk get's write tells the initiator itself that it is done. */
@@ -408,12 +407,6 @@ void torxp_ofi_torus_on_carried(torxp_ofi_dev_t *d, unsigned src, uint32_t order
  * when it stays busy. Locked. */
 ssize_t torxp_ofi_tsend_retry(torxp_ofi_dev_t *d, const void *buf, size_t len, unsigned slot,
                               unsigned kind, torxp_ofi_ctx_t *ctx);
-/* The same, gathering cnt buffers (at most tx_iov_limit) of len bytes in all. */
-ssize_t torxp_ofi_tsendv_retry(torxp_ofi_dev_t *d, const struct iovec *iov, size_t cnt,
-                               size_t len, unsigned slot, unsigned kind, torxp_ofi_ctx_t *ctx);
-/* ofi_torus.c: reads the completion queue dry (one provider progress),
- * handing every completion on; nothing else of torxp_ofi_progress. Locked. */
-void torxp_ofi_drain_cq(torxp_ofi_dev_t *d);
 /* A fatal libfabric error: names the call, the peer if any, and the
  * provider's words. */
 torx_status_t torxp_ofi_fi_fail(torxp_ofi_dev_t *d, const char *call, int peer_slot, int err);

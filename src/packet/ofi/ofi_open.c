@@ -318,7 +318,6 @@ static torx_status_t open_endpoint(torxp_ofi_dev_t *d, unsigned ntasks)
         return fi_err("fi_enable", d->prov, rc);
     d->cq_data = d->info->domain_attr->cq_data_size >= sizeof(uint64_t);
     d->inject_size = d->info->tx_attr->inject_size;
-    d->tx_iov_limit = d->info->tx_attr->iov_limit;
     if (d->inject_size > TORX_PKT_MAX_BYTES)
         d->inject_size = TORX_PKT_MAX_BYTES;
     if ((d->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)

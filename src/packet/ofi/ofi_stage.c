@@ -52,15 +52,6 @@
 #define STAGE_WINDOW 4u
 #define STAGE_RX_MAX TORXP_OFI_STAGE_RX_MAX
 #define STAGE_TX 16u /* send buffers */
-/* Pieces of at least this many bytes leave from the caller's memory,
- * gathered with their header and the packet aboard into one send, which is
- * waited for before the call that made it returns (the caller may reuse
- * the memory then, as after a copy). The copy into a send buffer (16 KiB:
- * about 0.15 us here) leaves the sender's critical path; the wait, a read
- * of the completion queue, comes where the sender of a ping-pong waits for
- * the reply anyway. Shorter pieces are copied: the copy costs less than
- * the read. */
-#define STAGE_ZCOPY_MIN 16384u
 
 typedef struct stage_hdr {
     uint32_t src;     /* the sender's slot (an untagged message has no tag) */
@@ -80,8 +71,6 @@ typedef struct stage_buf {
     int posted;   /* receive: the provider owns it */
     int voided;   /* receive: the sender took it back (unput) */
     uint32_t len; /* send: the piece's bytes */
-    const void *ext; /* send: the piece in the caller's memory (STAGE_ZCOPY_MIN); NULL: in msg */
-    int zc_busy;     /* send: the provider still reads ext */
     alignas(16) unsigned char msg[STAGE_MSG_MAX];
 } stage_buf_t;
 
@@ -231,11 +220,7 @@ torx_status_t torxp_ofi_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const 
         s->tx_free = b->next;
         b->len = (uint32_t)len;
         b->ctx.peer = slot;
-        b->ext = NULL;
-        if (len >= STAGE_ZCOPY_MIN && d->tx_iov_limit >= 3)
-            b->ext = data;
-        else
-            memcpy(b->msg + sizeof(stage_hdr_t), data, len);
+        memcpy(b->msg + sizeof(stage_hdr_t), data, len);
         s->waiting[slot] = b;
         d->stage_waiting++;
         s->credits[slot]--;
@@ -243,20 +228,6 @@ torx_status_t torxp_ofi_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const 
     }
     torxp_ofi_unlock(d);
     return rc;
-}
-
-/* Waits until the provider is done with b's piece in the caller's memory.
- * Completions keep being read meanwhile (a peer's pieces land in buffers
- * its credits reserved), so two tasks sending to each other both get
- * through; a peer that dies fails the device, which ends the wait. */
-static void zc_wait(torxp_ofi_dev_t *d, stage_buf_t *b)
-{
-    b->zc_busy = 1;
-    for (unsigned spins = 1; b->zc_busy && d->base.failed == TORX_OK; spins++) {
-        torxp_ofi_drain_cq(d);
-        if (b->zc_busy && spins % 64 == 0)
-            torxp_ofi_live_check(d);
-    }
 }
 
 /* Sends slot's waiting piece, with the packet pkt (bytes long) aboard when
@@ -273,20 +244,10 @@ static torx_status_t send_waiting(torxp_ofi_dev_t *d, unsigned slot, const void 
                            .credits = s->released[slot],
                            .order = bytes ? d->tx_order[slot] : 0};
     memcpy(b->msg, &h, sizeof h);
+    if (bytes)
+        memcpy(b->msg + sizeof h + b->len, pkt, bytes);
     const size_t total = sizeof h + b->len + bytes;
-    ssize_t frc;
-    if (b->ext) { /* [header][the caller's piece][packet], the packet where the piece would be */
-        if (bytes)
-            memcpy(b->msg + sizeof h, pkt, bytes);
-        const struct iovec iov[3] = {
-            {b->msg, sizeof h}, {(void *)b->ext, b->len}, {b->msg + sizeof h, bytes}};
-        frc = torxp_ofi_tsendv_retry(d, iov, bytes ? 3 : 2, total, slot, TORXP_OFI_UNTAGGED,
-                                     &b->ctx);
-    } else {
-        if (bytes)
-            memcpy(b->msg + sizeof h + b->len, pkt, bytes);
-        frc = torxp_ofi_tsend_retry(d, b->msg, total, slot, TORXP_OFI_UNTAGGED, &b->ctx);
-    }
+    const ssize_t frc = torxp_ofi_tsend_retry(d, b->msg, total, slot, TORXP_OFI_UNTAGGED, &b->ctx);
     if (frc == -FI_EAGAIN)
         return TORX_NO_ROOM;
     s->waiting[slot] = NULL;
@@ -302,8 +263,6 @@ static torx_status_t send_waiting(torxp_ofi_dev_t *d, unsigned slot, const void 
         s->tx_free = b;
     } else {
         s->tx_busy++;
-        if (b->ext)
-            zc_wait(d, b);
     }
     if (bytes) {
         d->tx_order[slot] = (d->tx_order[slot] + 1) & TORXP_OFI_ORDER_MASK;
@@ -469,8 +428,6 @@ void torxp_ofi_stage_on_tx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, int err)
     stage_buf_t *b = (stage_buf_t *)ctx;
     if (err)
         torxp_ofi_fi_fail(d, "a staged piece's fi_tsend", (int)ctx->peer, err);
-    b->ext = NULL;
-    b->zc_busy = 0;
     b->next = d->stage->tx_free;
     d->stage->tx_free = b;
     d->stage->tx_busy--;

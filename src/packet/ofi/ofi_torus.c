@@ -163,10 +163,11 @@ static void post_pending(torxp_ofi_dev_t *d)
 /* One tagged send: inline (FI_INJECT, counted in inj_inflight) when it fits
  * the provider's inject size, else from buf, which must stay put until the
  * completion names ctx. */
-static ssize_t tsendv(torxp_ofi_dev_t *d, const struct iovec *iov, size_t cnt, size_t len,
-                      unsigned slot, unsigned kind, torxp_ofi_ctx_t *ctx)
+static ssize_t tsend(torxp_ofi_dev_t *d, const void *buf, size_t len, unsigned slot, unsigned kind,
+                     torxp_ofi_ctx_t *ctx)
 {
     const int inl = len <= d->inject_size;
+    struct iovec iov = {(void *)buf, len};
     uint64_t flags = inl ? FI_INJECT | FI_COMPLETION : FI_COMPLETION;
     void *const context = inl ? &d->inj_ctx[slot].fi : &ctx->fi;
     /* Torus packets and staged pieces give back the credits owed to their
@@ -180,15 +181,15 @@ static ssize_t tsendv(torxp_ofi_dev_t *d, const struct iovec *iov, size_t cnt, s
         flags |= FI_REMOTE_CQ_DATA;
     ssize_t rc;
     if (kind == TORXP_OFI_UNTAGGED) { /* staged pieces: see ofi_stage.c */
-        const struct fi_msg m = {.msg_iov = iov,
-                                 .iov_count = cnt,
+        const struct fi_msg m = {.msg_iov = &iov,
+                                 .iov_count = 1,
                                  .addr = d->slot_addr[slot],
                                  .context = context,
                                  .data = credits};
         rc = fi_sendmsg(d->ep, &m, flags);
     } else {
-        const struct fi_msg_tagged m = {.msg_iov = iov,
-                                        .iov_count = cnt,
+        const struct fi_msg_tagged m = {.msg_iov = &iov,
+                                        .iov_count = 1,
                                         .addr = d->slot_addr[slot],
                                         .tag = torxp_ofi_tag(kind, d->self_slot),
                                         .context = context,
@@ -201,13 +202,6 @@ static ssize_t tsendv(torxp_ofi_dev_t *d, const struct iovec *iov, size_t cnt, s
             d->inj_inflight++;
     }
     return rc;
-}
-
-static inline ssize_t tsend(torxp_ofi_dev_t *d, const void *buf, size_t len, unsigned slot,
-                            unsigned kind, torxp_ofi_ctx_t *ctx)
-{
-    const struct iovec iov = {(void *)buf, len};
-    return tsendv(d, &iov, 1, len, slot, kind, ctx);
 }
 
 static void sys_flush(torxp_ofi_dev_t *d)
@@ -599,11 +593,6 @@ static void drain_cq(torxp_ofi_dev_t *d)
     }
 }
 
-void torxp_ofi_drain_cq(torxp_ofi_dev_t *d)
-{
-    drain_cq(d);
-}
-
 void torxp_ofi_progress(torxp_ofi_dev_t *d)
 {
     if (d->stage_waiting)
@@ -622,14 +611,7 @@ void torxp_ofi_progress(torxp_ofi_dev_t *d)
 ssize_t torxp_ofi_tsend_retry(torxp_ofi_dev_t *d, const void *buf, size_t len, unsigned slot,
                               unsigned kind, torxp_ofi_ctx_t *ctx)
 {
-    const struct iovec iov = {(void *)buf, len};
-    return torxp_ofi_tsendv_retry(d, &iov, 1, len, slot, kind, ctx);
-}
-
-ssize_t torxp_ofi_tsendv_retry(torxp_ofi_dev_t *d, const struct iovec *iov, size_t cnt,
-                               size_t len, unsigned slot, unsigned kind, torxp_ofi_ctx_t *ctx)
-{
-    ssize_t rc = tsendv(d, iov, cnt, len, slot, kind, ctx);
+    ssize_t rc = tsend(d, buf, len, slot, kind, ctx);
     if (TORXP_UNLIKELY(rc == -FI_EAGAIN)) {
         /* The provider is out of resources or still connecting to the peer
          * (tcp;ofi_rxm connects on first use). The credits say the peer
@@ -639,7 +621,7 @@ ssize_t torxp_ofi_tsendv_retry(torxp_ofi_dev_t *d, const struct iovec *iov, size
         const double give_up = torxp_mono_s() + TORXP_OFI_EAGAIN_SPIN_S;
         do {
             torxp_ofi_progress(d);
-            rc = tsendv(d, iov, cnt, len, slot, kind, ctx);
+            rc = tsend(d, buf, len, slot, kind, ctx);
         } while (rc == -FI_EAGAIN && d->base.failed == TORX_OK && torxp_mono_s() < give_up);
     }
     return rc;
