@@ -341,7 +341,7 @@ static guess_layout_t guess_layout(int ntasks)
 }
 
 /* Fewest elements a guessed round carries (headroom allows 2^21 - 1 tasks:
- * 22 bits a count, one element's counts a lane), and so most rounds. */
+ * 21 bits a count, one element's two counts a lane), and so most rounds. */
 #define GUESS_MIN_PER_ROUND (FP_LANES / 2)
 #define GUESS_ROUNDS_MAX ((TORXC_FP_GUESS_MAX + GUESS_MIN_PER_ROUND - 1) / GUESS_MIN_PER_ROUND)
 
