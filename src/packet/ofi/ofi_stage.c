@@ -31,7 +31,7 @@
  * aboard its own next piece to that task when there is one (a reply, in a
  * ping-pong), else in a TORXP_OFI_SYS_STAGE message once half a window is
  * released (a stream); the receiver keeps window x (tasks - 1)
- * buffers posted, so a piece always finds one. The window shrinks from 4
+ * buffers posted, so a piece always finds one. The window shrinks from 16
  * so that this stays within STAGE_RX_MAX buffers; past 257 tasks it is
  * zero and staging is off (the message layer then sends packets).
  *
@@ -49,7 +49,10 @@
  * instead, since a longer one takes its rendezvous, a round trip more. */
 #define STAGE_MSG_MAX (sizeof(stage_hdr_t) + 16384u + TORX_PKT_MAX_BYTES)
 #define STAGE_MSG_MAX_RXM 16384u
-#define STAGE_WINDOW 4u
+/* Pieces in flight per ordered pair. One host over net on lo, against 4:
+ * one-way bandwidth +15-19% from 256 B to 16 KiB, both ways +25% at 4 and
+ * 16 KiB, latency level (bench/RESULTS.md, "Multi-host"). */
+#define STAGE_WINDOW 16u
 #define STAGE_RX_MAX TORXP_OFI_STAGE_RX_MAX
 #define STAGE_TX 16u /* send buffers */
 
