@@ -226,8 +226,12 @@ const char *torxp_shm_bulk_path(const torx_pkt_dev_t *dev);
 void torxp_shm_bulk_on_sys(torxp_shm_dev_t *d, const torx_pkt_hdr_t *pkt);
 /* Streams pending fifo-path get replies; called from poll. */
 void torxp_shm_bulk_progress(torxp_shm_dev_t *d);
-/* Whether bulk packets wait for room in a peer's FIFO. */
-bool torxp_shm_bulk_pending(const torxp_shm_dev_t *d);
+/* Whether bulk packets wait for room in a peer's FIFO: a field, since
+ * every poll asks. */
+static inline bool torxp_shm_bulk_pending(const torxp_shm_dev_t *d)
+{
+    return d->bulk_jobs != 0;
+}
 void torxp_shm_bulk_fini(torxp_shm_dev_t *d);
 
 /* Staging (shm_stage.c). The layout's per-ring data bytes for a job of

@@ -522,11 +522,6 @@ static bool bulk_job_step(torxp_shm_dev_t *d, bulk_job_t *j)
     return true;
 }
 
-bool torxp_shm_bulk_pending(const torxp_shm_dev_t *d)
-{
-    return d->bulk_jobs != 0;
-}
-
 void torxp_shm_bulk_progress(torxp_shm_dev_t *d)
 {
     struct torxp_shm_serve *s = d->serve;

@@ -435,21 +435,26 @@ static void progress_stash(torxp_shm_dev_t *d)
     tx_unlock(d);
 }
 
-/* The device's own injections, retried: out of line, so that an idle poll
- * saves no registers. */
+/* Injections the device itself must retry when a peer makes room: a stashed
+ * deposit line, bulk packets queued behind a full FIFO. */
+static inline int tx_pending(const torxp_shm_dev_t *d)
+{
+    return stash_active(d) || torxp_shm_bulk_pending(d);
+}
+
+/* Retries them: out of line, so that an idle poll saves no registers. */
 static void __attribute__((noinline)) poll_tx(torxp_shm_dev_t *d)
 {
     if (stash_active(d))
         progress_stash(d);
-    if (d->bulk_jobs != 0)
+    if (torxp_shm_bulk_pending(d))
         torxp_shm_bulk_progress(d);
 }
 
 int torxp_shm_poll(torx_pkt_dev_t *dev)
 {
     torxp_shm_dev_t *d = torxp_shm_of(dev);
-    /* bulk_jobs, a field: until now every poll called into shm_bulk.c */
-    if (TORXP_UNLIKELY(stash_active(d) | (d->bulk_jobs != 0)))
+    if (TORXP_UNLIKELY(tx_pending(d)))
         poll_tx(d);
     return torxp_shm_peek(dev) != NULL;
 }
@@ -477,13 +482,6 @@ static int any_packet(torxp_shm_dev_t *d)
         rx_flush(d, f); /* about to sleep: give waiting producers their room */
     }
     return 0;
-}
-
-/* Injections the device itself must retry when a peer makes room: a stashed
- * deposit line, bulk packets queued behind a full FIFO. */
-static int tx_pending(const torxp_shm_dev_t *d)
-{
-    return stash_active(d) || torxp_shm_bulk_pending(d);
 }
 
 /* A nap for tx_pending: no doorbell rings when a peer makes room. */
