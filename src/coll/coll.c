@@ -256,6 +256,11 @@ void torx_coll_finalize(torx_coll_t *c)
                             "; floating sums on the exponent guess: held %" PRIu64
                             ", missed %" PRIu64,
                             c->fp_guess_held, c->fp_guess_missed);
+        if ((c->long_direct || c->long_split) && len < (int)sizeof line)
+            len += snprintf(line + len, sizeof line - (size_t)len,
+                            "; long torus reductions: by direct reads %" PRIu64
+                            ", by the split exchange %" PRIu64,
+                            c->long_direct, c->long_split);
         fprintf(stderr, "%s\n", line);
     }
     free(c);
@@ -397,9 +402,11 @@ static torx_coll_alg_t pick(const torx_coll_group_t *g, torx_coll_kind_t kind, s
             return TORX_COLL_ALG_TORUS;
         if (bytes <= c->cn_max && applies(g, kind, TORX_COLL_ALG_CN, bytes, dtype, op))
             return TORX_COLL_ALG_CN;
-        if (bytes >= TORXC_SPLIT_AUTO_BYTES && g->n <= TORXC_SPLIT_AUTO_TASKS &&
-            applies(g, kind, TORX_COLL_ALG_TORUS, bytes, dtype, op))
-            return TORX_COLL_ALG_TORUS;
+        if (torxc_direct_applies(g)
+                ? bytes >= (g->n <= 2 ? TORXC_DIRECT_AUTO_BYTES_2 : TORXC_DIRECT_AUTO_BYTES)
+                : bytes >= TORXC_SPLIT_AUTO_BYTES && g->n <= TORXC_SPLIT_AUTO_TASKS)
+            if (applies(g, kind, TORX_COLL_ALG_TORUS, bytes, dtype, op))
+                return TORX_COLL_ALG_TORUS;
         return TORX_COLL_ALG_FALLBACK;
     case TORX_COLL_BCAST:
         /* The collective network and the torus only when asked for: a

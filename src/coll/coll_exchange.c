@@ -19,6 +19,7 @@
  */
 #include "coll_internal.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -276,14 +277,219 @@ static torx_status_t split_reduce(torx_coll_group_t *g, const void *in, void *ou
                                  out ? out : mine, v + 2 * n, v + 3 * n);
 }
 
+/* ---- Long vectors by direct reads ---------------------------------------------------- */
+
+/* Bytes of a segment read and folded per pass: the reads and the fold
+ * stay in the cache, and a segment of a few MiB costs a few dozen
+ * process_vm_readv calls. */
+#define DIRECT_CHUNK (64u * 1024u)
+
+/* What a member publishes: where its input vector starts, where its
+ * combined segment will be (0 and 0: out of memory), and the call, which
+ * must be the same on every member. 32 bytes: 8 members in one round of
+ * the collective network. kind: root + 1 (0 for an allreduce), type, op. */
+typedef struct direct_addr {
+    uint64_t in, part, count, kind;
+} direct_addr_t;
+
+int torxc_direct_applies(const torx_coll_group_t *g)
+{
+    /* The collective network and global interrupt span every task; the
+     * reads are done by the receiving thread, the application's outside
+     * co mode; and they need cross-memory attach (the shm device's bulk
+     * path "cma": a read is done when the call returns, and the member
+     * read from need not be running). */
+    return g->all_tasks && torx_mode(g->c->ctx) != TORX_MODE_CO &&
+           strcmp(torx_bulk_path(g->c->dev), "cma") == 0;
+}
+
+/* len bytes at remote in member m into local. */
+static torx_status_t direct_get(torx_coll_group_t *g, int m, uint64_t remote, void *local,
+                                size_t len)
+{
+    torx_bulk_t op;
+    torx_status_t st =
+        torx_bulk_get(g->c->dev, &op, g->coord[m], (const void *)(uintptr_t)remote, local, len);
+    while (st == TORX_OK && (st = torx_bulk_test(g->c->dev, &op)) == TORX_AGAIN)
+        ;
+    return st;
+}
+
+/* acc[i] = acc[i] op b[i] for count elements of type T (SUM, MIN, MAX);
+ * memcpy, not casts: the buffers are the user's, of any alignment (the
+ * compiler turns both into plain loads). Blocks of 8 elements, since -O2
+ * vectorizes a loop of known trip count (the inner one) but not one of
+ * unknown count; acc and b never overlap (restrict). */
+#define FP_STEP(T, acc, b, i, op)                                                                  \
+    do {                                                                                           \
+        T x, y;                                                                                    \
+        memcpy(&x, (acc) + (i) * sizeof(T), sizeof(T));                                            \
+        memcpy(&y, (b) + (i) * sizeof(T), sizeof(T));                                              \
+        T r = (op) == TORX_COLL_SUM   ? x + y                                                      \
+              : (op) == TORX_COLL_MIN ? (y < x ? y : x)                                            \
+                                      : (y > x ? y : x);                                           \
+        memcpy((acc) + (i) * sizeof(T), &r, sizeof(T));                                            \
+    } while (0)
+#define FP_FOLD(T, acc, b, count, op)                                                              \
+    do {                                                                                           \
+        size_t i = 0;                                                                              \
+        for (; i + 8 <= (count); i += 8)                                                           \
+            for (size_t k = 0; k < 8; k++)                                                         \
+                FP_STEP(T, acc, b, i + k, op);                                                     \
+        for (; i < (count); i++)                                                                   \
+            FP_STEP(T, acc, b, i, op);                                                             \
+    } while (0)
+
+/* acc[i] = acc[i] op b[i] for count elements of dt. */
+static void fold_into(unsigned char *restrict acc, const unsigned char *restrict b, size_t count,
+                      torx_coll_dtype_t dt, torx_coll_op_t op)
+{
+    if (dt == TORX_COLL_DOUBLE) {
+        if (op == TORX_COLL_SUM)
+            FP_FOLD(double, acc, b, count, TORX_COLL_SUM);
+        else if (op == TORX_COLL_MIN)
+            FP_FOLD(double, acc, b, count, TORX_COLL_MIN);
+        else
+            FP_FOLD(double, acc, b, count, TORX_COLL_MAX);
+        return;
+    }
+    if (dt == TORX_COLL_FLOAT) {
+        if (op == TORX_COLL_SUM)
+            FP_FOLD(float, acc, b, count, TORX_COLL_SUM);
+        else if (op == TORX_COLL_MIN)
+            FP_FOLD(float, acc, b, count, TORX_COLL_MIN);
+        else
+            FP_FOLD(float, acc, b, count, TORX_COLL_MAX);
+        return;
+    }
+    const unsigned char *const vec[2] = {acc, b};
+    if (torxc_dtype_size(dt) == 4)
+        fold32(acc, vec, 2, count, dt == TORX_COLL_S32, op);
+    else
+        fold64(acc, vec, 2, count, dt == TORX_COLL_S64, op);
+}
+
+/* Long vectors on one host, the split exchange's shape with every part
+ * read where it lies instead of sent. The members publish their buffers'
+ * addresses in one collective-network allgather (which every member must
+ * have entered, inputs ready); each member reads its segment of every
+ * other member's input with torx_bulk_get and folds the n parts in group
+ * order; a global-interrupt barrier; each member (the root alone, for a
+ * reduce) reads every other member's combined segment into its result; a
+ * second barrier keeps each member's buffers in place until the others
+ * have read them.
+ *
+ * Why: in the split exchange every part is a rendezvous whose data moves
+ * only once its sender has answered, so with more tasks than cores each
+ * of the 2 (n - 1) parts waits for a task to be scheduled. Here a member
+ * waits for the others three times in all, and a read needs nothing of the
+ * member it reads from. The bytes moved are the split exchange's.
+ *
+ * Floating sums are folded in group order (member 0's part first): the
+ * same bits on every member, and in every run with the same rank order,
+ * like MPICH's and Open MPI's algorithms, but not independent of the rank
+ * order as the other exchanges are (their sorted combine costs more than
+ * the whole copy at these lengths). */
+static torx_status_t direct_reduce(torx_coll_group_t *g, const void *in, void *out, size_t count,
+                                   torx_coll_dtype_t dtype, torx_coll_op_t op, int root)
+{
+    const int n = g->n, me = g->me;
+    const size_t es = torxc_dtype_size(dtype), nn = (size_t)n;
+#define SEG_LO(m) (count * (size_t)(m) / nn)
+    const size_t my_lo = SEG_LO(me), my_bytes = (SEG_LO(me + 1) - my_lo) * es;
+    /* two chunks (a read, and this member's own part of an in-place
+     * vector), and the combined segment off the root of a reduce */
+    const size_t need = 2 * (size_t)DIRECT_CHUNK + (out ? 0 : my_bytes);
+    if (g->split_cap < need) {
+        free(g->split);
+        g->split = malloc(need);
+        g->split_cap = g->split ? need : 0;
+    }
+    unsigned char *got = g->split, *own = got + DIRECT_CHUNK;
+    unsigned char *part = out ? (unsigned char *)out + my_lo * es : own + DIRECT_CHUNK;
+    const unsigned char *my_in = (const unsigned char *)in + my_lo * es;
+    const int in_place = (const void *)in == out;
+    /* Out of memory, this member still takes part in the allgather (the
+     * others would wait for it forever), with zeros that tell them. */
+    const direct_addr_t mine = {got ? (uintptr_t)in : 0, got ? (uintptr_t)part : 0, count,
+                                (uint64_t)(root + 1) << 16 | (uint64_t)dtype << 8 | (uint64_t)op};
+    direct_addr_t addr[TORXC_EXCHANGE_MAX_TASKS];
+    torx_status_t st = torxc_cn_allgather(g, &mine, addr, sizeof mine);
+    if (st != TORX_OK)
+        return st;
+    for (int m = 0; m < n; m++) {
+        if (addr[m].count != count || addr[m].kind != mine.kind)
+            return torxp_error(TORX_ERR_PROTO,
+                               "torx: allreduce: member %d called with %" PRIu64
+                               " elements (root/type/op %#" PRIx64
+                               "), member %d with %zu (%#" PRIx64 ")",
+                               m, addr[m].count, addr[m].kind, me, count, mine.kind);
+        if (addr[m].in == 0)
+            return torxp_error(m == me ? TORX_ERR_NOMEM : TORX_ERR_PEER,
+                               "torx: allreduce of %zu bytes: member %d is out of memory",
+                               count * es, m);
+    }
+    torx_status_t err = TORX_OK;
+    for (size_t off = 0; off < my_bytes && err == TORX_OK; off += DIRECT_CHUNK) {
+        const size_t len = my_bytes - off < DIRECT_CHUNK ? my_bytes - off : DIRECT_CHUNK;
+        unsigned char *acc = part + off;
+        const unsigned char *self = my_in + off;
+        if (in_place && me != 0) { /* member 0's part lands where this one's lies */
+            memcpy(own, self, len);
+            self = own;
+        }
+        for (int m = 0; m < n && err == TORX_OK; m++) {
+            const unsigned char *src = self;
+            if (m != me) {
+                unsigned char *to = m == 0 ? acc : got;
+                err = direct_get(g, m, addr[m].in + my_lo * es + off, to, len);
+                src = to;
+            }
+            if (m == 0) {
+                if (src != acc)
+                    memcpy(acc, src, len);
+            } else {
+                fold_into(acc, src, len / es, dtype, op);
+            }
+        }
+    }
+    /* Every segment combined, and no input read any more; whether every
+     * read went well, since the others will read this member's segment. */
+    const uint64_t failed = err != TORX_OK;
+    uint64_t any_failed = 0;
+    st = torxc_cn_reduce(g, &failed, &any_failed, 1, TORX_COLL_U64, TORX_COLL_BOR);
+    if (st != TORX_OK)
+        return st;
+    if (any_failed)
+        return err != TORX_OK ? err
+                              : torxp_error(TORX_ERR_PEER,
+                                            "torx: allreduce of %zu bytes: another "
+                                            "member could not read its parts",
+                                            count * es);
+    if (out)
+        for (int m = 0; m < n && err == TORX_OK; m++)
+            if (m != me && SEG_LO(m + 1) > SEG_LO(m))
+                err = direct_get(g, m, addr[m].part, (unsigned char *)out + SEG_LO(m) * es,
+                                 (SEG_LO(m + 1) - SEG_LO(m)) * es);
+#undef SEG_LO
+    st = torxc_gi_barrier(g); /* no member leaves while its segment is read */
+    return err != TORX_OK ? err : st;
+}
+
 torx_status_t torxc_exchange_reduce(torx_coll_group_t *g, const void *in, void *out, size_t count,
                                     torx_coll_dtype_t dtype, torx_coll_op_t op, int root)
 {
     size_t bytes = count * torxc_dtype_size(dtype);
     if (count == 0)
         return TORX_OK;
-    if (bytes > TORXC_EXCHANGE_MAX_BYTES)
+    if (bytes > TORXC_EXCHANGE_MAX_BYTES) {
+        if (torxc_direct_applies(g)) {
+            g->c->long_direct++;
+            return direct_reduce(g, in, out, count, dtype, op, root);
+        }
+        g->c->long_split++;
         return split_reduce(g, in, out, count, dtype, op, root);
+    }
     int n = g->n;
     /* Scratch for the n vectors and the counts, kept with the group. */
     size_t need = (size_t)n * TORXC_EXCHANGE_MAX_BYTES;

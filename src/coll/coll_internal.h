@@ -28,13 +28,22 @@
  * a reduce-scatter and an allgather. Auto takes the latter from
  * TORXC_SPLIT_AUTO_BYTES on groups of up to TORXC_SPLIT_AUTO_TASKS: at 2
  * tasks one per core it beat MPICH's algorithm over torx by 1.3x at 1-4
- * MiB; at 4 and 8 tasks on 2 cores it was 5x slower (each rendezvous get
- * waits for a task that is not running), and larger groups on cores of
- * their own were not measured (bench/RESULTS.md, "Collectives"). */
+ * MiB; at 4 and 8 tasks on 2 cores it was 5-10x slower on double sums
+ * (the reproducible combine sorts n terms per element) and level on
+ * integers, and larger groups on cores of their own were not measured
+ * (bench/RESULTS.md, "Collectives"). */
 #define TORXC_EXCHANGE_MAX_TASKS 8
 #define TORXC_EXCHANGE_MAX_BYTES 16384
 #define TORXC_SPLIT_AUTO_BYTES (512u * 1024u)
 #define TORXC_SPLIT_AUTO_TASKS 2
+/* Where the members read the parts in place instead (torxc_direct_applies:
+ * one host, cross-memory attach, not co mode), auto takes that from these
+ * sizes: at 2 tasks one per core it matched MPICH's algorithm over torx at
+ * 32 KiB and beat it by 1.5-2x from 48 KiB on; at 4 and 8 tasks on 2
+ * cores it matched from 128 KiB and beat it by 1.2-2x from 512 KiB
+ * (bench/RESULTS.md, "Long allreduces by direct reads"). */
+#define TORXC_DIRECT_AUTO_BYTES_2 (32u * 1024u)
+#define TORXC_DIRECT_AUTO_BYTES (128u * 1024u)
 
 /* Floating sums on the collective network of up to this many elements
  * first try one pass on a guess of their exponents (coll_cn.c), which
@@ -108,6 +117,9 @@ struct torx_coll {
      * missed (TORX_STATS, and the tests' proof of both paths). */
     int64_t fp_guess[TORXC_FP_GUESS_MAX];
     uint64_t fp_guess_held, fp_guess_missed;
+    /* long torus reductions: by direct reads, by the split exchange
+     * (TORX_STATS, and the tests' proof of each path) */
+    uint64_t long_direct, long_split;
 };
 
 struct torx_coll_group {
@@ -199,5 +211,8 @@ void torxc_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info, to
  * -1 for an allreduce */
 torx_status_t torxc_exchange_reduce(torx_coll_group_t *g, const void *in, void *out, size_t count,
                                     torx_coll_dtype_t dtype, torx_coll_op_t op, int root);
+/* whether long vectors on g are read in place (direct_reduce) rather than
+ * sent (the split exchange) */
+int torxc_direct_applies(const torx_coll_group_t *g);
 
 #endif /* TORX_COLL_INTERNAL_H */

@@ -31,6 +31,11 @@
 static int errors, world_rank, world_size;
 static int torx_off;      /* TORX_COLL=mpich */
 static long cn_max = 512;   /* TORX_COLL_CN_MAX */
+/* long torus reductions may read the others' buffers in place: the shm
+ * device (TORX_DEVICE) with cross-memory attach (TORX_BULK), not co mode
+ * (TORX_MODE); run.sh runs this program nowhere that Yama or seccomp
+ * forbids cross-memory attach */
+static int direct_reads;
 static int bcast_cn;        /* TORX_COLL_BCAST=cn */
 static int bcast_torus;     /* TORX_COLL_BCAST=torus */
 static int bcast_paced;     /* TORX_COLL_BCAST=paced */
@@ -254,12 +259,15 @@ static void test_reductions(MPI_Comm comm, int all_tasks)
                 reference(t, oi, seed, n, count, want);
                 /* auto: the direct exchange ("torus") for 2 tasks and up to
                  * 2 KiB, any group; else the collective network on groups
-                 * of every task, up to TORX_COLL_CN_MAX */
+                 * of every task, up to TORX_COLL_CN_MAX; else long vectors
+                 * read in place (see the big allreduce below) */
                 size_t bytes = count * t->size;
                 int xchg = t->torx && n == 2 && bytes <= 2048;
                 int cn = all_tasks && t->torx && bytes <= (size_t)cn_max && n > 1;
-                const char *alg = xchg ? "torus" : "cn";
-                cn = cn || xchg;
+                int direct = all_tasks && direct_reads && t->torx && n > 1 && n <= 8 &&
+                             bytes >= (n <= 2 ? 32 * 1024u : 128 * 1024u);
+                const char *alg = xchg || (!cn && direct) ? "torus" : "cn";
+                cn = cn || xchg || direct;
                 memset(out, 0xa5, count * t->size + 8);
                 MPI_Allreduce(in, out, (int)count, t->dt, ops[oi].op, comm);
                 expect_alg(comm, "allreduce", cn, alg);
@@ -299,8 +307,14 @@ static void test_reductions(MPI_Comm comm, int all_tasks)
     for (size_t i = 0; i < big; i++)
         a[i] = (double)(me + 1) * (double)(i % 97);
     MPI_Allreduce(a, b, (int)big, MPI_DOUBLE, MPI_SUM, comm);
-    /* from 512 KiB on groups of 2: the split direct exchange */
-    expect_alg(comm, "allreduce", n <= 2 && big * sizeof(double) >= 512 * 1024, "torus");
+    /* long vectors on the torus: read in place on groups of every task
+     * (one host, cross-memory attach, not co mode) from 32 KiB on 2 tasks
+     * and 128 KiB on more; else, on groups of 2, the split direct exchange
+     * from 512 KiB */
+    const size_t big_bytes = big * sizeof(double);
+    const int direct =
+        all_tasks && direct_reads && n <= 8 && big_bytes >= (n <= 2 ? 32 * 1024u : 128 * 1024u);
+    expect_alg(comm, "allreduce", direct || (n <= 2 && big_bytes >= 512 * 1024), "torus");
     for (size_t i = 0; i < big; i++)
         CHECK(b[i] == (double)(n * (n + 1) / 2) * (double)(i % 97), "big allreduce [%zu]", i);
     free(a);
@@ -501,6 +515,12 @@ int main(int argc, char **argv)
     torx_off = e && strcmp(e, "mpich") == 0;
     if ((e = getenv("TORX_COLL_CN_MAX")) && *e)
         cn_max = atol(e);
+    {
+        const char *dev = getenv("TORX_DEVICE"), *bulk = getenv("TORX_BULK"),
+                   *mode = getenv("TORX_MODE");
+        direct_reads = !(dev && strcmp(dev, "ofi") == 0) && !(bulk && strcmp(bulk, "fifo") == 0) &&
+                       !(mode && strcmp(mode, "co") == 0);
+    }
     bcast_cn = (e = getenv("TORX_COLL_BCAST")) && strcmp(e, "cn") == 0;
     bcast_torus = e && strcmp(e, "torus") == 0;
     bcast_paced = e && strcmp(e, "paced") == 0;

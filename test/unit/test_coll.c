@@ -265,6 +265,28 @@ static void expected_sorted_sum(torx_coll_dtype_t dt, int seed, int n, size_t co
     free(in);
 }
 
+/* Long vectors read in place (coll_exchange.c, direct_reduce): each
+ * element's values added in group order, in the element's own type. */
+static void expected_group_sum(torx_coll_dtype_t dt, int seed, int n, size_t count, double *out)
+{
+    unsigned char *in = malloc((size_t)n * (count * 8 + 8));
+    for (int who = 0; who < n; who++)
+        make_input(dt, TORX_COLL_SUM, seed, who, count, in + (size_t)who * (count * 8 + 8));
+    for (size_t i = 0; i < count; i++) {
+        double acc = 0;
+        float facc = 0;
+        for (int who = 0; who < n; who++) {
+            const unsigned char *p = in + (size_t)who * (count * 8 + 8);
+            if (dt == TORX_COLL_FLOAT)
+                facc = who ? facc + ((const float *)p)[i] : ((const float *)p)[i];
+            else
+                acc = who ? acc + ((const double *)p)[i] : ((const double *)p)[i];
+        }
+        out[i] = dt == TORX_COLL_FLOAT ? (double)facc : acc;
+    }
+    free(in);
+}
+
 static int check_reduce_alg(torx_boot_t *boot, torx_coll_group_t *g, int me, int n,
                             torx_coll_dtype_t dt, torx_coll_op_t op, int seed,
                             torx_coll_alg_t alg);
@@ -301,7 +323,9 @@ static int check_reduce_alg(torx_boot_t *boot, torx_coll_group_t *g, int me, int
             double *exact = malloc(sizeof(double) * (count + 1)),
                    *repro = malloc(sizeof(double) * (count + 1));
             expected_fpsum(dt, seed + (int)ci, n, boot->size, count, exact, repro);
-            if (alg == TORX_COLL_ALG_TORUS)
+            if (alg == TORX_COLL_ALG_TORUS && bytes > 16384 && torxc_direct_applies(g))
+                expected_group_sum(dt, seed + (int)ci, n, count, repro);
+            else if (alg == TORX_COLL_ALG_TORUS)
                 expected_sorted_sum(dt, seed + (int)ci, n, count, repro);
             for (size_t i = 0; i < count; i++) {
                 double got = dt == TORX_COLL_FLOAT ? ((float *)out)[i] : ((double *)out)[i];
@@ -416,6 +440,17 @@ static int coll_task(torx_boot_t *boot, void *argp)
                              17 * dt + op))
                 return 1;
         }
+
+    /* the long torus reductions took the path this job allows: direct
+     * reads of the others' buffers (one host, cross-memory attach, the
+     * application's thread receiving), else the split exchange */
+    if (n <= 8) {
+        const int direct = torxc_direct_applies(g);
+        TASK_CHECK(direct ? c->long_direct > 0 && c->long_split == 0
+                          : c->long_split > 0 && c->long_direct == 0,
+                   "long reductions: %" PRIu64 " by direct reads, %" PRIu64 " split (%s)",
+                   c->long_direct, c->long_split, direct ? "direct expected" : "split expected");
+    }
 
     /* bcast from every root, sizes around packets and pipelines */
     static const size_t bsizes[] = {0, 1, 255, 256, 257, 1024, 1025, 5000};
@@ -729,6 +764,57 @@ static int fpsum_task(torx_boot_t *boot, void *argp)
     TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
     return 0;
 }
+
+/* A long torus allreduce whose members disagree on the length (an
+ * erroneous program): every member returns TORX_ERR_PROTO naming the
+ * lengths, none hangs and none reads past a buffer; the group still works
+ * afterwards. */
+static int mismatch_task(torx_boot_t *boot, void *argp)
+{
+    (void)argp;
+    torx_ctx_t *ctx;
+    torx_init_attr_t attr = {.boot = boot, .mode = -1};
+    TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
+    torx_coll_t *c;
+    TASK_CHECK(torx_coll_init(ctx, NULL, &c) == TORX_OK, "%s", torx_last_error());
+    torx_coll_group_t *g = make_group(c, boot, 0);
+    TASK_CHECK(g != NULL, "%s", torx_last_error());
+    if (!torxc_direct_applies(g)) { /* no cross-memory attach here: nothing to test */
+        if (boot->rank == 0)
+            fprintf(stderr, "long_allreduce_length_mismatch: skipped (bulk path %s)\n",
+                    torx_bulk_path(torx_ctx_device(ctx)));
+        torx_coll_group_free(g);
+        torx_coll_finalize(c);
+        return torx_finalize(ctx) == TORX_OK ? 0 : 1;
+    }
+    enum { LEN = 20000 };
+    int64_t *in = malloc((LEN + 1) * sizeof *in), *out = malloc((LEN + 1) * sizeof *out);
+    for (size_t i = 0; i <= LEN; i++)
+        in[i] = (int64_t)i * (boot->rank + 1);
+    const size_t count = boot->rank == 1 ? LEN + 1 : LEN;
+    torx_status_t st =
+        torx_coll_allreduce(g, TORX_COLL_ALG_TORUS, in, out, count, TORX_COLL_S64, TORX_COLL_SUM);
+    TASK_CHECK(st == TORX_ERR_PROTO && strstr(torx_last_error(), "20001") != NULL,
+               "lengths 20000/20001: status %d, %s", st, torx_last_error());
+    st = torx_coll_allreduce(g, TORX_COLL_ALG_TORUS, in, out, LEN, TORX_COLL_S64, TORX_COLL_SUM);
+    TASK_CHECK(st == TORX_OK, "after the mismatch: %s", torx_last_error());
+    const int64_t ranks = (int64_t)boot->size * (boot->size + 1) / 2;
+    for (size_t i = 0; i < LEN; i++)
+        TASK_CHECK(out[i] == (int64_t)i * ranks, "[%zu] = %" PRId64, i, out[i]);
+    free(in);
+    free(out);
+    torx_coll_group_free(g);
+    torx_coll_finalize(c);
+    TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
+    return 0;
+}
+
+START_TEST(long_allreduce_length_mismatch)
+{
+    clear_env();
+    RUN_JOB(3, mismatch_task, NULL);
+}
+END_TEST
 
 START_TEST(fpsum_bitwise_in_every_order)
 {
@@ -1109,6 +1195,7 @@ static Suite *coll_suite(void)
     tcase_add_test(tc, selection_follows_the_environment);
     tcase_add_test(tc, oversubscribed_agreed);
     tcase_add_test(tc, waiting_collective_advances);
+    tcase_add_test(tc, long_allreduce_length_mismatch);
     suite_add_tcase(s, tc);
     TCase *fp = tcase_create("fpsum");
     tcase_set_timeout(fp, 300);
