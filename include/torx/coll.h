@@ -33,7 +33,13 @@
  *          vector to every other, longer ones go by
  *          a reduce-scatter and an allgather;
  *          floating sums added in an order fixed by
- *          the values)
+ *          the values; on one host with cross-memory
+ *          attach, outside co mode, on groups of
+ *          every task, long vectors' parts are read
+ *          in place and summed in group order)
+ *   torus  allgather by direct exchange (blocks       any group
+ *          read in place where long reductions are,
+ *          else sent as the paced alltoall's)
  *   torus  bcast by pipelined deposit-bit line        groups filling a box of
  *          broadcasts (van de Geijn's mesh bcast,     the torus (every task
  *          one route per dimension, each carrying     of a product of
@@ -55,7 +61,7 @@
  *   TORX_COLL_BCAST=auto|torus|cn|mpich
  *   TORX_COLL_ALLREDUCE=auto|torus|cn|mpich
  *   TORX_COLL_REDUCE=auto|torus|cn|mpich
- *   TORX_COLL_ALLGATHER=auto|cn|mpich
+ *   TORX_COLL_ALLGATHER=auto|cn|torus|mpich
  *   TORX_COLL_ALLTOALL=auto|paced|mpich
  *   TORX_COLL_ALLTOALLV=auto|paced|mpich
  *                               force or forbid one algorithm per call. A

@@ -68,7 +68,7 @@ static const unsigned kind_algs[TORX_COLL_NKINDS] = {
         1u << TORX_COLL_ALG_CN | 1u << TORX_COLL_ALG_TORUS | 1u << TORX_COLL_ALG_PACED,
     [TORX_COLL_ALLREDUCE] = 1u << TORX_COLL_ALG_CN | 1u << TORX_COLL_ALG_TORUS,
     [TORX_COLL_REDUCE] = 1u << TORX_COLL_ALG_CN | 1u << TORX_COLL_ALG_TORUS,
-    [TORX_COLL_ALLGATHER] = 1u << TORX_COLL_ALG_CN,
+    [TORX_COLL_ALLGATHER] = 1u << TORX_COLL_ALG_CN | 1u << TORX_COLL_ALG_TORUS,
     [TORX_COLL_ALLTOALL] = 1u << TORX_COLL_ALG_PACED,
     [TORX_COLL_ALLTOALLV] = 1u << TORX_COLL_ALG_PACED,
 };
@@ -256,11 +256,11 @@ void torx_coll_finalize(torx_coll_t *c)
                             "; floating sums on the exponent guess: held %" PRIu64
                             ", missed %" PRIu64,
                             c->fp_guess_held, c->fp_guess_missed);
-        if ((c->long_direct || c->long_split) && len < (int)sizeof line)
+        if ((c->direct_calls || c->sent_calls) && len < (int)sizeof line)
             len += snprintf(line + len, sizeof line - (size_t)len,
-                            "; long torus reductions: by direct reads %" PRIu64
-                            ", by the split exchange %" PRIu64,
-                            c->long_direct, c->long_split);
+                            "; long torus reductions and torus allgathers: by direct reads %" PRIu64
+                            ", by parts sent %" PRIu64,
+                            c->direct_calls, c->sent_calls);
         fprintf(stderr, "%s\n", line);
     }
     free(c);
@@ -284,8 +284,11 @@ torx_status_t torx_coll_group_create(torx_coll_t *c, uint32_t id, int n, const i
                            me, tasks[me], c->job_rank);
     torx_coll_group_t *g = calloc(1, sizeof *g);
     unsigned char *seen = calloc((size_t)c->job_size, 1);
-    if (g == NULL || seen == NULL || (g->tasks = malloc((size_t)n * sizeof(int))) == NULL) {
+    if (g == NULL || seen == NULL || (g->tasks = malloc((size_t)n * sizeof(int))) == NULL ||
+        (g->direct_addr = malloc((size_t)n * sizeof *g->direct_addr)) == NULL) {
         free(seen);
+        if (g)
+            free(g->tasks);
         free(g);
         return torxp_error(TORX_ERR_NOMEM, "torx: torx_coll_group_create: out of memory");
     }
@@ -295,6 +298,7 @@ torx_status_t torx_coll_group_create(torx_coll_t *c, uint32_t id, int n, const i
                 TORX_ERR_INVAL, "torx: torx_coll_group_create: task %d (index %d) %s", tasks[i],
                 i, tasks[i] < 0 || tasks[i] >= c->job_size ? "is out of range" : "is repeated");
             free(seen);
+            free(g->direct_addr);
             free(g->tasks);
             free(g);
             return st;
@@ -313,6 +317,7 @@ torx_status_t torx_coll_group_create(torx_coll_t *c, uint32_t id, int n, const i
     torx_status_t st = torxc_torus_group_init(g);
     if (st != TORX_OK) {
         free(g->coord);
+        free(g->direct_addr);
         free(g->tasks);
         free(g);
         return st;
@@ -333,6 +338,7 @@ void torx_coll_group_free(torx_coll_group_t *g)
     free(g->bcast_v);
     free(g->xchg);
     free(g->split);
+    free(g->direct_addr);
     free(g->coord);
     free(g->tasks);
     free(g);
@@ -361,6 +367,8 @@ static int applies(const torx_coll_group_t *g, torx_coll_kind_t kind, torx_coll_
             return torxc_torus_applies(g, bytes);
         if (kind == TORX_COLL_ALLREDUCE || kind == TORX_COLL_REDUCE)
             return g->n <= TORXC_EXCHANGE_MAX_TASKS && torxc_cn_reduces(dtype, op);
+        if (kind == TORX_COLL_ALLGATHER)
+            return bytes <= SIZE_MAX / (size_t)g->n;
         return 0;
     case TORX_COLL_ALG_CN:
         if (!g->all_tasks)
@@ -431,6 +439,9 @@ static torx_coll_alg_t pick(const torx_coll_group_t *g, torx_coll_kind_t kind, s
         if (applies(g, kind, TORX_COLL_ALG_CN, bytes, dtype, op) &&
             bytes * (size_t)g->n <= c->cn_max)
             return TORX_COLL_ALG_CN;
+        if (torxc_direct_applies(g) && bytes >= TORXC_DIRECT_ALLGATHER_AUTO_BYTES &&
+            applies(g, kind, TORX_COLL_ALG_TORUS, bytes, dtype, op))
+            return TORX_COLL_ALG_TORUS;
         return TORX_COLL_ALG_FALLBACK;
     case TORX_COLL_ALLTOALL:
     case TORX_COLL_ALLTOALLV:
@@ -544,6 +555,8 @@ torx_status_t torx_coll_allgather(torx_coll_group_t *g, torx_coll_alg_t alg, con
         return not_applicable(g, TORX_COLL_ALLGATHER, alg);
     if (bytes > 0 && out == NULL)
         return torxp_error(TORX_ERR_INVAL, "torx: torx_coll_allgather: out is NULL");
+    if (alg == TORX_COLL_ALG_TORUS)
+        return torxc_exchange_allgather(g, in, out, bytes);
     return torxc_cn_allgather(g, in, out, bytes);
 }
 

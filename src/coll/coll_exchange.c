@@ -284,14 +284,6 @@ static torx_status_t split_reduce(torx_coll_group_t *g, const void *in, void *ou
  * process_vm_readv calls. */
 #define DIRECT_CHUNK (64u * 1024u)
 
-/* What a member publishes: where its input vector starts, where its
- * combined segment will be (0 and 0: out of memory), and the call, which
- * must be the same on every member. 32 bytes: 8 members in one round of
- * the collective network. kind: root + 1 (0 for an allreduce), type, op. */
-typedef struct direct_addr {
-    uint64_t in, part, count, kind;
-} direct_addr_t;
-
 int torxc_direct_applies(const torx_coll_group_t *g)
 {
     /* The collective network and global interrupt span every task; the
@@ -411,9 +403,10 @@ static torx_status_t direct_reduce(torx_coll_group_t *g, const void *in, void *o
     const int in_place = (const void *)in == out;
     /* Out of memory, this member still takes part in the allgather (the
      * others would wait for it forever), with zeros that tell them. */
-    const direct_addr_t mine = {got ? (uintptr_t)in : 0, got ? (uintptr_t)part : 0, count,
-                                (uint64_t)(root + 1) << 16 | (uint64_t)dtype << 8 | (uint64_t)op};
-    direct_addr_t addr[TORXC_EXCHANGE_MAX_TASKS];
+    const torxc_direct_addr_t mine = {got ? (uintptr_t)in : 0, got ? (uintptr_t)part : 0, count,
+                                      (uint64_t)(root + 1) << 16 | (uint64_t)dtype << 8 |
+                                          (uint64_t)op};
+    torxc_direct_addr_t *const addr = g->direct_addr;
     torx_status_t st = torxc_cn_allgather(g, &mine, addr, sizeof mine);
     if (st != TORX_OK)
         return st;
@@ -484,10 +477,10 @@ torx_status_t torxc_exchange_reduce(torx_coll_group_t *g, const void *in, void *
         return TORX_OK;
     if (bytes > TORXC_EXCHANGE_MAX_BYTES) {
         if (torxc_direct_applies(g)) {
-            g->c->long_direct++;
+            g->c->direct_calls++;
             return direct_reduce(g, in, out, count, dtype, op, root);
         }
-        g->c->long_split++;
+        g->c->sent_calls++;
         return split_reduce(g, in, out, count, dtype, op, root);
     }
     int n = g->n;
@@ -517,4 +510,70 @@ torx_status_t torxc_exchange_reduce(torx_coll_group_t *g, const void *in, void *
         combine(vec, n, count, dtype, op, out);
     }
     return TORX_OK;
+}
+
+/* ---- Allgather by direct exchange ---------------------------------------------------- */
+
+/* Every member's block goes to every other. On one host with cross-memory
+ * attach (torxc_direct_applies) each member reads the others' blocks
+ * where they lie: the blocks' addresses cross the collective network in
+ * one allgather (which every member must have entered), the reads need
+ * nothing of the members read from, and one global-interrupt barrier keeps
+ * every block in place until all have read it: two waits on the others in
+ * all, where MPICH's ring or recursive doubling waits on a partner at each
+ * of its steps. Elsewhere the blocks are sent, by the paced exchange. */
+torx_status_t torxc_exchange_allgather(torx_coll_group_t *g, const void *in, void *out,
+                                       size_t bytes)
+{
+    const int n = g->n, me = g->me;
+    const size_t nn = (size_t)n;
+    unsigned char *const own = (unsigned char *)out + (size_t)me * bytes;
+    const unsigned char *const block = in ? (const unsigned char *)in : own;
+    const int direct = torxc_direct_applies(g);
+    if (direct)
+        g->c->direct_calls++;
+    else
+        g->c->sent_calls++;
+    if (!direct) {
+        const size_t need = 4 * nn * sizeof(size_t); /* the exchange's counts */
+        if (g->split_cap < need) {
+            free(g->split);
+            g->split = malloc(need);
+            g->split_cap = g->split ? need : 0;
+        }
+        if (g->split == NULL) /* before the exchange: the others would wait */
+            return torxp_error(TORX_ERR_NOMEM, "torx: allgather: out of memory");
+        if (in && bytes)
+            memcpy(own, in, bytes);
+        size_t *v = (size_t *)(void *)g->split;
+        for (int m = 0; m < n; m++) {
+            v[m] = m == me ? 0 : bytes;         /* send bytes: this block to m */
+            v[n + m] = 0;                       /* send displacement */
+            v[2 * n + m] = m == me ? 0 : bytes; /* receive bytes: m's block */
+            v[3 * n + m] = (size_t)m * bytes;   /* receive displacement */
+        }
+        return torxc_paced_alltoallv(g, TORX_COLL_ALLGATHER, own, v, v + n, out, v + 2 * n,
+                                     v + 3 * n);
+    }
+    torxc_direct_addr_t *const addr = g->direct_addr;
+    const torxc_direct_addr_t mine = {(uintptr_t)block, 0, bytes, 0};
+    torx_status_t st = torxc_cn_allgather(g, &mine, addr, sizeof mine);
+    if (st != TORX_OK)
+        return st;
+    for (int m = 0; m < n; m++) {
+        if (addr[m].count != bytes)
+            return torxp_error(TORX_ERR_PROTO,
+                               "torx: allgather: member %d called with blocks of %" PRIu64
+                               " bytes, member %d with %zu",
+                               m, addr[m].count, me, bytes);
+    }
+    torx_status_t err = TORX_OK;
+    if (in && bytes)
+        memcpy(own, in, bytes);
+    for (int k = 1; k < n && err == TORX_OK && bytes; k++) {
+        const int m = (me + k) % n; /* each member starts at its successor: reads spread */
+        err = direct_get(g, m, addr[m].in, (unsigned char *)out + (size_t)m * bytes, bytes);
+    }
+    st = torxc_gi_barrier(g); /* no member leaves while its block is read */
+    return err != TORX_OK ? err : st;
 }

@@ -44,6 +44,8 @@
  * (bench/RESULTS.md, "Long allreduces by direct reads"). */
 #define TORXC_DIRECT_AUTO_BYTES_2 (32u * 1024u)
 #define TORXC_DIRECT_AUTO_BYTES (128u * 1024u)
+/* An allgather's blocks read in place, from this size of a block. */
+#define TORXC_DIRECT_ALLGATHER_AUTO_BYTES (32u * 1024u)
 
 /* Floating sums on the collective network of up to this many elements
  * first try one pass on a guess of their exponents (coll_cn.c), which
@@ -117,10 +119,20 @@ struct torx_coll {
      * missed (TORX_STATS, and the tests' proof of both paths). */
     int64_t fp_guess[TORXC_FP_GUESS_MAX];
     uint64_t fp_guess_held, fp_guess_missed;
-    /* long torus reductions: by direct reads, by the split exchange
-     * (TORX_STATS, and the tests' proof of each path) */
-    uint64_t long_direct, long_split;
+    /* long torus reductions and torus allgathers: by direct reads, by
+     * parts sent (TORX_STATS, and the tests' proof of each path) */
+    uint64_t direct_calls, sent_calls;
 };
+
+/* What a member publishes before a collective that reads the others'
+ * buffers in place (coll_exchange.c): where its data starts, where its
+ * combined segment will be (a reduction), and the call, which must be the
+ * same on every member (count; kind: root + 1, type and op). 32 bytes: 8
+ * members in one round of the collective network; in: 0 when the member
+ * ran out of memory. */
+typedef struct torxc_direct_addr {
+    uint64_t in, part, count, kind;
+} torxc_direct_addr_t;
 
 struct torx_coll_group {
     torx_coll_t *c;
@@ -137,6 +149,7 @@ struct torx_coll_group {
     unsigned char *xchg;   /* direct exchange: the members' vectors */
     unsigned char *split;  /* split exchange: parts of this task's segment */
     size_t split_cap;
+    torxc_direct_addr_t *direct_addr; /* one per member, made with the group */
     /* torus bcast (coll_torus.c): whether the group fills a box of the
      * torus, its dimensions longer than one node, and this task's lines
      * along each (one on a whole ring, one each way on a run) */
@@ -206,6 +219,9 @@ torx_status_t torxc_torus_bcast(torx_coll_group_t *g, void *buf, size_t bytes, i
 void torxc_torus_finalize(torx_coll_t *c);
 void torxc_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info, torx_recv_t *recv);
 
+/* coll_exchange.c: allgather by direct exchange (in NULL: in place) */
+torx_status_t torxc_exchange_allgather(torx_coll_group_t *g, const void *in, void *out,
+                                       size_t bytes);
 /* coll_exchange.c: allreduce/reduce by direct exchange; out NULL: this
  * task keeps no result (a reduce off its root); root: the reduce's root,
  * -1 for an allreduce */

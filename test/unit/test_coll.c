@@ -446,10 +446,10 @@ static int coll_task(torx_boot_t *boot, void *argp)
      * application's thread receiving), else the split exchange */
     if (n <= 8) {
         const int direct = torxc_direct_applies(g);
-        TASK_CHECK(direct ? c->long_direct > 0 && c->long_split == 0
-                          : c->long_split > 0 && c->long_direct == 0,
+        TASK_CHECK(direct ? c->direct_calls > 0 && c->sent_calls == 0
+                          : c->sent_calls > 0 && c->direct_calls == 0,
                    "long reductions: %" PRIu64 " by direct reads, %" PRIu64 " split (%s)",
-                   c->long_direct, c->long_split, direct ? "direct expected" : "split expected");
+                   c->direct_calls, c->sent_calls, direct ? "direct expected" : "split expected");
     }
 
     /* bcast from every root, sizes around packets and pipelines */
@@ -527,11 +527,17 @@ static int coll_task(torx_boot_t *boot, void *argp)
                    "line sends by the task %" PRIu64 ", by a thread %" PRIu64, c->bc_sent_task,
                    c->bc_sent_thread);
 
-    /* allgather, out of place and in place */
-    static const size_t gsizes[] = {0, 1, 3, 8, 100, 256, 700};
-    for (size_t si = 0; si < sizeof gsizes / sizeof gsizes[0]; si++)
+    /* allgather, out of place and in place: on the collective network
+     * (auto, small blocks) and on the torus (forced: read in place where
+     * torxc_direct_applies, else sent), which counts its calls */
+    static const size_t gsizes[] = {0, 1, 3, 8, 100, 256, 700, 40000, 100003};
+    const uint64_t direct_before = c->direct_calls, sent_before = c->sent_calls;
+    for (size_t si = 0; si < 2 * sizeof gsizes / sizeof gsizes[0]; si++)
         for (int inplace = 0; inplace < 2; inplace++) {
-            size_t b = gsizes[si];
+            const int torus = si >= sizeof gsizes / sizeof gsizes[0];
+            size_t b = gsizes[si % (sizeof gsizes / sizeof gsizes[0])];
+            if (!torus && b > 700)
+                continue;
             unsigned char *mine = malloc(b + 1), *all = malloc(b * (size_t)n + 1);
             for (size_t i = 0; i < b; i++)
                 mine[i] = (unsigned char)raw(7, me, i);
@@ -540,8 +546,10 @@ static int coll_task(torx_boot_t *boot, void *argp)
                 memcpy(all + (size_t)me * b, mine, b);
             torx_coll_alg_t alg = torx_coll_select(g, TORX_COLL_ALLGATHER, b, 0, 0);
             TASK_CHECK(alg == TORX_COLL_ALG_CN, "allgather: %s", torx_coll_alg_name(alg));
+            if (torus)
+                alg = TORX_COLL_ALG_TORUS;
             TASK_CHECK(torx_coll_allgather(g, alg, inplace ? NULL : mine, all, b) == TORX_OK,
-                       "%s", torx_last_error());
+                       "%s allgather of %zu: %s", torx_coll_alg_name(alg), b, torx_last_error());
             for (int w = 0; w < n; w++)
                 for (size_t i = 0; i < b; i++)
                     TASK_CHECK(all[(size_t)w * b + i] == (unsigned char)raw(7, w, i),
@@ -550,6 +558,15 @@ static int coll_task(torx_boot_t *boot, void *argp)
             free(mine);
             free(all);
         }
+    {
+        const uint64_t torus_calls = 2 * (sizeof gsizes / sizeof gsizes[0]);
+        const int direct = torxc_direct_applies(g);
+        TASK_CHECK(c->direct_calls - direct_before == (direct ? torus_calls : 0) &&
+                       c->sent_calls - sent_before == (direct ? 0 : torus_calls),
+                   "torus allgathers: %" PRIu64 " by direct reads, %" PRIu64 " sent (%s)",
+                   c->direct_calls - direct_before, c->sent_calls - sent_before,
+                   direct ? "direct expected" : "sent expected");
+    }
 
     /* paced alltoall and alltoallv, back to back (a fast task's next
      * alltoall overlaps a slow one's current) */
