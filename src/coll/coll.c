@@ -436,7 +436,11 @@ static torx_coll_alg_t pick(const torx_coll_group_t *g, torx_coll_kind_t kind, s
                    ? TORX_COLL_ALG_PACED
                    : TORX_COLL_ALG_FALLBACK;
     case TORX_COLL_ALLGATHER:
-        if (applies(g, kind, TORX_COLL_ALG_CN, bytes, dtype, op) &&
+        /* Not at 2 tasks: there MPICH's algorithm over torx (one message
+         * each way) beat a collective-network round, 0.41 against 0.50 us
+         * at 8-32 B (bench/RESULTS.md, "Long allreduces and allgathers by
+         * direct reads"). */
+        if (g->n > 2 && applies(g, kind, TORX_COLL_ALG_CN, bytes, dtype, op) &&
             bytes * (size_t)g->n <= c->cn_max)
             return TORX_COLL_ALG_CN;
         if (torxc_direct_applies(g) && bytes >= TORXC_DIRECT_ALLGATHER_AUTO_BYTES &&

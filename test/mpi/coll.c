@@ -385,7 +385,7 @@ static void test_data_movement(MPI_Comm comm, int all_tasks)
             MPI_Allgather(inplace ? MPI_IN_PLACE : mine, c, MPI_INT, all, c, MPI_INT, comm);
             /* the collective network while the result fits TORX_COLL_CN_MAX;
              * blocks from 32 KiB read in place (as long reductions) */
-            const int cn = all_tasks && n > 1 && (size_t)c * 4 * n <= (size_t)cn_max;
+            const int cn = all_tasks && n > 2 && (size_t)c * 4 * n <= (size_t)cn_max;
             const int direct = all_tasks && direct_reads && n > 1 && (size_t)c * 4 >= 32 * 1024u;
             expect_alg(comm, "allgather", cn || direct, cn ? "cn" : "torus");
             for (int w = 0; w < n; w++)

@@ -545,9 +545,15 @@ static int coll_task(torx_boot_t *boot, void *argp)
             if (inplace)
                 memcpy(all + (size_t)me * b, mine, b);
             torx_coll_alg_t alg = torx_coll_select(g, TORX_COLL_ALLGATHER, b, 0, 0);
-            TASK_CHECK(alg == TORX_COLL_ALG_CN, "allgather: %s", torx_coll_alg_name(alg));
-            if (torus)
-                alg = TORX_COLL_ALG_TORUS;
+            /* auto (TORX_COLL_CN_MAX is 1000000 here): the collective network
+             * on more than 2 tasks, else blocks from 32 KiB read in place */
+            const torx_coll_alg_t want = n > 2 && b * (size_t)n <= 1000000 ? TORX_COLL_ALG_CN
+                                         : torxc_direct_applies(g) && b >= 32768
+                                             ? TORX_COLL_ALG_TORUS
+                                             : TORX_COLL_ALG_FALLBACK;
+            TASK_CHECK(alg == want, "auto allgather of %zu on %d: %s", b, n,
+                       torx_coll_alg_name(alg));
+            alg = torus ? TORX_COLL_ALG_TORUS : TORX_COLL_ALG_CN;
             TASK_CHECK(torx_coll_allgather(g, alg, inplace ? NULL : mine, all, b) == TORX_OK,
                        "%s allgather of %zu: %s", torx_coll_alg_name(alg), b, torx_last_error());
             for (int w = 0; w < n; w++)
