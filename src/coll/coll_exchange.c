@@ -332,33 +332,32 @@ static torx_status_t direct_get(torx_coll_group_t *g, int m, uint64_t remote, vo
             FP_STEP(T, acc, b, i, op);                                                             \
     } while (0)
 
+/* FP_FOLD with op a constant in each loop, so that each vectorizes. */
+#define FP_FOLD_OP(T, acc, b, count, op)                                                           \
+    do {                                                                                           \
+        if ((op) == TORX_COLL_SUM)                                                                 \
+            FP_FOLD(T, acc, b, count, TORX_COLL_SUM);                                              \
+        else if ((op) == TORX_COLL_MIN)                                                            \
+            FP_FOLD(T, acc, b, count, TORX_COLL_MIN);                                              \
+        else                                                                                       \
+            FP_FOLD(T, acc, b, count, TORX_COLL_MAX);                                              \
+    } while (0)
+
 /* acc[i] = acc[i] op b[i] for count elements of dt. */
 static void fold_into(unsigned char *restrict acc, const unsigned char *restrict b, size_t count,
                       torx_coll_dtype_t dt, torx_coll_op_t op)
 {
-    if (dt == TORX_COLL_DOUBLE) {
-        if (op == TORX_COLL_SUM)
-            FP_FOLD(double, acc, b, count, TORX_COLL_SUM);
-        else if (op == TORX_COLL_MIN)
-            FP_FOLD(double, acc, b, count, TORX_COLL_MIN);
+    if (dt == TORX_COLL_DOUBLE)
+        FP_FOLD_OP(double, acc, b, count, op);
+    else if (dt == TORX_COLL_FLOAT)
+        FP_FOLD_OP(float, acc, b, count, op);
+    else {
+        const unsigned char *const vec[2] = {acc, b};
+        if (torxc_dtype_size(dt) == 4)
+            fold32(acc, vec, 2, count, dt == TORX_COLL_S32, op);
         else
-            FP_FOLD(double, acc, b, count, TORX_COLL_MAX);
-        return;
+            fold64(acc, vec, 2, count, dt == TORX_COLL_S64, op);
     }
-    if (dt == TORX_COLL_FLOAT) {
-        if (op == TORX_COLL_SUM)
-            FP_FOLD(float, acc, b, count, TORX_COLL_SUM);
-        else if (op == TORX_COLL_MIN)
-            FP_FOLD(float, acc, b, count, TORX_COLL_MIN);
-        else
-            FP_FOLD(float, acc, b, count, TORX_COLL_MAX);
-        return;
-    }
-    const unsigned char *const vec[2] = {acc, b};
-    if (torxc_dtype_size(dt) == 4)
-        fold32(acc, vec, 2, count, dt == TORX_COLL_S32, op);
-    else
-        fold64(acc, vec, 2, count, dt == TORX_COLL_S64, op);
 }
 
 /* Long vectors on one host, the split exchange's shape with every part
