@@ -71,6 +71,8 @@ typedef struct torxc_a2a {
     int in_flight; /* sends not yet done */
     torx_status_t status;
     struct torxc_unexp *unexp;
+    struct torxc_unexp *unexp_free; /* records kept for reuse (coll_alltoall.c) */
+    int unexp_nfree;
     int lost; /* early blocks dropped for want of memory */
 } torxc_a2a_t;
 
