@@ -208,6 +208,7 @@ torx_status_t torx_coll_init(torx_ctx_t *ctx, const torx_coll_attr_t *attr, torx
         return st;
     }
     c->cn_max = (size_t)cn_max;
+    c->direct_reads = torxc_direct_init(c);
     c->verbose = (int)verbose;
     c->stats = (int)stats;
 

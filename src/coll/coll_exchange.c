@@ -207,6 +207,18 @@ static void combine(const unsigned char *const *vec, int n, size_t count, torx_c
         fold64(out, vec, n, count, dt == TORX_COLL_S64, op);
 }
 
+/* g's scratch, grown to at least need bytes; NULL (and no scratch) when
+ * memory is short. */
+static unsigned char *group_scratch(torx_coll_group_t *g, size_t need)
+{
+    if (g->split_cap < need) {
+        free(g->split);
+        g->split = malloc(need);
+        g->split_cap = g->split ? need : 0;
+    }
+    return g->split;
+}
+
 /* Long vectors: a reduce-scatter, then an allgather (or a gather to the
  * root), both direct exchanges. Member m owns elements [count * m / n,
  * count * (m + 1) / n): every member sends each other its part of that
@@ -227,15 +239,9 @@ static torx_status_t split_reduce(torx_coll_group_t *g, const void *in, void *ou
     /* the exchanges' counts, then n parts of this task's segment, then the
      * combined segment (off the root of a reduce) */
     const size_t need = 4 * nn * sizeof(size_t) + (nn + 1) * most * es;
-    if (g->split_cap < need) {
-        free(g->split);
-        if ((g->split = malloc(need)) == NULL) {
-            g->split_cap = 0;
-            return torxp_error(TORX_ERR_NOMEM, "torx: allreduce of %zu bytes: out of memory",
-                               count * es);
-        }
-        g->split_cap = need;
-    }
+    if (group_scratch(g, need) == NULL)
+        return torxp_error(TORX_ERR_NOMEM, "torx: allreduce of %zu bytes: out of memory",
+                           count * es);
     size_t *v = (size_t *)(void *)g->split;
     unsigned char *parts = g->split + 4 * nn * sizeof(size_t), *mine = parts + nn * most * es;
     for (int m = 0; m < n; m++) {
@@ -284,15 +290,15 @@ static torx_status_t split_reduce(torx_coll_group_t *g, const void *in, void *ou
  * process_vm_readv calls. */
 #define DIRECT_CHUNK (64u * 1024u)
 
-int torxc_direct_applies(const torx_coll_group_t *g)
+int torxc_direct_init(const torx_coll_t *c)
 {
-    /* The collective network and global interrupt span every task; the
-     * reads are done by the receiving thread, the application's outside
-     * co mode; and they need cross-memory attach (the shm device's bulk
-     * path "cma": a read is done when the call returns, and the member
-     * read from need not be running). */
-    return g->all_tasks && torx_mode(g->c->ctx) != TORX_MODE_CO &&
-           strcmp(torx_bulk_path(g->c->dev), "cma") == 0;
+    /* The reads are done by the receiving thread, the application's
+     * outside co mode; and they need cross-memory attach (the shm device's
+     * bulk path "cma": a read is done when the call returns, and the
+     * member read from need not be running). torxc_direct_applies adds
+     * groups of every task, which the collective network and global
+     * interrupt that order the reads span. */
+    return torx_mode(c->ctx) != TORX_MODE_CO && strcmp(torx_bulk_path(c->dev), "cma") == 0;
 }
 
 /* len bytes at remote in member m into local. */
@@ -365,10 +371,11 @@ static void fold_into(unsigned char *restrict acc, const unsigned char *restrict
  * addresses in one collective-network allgather (which every member must
  * have entered, inputs ready); each member reads its segment of every
  * other member's input with torx_bulk_get and folds the n parts in group
- * order; a global-interrupt barrier; each member (the root alone, for a
- * reduce) reads every other member's combined segment into its result; a
- * second barrier keeps each member's buffers in place until the others
- * have read them.
+ * order; a collective-network OR agrees that every read succeeded (no
+ * input is read after it); each member (the root alone, for a reduce)
+ * reads every other member's combined segment into its result; a
+ * global-interrupt barrier keeps each member's buffers in place until the
+ * others have read them.
  *
  * Why: in the split exchange every part is a rendezvous whose data moves
  * only once its sender has answered, so with more tasks than cores each
@@ -390,13 +397,8 @@ static torx_status_t direct_reduce(torx_coll_group_t *g, const void *in, void *o
     const size_t my_lo = SEG_LO(me), my_bytes = (SEG_LO(me + 1) - my_lo) * es;
     /* two chunks (a read, and this member's own part of an in-place
      * vector), and the combined segment off the root of a reduce */
-    const size_t need = 2 * (size_t)DIRECT_CHUNK + (out ? 0 : my_bytes);
-    if (g->split_cap < need) {
-        free(g->split);
-        g->split = malloc(need);
-        g->split_cap = g->split ? need : 0;
-    }
-    unsigned char *got = g->split, *own = got + DIRECT_CHUNK;
+    unsigned char *got = group_scratch(g, 2 * (size_t)DIRECT_CHUNK + (out ? 0 : my_bytes));
+    unsigned char *own = got + DIRECT_CHUNK;
     unsigned char *part = out ? (unsigned char *)out + my_lo * es : own + DIRECT_CHUNK;
     const unsigned char *my_in = (const unsigned char *)in + my_lo * es;
     const int in_place = (const void *)in == out;
@@ -528,23 +530,13 @@ torx_status_t torxc_exchange_allgather(torx_coll_group_t *g, const void *in, voi
     const size_t nn = (size_t)n;
     unsigned char *const own = (unsigned char *)out + (size_t)me * bytes;
     const unsigned char *const block = in ? (const unsigned char *)in : own;
-    const int direct = torxc_direct_applies(g);
-    if (direct)
-        g->c->direct_calls++;
-    else
+    if (!torxc_direct_applies(g)) {
         g->c->sent_calls++;
-    if (!direct) {
-        const size_t need = 4 * nn * sizeof(size_t); /* the exchange's counts */
-        if (g->split_cap < need) {
-            free(g->split);
-            g->split = malloc(need);
-            g->split_cap = g->split ? need : 0;
-        }
-        if (g->split == NULL) /* before the exchange: the others would wait */
+        size_t *v = (size_t *)(void *)group_scratch(g, 4 * nn * sizeof(size_t));
+        if (v == NULL) /* before the exchange: the others would wait */
             return torxp_error(TORX_ERR_NOMEM, "torx: allgather: out of memory");
         if (in && bytes)
             memcpy(own, in, bytes);
-        size_t *v = (size_t *)(void *)g->split;
         for (int m = 0; m < n; m++) {
             v[m] = m == me ? 0 : bytes;         /* send bytes: this block to m */
             v[n + m] = 0;                       /* send displacement */
@@ -554,6 +546,7 @@ torx_status_t torxc_exchange_allgather(torx_coll_group_t *g, const void *in, voi
         return torxc_paced_alltoallv(g, TORX_COLL_ALLGATHER, own, v, v + n, out, v + 2 * n,
                                      v + 3 * n);
     }
+    g->c->direct_calls++;
     torxc_direct_addr_t *const addr = g->direct_addr;
     const torxc_direct_addr_t mine = {(uintptr_t)block, 0, bytes, 0};
     torx_status_t st = torxc_cn_allgather(g, &mine, addr, sizeof mine);

@@ -114,6 +114,7 @@ struct torx_coll {
      * did its part */
     uint64_t bc_sent_task, bc_sent_thread;
     int oversubscribed; /* some host runs more tasks than CPUs (agreed at init) */
+    int direct_reads;   /* members may read each other's buffers (torxc_direct_init) */
     /* Per element, the exponents the last floating sum on the collective
      * network found (the same on every task: a MAX round's result; zero
      * before the first and after a disagreement, which no sum matches),
@@ -229,8 +230,14 @@ torx_status_t torxc_exchange_allgather(torx_coll_group_t *g, const void *in, voi
  * -1 for an allreduce */
 torx_status_t torxc_exchange_reduce(torx_coll_group_t *g, const void *in, void *out, size_t count,
                                     torx_coll_dtype_t dtype, torx_coll_op_t op, int root);
+/* whether this task's collectives may read other tasks' buffers in place
+ * (fixed for the job: set once by torx_coll_init) */
+int torxc_direct_init(const torx_coll_t *c);
 /* whether long vectors on g are read in place (direct_reduce) rather than
  * sent (the split exchange) */
-int torxc_direct_applies(const torx_coll_group_t *g);
+static inline int torxc_direct_applies(const torx_coll_group_t *g)
+{
+    return g->all_tasks && g->c->direct_reads;
+}
 
 #endif /* TORX_COLL_INTERNAL_H */
