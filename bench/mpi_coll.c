@@ -25,6 +25,13 @@
  *             of 2 (x4 steps)
  *   -n N      iterations for sizes up to 8 KiB (default 2000); larger sizes
  *             get N * 8 KiB / size, at least 20
+ *   -t MS     time budget per size, in milliseconds (default: none): fewer
+ *             iterations (at least 20) where the slowest rank's time for
+ *             two calls says the size would take longer. IMB's -time: it
+ *             keeps an implementation that is 1000x slower oversubscribed
+ *             (a peer that spins without yielding) from making everyone's
+ *             run short, since 6 calls per batch measure mostly how the
+ *             batch's barrier lets the ranks out.
  * Output: "# " lines for people; one row per collective and size:
  *   coll <name> <bytes> mean_us=<..> max_us=<..> MBps=<..> iters=<..>
  */
@@ -169,6 +176,7 @@ int main(int argc, char **argv)
     size_t sizes[MAX_SIZES];
     int nsizes = 0;
     long base = 2000;
+    double budget_us = 0;
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "-c") && a + 1 < argc) {
             memset(want, 0, sizeof want);
@@ -189,8 +197,10 @@ int main(int argc, char **argv)
             free(list);
         } else if (!strcmp(argv[a], "-n") && a + 1 < argc) {
             base = atol(argv[++a]);
+        } else if (!strcmp(argv[a], "-t") && a + 1 < argc) {
+            budget_us = atof(argv[++a]) * 1e3;
         } else {
-            die("usage: mpi_coll [-c LIST] [-s SIZES] [-n N] (at '%s')%zu", argv[a], 0);
+            die("usage: mpi_coll [-c LIST] [-s SIZES] [-n N] [-t MS] (at '%s')%zu", argv[a], 0);
         }
     }
     if (nsizes == 0)
@@ -225,6 +235,18 @@ int main(int argc, char **argv)
             if (iters < 20)
                 iters = 20;
             check(c, size);
+            if (budget_us > 0) {
+                double t0 = now_us(), per_call, slowest;
+                run(c, size);
+                run(c, size);
+                per_call = (now_us() - t0) / 2;
+                /* every rank must run the same number of calls */
+                MPI_Allreduce(&per_call, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+                if ((double)iters * 1.1 * slowest > budget_us)
+                    iters = (long)(budget_us / (1.1 * slowest));
+                if (iters < 20)
+                    iters = 20;
+            }
             for (long i = 0; i < iters / 10 + 2; i++) /* warm-up */
                 run(c, size);
             enum { BATCHES = 10 };

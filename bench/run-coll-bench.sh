@@ -31,7 +31,13 @@
 #   NPS         rank counts (default "2 4 8")
 #   SIZES       bytes per rank (default 8 B .. 4 MiB)
 #   ITERS       iterations per size up to 8 KiB (default 1000 at 2 ranks,
-#               ITERS_OVER=300 when oversubscribed)
+#               ITERS_OVER=1000 when oversubscribed)
+#   TIME_MS     oversubscribed runs: time budget per size in ms (default
+#               300; mpi_coll -t): Debian's MPICH, whose UCX spins without
+#               yielding, takes 4-140 ms a call at 4-8 ranks on 2 cores and
+#               gets fewer iterations, at least 20; the others keep theirs.
+#               (With 60 iterations for everyone, a batch was 6 calls and
+#               measured mostly how the batch's barrier let ranks out.)
 #   IMPLS       a subset of the implementations above
 #   COLLS       a subset of barrier,bcast,allreduce,allreduce_max,alltoall,
 #               allgather
@@ -49,11 +55,12 @@ rounds=${ROUNDS:-3}
 nps=${NPS:-2 4 8}
 sizes=${SIZES:-8,32,128,512,2K,8K,32K,128K,512K,1M,4M}
 iters=${ITERS:-1000}
-iters_over=${ITERS_OVER:-300}
+iters_over=${ITERS_OVER:-1000}
+time_ms=${TIME_MS:-300}
 impls=${IMPLS:-torx torxmpich torxcn torxtorus mpich openmpi}
 colls=${COLLS:-barrier,bcast,allreduce,allreduce_max,alltoall,allgather}
 from=${FROM_RAW:-}
-bench_check_counts ROUNDS:rounds ITERS:iters ITERS_OVER:iters_over
+bench_check_counts ROUNDS:rounds ITERS:iters ITERS_OVER:iters_over TIME_MS:time_ms
 
 bench_machine
 results=$root/bench/results
@@ -85,14 +92,14 @@ if [[ -z $from ]]; then
     {
         echo "# machine: $machine"
         echo "# date: $when; torx $rev; prefix $prefix"
-        echo "# rounds $rounds; ranks $nps; sizes $sizes; iterations $iters (oversubscribed $iters_over)"
+        echo "# rounds $rounds; ranks $nps; sizes $sizes; iterations $iters (oversubscribed $iters_over, at most $time_ms ms a size)"
         echo "# load at start: $(loadavg)"
     } >"$raw/info.txt"
     failed=0
     for r in $(seq 1 "$rounds"); do
         for np in $nps; do
-            n=$iters
-            ((np > 2)) && n=$iters_over
+            limits=(-n "$iters")
+            ((np > 2)) && limits=(-n "$iters_over" -t "$time_ms")
             for impl in $impls; do
                 case $impl in
                 torx | torxmpich | torxcn | torxtorus)
@@ -121,7 +128,7 @@ if [[ -z $from ]]; then
                 out=$raw/r$r-np$np-$impl.txt
                 printf '   round %d/%d, %d ranks, %-10s ' "$r" "$rounds" "$np" "$impl"
                 start=$SECONDS
-                if timeout -k 10 1200 "${argv[@]}" -c "$run_colls" -s "$sizes" -n "$n" >"$out" 2>&1 </dev/null &&
+                if timeout -k 10 1200 "${argv[@]}" -c "$run_colls" -s "$sizes" "${limits[@]}" >"$out" 2>&1 </dev/null &&
                     grep -q '^coll ' "$out"; then
                     echo "$((SECONDS - start)) s"
                 else

@@ -28,8 +28,10 @@
 #define TORXC_CN_MAX_DEFAULT 512
 
 /* auto takes the paced bcast in an oversubscribed job for groups of more
- * than this many tasks: where MPICH's tree has three levels or more. */
+ * than this many tasks (where MPICH's tree has three levels or more) and
+ * buffers of at least this many bytes. */
 #define TORXC_PACED_BCAST_MIN_TASKS 4
+#define TORXC_PACED_BCAST_MIN_BYTES 4096
 
 static const char *const kind_names[TORX_COLL_NKINDS] = {
     [TORX_COLL_BARRIER] = "barrier",     [TORX_COLL_BCAST] = "bcast",
@@ -384,15 +386,6 @@ static int applies(const torx_coll_group_t *g, torx_coll_kind_t kind, torx_coll_
     }
 }
 
-/* Whether a bcast block of bytes goes as one packet or past the eager
- * limit, the sizes at which auto takes the paced bcast (the message
- * layer's limits come from the job's environment: the same everywhere). */
-static int paced_bcast_size(const torx_coll_t *c, size_t bytes)
-{
-    const torx_limits_t *l = torx_ctx_limits(c->ctx);
-    return bytes + TORXC_A2A_HDR_BYTES <= l->onepkt_limit || bytes > l->eager_limit;
-}
-
 /* What auto runs. */
 static torx_coll_alg_t pick(const torx_coll_group_t *g, torx_coll_kind_t kind, size_t bytes,
                             torx_coll_dtype_t dtype, torx_coll_op_t op)
@@ -423,16 +416,16 @@ static torx_coll_alg_t pick(const torx_coll_group_t *g, torx_coll_kind_t kind, s
          * and the deposit bit moves 224 bytes a packet, while MPICH's bcast
          * over torx lets the root go as soon as its eager sends are out.
          * When tasks outnumber cores, each level of MPICH's tree waits for
-         * its tasks to be scheduled in turn, and the paced bcast, where
-         * every member waits on the root alone, won at 8 tasks on 2 cores
-         * for one-packet blocks and past the eager limit (where each
-         * member fetches the data itself), up to 3.6x; in between the root
-         * copies every staged block itself, one member after another, and
-         * MPICH's tree, which spreads the copies, won at 2-8 KiB; at 4
-         * tasks (a tree of two levels) MPICH's won by 5-40%
-         * (bench/RESULTS.md, "Collectives"). */
+         * its tasks to be scheduled in turn; in the paced bcast every
+         * member waits on the root alone. At 6-8 tasks on 2 cores, 1000
+         * calls a size, the paced bcast was level with MPICH's tree at
+         * 2-8 KiB, 3-4x faster at 16 KiB (where MPICH turns to scatter and
+         * allgather) and 1.3-1.6x past it, and 10-30% slower up to 1 KiB;
+         * at 4 tasks (a tree of two levels) MPICH's was level or faster at
+         * every size (bench/RESULTS.md, "Oversubscribed collectives
+         * measured at 1000 calls a size"). */
         return c->oversubscribed && g->n > TORXC_PACED_BCAST_MIN_TASKS &&
-                       paced_bcast_size(c, bytes) &&
+                       bytes >= TORXC_PACED_BCAST_MIN_BYTES &&
                        applies(g, kind, TORX_COLL_ALG_PACED, bytes, dtype, op)
                    ? TORX_COLL_ALG_PACED
                    : TORX_COLL_ALG_FALLBACK;

@@ -40,7 +40,6 @@ static int bcast_cn;        /* TORX_COLL_BCAST=cn */
 static int bcast_torus;     /* TORX_COLL_BCAST=torus */
 static int bcast_paced;     /* TORX_COLL_BCAST=paced */
 static int oversubscribed;  /* more ranks than this host's CPUs: auto bcast paced past 4 ranks */
-static long onepkt_limit = 240, eager_limit = 16384; /* TORX_ONEPKT_LIMIT, TORX_EAGER_LIMIT */
 static int split_box = -1;  /* COLL_TEST_SPLIT_BOX: whether this task's even/odd split
                                fills a box of the torus (run.sh knows the layout) */
 
@@ -345,9 +344,7 @@ static void test_data_movement(MPI_Comm comm, int all_tasks)
                 expect_alg(comm, "bcast", all_tasks && n > 1, "cn");
             else
                 expect_alg(comm, "bcast",
-                           n > 1 && (bcast_paced ||
-                                     (oversubscribed && n > 4 &&
-                                      ((long)len + 16 <= onepkt_limit || (long)len > eager_limit))),
+                           n > 1 && (bcast_paced || (oversubscribed && n > 4 && len >= 4096)),
                            "paced");
             for (size_t i = 0; i < len; i++)
                 if (buf[i] != (unsigned char)raw(3, root, i)) {
@@ -527,10 +524,6 @@ int main(int argc, char **argv)
     bcast_cn = (e = getenv("TORX_COLL_BCAST")) && strcmp(e, "cn") == 0;
     bcast_torus = e && strcmp(e, "torus") == 0;
     bcast_paced = e && strcmp(e, "paced") == 0;
-    if ((e = getenv("TORX_ONEPKT_LIMIT")) && *e)
-        onepkt_limit = atol(e);
-    if ((e = getenv("TORX_EAGER_LIMIT")) && *e)
-        eager_limit = atol(e);
     oversubscribed = world_size > host_cpus(); /* one host: every rank is here */
     if ((e = getenv("COLL_TEST_SPLIT_BOX")) && *e)
         split_box = atoi(e);

@@ -987,8 +987,8 @@ END_TEST
 /* Only the last task says its host is oversubscribed: every task must come
  * out of torx_coll_init agreeing that the job is, and auto must then take
  * the paced bcast everywhere on a group of more than 4 tasks for a block of
- * one packet or past the eager limit (a task that picked another would
- * hang), and MPICH's for a staged block and on a group of 4. */
+ * 4 KiB or more (a task that picked another would hang), and MPICH's for a
+ * shorter block and on a group of 4. */
 static int oversub_task(torx_boot_t *boot, void *argp)
 {
     (void)argp;
@@ -1008,15 +1008,15 @@ static int oversub_task(torx_boot_t *boot, void *argp)
         torx_coll_group_t *g4;
         TASK_CHECK(torx_coll_group_create(c, 9, 4, four, boot->rank, &g4) == TORX_OK, "%s",
                    torx_last_error());
-        torx_coll_alg_t a4 = torx_coll_select(g4, TORX_COLL_BCAST, 8, 0, 0);
+        torx_coll_alg_t a4 = torx_coll_select(g4, TORX_COLL_BCAST, 70000, 0, 0);
         TASK_CHECK(a4 == TORX_COLL_ALG_FALLBACK, "auto bcast on 4 tasks: %s",
                    torx_coll_alg_name(a4));
         torx_coll_group_free(g4);
     }
-    const torx_coll_alg_t staged = torx_coll_select(g, TORX_COLL_BCAST, 4096, 0, 0);
-    TASK_CHECK(staged == TORX_COLL_ALG_FALLBACK, "auto bcast of 4 KiB: %s",
-               torx_coll_alg_name(staged));
-    static const size_t sizes[] = {8, 70000};
+    const torx_coll_alg_t shorter = torx_coll_select(g, TORX_COLL_BCAST, 4095, 0, 0);
+    TASK_CHECK(shorter == TORX_COLL_ALG_FALLBACK, "auto bcast of 4095 B: %s",
+               torx_coll_alg_name(shorter));
+    static const size_t sizes[] = {4096, 70000};
     for (size_t si = 0; si < 2; si++) {
         const size_t len = sizes[si];
         unsigned char *buf = malloc(len);
