@@ -206,6 +206,12 @@ void torx_coll_group_free(torx_coll_group_t *g);
 torx_coll_alg_t torx_coll_select(torx_coll_group_t *g, torx_coll_kind_t kind, size_t bytes,
                                  torx_coll_dtype_t dtype, torx_coll_op_t op);
 
+/* Whether the job left kind's algorithm to torx (TORX_COLL and
+ * TORX_COLL_<KIND> auto): then a caller that runs its own algorithm for a
+ * fallback may also pick which; otherwise the user asked for MPICH's as it
+ * stands, or for one of torx's. */
+int torx_coll_auto(const torx_coll_group_t *g, torx_coll_kind_t kind);
+
 /* The calls. alg is what torx_coll_select returned (not FALLBACK). They
  * return TORX_OK; TORX_ERR_INVAL when alg does not apply or an argument is
  * bad; TORX_ERR_PROTO when the members disagreed (different ops, sizes or

@@ -224,6 +224,31 @@ static torx_coll_alg_t select_reduction(torx_coll_group_t * g, torx_coll_kind_t 
     return torx_coll_select(g, kind, bytes, *dt, *top);
 }
 
+/* MPICH's allreduce, for a call torx's algorithms leave to it. MPICH
+ * 4.0.2's selection (maint/tuning/coll/mpir/generic.json) takes reduce-
+ * scatter and allgather past 8 bytes: 2 log2 n steps. Recursive doubling
+ * takes log2 n, each one eager message of the whole vector, and over torx
+ * it was 1.2-2x faster up to the eager limit at 2, 4 and 8 ranks, also
+ * than Open MPI; past it each step is a rendezvous and it was 2-3x slower
+ * (bench/RESULTS.md, "Oversubscribed collectives measured at 1000 calls a
+ * size"). So torx takes it there when the user left the choice to torx
+ * and to MPICH (TORX_COLL_ALLREDUCE and MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM
+ * auto). */
+static int fallback_allreduce(torx_coll_group_t *g, const void *sendbuf, void *recvbuf,
+                              MPI_Aint count, MPI_Datatype datatype, MPI_Op op, MPIR_Comm *comm,
+                              MPIR_Errflag_t *errflag)
+{
+    MPI_Aint type_size;
+    MPIR_Datatype_get_size_macro(datatype, type_size);
+    if (torx_coll_auto(g, TORX_COLL_ALLREDUCE) &&
+        MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM == MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM_auto &&
+        HANDLE_IS_BUILTIN(op) && count > 0 &&
+        (size_t)count * (size_t)type_size <= torx_ctx_limits(MPIDI_TORX_global.ctx)->eager_limit)
+        return MPIR_Allreduce_intra_recursive_doubling(sendbuf, recvbuf, count, datatype, op, comm,
+                                                       errflag);
+    return MPIR_Allreduce_impl(sendbuf, recvbuf, count, datatype, op, comm, errflag);
+}
+
 /* ---- blocking collectives ----------------------------------------------------- */
 
 int MPIDI_TORX_barrier(MPIR_Comm * comm, MPIR_Errflag_t * errflag)
@@ -267,7 +292,7 @@ int MPIDI_TORX_allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count,
     torx_coll_alg_t alg = select_reduction(g, TORX_COLL_ALLREDUCE, count, datatype, op, &dt, &top);
     ran(comm, g, "allreduce:mpich");
     if (alg == TORX_COLL_ALG_FALLBACK)
-        return MPIR_Allreduce_impl(sendbuf, recvbuf, count, datatype, op, comm, errflag);
+        return fallback_allreduce(g, sendbuf, recvbuf, count, datatype, op, comm, errflag);
     torx_status_t st = torx_coll_allreduce(g, alg, sendbuf == MPI_IN_PLACE ? NULL : sendbuf,
                                            recvbuf, (size_t) count, dt, top);
     return st == TORX_OK ? MPI_SUCCESS : coll_error(st, "MPI_Allreduce");

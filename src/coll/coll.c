@@ -480,6 +480,11 @@ torx_coll_alg_t torx_coll_select(torx_coll_group_t *g, torx_coll_kind_t kind, si
     return alg;
 }
 
+int torx_coll_auto(const torx_coll_group_t *g, torx_coll_kind_t kind)
+{
+    return g && (unsigned)kind < TORX_COLL_NKINDS && g->c->choice[kind] == TORXC_AUTO;
+}
+
 /* ---- the calls ------------------------------------------------------------------- */
 
 static torx_status_t not_applicable(const torx_coll_group_t *g, torx_coll_kind_t kind,

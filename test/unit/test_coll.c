@@ -1083,6 +1083,16 @@ static int select_task(torx_boot_t *boot, void *argp)
                torx_coll_alg_name(a), want_big);
     a = torx_coll_select(g, TORX_COLL_BCAST, TORX_COLL_NONCONTIG, 0, 0);
     TASK_CHECK(a == TORX_COLL_ALG_FALLBACK, "non-contiguous bcast ran %s", torx_coll_alg_name(a));
+    /* auto only where neither TORX_COLL nor the collective's own variable
+     * chose: the netmod may then pick among MPICH's algorithms itself */
+    const char *global = getenv("TORX_COLL"), *barrier = getenv("TORX_COLL_BARRIER");
+    const int global_auto = global == NULL || strcmp(global, "auto") == 0;
+    TASK_CHECK(torx_coll_auto(g, TORX_COLL_ALLREDUCE) == global_auto, "allreduce auto: %d",
+               torx_coll_auto(g, TORX_COLL_ALLREDUCE));
+    TASK_CHECK(torx_coll_auto(g, TORX_COLL_BARRIER) ==
+                   (global_auto && (barrier == NULL || strcmp(barrier, "auto") == 0)),
+               "barrier auto: %d", torx_coll_auto(g, TORX_COLL_BARRIER));
+    TASK_CHECK(!torx_coll_auto(NULL, TORX_COLL_BARRIER), "auto without a group");
     torx_coll_group_free(g);
     torx_coll_finalize(c);
     TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
