@@ -234,16 +234,17 @@ static torx_coll_alg_t select_reduction(torx_coll_group_t * g, torx_coll_kind_t 
  * size"). So torx takes it there when the user left the choice to torx
  * and to MPICH (TORX_COLL_ALLREDUCE and MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM
  * auto). */
-static int fallback_allreduce(torx_coll_group_t *g, const void *sendbuf, void *recvbuf,
-                              MPI_Aint count, MPI_Datatype datatype, MPI_Op op, MPIR_Comm *comm,
-                              MPIR_Errflag_t *errflag)
+static int fallback_allreduce(torx_coll_group_t * g, const void *sendbuf, void *recvbuf,
+                              MPI_Aint count, MPI_Datatype datatype, MPI_Op op,
+                              MPIR_Comm * comm, MPIR_Errflag_t * errflag)
 {
     MPI_Aint type_size;
     MPIR_Datatype_get_size_macro(datatype, type_size);
     if (torx_coll_auto(g, TORX_COLL_ALLREDUCE) &&
         MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM == MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM_auto &&
         HANDLE_IS_BUILTIN(op) && count > 0 &&
-        (size_t)count * (size_t)type_size <= torx_ctx_limits(MPIDI_TORX_global.ctx)->eager_limit)
+        (size_t) count * (size_t) type_size <=
+        torx_ctx_limits(MPIDI_TORX_global.ctx)->eager_limit)
         return MPIR_Allreduce_intra_recursive_doubling(sendbuf, recvbuf, count, datatype, op, comm,
                                                        errflag);
     return MPIR_Allreduce_impl(sendbuf, recvbuf, count, datatype, op, comm, errflag);
