@@ -251,7 +251,8 @@ static void step_order(int *perm, int n, uint64_t seed)
  * peers' blocks have been placed). */
 static torx_status_t paced_run(torx_coll_group_t *g, torx_coll_kind_t kind, const void *in,
                                const size_t *sbytes, const size_t *sdispl, void *out,
-                               const size_t *rbytes, const size_t *rdispl, int sparse)
+                               const size_t *rbytes, const size_t *rdispl, int sparse,
+                               size_t eager_upto)
 {
     torx_coll_t *c = g->c;
     torxc_a2a_t *a = &c->a2a;
@@ -308,8 +309,12 @@ static torx_status_t paced_run(torx_coll_group_t *g, torx_coll_kind_t kind, cons
             if (torx_msg_pending(m))
                 continue;
             int to = (me + g->a2a_perm[next]) % n;
+            torx_protocol_t proto = TORX_PROTO_AUTO;
+            if (sbytes[to] <= eager_upto &&
+                torx_choose_protocol(c->ctx, g->tasks[to], sizeof h, sbytes[to]) == TORX_PROTO_RZV)
+                proto = TORX_PROTO_EAGER;
             err = torx_send(c->ctx, m, g->tasks[to], c->handler, &h, sizeof h,
-                            (const char *)in + sdispl[to], sbytes[to], TORX_PROTO_AUTO, sent, c);
+                            (const char *)in + sdispl[to], sbytes[to], proto, sent, c);
             if (err != TORX_OK)
                 break;
             a->in_flight++;
@@ -332,19 +337,29 @@ torx_status_t torxc_paced_alltoallv(torx_coll_group_t *g, torx_coll_kind_t kind,
                                     const size_t *sbytes, const size_t *sdispl, void *out,
                                     const size_t *rbytes, const size_t *rdispl)
 {
-    return paced_run(g, kind, in, sbytes, sdispl, out, rbytes, rdispl, 0);
+    return paced_run(g, kind, in, sbytes, sdispl, out, rbytes, rdispl, 0, 0);
 }
 
 /* The broadcast as a sparse exchange: the root sends the buffer to every
- * member straight from its memory (the message layer picks the protocol;
- * past the eager limit each member fetches the data itself, all at once),
- * and each member receives once. Every member depends on the root alone:
- * one scheduling of each member suffices, where a tree needs its levels
- * one after another, which is what a task waits for when tasks outnumber
- * cores. */
+ * member straight from its memory, and each member receives once. Every
+ * member depends on the root alone: one scheduling of each member
+ * suffices, where a tree needs its levels one after another, which is what
+ * a task waits for when tasks outnumber cores.
+ *
+ * The message layer picks each block's protocol, but on one host a block
+ * it would send by rendezvous that fits two of the staging area's largest
+ * pieces (one staging ring, 64 KiB by default) goes eager: the root
+ * copies it into each member's ring and is done, where a rendezvous has
+ * every member read the root's pages at once (process_vm_readv pins them
+ * one at a time under the root's page-table lock) and the root wait for
+ * every reader. At 8 tasks on 2 cores, 24-64 KiB: 11-24 us against 20-42
+ * by rendezvous; at 96-128 KiB, past the 64 KiB ring, eager was slower
+ * (bench/RESULTS.md, "Oversubscribed collectives measured at 1000 calls a
+ * size"). */
 torx_status_t torxc_paced_bcast(torx_coll_group_t *g, void *buf, size_t bytes, int root)
 {
     const int n = g->n;
+    torx_coll_t *c = g->c;
     if (g->bcast_v == NULL && (g->bcast_v = malloc(3 * (size_t)n * sizeof(size_t))) == NULL)
         return torxp_error(TORX_ERR_NOMEM, "torx: bcast: out of memory");
     /* Bytes to send and to receive per member, then the displacements (all
@@ -357,7 +372,8 @@ torx_status_t torxc_paced_bcast(torx_coll_group_t *g, void *buf, size_t bytes, i
         rbytes[m] = !at_root && m == root ? bytes : 0;
         displ[m] = 0;
     }
-    return paced_run(g, TORX_COLL_BCAST, buf, sbytes, displ, buf, rbytes, displ, 1);
+    const size_t eager_upto = c->direct_reads ? 2 * torx_stage_max(c->dev) : 0;
+    return paced_run(g, TORX_COLL_BCAST, buf, sbytes, displ, buf, rbytes, displ, 1, eager_upto);
 }
 
 void torxc_a2a_finalize(torx_coll_t *c)

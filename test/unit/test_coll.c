@@ -479,7 +479,7 @@ static int coll_task(torx_boot_t *boot, void *argp)
      * that a fast root's next bcast arrives early (as bounce copies and
      * as deferred rendezvous), with a paced alltoall between the two
      * repetitions of each (they share the group's sequence numbers) */
-    static const size_t psizes[] = {0, 1, 228, 241, 5000, 16384, 16385, 100000};
+    static const size_t psizes[] = {0, 1, 228, 241, 5000, 16384, 16385, 65536, 65537, 100000};
     for (size_t si = 0; si < sizeof psizes / sizeof psizes[0]; si++)
         for (int rep = 0; rep < 2; rep++) {
             for (int root = 0; root < n; root++) {
@@ -488,8 +488,27 @@ static int coll_task(torx_boot_t *boot, void *argp)
                 for (size_t i = 0; i < len; i++)
                     buf[i] = me == root ? (unsigned char)raw(77 + rep, root, i) : 0xee;
                 buf[len] = 0x77;
+                torx_proto_stats_t before[TORX_PROTO_COUNT], after[TORX_PROTO_COUNT];
+                torx_stats(ctx, before);
                 TASK_CHECK(torx_coll_bcast(g, TORX_COLL_ALG_PACED, buf, len, root) == TORX_OK,
                            "paced bcast %zu from %d: %s", len, root, torx_last_error());
+                torx_stats(ctx, after);
+                /* a block that would go by rendezvous but fits one
+                 * staging ring goes eager on one host (direct reads
+                 * possible); longer ones, and every one in other jobs, by
+                 * rendezvous */
+                if (me == root) {
+                    const int eager = c->direct_reads && len <= 65536;
+                    uint64_t want = 0;
+                    for (int m = 0; m < n; m++)
+                        want += m != me && !eager &&
+                                torx_choose_protocol(ctx, g->tasks[m], TORXC_A2A_HDR_BYTES, len) ==
+                                    TORX_PROTO_RZV;
+                    const uint64_t rzv = after[TORX_PROTO_RZV].sent - before[TORX_PROTO_RZV].sent;
+                    TASK_CHECK(rzv == want,
+                               "paced bcast of %zu B: %llu rendezvous sends, direct reads %d", len,
+                               (unsigned long long)rzv, c->direct_reads);
+                }
                 for (size_t i = 0; i < len; i++)
                     TASK_CHECK(buf[i] == (unsigned char)raw(77 + rep, root, i),
                                "paced bcast %zu from %d: byte %zu is %#x", len, root, i, buf[i]);
