@@ -38,11 +38,13 @@
 #define TORXC_SPLIT_AUTO_TASKS 2
 /* Where the members read the parts in place instead (torxc_direct_applies:
  * one host, cross-memory attach, not co mode), auto takes that from these
- * sizes: at 2 tasks one per core it matched MPICH's algorithm over torx at
- * 32 KiB and beat it by 1.5-2x from 48 KiB on; at 4 and 8 tasks on 2
+ * sizes: at 2 tasks one per core it beat MPICH's algorithm over torx by
+ * 1.3-1.5x from 64 KiB on, and lost at 32 KiB (5.1-5.9 against 4.0-4.3 us:
+ * there MPICH's halves are still eager messages); at 4 and 8 tasks on 2
  * cores it matched from 128 KiB and beat it by 1.2-2x from 512 KiB
- * (bench/RESULTS.md, "Long allreduces by direct reads"). */
-#define TORXC_DIRECT_AUTO_BYTES_2 (32u * 1024u)
+ * (bench/RESULTS.md, "Long allreduces by direct reads" and "Oversubscribed
+ * collectives measured at 1000 calls a size"). */
+#define TORXC_DIRECT_AUTO_BYTES_2 (64u * 1024u)
 #define TORXC_DIRECT_AUTO_BYTES (128u * 1024u)
 /* An allgather's blocks read in place, from this size of a block. */
 #define TORXC_DIRECT_ALLGATHER_AUTO_BYTES (32u * 1024u)

@@ -264,7 +264,7 @@ static void test_reductions(MPI_Comm comm, int all_tasks)
                 int xchg = t->torx && n == 2 && bytes <= 2048;
                 int cn = all_tasks && t->torx && bytes <= (size_t)cn_max && n > 1;
                 int direct = all_tasks && direct_reads && t->torx && n > 1 && n <= 8 &&
-                             bytes >= (n <= 2 ? 32 * 1024u : 128 * 1024u);
+                             bytes >= (n <= 2 ? 64 * 1024u : 128 * 1024u);
                 const char *alg = xchg || (!cn && direct) ? "torus" : "cn";
                 cn = cn || xchg || direct;
                 memset(out, 0xa5, count * t->size + 8);
@@ -307,12 +307,12 @@ static void test_reductions(MPI_Comm comm, int all_tasks)
         a[i] = (double)(me + 1) * (double)(i % 97);
     MPI_Allreduce(a, b, (int)big, MPI_DOUBLE, MPI_SUM, comm);
     /* long vectors on the torus: read in place on groups of every task
-     * (one host, cross-memory attach, not co mode) from 32 KiB on 2 tasks
+     * (one host, cross-memory attach, not co mode) from 64 KiB on 2 tasks
      * and 128 KiB on more; else, on groups of 2, the split direct exchange
      * from 512 KiB */
     const size_t big_bytes = big * sizeof(double);
     const int direct =
-        all_tasks && direct_reads && n <= 8 && big_bytes >= (n <= 2 ? 32 * 1024u : 128 * 1024u);
+        all_tasks && direct_reads && n <= 8 && big_bytes >= (n <= 2 ? 64 * 1024u : 128 * 1024u);
     expect_alg(comm, "allreduce", direct || (n <= 2 && big_bytes >= 512 * 1024), "torus");
     for (size_t i = 0; i < big; i++)
         CHECK(b[i] == (double)(n * (n + 1) / 2) * (double)(i % 97), "big allreduce [%zu]", i);
