@@ -228,8 +228,9 @@ static torx_coll_alg_t select_reduction(torx_coll_group_t * g, torx_coll_kind_t 
  * 4.0.2's selection (maint/tuning/coll/mpir/generic.json) takes reduce-
  * scatter and allgather past 8 bytes: 2 log2 n steps. Recursive doubling
  * takes log2 n, each one eager message of the whole vector, and over torx
- * it was 1.2-2x faster up to the eager limit at 2, 4 and 8 ranks, also
- * than Open MPI; past it each step is a rendezvous and it was 2-3x slower
+ * it was 1.1-2x faster up to the eager limit at 2, 4 and 8 ranks (level
+ * with Open MPI or faster); past it each step is a rendezvous and it was
+ * 2-3x slower
  * (bench/RESULTS.md, "Oversubscribed collectives measured at 1000 calls a
  * size"). So torx takes it there when the user left the choice to torx
  * and to MPICH (TORX_COLL_ALLREDUCE and MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM
