@@ -232,8 +232,6 @@ int main(int argc, char **argv)
             if ((c == C_ALLREDUCE || c == C_ALLREDUCE_MAX) && size < 8)
                 continue;
             long iters = size <= 8192 ? base : (long)((double)base * 8192 / (double)size);
-            if (iters < 20)
-                iters = 20;
             check(c, size);
             if (budget_us > 0) {
                 double t0 = now_us(), per_call, slowest;
@@ -244,9 +242,9 @@ int main(int argc, char **argv)
                 MPI_Allreduce(&per_call, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
                 if ((double)iters * 1.1 * slowest > budget_us)
                     iters = (long)(budget_us / (1.1 * slowest));
-                if (iters < 20)
-                    iters = 20;
             }
+            if (iters < 20)
+                iters = 20;
             for (long i = 0; i < iters / 10 + 2; i++) /* warm-up */
                 run(c, size);
             enum { BATCHES = 10 };

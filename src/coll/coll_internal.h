@@ -152,7 +152,8 @@ struct torx_coll_group {
     size_t *a2a_v;         /* alltoall's counts and displacements */
     size_t *bcast_v;       /* the paced bcast's */
     unsigned char *xchg;   /* direct exchange: the members' vectors */
-    unsigned char *split;  /* split exchange: parts of this task's segment */
+    unsigned char *split;  /* scratch (group_scratch): the split exchange's parts, direct
+                            * reads' chunks, the allgather's counts */
     size_t split_cap;
     torxc_direct_addr_t *direct_addr; /* one per member, made with the group */
     /* torus bcast (coll_torus.c): whether the group fills a box of the

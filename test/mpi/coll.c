@@ -43,6 +43,13 @@ static int oversubscribed;  /* more ranks than this host's CPUs: auto bcast pace
 static int split_box = -1;  /* COLL_TEST_SPLIT_BOX: whether this task's even/odd split
                                fills a box of the torus (run.sh knows the layout) */
 
+/* Bytes of a vector from which auto reads a long reduction in place on n
+ * tasks (src/coll/coll_internal.h, TORXC_DIRECT_AUTO_BYTES_2 and _BYTES). */
+static size_t direct_reduce_from(int n)
+{
+    return n <= 2 ? 64 * 1024u : 128 * 1024u;
+}
+
 #define CHECK(cond, ...)                                                                          \
     do {                                                                                          \
         if (!(cond)) {                                                                            \
@@ -264,7 +271,7 @@ static void test_reductions(MPI_Comm comm, int all_tasks)
                 int xchg = t->torx && n == 2 && bytes <= 2048;
                 int cn = all_tasks && t->torx && bytes <= (size_t)cn_max && n > 1;
                 int direct = all_tasks && direct_reads && t->torx && n > 1 && n <= 8 &&
-                             bytes >= (n <= 2 ? 64 * 1024u : 128 * 1024u);
+                             bytes >= direct_reduce_from(n);
                 const char *alg = xchg || (!cn && direct) ? "torus" : "cn";
                 cn = cn || xchg || direct;
                 memset(out, 0xa5, count * t->size + 8);
@@ -311,8 +318,7 @@ static void test_reductions(MPI_Comm comm, int all_tasks)
      * and 128 KiB on more; else, on groups of 2, the split direct exchange
      * from 512 KiB */
     const size_t big_bytes = big * sizeof(double);
-    const int direct =
-        all_tasks && direct_reads && n <= 8 && big_bytes >= (n <= 2 ? 64 * 1024u : 128 * 1024u);
+    const int direct = all_tasks && direct_reads && n <= 8 && big_bytes >= direct_reduce_from(n);
     expect_alg(comm, "allreduce", direct || (n <= 2 && big_bytes >= 512 * 1024), "torus");
     for (size_t i = 0; i < big; i++)
         CHECK(b[i] == (double)(n * (n + 1) / 2) * (double)(i % 97), "big allreduce [%zu]", i);
