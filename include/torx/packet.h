@@ -651,6 +651,65 @@ void torx_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t 
  */
 void torx_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t ref);
 
+/* ---- Multi-reader staging -------------------------------------------------- */
+
+/* Staging for one writer and many readers: a task copies a piece once
+ * into its own area and sends the descriptor to every reader, and each
+ * reader copies the piece out in place and releases it. The piece's room
+ * is reused once all its readers have released it, in any order. What a
+ * broadcast needs where each of the per-pair rings above would take its
+ * own copy of the same data.
+ *
+ * On shm the area is one ring per task in the job's segment
+ * (TORX_MSTAGE_BYTES, 0 turns it off); the ofi device has none
+ * (torx_mstage_max says 0), so callers keep another path. A piece's
+ * descriptor must reach its readers after the put (in a packet, or in a
+ * message the packet layer carries), which orders the piece's bytes before
+ * their reads. */
+
+/* NAME     torx_mstage_max - the largest piece the multi-reader area takes
+ * RETURN VALUE
+ *   Bytes (half of the area, so a piece can be written while the one
+ *   before it is read); 0 when the device has none.
+ * SEE ALSO torx_mstage_put
+ */
+size_t torx_mstage_max(const torx_pkt_dev_t *dev);
+
+/* NAME     torx_mstage_put - stage a piece for several readers
+ * DESCRIPTION
+ *   Copies len bytes (1..torx_mstage_max) from data into this task's
+ *   multi-reader area, for readers releases, and sets *ref. Every task of
+ *   the job can read it (torx_mstage_data with this task's coordinate).
+ *   Room is taken back from the oldest pieces whose readers have all
+ *   released them.
+ * RETURN VALUE
+ *   TORX_OK          staged; send *ref to each of the readers.
+ *   TORX_NO_ROOM     the area holds pieces not yet released: nothing
+ *                    staged; poll and retry.
+ *   TORX_ERR_INVAL   len outside 1..torx_mstage_max, readers 0, data or
+ *                    ref NULL, or the device has no such area.
+ * NOTES
+ *   One thread at a time per device puts.
+ * SEE ALSO torx_mstage_data, torx_mstage_release
+ */
+torx_status_t torx_mstage_put(torx_pkt_dev_t *dev, const void *data, size_t len, unsigned readers,
+                              torx_stage_ref_t *ref);
+
+/* NAME     torx_mstage_data, torx_mstage_release - read and free a piece
+ * DESCRIPTION
+ *   torx_mstage_data returns where the piece ref that the task at src
+ *   staged can be read. torx_mstage_release counts this reader's release;
+ *   each reader releases each piece once, after its last read.
+ * RETURN VALUE
+ *   torx_mstage_data: the piece's first byte, or NULL when ref does not
+ *   name a piece src staged and its readers have not all released (a
+ *   malformed or stale descriptor), or the device has no such area.
+ *   torx_mstage_release: none; it does nothing for such a ref.
+ * SEE ALSO torx_mstage_put
+ */
+const void *torx_mstage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
+void torx_mstage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
+
 /* ---- Environment helpers (used by every layer) --------------------------- */
 
 /* NAME     torx_env_shape - the torus shape of a job

@@ -337,6 +337,7 @@ void torx_coll_group_free(torx_coll_group_t *g)
     g->c->ngroups--;
     free(g->a2a_msgs);
     free(g->a2a_perm);
+    free(g->a2a_descs);
     free(g->a2a_v);
     free(g->bcast_v);
     free(g->xchg);

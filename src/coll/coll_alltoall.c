@@ -21,6 +21,13 @@
  * waits in the unexpected list: copied into a bounce buffer when its data
  * is on its way (packets, staged), or left at the sender (rendezvous, vn)
  * until this task enters the collective and accepts it in place.
+ *
+ * The broadcast rides on the same machinery (torxc_paced_bcast): the root
+ * sends to every member, and each member receives once. Where the device
+ * has a multi-reader staging area, the root copies the data into it once
+ * and sends every member a descriptor (a block whose kind carries
+ * TORXC_A2A_REF), and each member copies the pieces out of the root's
+ * area.
  */
 #include "coll_internal.h"
 
@@ -48,6 +55,17 @@ typedef struct a2a_hdr {
 } a2a_hdr_t;
 
 _Static_assert(sizeof(a2a_hdr_t) == TORXC_A2A_HDR_BYTES, "TORXC_A2A_HDR_BYTES");
+
+/* In a block's kind: the block is a piece_desc_t naming a piece of the
+ * sender's multi-reader staging area, not data. */
+#define TORXC_A2A_REF 0x200u
+
+/* Where a piece of a broadcast waits, and where it goes. */
+typedef struct torxc_piece_desc {
+    torx_stage_ref_t ref;
+    uint64_t at;      /* its offset in the broadcast buffer */
+    torx_coord_t src; /* the root, whose area holds it */
+} piece_desc_t;
 
 /* A block that arrived before this task entered its collective. */
 struct torxc_unexp {
@@ -116,6 +134,46 @@ static void place(const torxc_a2a_t *a, uint32_t from, void **buf, size_t *len)
     *len = a->rbytes[from];
 }
 
+/* Copies the piece a descriptor names out of its root's area into place
+ * and releases it. n bytes at p: the descriptor, as it came. */
+static void take_piece(torx_coll_t *c, uint32_t from, const void *p, size_t n)
+{
+    torxc_a2a_t *a = &c->a2a;
+    piece_desc_t d;
+    if (p == NULL || n != sizeof d) {
+        count_block(c, torxp_error(TORX_ERR_PROTO,
+                                   "torx: bcast: a piece descriptor of %zu bytes from member %u", n,
+                                   from));
+        return;
+    }
+    memcpy(&d, p, sizeof d);
+    const void *data = torx_mstage_data(c->dev, d.src, d.ref);
+    torx_status_t st = TORX_OK;
+    if (data == NULL)
+        st = torxp_error(TORX_ERR_PROTO,
+                         "torx: bcast: member %u sent a descriptor (%u+%u) that names no piece of "
+                         "its staging area",
+                         from, d.ref.off, d.ref.len);
+    else if (d.at > a->rbytes[from] || d.ref.len > a->rbytes[from] - d.at)
+        st = torxp_error(TORX_ERR_TRUNCATE, "torx: bcast: %llu bytes from member %u, %zu expected",
+                         (unsigned long long)d.at + d.ref.len, from, a->rbytes[from]);
+    else
+        memcpy(a->out + a->rdispl[from] + d.at, data, d.ref.len);
+    torx_mstage_release(c->dev, d.src, d.ref);
+    count_block(c, st);
+}
+
+/* Lets go of the piece an early descriptor names, for a collective this
+ * task never entered. */
+static void drop_piece(torx_coll_t *c, const struct torxc_unexp *u)
+{
+    piece_desc_t d;
+    if (u->bounce && u->len == sizeof d) {
+        memcpy(&d, u->bounce, sizeof d);
+        torx_mstage_release(c->dev, d.src, d.ref);
+    }
+}
+
 void torxc_a2a_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info,
                        torx_recv_t *recv)
 {
@@ -131,6 +189,11 @@ void torxc_a2a_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info
     }
     memcpy(&h, info->hdr, sizeof h);
     if (a->active && h.group_id == a->group_id && h.seq == a->seq && h.from < (uint32_t)a->n) {
+        if (h.kind & TORXC_A2A_REF) {
+            take_piece(c, h.from, info->data, info->data_len);
+            recv->buf = NULL;
+            return;
+        }
         place(a, h.from, &recv->buf, &recv->len);
         recv->done = block_done;
         recv->arg = c;
@@ -194,7 +257,10 @@ static torx_status_t claim_unexpected(torx_coll_t *c)
         void *buf;
         size_t len;
         place(a, u->hdr.from, &buf, &len);
-        if (u->defer) {
+        if (u->hdr.kind & TORXC_A2A_REF) {
+            /* a descriptor: one packet, in the record */
+            take_piece(c, u->hdr.from, u->bounce, u->len);
+        } else if (u->defer) {
             torx_recv_t r = {.buf = buf, .len = len, .done = block_done, .arg = c};
             torx_status_t st = torx_accept(c->ctx, u->defer, &r);
             if (st != TORX_OK)
@@ -340,20 +406,105 @@ torx_status_t torxc_paced_alltoallv(torx_coll_group_t *g, torx_coll_kind_t kind,
     return paced_run(g, kind, in, sbytes, sdispl, out, rbytes, rdispl, 0, 0);
 }
 
+/* Sends a descriptor to group member m: at once when the network has
+ * room, else through a window slot (the descriptor then lives in *slot
+ * until that send is done). */
+static torx_status_t send_desc(torx_coll_group_t *g, int m, const a2a_hdr_t *h,
+                               const piece_desc_t *d)
+{
+    torx_coll_t *c = g->c;
+    torxc_a2a_t *a = &c->a2a;
+    torx_status_t st =
+        torx_send_inject(c->ctx, g->tasks[m], c->handler, h, sizeof *h, d, sizeof *d);
+    if (st != TORX_AGAIN)
+        return st;
+    unsigned spins = 0;
+    for (;;) {
+        for (int w = 0; w < TORXC_A2A_WINDOW; w++) {
+            torx_msg_t *msg = &g->a2a_msgs[w];
+            if (torx_msg_pending(msg))
+                continue;
+            g->a2a_descs[w] = *d;
+            st = torx_send(c->ctx, msg, g->tasks[m], c->handler, h, sizeof *h, &g->a2a_descs[w],
+                           sizeof *d, TORX_PROTO_AUTO, sent, c);
+            if (st == TORX_OK)
+                a->in_flight++;
+            return st;
+        }
+        torxc_progress(c, &spins);
+    }
+}
+
+/* The broadcast through the root's multi-reader staging area: the root
+ * copies each piece in once and sends its descriptor to every member;
+ * members copy it out when it comes, or when they enter the broadcast.
+ * The root returns when the last descriptor is out; the area's room comes
+ * back as members release, which is the root's only wait. */
+static torx_status_t staged_bcast(torx_coll_group_t *g, void *buf, size_t bytes, int root,
+                                  size_t *rbytes, size_t *displ)
+{
+    torx_coll_t *c = g->c;
+    torxc_a2a_t *a = &c->a2a;
+    const int n = g->n, me = g->me;
+    const size_t piece = torx_mstage_max(c->dev);
+    const size_t npieces = (bytes + piece - 1) / piece;
+    a->active = 1;
+    a->group_id = g->id;
+    a->seq = ++g->a2a_seq;
+    a->n = n;
+    a->out = buf;
+    a->rbytes = rbytes;
+    a->rdispl = displ;
+    a->received = 1; /* the root's own block: in place */
+    a->in_flight = 0;
+    a->status = TORX_OK;
+    const a2a_hdr_t h = {.kind = TORX_COLL_BCAST | TORXC_A2A_REF,
+                         .group_id = g->id,
+                         .seq = a->seq,
+                         .from = (uint32_t)me};
+    unsigned spins = 0;
+    torx_status_t err = TORX_OK;
+    if (me == root) {
+        for (size_t k = 0; k < npieces && err == TORX_OK; k++) {
+            const size_t at = k * piece, len = bytes - at < piece ? bytes - at : piece;
+            piece_desc_t d = {.at = at, .src = g->coord[me]};
+            while ((err = torx_mstage_put(c->dev, (const char *)buf + at, len, (unsigned)n - 1,
+                                          &d.ref)) == TORX_NO_ROOM)
+                torxc_progress(c, &spins);
+            if (err == TORX_OK)
+                c->bc_staged_pieces++;
+            for (int k2 = 1; k2 < n && err == TORX_OK; k2++)
+                err = send_desc(g, (root + k2) % n, &h, &d);
+        }
+    } else {
+        claim_unexpected(c);
+        while (a->received < 1 + (int)npieces)
+            torxc_progress(c, &spins);
+    }
+    /* The window's messages belong to the group: none may stay in flight. */
+    while (a->in_flight > 0)
+        torxc_progress(c, &spins);
+    a->active = 0;
+    return err != TORX_OK ? err : a->status;
+}
+
 /* The broadcast as a sparse exchange: the root sends the buffer to every
  * member straight from its memory, and each member receives once. Every
  * member depends on the root alone: one scheduling of each member
  * suffices, where a tree needs its levels one after another, which is what
  * a task waits for when tasks outnumber cores.
  *
- * The message layer picks each block's protocol, but on one host a block
- * it would send by rendezvous that fits two of the staging area's largest
- * pieces (one staging ring, 64 KiB by default) goes eager: the root
- * copies it into each member's ring and is done, where a rendezvous has
- * every member read the root's pages at once (process_vm_readv pins them
- * one at a time under the root's page-table lock) and the root wait for
- * every reader. At 8 tasks on 2 cores, 24-64 KiB: 11-24 us against 20-42
- * by rendezvous; at 96-128 KiB, past the 64 KiB ring, eager was slower
+ * Past one packet, on a device with a multi-reader staging area (shm),
+ * the data goes through the root's area (staged_bcast): one copy in at the
+ * root, one out at each member, no system call. Otherwise the message
+ * layer picks each block's protocol, except that on one host a block it
+ * would send by rendezvous that fits two of the staging area's largest
+ * pieces (one staging ring, 64 KiB by default) goes eager: the root copies
+ * it into each member's ring and is done, where a rendezvous has every
+ * member read the root's pages at once (process_vm_readv pins them one at
+ * a time under the root's page-table lock) and the root wait for every
+ * reader. At 8 tasks on 2 cores, 24-64 KiB: 11-24 us against 20-42 by
+ * rendezvous; at 96-128 KiB, past the 64 KiB ring, eager was slower
  * (bench/RESULTS.md, "Oversubscribed collectives measured at 1000 calls a
  * size"). */
 torx_status_t torxc_paced_bcast(torx_coll_group_t *g, void *buf, size_t bytes, int root)
@@ -372,6 +523,15 @@ torx_status_t torxc_paced_bcast(torx_coll_group_t *g, void *buf, size_t bytes, i
         rbytes[m] = !at_root && m == root ? bytes : 0;
         displ[m] = 0;
     }
+    if (n > 1 && bytes >= TORXC_STAGED_BCAST_MIN_BYTES && torx_mstage_max(c->dev) > 0) {
+        if (g->a2a_msgs == NULL)
+            g->a2a_msgs = calloc(TORXC_A2A_WINDOW, sizeof(torx_msg_t));
+        if (g->a2a_descs == NULL)
+            g->a2a_descs = malloc(TORXC_A2A_WINDOW * sizeof(piece_desc_t));
+        if (g->a2a_msgs == NULL || g->a2a_descs == NULL)
+            return torxp_error(TORX_ERR_NOMEM, "torx: bcast: out of memory");
+        return staged_bcast(g, buf, bytes, root, rbytes, displ);
+    }
     const size_t eager_upto = c->direct_reads ? 2 * torx_stage_max(c->dev) : 0;
     return paced_run(g, TORX_COLL_BCAST, buf, sbytes, displ, buf, rbytes, displ, 1, eager_upto);
 }
@@ -383,7 +543,9 @@ void torxc_a2a_finalize(torx_coll_t *c)
     while (c->a2a.unexp) {
         struct torxc_unexp *u = c->a2a.unexp;
         c->a2a.unexp = u->next;
-        if (u->defer) {
+        if (u->hdr.kind & TORXC_A2A_REF) {
+            drop_piece(c, u);
+        } else if (u->defer) {
             torx_recv_t r = {.buf = NULL};
             torx_accept(c->ctx, u->defer, &r);
         } else {

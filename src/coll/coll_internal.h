@@ -115,6 +115,9 @@ struct torx_coll {
      * thread (co mode): TORX_STATS, and the tests' proof that the thread
      * did its part */
     uint64_t bc_sent_task, bc_sent_thread;
+    /* pieces this task staged as the root of paced bcasts (the tests'
+     * proof that the multi-reader area carried them) */
+    uint64_t bc_staged_pieces;
     int oversubscribed; /* some host runs more tasks than CPUs (agreed at init) */
     int direct_reads;   /* members may read each other's buffers (torxc_direct_init) */
     /* Per element, the exponents the last floating sum on the collective
@@ -149,6 +152,7 @@ struct torx_coll_group {
     uint32_t a2a_seq;      /* alltoalls run on this group */
     torx_msg_t *a2a_msgs;  /* the send window, made at the first */
     int *a2a_perm;
+    struct torxc_piece_desc *a2a_descs; /* descriptors the window's sends carry */
     size_t *a2a_v;         /* alltoall's counts and displacements */
     size_t *bcast_v;       /* the paced bcast's */
     unsigned char *xchg;   /* direct exchange: the members' vectors */
@@ -211,7 +215,10 @@ torx_status_t torxc_paced_alltoallv(torx_coll_group_t *g, torx_coll_kind_t kind,
                                     const size_t *rbytes, const size_t *rdispl);
 /* the header of a paced block (a2a_hdr_t in coll_alltoall.c) */
 #define TORXC_A2A_HDR_BYTES 16
-/* the broadcast as a sparse paced exchange: the root sends to every member */
+/* the broadcast as a sparse paced exchange: the root sends to every member,
+ * from this many bytes through its multi-reader staging area when the
+ * device has one (provisional: to be set from measurement) */
+#define TORXC_STAGED_BCAST_MIN_BYTES 1024
 torx_status_t torxc_paced_bcast(torx_coll_group_t *g, void *buf, size_t bytes, int root);
 void torxc_a2a_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info,
                        torx_recv_t *recv);

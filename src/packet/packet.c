@@ -213,6 +213,31 @@ void torx_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t r
     dev->ops->stage_unput(dev, dest, ref);
 }
 
+size_t torx_mstage_max(const torx_pkt_dev_t *dev)
+{
+    return dev->ops->mstage_max ? dev->ops->mstage_max(dev) : 0;
+}
+
+torx_status_t torx_mstage_put(torx_pkt_dev_t *dev, const void *data, size_t len, unsigned readers,
+                              torx_stage_ref_t *ref)
+{
+    if (!dev->ops->mstage_put)
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: torx_mstage_put: this device has no multi-reader staging area");
+    return dev->ops->mstage_put(dev, data, len, readers, ref);
+}
+
+const void *torx_mstage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref)
+{
+    return dev->ops->mstage_data ? dev->ops->mstage_data(dev, src, ref) : NULL;
+}
+
+void torx_mstage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref)
+{
+    if (dev->ops->mstage_release)
+        dev->ops->mstage_release(dev, src, ref);
+}
+
 /* ---- Deposit lines --------------------------------------------------------- */
 
 torx_status_t torxp_deposit_hops(const torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,

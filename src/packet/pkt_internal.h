@@ -45,6 +45,12 @@ typedef struct torxp_dev_ops {
     const void *(*stage_data)(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
     void (*stage_release)(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
     void (*stage_unput)(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t ref);
+    /* multi-reader staging: NULL on a device without it */
+    size_t (*mstage_max)(const torx_pkt_dev_t *dev);
+    torx_status_t (*mstage_put)(torx_pkt_dev_t *dev, const void *data, size_t len, unsigned readers,
+                                torx_stage_ref_t *ref);
+    const void *(*mstage_data)(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
+    void (*mstage_release)(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
     void (*close)(torx_pkt_dev_t *dev);
 } torxp_dev_ops_t;
 
@@ -172,6 +178,7 @@ typedef struct torxp_env {
     int bulk_mode;     /* TORX_BULK: TORXP_BULK_* */
     long verbose;      /* TORX_VERBOSE */
     long stage_bytes;  /* TORX_STAGE_BYTES; 0 = no staging area */
+    long mstage_bytes; /* TORX_MSTAGE_BYTES; 0 = no multi-reader staging */
 } torxp_env_t;
 
 enum { TORXP_BULK_AUTO, TORXP_BULK_CMA, TORXP_BULK_FIFO };

@@ -479,7 +479,18 @@ static int coll_task(torx_boot_t *boot, void *argp)
      * that a fast root's next bcast arrives early (as bounce copies and
      * as deferred rendezvous), with a paced alltoall between the two
      * repetitions of each (they share the group's sequence numbers) */
-    static const size_t psizes[] = {0, 1, 228, 241, 5000, 16384, 16385, 65536, 65537, 100000};
+    static const size_t psizes[] = {0,
+                                    1,
+                                    228,
+                                    241,
+                                    TORXC_STAGED_BCAST_MIN_BYTES - 1,
+                                    TORXC_STAGED_BCAST_MIN_BYTES,
+                                    5000,
+                                    16384,
+                                    16385,
+                                    65536,
+                                    65537,
+                                    100000};
     for (size_t si = 0; si < sizeof psizes / sizeof psizes[0]; si++)
         for (int rep = 0; rep < 2; rep++) {
             for (int root = 0; root < n; root++) {
@@ -490,24 +501,36 @@ static int coll_task(torx_boot_t *boot, void *argp)
                 buf[len] = 0x77;
                 torx_proto_stats_t before[TORX_PROTO_COUNT], after[TORX_PROTO_COUNT];
                 torx_stats(ctx, before);
+                const uint64_t staged_before = c->bc_staged_pieces;
                 TASK_CHECK(torx_coll_bcast(g, TORX_COLL_ALG_PACED, buf, len, root) == TORX_OK,
                            "paced bcast %zu from %d: %s", len, root, torx_last_error());
                 torx_stats(ctx, after);
-                /* a block that would go by rendezvous but fits one
-                 * staging ring goes eager on one host (direct reads
-                 * possible); longer ones, and every one in other jobs, by
-                 * rendezvous */
+                /* With a multi-reader staging area (shm, TORX_MSTAGE_BYTES
+                 * not 0) every block past TORXC_STAGED_BCAST_MIN_BYTES
+                 * goes through the root's area, in pieces of the most it
+                 * takes. Otherwise a block that would go by rendezvous but
+                 * fits one staging ring goes eager on one host (direct
+                 * reads possible); longer ones, and every one in other
+                 * jobs, by rendezvous. */
                 if (me == root) {
+                    const size_t piece = torx_mstage_max(c->dev);
+                    const int staged = piece > 0 && len >= TORXC_STAGED_BCAST_MIN_BYTES;
                     const int eager = c->direct_reads && len <= 65536;
                     uint64_t want = 0;
                     for (int m = 0; m < n; m++)
-                        want += m != me && !eager &&
+                        want += m != me && !staged && !eager &&
                                 torx_choose_protocol(ctx, g->tasks[m], TORXC_A2A_HDR_BYTES, len) ==
                                     TORX_PROTO_RZV;
                     const uint64_t rzv = after[TORX_PROTO_RZV].sent - before[TORX_PROTO_RZV].sent;
                     TASK_CHECK(rzv == want,
-                               "paced bcast of %zu B: %llu rendezvous sends, direct reads %d", len,
-                               (unsigned long long)rzv, c->direct_reads);
+                               "paced bcast of %zu B: %llu rendezvous sends, direct reads %d, "
+                               "multi-reader pieces of %zu B",
+                               len, (unsigned long long)rzv, c->direct_reads, piece);
+                    const uint64_t pieces = c->bc_staged_pieces - staged_before;
+                    const uint64_t want_pieces = staged ? (len + piece - 1) / piece : 0;
+                    TASK_CHECK(pieces == want_pieces,
+                               "paced bcast of %zu B: %llu pieces staged, %llu expected", len,
+                               (unsigned long long)pieces, (unsigned long long)want_pieces);
                 }
                 for (size_t i = 0; i < len; i++)
                     TASK_CHECK(buf[i] == (unsigned char)raw(77 + rep, root, i),
@@ -713,14 +736,23 @@ static void unmap_shared(void)
 
 static void clear_env(void)
 {
-    static const char *const vars[] = {"TORX_MODE",           "TORX_CHAOS",
-                                       "TORX_MAPPING",        "TORX_TORUS",
-                                       "TORX_COLL",           "TORX_COLL_BARRIER",
-                                       "TORX_COLL_BCAST",     "TORX_COLL_ALLREDUCE",
-                                       "TORX_COLL_REDUCE",    "TORX_COLL_ALLGATHER",
-                                       "TORX_COLL_ALLTOALL",  "TORX_COLL_ALLTOALLV",
-                                       "TORX_COLL_CN_MAX",    "TORX_RZV_DATA",
-                                       "TORX_CORES_PER_NODE", NULL};
+    static const char *const vars[] = {"TORX_MODE",
+                                       "TORX_CHAOS",
+                                       "TORX_MAPPING",
+                                       "TORX_TORUS",
+                                       "TORX_COLL",
+                                       "TORX_COLL_BARRIER",
+                                       "TORX_COLL_BCAST",
+                                       "TORX_COLL_ALLREDUCE",
+                                       "TORX_COLL_REDUCE",
+                                       "TORX_COLL_ALLGATHER",
+                                       "TORX_COLL_ALLTOALL",
+                                       "TORX_COLL_ALLTOALLV",
+                                       "TORX_COLL_CN_MAX",
+                                       "TORX_RZV_DATA",
+                                       "TORX_CORES_PER_NODE",
+                                       "TORX_MSTAGE_BYTES",
+                                       NULL};
     for (int i = 0; vars[i]; i++)
         unsetenv(vars[i]);
     /* every size in the tests on the collective network */
@@ -739,11 +771,18 @@ START_TEST(task_counts_and_orders)
 {
     static const int sizes[] = {3, 4, 6, 8};
     clear_env();
-    for (int s = 0; s < 4; s++)
+    /* the paced bcast without a multi-reader staging area, with the
+     * default one, and with the smallest (pieces of 32 KiB: a 100000-byte
+     * bcast fills it and wraps) */
+    static const char *const mstage[] = {"0", "", "65536", "65536"};
+    for (int s = 0; s < 4; s++) {
+        setenv("TORX_MSTAGE_BYTES", mstage[s], 1);
         for (int perm = 0; perm < 4; perm += (s == 0 ? 1 : 3)) {
             job_t job = {.ntasks = sizes[s], .perm = perm};
             RUN_JOB(sizes[s], coll_task, &job);
         }
+    }
+    unsetenv("TORX_MSTAGE_BYTES");
 }
 END_TEST
 
@@ -752,6 +791,7 @@ START_TEST(vn_mode_and_chaos)
     clear_env();
     setenv("TORX_MODE", "vn", 1);
     setenv("TORX_CHAOS", "7", 1);
+    setenv("TORX_MSTAGE_BYTES", "65536", 1);
     job_t job = {.ntasks = 4, .perm = 1, .reduce_all = 1};
     RUN_JOB(4, coll_task, &job);
     clear_env();

@@ -13,6 +13,8 @@
  *   stage region   per ordered pair of ranks (src, dst), a staging ring of
  *                  stage_bytes after a control block (shm_stage.c); absent
  *                  when stage_bytes is 0
+ *   mstage region  per rank, the multi-reader staging ring it writes
+ *                  (shm_mstage.c); absent when mstage_bytes is 0
  */
 #ifndef TORXP_SHM_H
 #define TORXP_SHM_H
@@ -26,7 +28,7 @@
 #include <stdint.h>
 
 #define TORXP_SHM_MAGIC 0x746f72787368ULL /* "torxsh" */
-#define TORXP_SHM_VERSION 4u
+#define TORXP_SHM_VERSION 5u
 #define TORXP_SHM_NAME_MAX 64
 
 /* Every task's probe word holds this, so a peer can test cross-memory
@@ -58,6 +60,10 @@ typedef struct torxp_shm_seg_hdr {
     uint64_t stage_stride; /* bytes per staging ring, control block included */
     uint32_t stage_bytes;  /* data bytes per staging ring; 0: no staging */
     uint32_t stage_pad;
+    uint64_t mstage_off;
+    uint64_t mstage_stride; /* bytes per multi-reader ring */
+    uint32_t mstage_bytes;  /* TORX_MSTAGE_BYTES as fitted to the job; 0: none */
+    uint32_t mstage_pad;
     char name[TORXP_SHM_NAME_MAX];
     /* Incremented by each attaching task; the one that brings it to ntasks
      * unlinks the name. Own cache line: every task writes it once. */
@@ -173,6 +179,13 @@ struct torxp_shm_dev {
     } * stage_tx;
     uint64_t *stage_rd;
 
+    /* multi-reader staging (shm_mstage.c): this task's own ring, and the
+     * positions since the start of the job of its next piece (head) and of
+     * its oldest piece not yet released by every reader (tail) */
+    uint32_t mstage_bytes; /* 0 when off */
+    uint64_t mstage_ring;  /* bytes in each task's ring, headers included */
+    uint64_t mstage_head, mstage_tail;
+
     /* bulk (shm_bulk.c) */
     int bulk_cma;                  /* 1: process_vm_readv/writev; 0: FIFO streaming */
     struct torxp_shm_serve *serve; /* fifo path: get requests being streamed */
@@ -192,6 +205,19 @@ static inline torxp_shm_dev_t *torxp_shm_of(torx_pkt_dev_t *dev)
 static inline void *torxp_shm_at(const torxp_shm_dev_t *d, uint64_t off)
 {
     return (char *)d->seg + off;
+}
+
+/* The rank of the task at c, or -1 when c is off the torus or holds none. */
+static inline int torxp_shm_rank_at(const torxp_shm_dev_t *d, torx_coord_t c)
+{
+    if (TORXP_UNLIKELY(!torx_coord_in_shape(d->base.shape, c)))
+        return -1;
+    const torxp_shm_task_t *t = &d->tasks[torx_coord_index(d->base.shape, c)];
+    /* relaxed: the start-up vote ordered every claim before any traffic. */
+    if (TORXP_UNLIKELY(__atomic_load_n(&t->state, __ATOMIC_RELAXED) != TORXP_SHM_TASK_ATTACHED))
+        return -1;
+    const int r = t->rank;
+    return r >= 0 && r < d->base.size ? r : -1;
 }
 
 /* FIFO f (0..fifos_per_task-1) of the task in torus slot. */
@@ -248,6 +274,17 @@ torx_status_t torxp_shm_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const 
 const void *torxp_shm_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
 void torxp_shm_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
 void torxp_shm_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t ref);
+
+/* Multi-reader staging (shm_mstage.c). The layout's TORX_MSTAGE_BYTES for
+ * a job of ntasks (0 when off), each ring's bytes, and the ops. */
+uint32_t torxp_shm_mstage_bytes(unsigned ntasks, long want);
+uint64_t torxp_shm_mstage_stride(uint32_t mstage_bytes);
+void torxp_shm_mstage_setup(torxp_shm_dev_t *d);
+size_t torxp_shm_mstage_max(const torx_pkt_dev_t *dev);
+torx_status_t torxp_shm_mstage_put(torx_pkt_dev_t *dev, const void *data, size_t len,
+                                   unsigned readers, torx_stage_ref_t *ref);
+const void *torxp_shm_mstage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
+void torxp_shm_mstage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
 
 /* Torus (shm_torus.c); shm_bulk.c injects its device-internal packets
  * through torxp_shm_inject too. */

@@ -27,13 +27,14 @@ static size_t align_up(size_t n, size_t a)
 }
 
 typedef struct layout {
-    uint64_t task_table_off, cn_off, gi_off, fifo_off, stage_off, stage_stride, total;
-    uint32_t stage_bytes;
+    uint64_t task_table_off, cn_off, gi_off, fifo_off, stage_off, stage_stride, mstage_off,
+        mstage_stride, total;
+    uint32_t stage_bytes, mstage_bytes;
     torxp_fifo_geom_t geom;
 } layout_t;
 
 static layout_t compute_layout(unsigned nslots, unsigned ntasks, uint32_t fifo_log2,
-                               long stage_want)
+                               long stage_want, long mstage_want)
 {
     layout_t l;
     l.geom = torxp_fifo_geom(fifo_log2);
@@ -46,7 +47,10 @@ static layout_t compute_layout(unsigned nslots, unsigned ntasks, uint32_t fifo_l
                            4096);
     l.stage_bytes = torxp_shm_stage_bytes(ntasks, stage_want);
     l.stage_stride = l.stage_bytes ? TORXP_SHM_STAGE_CTL + l.stage_bytes : 0;
-    l.total = align_up(l.stage_off + (uint64_t)ntasks * ntasks * l.stage_stride, 4096);
+    l.mstage_off = align_up(l.stage_off + (uint64_t)ntasks * ntasks * l.stage_stride, 4096);
+    l.mstage_bytes = torxp_shm_mstage_bytes(ntasks, mstage_want);
+    l.mstage_stride = torxp_shm_mstage_stride(l.mstage_bytes);
+    l.total = align_up(l.mstage_off + (uint64_t)ntasks * l.mstage_stride, 4096);
     return l;
 }
 
@@ -84,11 +88,11 @@ static torx_status_t create_segment(torxp_shm_dev_t *d, const torxp_env_t *env,
     if (statvfs(SHM_DIR, &vfs) == 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize < l->total)
         return torxp_error(TORX_ERR_NOMEM,
                            "torx: %s has %llu MiB free; the shm device needs %llu MiB for %u "
-                           "task slots with TORX_FIFO_PACKETS=%ld and TORX_STAGE_BYTES=%ld. Free "
-                           "space in %s or lower TORX_FIFO_PACKETS or TORX_STAGE_BYTES",
+                           "task slots with TORX_FIFO_PACKETS=%ld, TORX_STAGE_BYTES=%ld and "
+                           "TORX_MSTAGE_BYTES=%ld. Free space in %s or lower one of them",
                            SHM_DIR, (unsigned long long)vfs.f_bavail * vfs.f_frsize >> 20,
                            (unsigned long long)(l->total + (1 << 20) - 1) >> 20, d->nslots,
-                           env->fifo_packets, env->stage_bytes, SHM_DIR);
+                           env->fifo_packets, env->stage_bytes, env->mstage_bytes, SHM_DIR);
 
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -134,6 +138,9 @@ static torx_status_t create_segment(torxp_shm_dev_t *d, const torxp_env_t *env,
     h->stage_off = l->stage_off;
     h->stage_stride = l->stage_stride;
     h->stage_bytes = l->stage_bytes;
+    h->mstage_off = l->mstage_off;
+    h->mstage_stride = l->mstage_stride;
+    h->mstage_bytes = l->mstage_bytes;
     snprintf(h->name, sizeof h->name, "%s", name);
     torxp_shm_cn_init((char *)base + l->cn_off, h->ntasks);
     torxp_shm_gi_init((char *)base + l->gi_off, h->ntasks);
@@ -187,6 +194,11 @@ static torx_status_t map_segment(torxp_shm_dev_t *d, const char *name, const lay
                            "torx: rank %d stages %u bytes per pair of tasks but rank 0 stages %u; "
                            "set the same TORX_STAGE_BYTES for every task",
                            d->base.rank, l->stage_bytes, h->stage_bytes);
+    if (h->mstage_bytes != l->mstage_bytes)
+        return torxp_error(TORX_ERR_PROTO,
+                           "torx: rank %d has a multi-reader staging ring of %u bytes but rank 0 "
+                           "has %u; set the same TORX_MSTAGE_BYTES for every task",
+                           d->base.rank, l->mstage_bytes, h->mstage_bytes);
     if (h->fifo_packets != l->geom.packets || h->total_bytes != l->total ||
         d->seg_bytes != l->total)
         return torxp_error(TORX_ERR_PROTO,
@@ -255,6 +267,10 @@ static const torxp_dev_ops_t shm_ops = {
     .stage_data = torxp_shm_stage_data,
     .stage_release = torxp_shm_stage_release,
     .stage_unput = torxp_shm_stage_unput,
+    .mstage_max = torxp_shm_mstage_max,
+    .mstage_put = torxp_shm_mstage_put,
+    .mstage_data = torxp_shm_mstage_data,
+    .mstage_release = torxp_shm_mstage_release,
     .close = shm_close,
 };
 
@@ -290,7 +306,8 @@ torx_status_t torxp_shm_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
     uint32_t log2 = 0;
     while ((1L << log2) < env->fifo_packets)
         log2++;
-    const layout_t l = compute_layout(d->nslots, (unsigned)boot->size, log2, env->stage_bytes);
+    const layout_t l =
+        compute_layout(d->nslots, (unsigned)boot->size, log2, env->stage_bytes, env->mstage_bytes);
     d->geom = l.geom;
     d->cached_head = torxp_calloc((size_t)d->nslots * TORXP_SHM_FIFOS_PER_TASK, sizeof(uint64_t));
 
@@ -351,15 +368,16 @@ torx_status_t torxp_shm_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
         rc = torxp_shm_bulk_setup(d, env->bulk_mode);
         if (rc == TORX_OK)
             rc = torxp_shm_stage_setup(d);
+        torxp_shm_mstage_setup(d);
     }
     if (rc != TORX_OK)
         goto fail;
     free(all);
     torxp_log(&d->base, 2,
               "shm device: coordinate (%u,%u,%u,%u), %u FIFOs of %u packets, bulk %s, staging "
-              "%u bytes per pair",
+              "%u bytes per pair, multi-reader staging %u bytes per task",
               attr->self.x, attr->self.y, attr->self.z, attr->self.t, TORXP_SHM_FIFOS_PER_TASK,
-              d->geom.packets, torxp_shm_bulk_path(&d->base), d->stage_bytes);
+              d->geom.packets, torxp_shm_bulk_path(&d->base), d->stage_bytes, d->mstage_bytes);
     *out = &d->base;
     return TORX_OK;
 

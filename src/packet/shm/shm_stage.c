@@ -81,25 +81,12 @@ int torxp_shm_stage_reaches(const torx_pkt_dev_t *dev, torx_coord_t dest)
     return ((const torxp_shm_dev_t *)dev)->stage_bytes && torx_coord_in_shape(dev->shape, dest);
 }
 
-/* The rank of the task at c, or -1 when c is off the torus or holds none. */
-static inline int rank_at(const torxp_shm_dev_t *d, torx_coord_t c)
-{
-    if (TORXP_UNLIKELY(!torx_coord_in_shape(d->base.shape, c)))
-        return -1;
-    const torxp_shm_task_t *t = &d->tasks[torx_coord_index(d->base.shape, c)];
-    /* relaxed: the start-up vote ordered every claim before any traffic. */
-    if (TORXP_UNLIKELY(__atomic_load_n(&t->state, __ATOMIC_RELAXED) != TORXP_SHM_TASK_ATTACHED))
-        return -1;
-    const int r = t->rank;
-    return r >= 0 && r < d->base.size ? r : -1;
-}
-
 torx_status_t torxp_shm_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const void *data,
                                   size_t len, torx_stage_ref_t *ref)
 {
     torxp_shm_dev_t *d = torxp_shm_of(dev);
     const uint64_t size = d->stage_bytes;
-    const int dst = rank_at(d, dest);
+    const int dst = torxp_shm_rank_at(d, dest);
     if (TORXP_UNLIKELY(!len || len > size / 2 || !data || !ref || dst < 0))
         return torxp_error(TORX_ERR_INVAL,
                            "torx: torx_stage_put: %zu bytes at %p to (%u,%u,%u,%u): %s", len, data,
@@ -133,7 +120,7 @@ torx_status_t torxp_shm_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const 
 void torxp_shm_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t ref)
 {
     torxp_shm_dev_t *d = torxp_shm_of(dev);
-    const int dst = rank_at(d, dest);
+    const int dst = torxp_shm_rank_at(d, dest);
     if (dst < 0 || !d->stage_bytes)
         return;
     struct torxp_shm_stage_tx *tx = &d->stage_tx[dst];
@@ -164,7 +151,7 @@ static inline bool next_piece(const torxp_shm_dev_t *d, int src, torx_stage_ref_
 const void *torxp_shm_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref)
 {
     const torxp_shm_dev_t *d = torxp_shm_of(dev);
-    const int s = rank_at(d, src);
+    const int s = torxp_shm_rank_at(d, src);
     uint64_t pos;
     if (!next_piece(d, s, ref, &pos))
         return NULL;
@@ -174,7 +161,7 @@ const void *torxp_shm_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_sta
 void torxp_shm_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref)
 {
     torxp_shm_dev_t *d = torxp_shm_of(dev);
-    const int s = rank_at(d, src);
+    const int s = torxp_shm_rank_at(d, src);
     uint64_t pos;
     if (!next_piece(d, s, ref, &pos))
         return;
