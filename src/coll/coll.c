@@ -29,9 +29,12 @@
 
 /* auto takes the paced bcast in an oversubscribed job for groups of more
  * than this many tasks (where MPICH's tree has three levels or more) and
- * buffers of at least this many bytes. */
+ * buffers of at least this many bytes, or TORXC_STAGED_BCAST_MIN_BYTES
+ * through a multi-reader staging area; in smaller groups from
+ * TORXC_PACED_BCAST_SMALL_GROUP_BYTES through that area only. */
 #define TORXC_PACED_BCAST_MIN_TASKS 4
 #define TORXC_PACED_BCAST_MIN_BYTES 4096
+#define TORXC_PACED_BCAST_SMALL_GROUP_BYTES 32768
 
 static const char *const kind_names[TORX_COLL_NKINDS] = {
     [TORX_COLL_BARRIER] = "barrier",     [TORX_COLL_BCAST] = "bcast",
@@ -411,7 +414,7 @@ static torx_coll_alg_t pick(const torx_coll_group_t *g, torx_coll_kind_t kind, s
             if (applies(g, kind, TORX_COLL_ALG_TORUS, bytes, dtype, op))
                 return TORX_COLL_ALG_TORUS;
         return TORX_COLL_ALG_FALLBACK;
-    case TORX_COLL_BCAST:
+    case TORX_COLL_BCAST: {
         /* The collective network and the torus only when asked for: a
          * collective-network round ends when every task has entered it,
          * and the deposit bit moves 224 bytes a packet, while MPICH's bcast
@@ -419,17 +422,26 @@ static torx_coll_alg_t pick(const torx_coll_group_t *g, torx_coll_kind_t kind, s
          * When tasks outnumber cores, each level of MPICH's tree waits for
          * its tasks to be scheduled in turn; in the paced bcast every
          * member waits on the root alone. At 6-8 tasks on 2 cores, 1000
-         * calls a size, the paced bcast was level with MPICH's tree at
-         * 2-8 KiB, 3-4x faster at 16 KiB (where MPICH turns to scatter and
-         * allgather) and 1.3-1.6x past it, and 10-30% slower up to 1 KiB;
-         * at 4 tasks (a tree of two levels) MPICH's was level or faster at
-         * every size (bench/RESULTS.md, "Oversubscribed collectives
-         * measured at 1000 calls a size"). */
-        return c->oversubscribed && g->n > TORXC_PACED_BCAST_MIN_TASKS &&
-                       bytes >= TORXC_PACED_BCAST_MIN_BYTES &&
-                       applies(g, kind, TORX_COLL_ALG_PACED, bytes, dtype, op)
+         * calls a size, the paced bcast by eager and rendezvous blocks was
+         * level with MPICH's tree at 2-8 KiB, 3-4x faster at 16 KiB (where
+         * MPICH turns to scatter and allgather) and 1.3-1.6x past it, and
+         * 10-30% slower up to 1 KiB; at 4 tasks (a tree of two levels)
+         * MPICH's was level or faster at every size (bench/RESULTS.md,
+         * "Oversubscribed collectives measured at 1000 calls a size").
+         * Through the root's multi-reader staging area it was faster than
+         * MPICH's tree at 8 tasks from 1 KiB and level at 512 B; at 4 tasks
+         * level up to 16 KiB and 3-4x faster from 32 KiB (bench/RESULTS.md,
+         * "A broadcast through the root's multi-reader staging area"). */
+        if (!c->oversubscribed || !applies(g, kind, TORX_COLL_ALG_PACED, bytes, dtype, op))
+            return TORX_COLL_ALG_FALLBACK;
+        const int staged = torxc_staged_bcast_applies(g, bytes);
+        if (g->n > TORXC_PACED_BCAST_MIN_TASKS)
+            return staged || bytes >= TORXC_PACED_BCAST_MIN_BYTES ? TORX_COLL_ALG_PACED
+                                                                  : TORX_COLL_ALG_FALLBACK;
+        return g->n > 2 && staged && bytes >= TORXC_PACED_BCAST_SMALL_GROUP_BYTES
                    ? TORX_COLL_ALG_PACED
                    : TORX_COLL_ALG_FALLBACK;
+    }
     case TORX_COLL_ALLGATHER:
         /* Not at 2 tasks: there MPICH's algorithm over torx (one message
          * each way) beat a collective-network round, 0.41 against 0.50 us

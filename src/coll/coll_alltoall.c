@@ -494,9 +494,10 @@ static torx_status_t staged_bcast(torx_coll_group_t *g, void *buf, size_t bytes,
  * suffices, where a tree needs its levels one after another, which is what
  * a task waits for when tasks outnumber cores.
  *
- * Past one packet, on a device with a multi-reader staging area (shm),
- * the data goes through the root's area (staged_bcast): one copy in at the
- * root, one out at each member, no system call. Otherwise the message
+ * From TORXC_STAGED_BCAST_MIN_BYTES, on a device with a multi-reader
+ * staging area (shm), the data goes through the root's area
+ * (staged_bcast): one copy in at the root, one out at each member, no
+ * system call, and the root does not wait for the members. Otherwise the message
  * layer picks each block's protocol, except that on one host a block it
  * would send by rendezvous that fits two of the staging area's largest
  * pieces (one staging ring, 64 KiB by default) goes eager: the root copies
@@ -523,7 +524,7 @@ torx_status_t torxc_paced_bcast(torx_coll_group_t *g, void *buf, size_t bytes, i
         rbytes[m] = !at_root && m == root ? bytes : 0;
         displ[m] = 0;
     }
-    if (n > 1 && bytes >= TORXC_STAGED_BCAST_MIN_BYTES && torx_mstage_max(c->dev) > 0) {
+    if (torxc_staged_bcast_applies(g, bytes)) {
         if (g->a2a_msgs == NULL)
             g->a2a_msgs = calloc(TORXC_A2A_WINDOW, sizeof(torx_msg_t));
         if (g->a2a_descs == NULL)

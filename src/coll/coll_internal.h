@@ -217,9 +217,17 @@ torx_status_t torxc_paced_alltoallv(torx_coll_group_t *g, torx_coll_kind_t kind,
 #define TORXC_A2A_HDR_BYTES 16
 /* the broadcast as a sparse paced exchange: the root sends to every member,
  * from this many bytes through its multi-reader staging area when the
- * device has one (provisional: to be set from measurement) */
-#define TORXC_STAGED_BCAST_MIN_BYTES 1024
+ * device has one (torxc_staged_bcast_applies). At 8 tasks on 2 cores it
+ * was level with the eager blocks at 512 B and faster from 1 KiB (2.5-4.1
+ * against 3.9-5.7 us at 1-16 KiB), and slower at 8 B, where a block is one
+ * packet (bench/RESULTS.md, "A broadcast through the root's multi-reader
+ * staging area"). */
+#define TORXC_STAGED_BCAST_MIN_BYTES 512
 torx_status_t torxc_paced_bcast(torx_coll_group_t *g, void *buf, size_t bytes, int root);
+static inline int torxc_staged_bcast_applies(const torx_coll_group_t *g, size_t bytes)
+{
+    return g->n > 1 && bytes >= TORXC_STAGED_BCAST_MIN_BYTES && torx_mstage_max(g->c->dev) > 0;
+}
 void torxc_a2a_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info,
                        torx_recv_t *recv);
 void torxc_a2a_finalize(torx_coll_t *c);

@@ -216,12 +216,12 @@ torx_status_t torxp_env_read(torxp_env_t *env)
                            "torx: TORX_STAGE_BYTES='%s' is not 0 or a power of two in "
                            "4096..16777216 (e.g. 65536)",
                            getenv("TORX_STAGE_BYTES"));
-    if ((rc = torx_env_int("TORX_MSTAGE_BYTES", 0, 1L << 26, 1L << 20, &e.mstage_bytes)) != TORX_OK)
+    if ((rc = torx_env_int("TORX_MSTAGE_BYTES", 0, 1L << 26, 1L << 22, &e.mstage_bytes)) != TORX_OK)
         return rc;
     if (e.mstage_bytes && (e.mstage_bytes < 65536 || (e.mstage_bytes & (e.mstage_bytes - 1))))
         return torxp_error(TORX_ERR_ENV,
                            "torx: TORX_MSTAGE_BYTES='%s' is not 0 or a power of two in "
-                           "65536..67108864 (e.g. 1048576)",
+                           "65536..67108864 (e.g. 4194304)",
                            getenv("TORX_MSTAGE_BYTES"));
     *env = e;
     return TORX_OK;

@@ -514,7 +514,9 @@ static int coll_task(torx_boot_t *boot, void *argp)
                  * jobs, by rendezvous. */
                 if (me == root) {
                     const size_t piece = torx_mstage_max(c->dev);
-                    const int staged = piece > 0 && len >= TORXC_STAGED_BCAST_MIN_BYTES;
+                    const int staged = torxc_staged_bcast_applies(g, len);
+                    TASK_CHECK(staged == (piece > 0 && len >= TORXC_STAGED_BCAST_MIN_BYTES),
+                               "torxc_staged_bcast_applies(%zu)", len);
                     const int eager = c->direct_reads && len <= 65536;
                     uint64_t want = 0;
                     for (int m = 0; m < n; m++)
@@ -1046,8 +1048,11 @@ END_TEST
 /* Only the last task says its host is oversubscribed: every task must come
  * out of torx_coll_init agreeing that the job is, and auto must then take
  * the paced bcast everywhere on a group of more than 4 tasks for a block of
- * 4 KiB or more (a task that picked another would hang), and MPICH's for a
- * shorter block and on a group of 4. */
+ * TORXC_STAGED_BCAST_MIN_BYTES or more through a multi-reader staging
+ * area, else 4 KiB or more (a task that picked another would hang), and
+ * MPICH's for a shorter block; on a group of 4, the paced bcast from 32 KiB
+ * through a multi-reader staging area, else MPICH's. Run with the area
+ * and without (TORX_MSTAGE_BYTES=0). */
 static int oversub_task(torx_boot_t *boot, void *argp)
 {
     (void)argp;
@@ -1062,20 +1067,26 @@ static int oversub_task(torx_boot_t *boot, void *argp)
                boot->rank);
     torx_coll_group_t *g = make_group(c, boot, 0);
     TASK_CHECK(g != NULL, "%s", torx_last_error());
+    const int staged = torx_mstage_max(c->dev) > 0;
+    TASK_CHECK(staged == (getenv("TORX_MSTAGE_BYTES") == NULL), "multi-reader staging %d", staged);
     if (boot->rank < 4) {
         int four[4] = {0, 1, 2, 3};
         torx_coll_group_t *g4;
         TASK_CHECK(torx_coll_group_create(c, 9, 4, four, boot->rank, &g4) == TORX_OK, "%s",
                    torx_last_error());
         torx_coll_alg_t a4 = torx_coll_select(g4, TORX_COLL_BCAST, 70000, 0, 0);
-        TASK_CHECK(a4 == TORX_COLL_ALG_FALLBACK, "auto bcast on 4 tasks: %s",
+        TASK_CHECK(a4 == (staged ? TORX_COLL_ALG_PACED : TORX_COLL_ALG_FALLBACK),
+                   "auto bcast of 70000 B on 4 tasks: %s", torx_coll_alg_name(a4));
+        a4 = torx_coll_select(g4, TORX_COLL_BCAST, 32767, 0, 0);
+        TASK_CHECK(a4 == TORX_COLL_ALG_FALLBACK, "auto bcast of 32767 B on 4 tasks: %s",
                    torx_coll_alg_name(a4));
         torx_coll_group_free(g4);
     }
-    const torx_coll_alg_t shorter = torx_coll_select(g, TORX_COLL_BCAST, 4095, 0, 0);
-    TASK_CHECK(shorter == TORX_COLL_ALG_FALLBACK, "auto bcast of 4095 B: %s",
+    const size_t from = staged ? TORXC_STAGED_BCAST_MIN_BYTES : 4096;
+    const torx_coll_alg_t shorter = torx_coll_select(g, TORX_COLL_BCAST, from - 1, 0, 0);
+    TASK_CHECK(shorter == TORX_COLL_ALG_FALLBACK, "auto bcast of %zu B: %s", from - 1,
                torx_coll_alg_name(shorter));
-    static const size_t sizes[] = {4096, 70000};
+    const size_t sizes[] = {from, 70000};
     for (size_t si = 0; si < 2; si++) {
         const size_t len = sizes[si];
         unsigned char *buf = malloc(len);
@@ -1100,6 +1111,8 @@ static int oversub_task(torx_boot_t *boot, void *argp)
 START_TEST(oversubscribed_agreed)
 {
     clear_env();
+    RUN_JOB(5, oversub_task, NULL);
+    setenv("TORX_MSTAGE_BYTES", "0", 1);
     RUN_JOB(5, oversub_task, NULL);
     clear_env();
 }
