@@ -327,12 +327,13 @@ static torx_status_t paced_run(torx_coll_group_t *g, torx_coll_kind_t kind, cons
         return torxp_error(TORX_ERR_NOMEM,
                            "torx: alltoall: %d early blocks were lost for want of memory",
                            a->lost);
-    if (g->a2a_msgs == NULL) {
+    /* (a staged bcast may have made the window alone) */
+    if (g->a2a_msgs == NULL)
         g->a2a_msgs = calloc(TORXC_A2A_WINDOW, sizeof(torx_msg_t));
+    if (g->a2a_perm == NULL)
         g->a2a_perm = malloc(sizeof(int) * (size_t)n);
-        if (g->a2a_msgs == NULL || g->a2a_perm == NULL)
-            return torxp_error(TORX_ERR_NOMEM, "torx: alltoall: out of memory");
-    }
+    if (g->a2a_msgs == NULL || g->a2a_perm == NULL)
+        return torxp_error(TORX_ERR_NOMEM, "torx: alltoall: out of memory");
     a->active = 1;
     a->group_id = g->id;
     a->seq = ++g->a2a_seq;

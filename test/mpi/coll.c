@@ -39,7 +39,8 @@ static int direct_reads;
 static int bcast_cn;        /* TORX_COLL_BCAST=cn */
 static int bcast_torus;     /* TORX_COLL_BCAST=torus */
 static int bcast_paced;     /* TORX_COLL_BCAST=paced */
-static int oversubscribed;  /* more ranks than this host's CPUs: auto bcast paced past 4 ranks */
+static int oversubscribed;  /* more ranks than this host's CPUs: auto bcast paced (auto_paced) */
+static int mstage;          /* the device has a multi-reader staging area (shm, not turned off) */
 static int split_box = -1;  /* COLL_TEST_SPLIT_BOX: whether this task's even/odd split
                                fills a box of the torus (run.sh knows the layout) */
 
@@ -331,12 +332,24 @@ static void test_reductions(MPI_Comm comm, int all_tasks)
 
 /* ---- bcast, allgather, alltoall(v) -------------------------------------------------- */
 
+/* Whether auto runs the paced bcast (src/coll/coll.c, pick): oversubscribed
+ * only; past 4 ranks from 512 B through the multi-reader staging area, else
+ * from 4 KiB; at 3-4 ranks from 32 KiB through that area only. */
+static int auto_paced(int n, size_t len)
+{
+    if (!oversubscribed || n <= 2)
+        return 0;
+    if (n > 4)
+        return len >= (mstage ? 512 : 4096);
+    return mstage && len >= 32768;
+}
+
 static void test_data_movement(MPI_Comm comm, int all_tasks)
 {
     int me, n;
     MPI_Comm_rank(comm, &me);
     MPI_Comm_size(comm, &n);
-    static const size_t sizes[] = {0, 1, 255, 256, 1000, 16384, 100000};
+    static const size_t sizes[] = {0, 1, 255, 256, 511, 512, 1000, 16384, 32767, 32768, 100000};
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
         for (int root = 0; root < n; root++) {
             size_t len = sizes[si];
@@ -349,9 +362,7 @@ static void test_data_movement(MPI_Comm comm, int all_tasks)
             else if (bcast_cn)
                 expect_alg(comm, "bcast", all_tasks && n > 1, "cn");
             else
-                expect_alg(comm, "bcast",
-                           n > 1 && (bcast_paced || (oversubscribed && n > 4 && len >= 4096)),
-                           "paced");
+                expect_alg(comm, "bcast", n > 1 && (bcast_paced || auto_paced(n, len)), "paced");
             for (size_t i = 0; i < len; i++)
                 if (buf[i] != (unsigned char)raw(3, root, i)) {
                     CHECK(0, "Bcast %zu from %d: byte %zu", len, root, i);
@@ -526,6 +537,8 @@ int main(int argc, char **argv)
                    *mode = getenv("TORX_MODE");
         direct_reads = !(dev && strcmp(dev, "ofi") == 0) && !(bulk && strcmp(bulk, "fifo") == 0) &&
                        !(mode && strcmp(mode, "co") == 0);
+        const char *ms = getenv("TORX_MSTAGE_BYTES");
+        mstage = !(dev && strcmp(dev, "ofi") == 0) && !(ms && strcmp(ms, "0") == 0);
     }
     bcast_cn = (e = getenv("TORX_COLL_BCAST")) && strcmp(e, "cn") == 0;
     bcast_torus = e && strcmp(e, "torus") == 0;

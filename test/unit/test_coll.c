@@ -1102,6 +1102,16 @@ static int oversub_task(torx_boot_t *boot, void *argp)
             TASK_CHECK(buf[i] == (unsigned char)raw(5, 1, i), "byte %zu of %zu", i, len);
         free(buf);
     }
+    /* a paced alltoall on a group whose first paced collective was a
+     * staged bcast (which makes only part of the group's paced state) */
+    int64_t a[8], b[8];
+    for (int i = 0; i < boot->size; i++)
+        a[i] = (int64_t)boot->rank * 100 + i;
+    TASK_CHECK(torx_coll_alltoall(g, TORX_COLL_ALG_PACED, a, b, sizeof a[0]) == TORX_OK, "%s",
+               torx_last_error());
+    for (int i = 0; i < boot->size; i++)
+        TASK_CHECK(b[i] == (int64_t)i * 100 + boot->rank, "alltoall block %d: %lld", i,
+                   (long long)b[i]);
     torx_coll_group_free(g);
     torx_coll_finalize(c);
     TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
