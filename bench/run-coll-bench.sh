@@ -12,6 +12,10 @@
 #               TORX_COLL_ALLGATHER=cn, TORX_COLL_CN_MAX=2^30)
 #   torxtorus   torx MPICH, every bcast on the torus with the deposit bit
 #               (TORX_COLL_BCAST=torus); runs the bcast only
+#   torxnoms    torx MPICH, TORX_COLL=auto without the multi-reader staging
+#               area (TORX_MSTAGE_BYTES=0): the paced bcast by eager and
+#               rendezvous blocks, as before that area; runs the bcast only
+#               (not in the default list)
 #   mpich       mpiexec.mpich
 #   openmpi     mpirun.openmpi
 # Rank counts: NPS (default "2 4 8"). 2 ranks run bound one per core;
@@ -102,13 +106,14 @@ if [[ -z $from ]]; then
             ((np > 2)) && limits=(-n "$iters_over" -t "$time_ms")
             for impl in $impls; do
                 case $impl in
-                torx | torxmpich | torxcn | torxtorus)
+                torx | torxmpich | torxcn | torxtorus | torxnoms)
                     argv=("$prefix/bin/mpiexec" -n "$np")
                     ((np <= 2)) && argv+=(-bind-to core)
                     [[ $impl == torxmpich ]] && argv+=(-genv TORX_COLL mpich)
                     [[ $impl == torxcn ]] && argv+=(-genv TORX_COLL_BCAST cn -genv TORX_COLL_ALLREDUCE cn
                         -genv TORX_COLL_ALLGATHER cn -genv TORX_COLL_CN_MAX 1073741824)
                     [[ $impl == torxtorus ]] && argv+=(-genv TORX_COLL_BCAST torus)
+                    [[ $impl == torxnoms ]] && argv+=(-genv TORX_MSTAGE_BYTES 0)
                     argv+=("$work/mpi_coll.torx") ;;
                 mpich)
                     argv=(mpiexec.mpich -n "$np")
@@ -121,7 +126,7 @@ if [[ -z $from ]]; then
                 *) echo "$bench_name: unknown implementation '$impl'" >&2; exit 2 ;;
                 esac
                 run_colls=$colls
-                if [[ $impl == torxtorus ]]; then
+                if [[ $impl == torxtorus || $impl == torxnoms ]]; then
                     [[ ,$colls, == *,bcast,* ]] || continue
                     run_colls=bcast
                 fi
@@ -157,7 +162,7 @@ for f in glob.glob(os.path.join(raw, "r*-np*-*.txt")):
         if len(w) >= 4 and w[0] == "coll":
             d[(w[1], int(w[2]))] = float(w[3].split("=")[1])
 nps = sorted({k[0] for k in runs})
-impls = [i for i in ["torx", "torxmpich", "torxcn", "torxtorus", "mpich", "openmpi"] if any(k[1] == i for k in runs)]
+impls = [i for i in ["torx", "torxnoms", "torxmpich", "torxcn", "torxtorus", "mpich", "openmpi"] if any(k[1] == i for k in runs)]
 colls = ["barrier", "bcast", "allreduce", "allreduce_max", "alltoall", "allgather"]
 out = []
 info = os.path.join(raw, "info.txt")
