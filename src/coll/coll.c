@@ -27,6 +27,14 @@
  * outnumber cores. */
 #define TORXC_CN_MAX_DEFAULT 512
 
+/* ... and, in an oversubscribed job, for a floating-point SUM, whose
+ * reproducible sum takes a round for the exponents before those of the
+ * sum: at 512 B (64 doubles) MPICH's recursive doubling over torx was
+ * 1.5-2.3x faster at 4 and 8 tasks on 2 cores, at 256 B level at 4 tasks
+ * (bench/RESULTS.md, "A broadcast through the root's multi-reader staging
+ * area"). An explicit TORX_COLL_CN_MAX holds for every type. */
+#define TORXC_CN_FPSUM_OVERSUBSCRIBED_MAX 256
+
 /* auto takes the paced bcast in an oversubscribed job for groups of more
  * than this many tasks (where MPICH's tree has three levels or more) and
  * buffers of at least this many bytes, or TORXC_STAGED_BCAST_MIN_BYTES
@@ -213,6 +221,11 @@ torx_status_t torx_coll_init(torx_ctx_t *ctx, const torx_coll_attr_t *attr, torx
         return st;
     }
     c->cn_max = (size_t)cn_max;
+    const char *cn_env = getenv("TORX_COLL_CN_MAX");
+    c->cn_fpsum_max =
+        c->oversubscribed && !(cn_env && *cn_env) && c->cn_max > TORXC_CN_FPSUM_OVERSUBSCRIBED_MAX
+            ? TORXC_CN_FPSUM_OVERSUBSCRIBED_MAX
+            : c->cn_max;
     c->direct_reads = torxc_direct_init(c);
     c->verbose = (int)verbose;
     c->stats = (int)stats;
@@ -406,7 +419,8 @@ static torx_coll_alg_t pick(const torx_coll_group_t *g, torx_coll_kind_t kind, s
         if (g->n <= TORXC_EXCHANGE_AUTO_TASKS && bytes <= TORXC_EXCHANGE_AUTO_BYTES &&
             applies(g, kind, TORX_COLL_ALG_TORUS, bytes, dtype, op))
             return TORX_COLL_ALG_TORUS;
-        if (bytes <= c->cn_max && applies(g, kind, TORX_COLL_ALG_CN, bytes, dtype, op))
+        if (bytes <= (torxc_is_fpsum(dtype, op) ? c->cn_fpsum_max : c->cn_max) &&
+            applies(g, kind, TORX_COLL_ALG_CN, bytes, dtype, op))
             return TORX_COLL_ALG_CN;
         if (torxc_direct_applies(g)
                 ? bytes >= (g->n <= 2 ? TORXC_DIRECT_AUTO_BYTES_2 : TORXC_DIRECT_AUTO_BYTES)

@@ -309,6 +309,23 @@ static void step_order(int *perm, int n, uint64_t seed)
     }
 }
 
+/* Makes this task's running collective the group's next one, to place
+ * blocks at out + rdispl[from]. */
+static void begin(torx_coll_group_t *g, void *out, const size_t *rbytes, const size_t *rdispl)
+{
+    torxc_a2a_t *a = &g->c->a2a;
+    a->active = 1;
+    a->group_id = g->id;
+    a->seq = ++g->a2a_seq;
+    a->n = g->n;
+    a->out = out;
+    a->rbytes = rbytes;
+    a->rdispl = rdispl;
+    a->received = 0;
+    a->in_flight = 0;
+    a->status = TORX_OK;
+}
+
 /* The paced exchange. sparse: only the blocks of non-zero length move
  * (every member knows which: the broadcast), instead of one block, empty
  * or not, between every pair of members (alltoall(v), where the counts
@@ -334,16 +351,7 @@ static torx_status_t paced_run(torx_coll_group_t *g, torx_coll_kind_t kind, cons
         g->a2a_perm = malloc(sizeof(int) * (size_t)n);
     if (g->a2a_msgs == NULL || g->a2a_perm == NULL)
         return torxp_error(TORX_ERR_NOMEM, "torx: alltoall: out of memory");
-    a->active = 1;
-    a->group_id = g->id;
-    a->seq = ++g->a2a_seq;
-    a->n = n;
-    a->out = out;
-    a->rbytes = rbytes;
-    a->rdispl = rdispl;
-    a->received = 0;
-    a->in_flight = 0;
-    a->status = TORX_OK;
+    begin(g, out, rbytes, rdispl);
     int expect = n; /* blocks to place, this task's own included */
     if (sparse) {
         expect = 1;
@@ -449,16 +457,8 @@ static torx_status_t staged_bcast(torx_coll_group_t *g, void *buf, size_t bytes,
     const int n = g->n, me = g->me;
     const size_t piece = torx_mstage_max(c->dev);
     const size_t npieces = (bytes + piece - 1) / piece;
-    a->active = 1;
-    a->group_id = g->id;
-    a->seq = ++g->a2a_seq;
-    a->n = n;
-    a->out = buf;
-    a->rbytes = rbytes;
-    a->rdispl = displ;
+    begin(g, buf, rbytes, displ);
     a->received = 1; /* the root's own block: in place */
-    a->in_flight = 0;
-    a->status = TORX_OK;
     const a2a_hdr_t h = {.kind = TORX_COLL_BCAST | TORXC_A2A_REF,
                          .group_id = g->id,
                          .seq = a->seq,

@@ -502,7 +502,7 @@ torx_status_t torxc_cn_reduce(torx_coll_group_t *g, const void *in, void *out, s
     s.dtype = dtype;
     if (count == 0)
         return TORX_OK;
-    if ((dtype == TORX_COLL_FLOAT || dtype == TORX_COLL_DOUBLE) && op == TORX_COLL_SUM)
+    if (torxc_is_fpsum(dtype, op))
         return cn_fpsum(c, &s);
 
     s.type = cn_int_type(dtype);

@@ -100,6 +100,7 @@ struct torx_coll {
     void *progress_arg;
     int choice[TORX_COLL_NKINDS]; /* TORXC_AUTO or a torx_coll_alg_t */
     size_t cn_max;                /* TORX_COLL_CN_MAX */
+    size_t cn_fpsum_max;          /* auto's limit for a floating-point SUM on it */
     int verbose;                  /* TORX_VERBOSE */
     int stats;                    /* TORX_STATS */
     int job_size, job_rank;
@@ -196,6 +197,12 @@ static inline void torxc_poll_wait(torx_coll_t *c, unsigned *polls, unsigned *sp
 {
     if (++*polls % TORXC_POLLS_PER_PROGRESS == 0)
         torxc_progress(c, spins);
+}
+
+/* Whether op on dtype is a floating-point sum (the reproducible sum). */
+static inline int torxc_is_fpsum(torx_coll_dtype_t dtype, torx_coll_op_t op)
+{
+    return (dtype == TORX_COLL_FLOAT || dtype == TORX_COLL_DOUBLE) && op == TORX_COLL_SUM;
 }
 
 /* Whether the collective network's ALU can reduce dtype with op. */

@@ -62,6 +62,24 @@ static inline void test_relax(unsigned *spins)
         sched_yield();
 }
 
+/* Injects a packet of type sw[0] = type with n payload bytes toward to,
+ * polling while the FIFO is full, for at most 60 s. */
+static inline torx_status_t test_inject_wait(torx_pkt_dev_t *dev, torx_coord_t to, unsigned type,
+                                             const void *p, size_t n)
+{
+    torx_pkt_hdr_t h;
+    torx_pkt_hdr_init(&h, to, 0);
+    h.sw[0] = (uint8_t)type;
+    unsigned spins = 0;
+    const double t0 = test_now();
+    torx_status_t rc;
+    while ((rc = torx_pkt_inject1(dev, &h, p, n)) == TORX_NO_ROOM && test_now() - t0 < 60.0) {
+        torx_pkt_poll(dev);
+        test_relax(&spins);
+    }
+    return rc;
+}
+
 /* Number of this user's torx shared segments named in /dev/shm. */
 static inline int test_count_segments(void)
 {

@@ -1069,6 +1069,26 @@ static int oversub_task(torx_boot_t *boot, void *argp)
     TASK_CHECK(g != NULL, "%s", torx_last_error());
     const int staged = torx_mstage_max(c->dev) > 0;
     TASK_CHECK(staged == (getenv("TORX_MSTAGE_BYTES") == NULL), "multi-reader staging %d", staged);
+    /* a floating SUM on the collective network up to 256 B when
+     * oversubscribed, unless TORX_COLL_CN_MAX says otherwise; other types
+     * up to TORX_COLL_CN_MAX (512 B by default) */
+    const int cn_set = getenv("TORX_COLL_CN_MAX") != NULL;
+    static const struct {
+        size_t bytes;
+        torx_coll_dtype_t dtype;
+        torx_coll_op_t op;
+        int cn, cn_if_set;
+    } reds[] = {
+        {256, TORX_COLL_DOUBLE, TORX_COLL_SUM, 1, 1}, {512, TORX_COLL_DOUBLE, TORX_COLL_SUM, 0, 1},
+        {512, TORX_COLL_FLOAT, TORX_COLL_SUM, 0, 1},  {512, TORX_COLL_DOUBLE, TORX_COLL_MAX, 1, 1},
+        {512, TORX_COLL_S64, TORX_COLL_SUM, 1, 1},    {520, TORX_COLL_S64, TORX_COLL_SUM, 0, 0}};
+    for (size_t k = 0; k < sizeof reds / sizeof reds[0]; k++) {
+        const int want = cn_set ? reds[k].cn_if_set : reds[k].cn;
+        const torx_coll_alg_t alg =
+            torx_coll_select(g, TORX_COLL_ALLREDUCE, reds[k].bytes, reds[k].dtype, reds[k].op);
+        TASK_CHECK((alg == TORX_COLL_ALG_CN) == want, "auto allreduce of %zu B (case %zu): %s",
+                   reds[k].bytes, k, torx_coll_alg_name(alg));
+    }
     if (boot->rank < 4) {
         int four[4] = {0, 1, 2, 3};
         torx_coll_group_t *g4;
@@ -1121,8 +1141,10 @@ static int oversub_task(torx_boot_t *boot, void *argp)
 START_TEST(oversubscribed_agreed)
 {
     clear_env();
+    unsetenv("TORX_COLL_CN_MAX");
     RUN_JOB(5, oversub_task, NULL);
     setenv("TORX_MSTAGE_BYTES", "0", 1);
+    setenv("TORX_COLL_CN_MAX", "512", 1);
     RUN_JOB(5, oversub_task, NULL);
     clear_env();
 }

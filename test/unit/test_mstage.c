@@ -39,22 +39,6 @@ typedef struct desc {
     uint32_t piece;
 } desc_t;
 
-static torx_status_t inject_wait(torx_pkt_dev_t *dev, torx_coord_t to, unsigned type, const void *p,
-                                 size_t n)
-{
-    torx_pkt_hdr_t h;
-    torx_pkt_hdr_init(&h, to, 0);
-    h.sw[0] = (uint8_t)type;
-    unsigned spins = 0;
-    const double t0 = test_now();
-    torx_status_t rc;
-    while ((rc = torx_pkt_inject1(dev, &h, p, n)) == TORX_NO_ROOM && test_now() - t0 < WAIT_S) {
-        torx_pkt_poll(dev);
-        test_relax(&spins);
-    }
-    return rc;
-}
-
 static int writer(torx_boot_t *boot, torx_pkt_dev_t *dev)
 {
     const size_t max = torx_mstage_max(dev);
@@ -88,7 +72,7 @@ static int writer(torx_boot_t *boot, torx_pkt_dev_t *dev)
         memset(buf, 0xEE, n); /* the area holds its own copy */
         const desc_t d = {ref, i};
         for (int r = 1; r <= READERS; r++)
-            TASK_CHECK(inject_wait(dev, test_coord_of(SHAPE4, r), TYPE_PIECE, &d, sizeof d) ==
+            TASK_CHECK(test_inject_wait(dev, test_coord_of(SHAPE4, r), TYPE_PIECE, &d, sizeof d) ==
                            TORX_OK,
                        "descriptor %u to %d", i, r);
     }
@@ -178,7 +162,7 @@ static int reader(torx_boot_t *boot, torx_pkt_dev_t *dev)
     }
     if (holding)
         torx_mstage_release(dev, src, held.ref);
-    TASK_CHECK(inject_wait(dev, src, TYPE_DONE, NULL, 0) == TORX_OK, "done packet");
+    TASK_CHECK(test_inject_wait(dev, src, TYPE_DONE, NULL, 0) == TORX_OK, "done packet");
     return 0;
 }
 

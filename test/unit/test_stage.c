@@ -36,22 +36,6 @@ typedef struct desc {
     uint32_t piece;
 } desc_t;
 
-static torx_status_t inject_wait(torx_pkt_dev_t *dev, torx_coord_t to, unsigned type,
-                                 const void *p, size_t n)
-{
-    torx_pkt_hdr_t h;
-    torx_pkt_hdr_init(&h, to, 0);
-    h.sw[0] = (uint8_t)type;
-    unsigned spins = 0;
-    const double t0 = test_now();
-    torx_status_t rc;
-    while ((rc = torx_pkt_inject1(dev, &h, p, n)) == TORX_NO_ROOM && test_now() - t0 < WAIT_S) {
-        torx_pkt_poll(dev);
-        test_relax(&spins);
-    }
-    return rc;
-}
-
 static int sender(torx_boot_t *boot, torx_pkt_dev_t *dev)
 {
     const torx_coord_t peer = test_coord_of(SHAPE2, 1);
@@ -84,7 +68,7 @@ static int sender(torx_boot_t *boot, torx_pkt_dev_t *dev)
                "taken back too far: next piece at %u", ref2.off);
     torx_stage_unput(dev, peer, ref2);
     const desc_t d0 = {ref, 0};
-    TASK_CHECK(inject_wait(dev, peer, TYPE_PIECE, &d0, sizeof d0) == TORX_OK, "descriptor 0");
+    TASK_CHECK(test_inject_wait(dev, peer, TYPE_PIECE, &d0, sizeof d0) == TORX_OK, "descriptor 0");
     unsigned full = 0, wraps = 0;
     uint32_t last_end = ref.off + ref.len;
     for (unsigned i = 1; i < PIECES; i++) {
@@ -110,8 +94,8 @@ static int sender(torx_boot_t *boot, torx_pkt_dev_t *dev)
         last_end = ref.off + ref.len;
         memset(buf, 0xEE, n); /* the area holds its own copy */
         const desc_t d = {ref, i};
-        TASK_CHECK(inject_wait(dev, peer, TYPE_PIECE, &d, sizeof d) == TORX_OK, "descriptor %u",
-                   i);
+        TASK_CHECK(test_inject_wait(dev, peer, TYPE_PIECE, &d, sizeof d) == TORX_OK,
+                   "descriptor %u", i);
     }
     TASK_CHECK(full > 0, "the area never filled (the receiver starts late)");
     TASK_CHECK(wraps > 0, "no piece wrapped");
@@ -174,7 +158,7 @@ static int receiver(torx_boot_t *boot, torx_pkt_dev_t *dev)
                    "piece %u still readable after its release", next);
         next++;
     }
-    TASK_CHECK(inject_wait(dev, peer, TYPE_DONE, NULL, 0) == TORX_OK, "done packet");
+    TASK_CHECK(test_inject_wait(dev, peer, TYPE_DONE, NULL, 0) == TORX_OK, "done packet");
     return 0;
 }
 
