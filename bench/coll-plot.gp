@@ -4,7 +4,8 @@
 #                  algorithm over torx point-to-point (torxmpich), every
 #                  size on the collective network (torxcn) and on the torus
 #                  with the deposit bit (torxtorus) and torx's own choice
-#                  (torx), with Debian's MPICH and Open MPI
+#                  (torx), without the multi-reader staging area
+#                  (torxnoms), with Debian's MPICH and Open MPI
 #   coll=alltoall  Figure 6 in shape: alltoall bandwidth per rank, torx's
 #                  paced alltoall against MPICH's default over torx, with
 #                  the peers
@@ -28,9 +29,10 @@ label(n) = n eq "torx" ? "torx (TORX\\_COLL=auto)" : \
            n eq "torxmpich" ? "MPICH's algorithm over torx (TORX\\_COLL=mpich)" : \
            n eq "torxcn" ? "collective network (TORX\\_COLL\\_".(coll eq "alltoall" ? "ALLTOALL" : "BCAST")."=cn)" : \
            n eq "torxtorus" ? "torus deposit bit (TORX\\_COLL\\_BCAST=torus)" : \
+           n eq "torxnoms" ? "torx without the multi-reader area (TORX\\_MSTAGE\\_BYTES=0)" : \
            n eq "mpich" ? "Debian MPICH 4.0.2 (ch4:ucx)" : "Open MPI 4.1"
 set title sprintf("%s, %d ranks%s\n{/*0.8 %s}", coll eq "bcast" ? "MPI\\_Bcast (Figure 5(b) in shape)" : "MPI\\_Alltoall (Figure 6 in shape)", np, np > 2 ? ", oversubscribed" : ", one per core", subtitle)
 # the collective network and the deposit bit have no alltoall: leave their
 # columns out there
-plot for [i = 1:words(impls)] (coll eq "alltoall" && (name(i) eq "torxcn" || name(i) eq "torxtorus")) ? 1/0 : dat \
+plot for [i = 1:words(impls)] (coll eq "alltoall" && (name(i) eq "torxcn" || name(i) eq "torxtorus" || name(i) eq "torxnoms")) ? 1/0 : dat \
      using 1:(column(i + 1)) with linespoints lw 2 title label(name(i))
