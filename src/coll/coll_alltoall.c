@@ -457,6 +457,9 @@ static torx_status_t staged_bcast(torx_coll_group_t *g, void *buf, size_t bytes,
     const int n = g->n, me = g->me;
     const size_t piece = torx_mstage_max(c->dev);
     const size_t npieces = (bytes + piece - 1) / piece;
+    if (a->lost)
+        return torxp_error(TORX_ERR_NOMEM,
+                           "torx: bcast: %d early blocks were lost for want of memory", a->lost);
     begin(g, buf, rbytes, displ);
     a->received = 1; /* the root's own block: in place */
     const a2a_hdr_t h = {.kind = TORX_COLL_BCAST | TORXC_A2A_REF,
