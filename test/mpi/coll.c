@@ -545,11 +545,6 @@ int main(int argc, char **argv)
     bcast_cn = (e = getenv("TORX_COLL_BCAST")) && strcmp(e, "cn") == 0;
     bcast_torus = e && strcmp(e, "torus") == 0;
     bcast_paced = e && strcmp(e, "paced") == 0;
-    oversubscribed = world_size > host_cpus(); /* one host: every rank is here */
-    /* src/coll/coll.c: 256 B oversubscribed unless TORX_COLL_CN_MAX is set */
-    fpsum_max = (size_t)cn_max;
-    if (oversubscribed && !((e = getenv("TORX_COLL_CN_MAX")) && *e) && fpsum_max > 256)
-        fpsum_max = 256;
     if ((e = getenv("COLL_TEST_SPLIT_BOX")) && *e)
         split_box = atoi(e);
     if (bcast_torus && split_box < 0 && world_rank == 0)
@@ -561,6 +556,22 @@ int main(int argc, char **argv)
           "before any collective: %s", name);
     CHECK(MPIX_Get_last_algorithm_name(MPI_COMM_NULL, name, sizeof name) == MPI_ERR_COMM,
           "MPI_COMM_NULL accepted");
+
+    {
+        /* as the netmod decides (src/adi/torx_init.c): some host runs more
+         * ranks than it has CPUs, agreed by every rank */
+        MPI_Comm local;
+        int nlocal, mine;
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+        MPI_Comm_size(local, &nlocal);
+        MPI_Comm_free(&local);
+        mine = nlocal > host_cpus();
+        MPI_Allreduce(&mine, &oversubscribed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    }
+    /* src/coll/coll.c: 256 B oversubscribed unless TORX_COLL_CN_MAX is set */
+    fpsum_max = (size_t)cn_max;
+    if (oversubscribed && !((e = getenv("TORX_COLL_CN_MAX")) && *e) && fpsum_max > 256)
+        fpsum_max = 256;
 
     MPI_Comm dup, rev, even;
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
