@@ -309,6 +309,22 @@ static void step_order(int *perm, int n, uint64_t seed)
     }
 }
 
+/* The group's paced state, made at its first paced collective: the send
+ * window, the step order and the descriptors the window's sends may
+ * carry. what names the collective in the error. */
+static torx_status_t paced_state(torx_coll_group_t *g, const char *what)
+{
+    if (g->a2a_msgs == NULL)
+        g->a2a_msgs = calloc(TORXC_A2A_WINDOW, sizeof(torx_msg_t));
+    if (g->a2a_perm == NULL)
+        g->a2a_perm = malloc(sizeof(int) * (size_t)g->n);
+    if (g->a2a_descs == NULL)
+        g->a2a_descs = malloc(TORXC_A2A_WINDOW * sizeof(piece_desc_t));
+    if (g->a2a_msgs == NULL || g->a2a_perm == NULL || g->a2a_descs == NULL)
+        return torxp_error(TORX_ERR_NOMEM, "torx: %s: out of memory", what);
+    return TORX_OK;
+}
+
 /* Makes this task's running collective the group's next one, to place
  * blocks at out + rdispl[from]. */
 static void begin(torx_coll_group_t *g, void *out, const size_t *rbytes, const size_t *rdispl)
@@ -344,13 +360,9 @@ static torx_status_t paced_run(torx_coll_group_t *g, torx_coll_kind_t kind, cons
         return torxp_error(TORX_ERR_NOMEM,
                            "torx: alltoall: %d early blocks were lost for want of memory",
                            a->lost);
-    /* (a staged bcast may have made the window alone) */
-    if (g->a2a_msgs == NULL)
-        g->a2a_msgs = calloc(TORXC_A2A_WINDOW, sizeof(torx_msg_t));
-    if (g->a2a_perm == NULL)
-        g->a2a_perm = malloc(sizeof(int) * (size_t)n);
-    if (g->a2a_msgs == NULL || g->a2a_perm == NULL)
-        return torxp_error(TORX_ERR_NOMEM, "torx: alltoall: out of memory");
+    torx_status_t st = paced_state(g, "alltoall");
+    if (st != TORX_OK)
+        return st;
     begin(g, out, rbytes, rdispl);
     int expect = n; /* blocks to place, this task's own included */
     if (sparse) {
@@ -529,13 +541,8 @@ torx_status_t torxc_paced_bcast(torx_coll_group_t *g, void *buf, size_t bytes, i
         displ[m] = 0;
     }
     if (torxc_staged_bcast_applies(g, bytes)) {
-        if (g->a2a_msgs == NULL)
-            g->a2a_msgs = calloc(TORXC_A2A_WINDOW, sizeof(torx_msg_t));
-        if (g->a2a_descs == NULL)
-            g->a2a_descs = malloc(TORXC_A2A_WINDOW * sizeof(piece_desc_t));
-        if (g->a2a_msgs == NULL || g->a2a_descs == NULL)
-            return torxp_error(TORX_ERR_NOMEM, "torx: bcast: out of memory");
-        return staged_bcast(g, buf, bytes, root, rbytes, displ);
+        const torx_status_t st = paced_state(g, "bcast");
+        return st != TORX_OK ? st : staged_bcast(g, buf, bytes, root, rbytes, displ);
     }
     const size_t eager_upto = c->direct_reads ? 2 * torx_stage_max(c->dev) : 0;
     return paced_run(g, TORX_COLL_BCAST, buf, sbytes, displ, buf, rbytes, displ, 1, eager_upto);

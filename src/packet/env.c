@@ -187,6 +187,20 @@ torx_status_t torx_env_shape(int ntasks, int tasks_per_node, torx_shape_t *shape
     return TORX_OK;
 }
 
+/* A size that must be a power of two in lo..hi, or 0 when zero_off (the
+ * feature turned off); def when unset. */
+static torx_status_t env_pow2(const char *name, long lo, long hi, long def, int zero_off, long *out)
+{
+    torx_status_t rc = torx_env_int(name, zero_off ? 0 : lo, hi, def, out);
+    if (rc != TORX_OK || (zero_off && *out == 0))
+        return rc;
+    if (*out < lo || (*out & (*out - 1)))
+        return torxp_error(TORX_ERR_ENV,
+                           "torx: %s='%s' is not %sa power of two in %ld..%ld (e.g. %ld)", name,
+                           getenv(name), zero_off ? "0 or " : "", lo, hi, def);
+    return TORX_OK;
+}
+
 torx_status_t torxp_env_read(torxp_env_t *env)
 {
     static const char *const bulk_words[] = {"auto", "cma", "fifo", NULL};
@@ -198,31 +212,17 @@ torx_status_t torxp_env_read(torxp_env_t *env)
     torx_status_t rc;
     if ((rc = torx_env_int("TORX_CHAOS", 0, INT32_MAX, 0, &e.chaos_seed)) != TORX_OK)
         return rc;
-    if ((rc = torx_env_int("TORX_FIFO_PACKETS", 16, 65536, 128, &e.fifo_packets)) != TORX_OK)
+    if ((rc = env_pow2("TORX_FIFO_PACKETS", 16, 65536, 128, 0, &e.fifo_packets)) != TORX_OK)
         return rc;
-    if (e.fifo_packets & (e.fifo_packets - 1))
-        return torxp_error(TORX_ERR_ENV,
-                           "torx: TORX_FIFO_PACKETS='%s' is not a power of two (expected "
-                           "16..65536, e.g. 128)",
-                           getenv("TORX_FIFO_PACKETS"));
     if ((rc = torx_env_choice("TORX_BULK", bulk_words, TORXP_BULK_AUTO, &e.bulk_mode)) != TORX_OK)
         return rc;
     if ((rc = torx_env_int("TORX_VERBOSE", -1, 3, 0, &e.verbose)) != TORX_OK)
         return rc;
-    if ((rc = torx_env_int("TORX_STAGE_BYTES", 0, 1L << 24, 1L << 16, &e.stage_bytes)) != TORX_OK)
+    if ((rc = env_pow2("TORX_STAGE_BYTES", 4096, 1L << 24, 1L << 16, 1, &e.stage_bytes)) != TORX_OK)
         return rc;
-    if (e.stage_bytes && (e.stage_bytes < 4096 || (e.stage_bytes & (e.stage_bytes - 1))))
-        return torxp_error(TORX_ERR_ENV,
-                           "torx: TORX_STAGE_BYTES='%s' is not 0 or a power of two in "
-                           "4096..16777216 (e.g. 65536)",
-                           getenv("TORX_STAGE_BYTES"));
-    if ((rc = torx_env_int("TORX_MSTAGE_BYTES", 0, 1L << 26, 1L << 22, &e.mstage_bytes)) != TORX_OK)
+    if ((rc = env_pow2("TORX_MSTAGE_BYTES", 65536, 1L << 26, 1L << 22, 1, &e.mstage_bytes)) !=
+        TORX_OK)
         return rc;
-    if (e.mstage_bytes && (e.mstage_bytes < 65536 || (e.mstage_bytes & (e.mstage_bytes - 1))))
-        return torxp_error(TORX_ERR_ENV,
-                           "torx: TORX_MSTAGE_BYTES='%s' is not 0 or a power of two in "
-                           "65536..67108864 (e.g. 4194304)",
-                           getenv("TORX_MSTAGE_BYTES"));
     *env = e;
     return TORX_OK;
 }

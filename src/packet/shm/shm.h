@@ -260,6 +260,18 @@ static inline bool torxp_shm_bulk_pending(const torxp_shm_dev_t *d)
 }
 void torxp_shm_bulk_fini(torxp_shm_dev_t *d);
 
+/* The bytes of each of a region's rings: want, halved until the region's
+ * rings total at most total_max; 0 (the region left out) when want is 0
+ * or that leaves less than min. */
+static inline uint32_t torxp_shm_fit_rings(long want, uint64_t rings, uint64_t total_max,
+                                           uint32_t min)
+{
+    uint64_t bytes = want > 0 ? (uint64_t)want : 0;
+    while (bytes >= min && rings * bytes > total_max)
+        bytes /= 2;
+    return bytes >= min ? (uint32_t)bytes : 0;
+}
+
 /* Staging (shm_stage.c). The layout's per-ring data bytes for a job of
  * ntasks with TORX_STAGE_BYTES=want (0 when staging is off), the control
  * block ahead of each ring, and the ops. */

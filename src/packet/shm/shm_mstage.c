@@ -44,10 +44,7 @@ _Static_assert(sizeof(mstage_hdr_t) == TORXP_CACHELINE, "a piece header is one l
 
 uint32_t torxp_shm_mstage_bytes(unsigned ntasks, long want)
 {
-    uint64_t bytes = want > 0 ? (uint64_t)want : 0;
-    while (bytes >= MSTAGE_MIN && (uint64_t)ntasks * bytes > MSTAGE_TOTAL_MAX)
-        bytes /= 2;
-    return bytes >= MSTAGE_MIN ? (uint32_t)bytes : 0;
+    return torxp_shm_fit_rings(want, ntasks, MSTAGE_TOTAL_MAX, MSTAGE_MIN);
 }
 
 uint64_t torxp_shm_mstage_stride(uint32_t mstage_bytes)

@@ -30,10 +30,7 @@
 
 uint32_t torxp_shm_stage_bytes(unsigned ntasks, long want)
 {
-    uint64_t bytes = want > 0 ? (uint64_t)want : 0;
-    while (bytes >= STAGE_MIN && (uint64_t)ntasks * ntasks * bytes > STAGE_TOTAL_MAX)
-        bytes /= 2;
-    return bytes >= STAGE_MIN ? (uint32_t)bytes : 0;
+    return torxp_shm_fit_rings(want, (uint64_t)ntasks * ntasks, STAGE_TOTAL_MAX, STAGE_MIN);
 }
 
 static inline uint64_t *ring_released(const torxp_shm_dev_t *d, unsigned src, unsigned dst)
