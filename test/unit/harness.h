@@ -80,6 +80,39 @@ static inline torx_status_t test_inject_wait(torx_pkt_dev_t *dev, torx_coord_t t
     return rc;
 }
 
+/* An environment variable the device must refuse or see disagree: var
+ * set to value (value_rank0 on rank 0 in a mismatch job). */
+typedef struct test_env_case {
+    const char *var, *value, *value_rank0;
+} test_env_case_t;
+
+/* A task of a one-task job: var=value makes torx_pkt_open fail with
+ * TORX_ERR_ENV and a message naming var. */
+static inline int test_env_refused_task(torx_boot_t *boot, void *arg)
+{
+    const test_env_case_t *e = arg;
+    setenv(e->var, e->value, 1);
+    torx_pkt_dev_t *dev = NULL;
+    const torx_status_t rc = test_open(boot, (torx_shape_t){1, 1, 1, 1}, &dev);
+    TASK_CHECK(rc == TORX_ERR_ENV, "%s=%s accepted (%s)", e->var, e->value, torx_status_str(rc));
+    TASK_CHECK(strstr(torx_last_error(), e->var) != NULL, "message: %s", torx_last_error());
+    return 0;
+}
+
+/* A task of a two-task job whose ranks set var differently: the open
+ * fails, and rank 1's message names var. */
+static inline int test_env_mismatch_task(torx_boot_t *boot, void *arg)
+{
+    const test_env_case_t *e = arg;
+    setenv(e->var, boot->rank ? e->value : e->value_rank0, 1);
+    torx_pkt_dev_t *dev = NULL;
+    const torx_status_t rc = test_open(boot, (torx_shape_t){2, 1, 1, 1}, &dev);
+    TASK_CHECK(rc != TORX_OK, "tasks with different %s opened", e->var);
+    TASK_CHECK(boot->rank == 0 || strstr(torx_last_error(), e->var) != NULL, "rank 1's message: %s",
+               torx_last_error());
+    return 0;
+}
+
 /* Number of this user's torx shared segments named in /dev/shm. */
 static inline int test_count_segments(void)
 {

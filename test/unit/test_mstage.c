@@ -255,42 +255,20 @@ START_TEST(area_off)
 }
 END_TEST
 
-static int env_task(torx_boot_t *boot, void *arg)
-{
-    const char *value = arg;
-    setenv("TORX_MSTAGE_BYTES", value, 1);
-    torx_pkt_dev_t *dev = NULL;
-    const torx_status_t rc = test_open(boot, SHAPE4, &dev);
-    TASK_CHECK(rc == TORX_ERR_ENV, "TORX_MSTAGE_BYTES=%s accepted (%s)", value,
-               torx_status_str(rc));
-    TASK_CHECK(strstr(torx_last_error(), "TORX_MSTAGE_BYTES") != NULL, "message: %s",
-               torx_last_error());
-    return 0;
-}
-
 START_TEST(bad_env)
 {
     static const char *const bad[] = {"100000", "32768", "-1", "134217728", "1M"};
-    for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        RUN_JOB(1, env_task, (void *)bad[i]);
+    for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        test_env_case_t e = {"TORX_MSTAGE_BYTES", bad[i], NULL};
+        RUN_JOB(1, test_env_refused_task, &e);
+    }
 }
 END_TEST
 
-static int mismatch_task(torx_boot_t *boot, void *arg)
-{
-    (void)arg;
-    setenv("TORX_MSTAGE_BYTES", boot->rank ? "131072" : "262144", 1);
-    torx_pkt_dev_t *dev = NULL;
-    const torx_status_t rc = test_open(boot, (torx_shape_t){2, 1, 1, 1}, &dev);
-    TASK_CHECK(rc != TORX_OK, "tasks with different TORX_MSTAGE_BYTES opened");
-    TASK_CHECK(boot->rank == 0 || strstr(torx_last_error(), "TORX_MSTAGE_BYTES") != NULL,
-               "rank 1's message: %s", torx_last_error());
-    return 0;
-}
-
 START_TEST(mismatched_env)
 {
-    RUN_JOB(2, mismatch_task, NULL);
+    test_env_case_t e = {"TORX_MSTAGE_BYTES", "131072", "262144"};
+    RUN_JOB(2, test_env_mismatch_task, &e);
     ck_assert_int_eq(test_count_segments(), 0);
 }
 END_TEST

@@ -207,42 +207,20 @@ START_TEST(staging_off)
 }
 END_TEST
 
-static int env_task(torx_boot_t *boot, void *arg)
-{
-    const char *value = arg;
-    setenv("TORX_STAGE_BYTES", value, 1);
-    torx_pkt_dev_t *dev = NULL;
-    const torx_status_t rc = test_open(boot, SHAPE2, &dev);
-    TASK_CHECK(rc == TORX_ERR_ENV, "TORX_STAGE_BYTES=%s accepted (%s)", value,
-               torx_status_str(rc));
-    TASK_CHECK(strstr(torx_last_error(), "TORX_STAGE_BYTES") != NULL, "message: %s",
-               torx_last_error());
-    return 0;
-}
-
 START_TEST(bad_env)
 {
     static const char *const bad[] = {"5000", "2048", "-1", "33554432", "64k"};
-    for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        RUN_JOB(1, env_task, (void *)bad[i]);
+    for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        test_env_case_t e = {"TORX_STAGE_BYTES", bad[i], NULL};
+        RUN_JOB(1, test_env_refused_task, &e);
+    }
 }
 END_TEST
 
-static int mismatch_task(torx_boot_t *boot, void *arg)
-{
-    (void)arg;
-    setenv("TORX_STAGE_BYTES", boot->rank ? "8192" : "16384", 1);
-    torx_pkt_dev_t *dev = NULL;
-    const torx_status_t rc = test_open(boot, SHAPE2, &dev);
-    TASK_CHECK(rc != TORX_OK, "tasks with different TORX_STAGE_BYTES opened");
-    TASK_CHECK(boot->rank == 0 || strstr(torx_last_error(), "TORX_STAGE_BYTES") != NULL,
-               "rank 1's message: %s", torx_last_error());
-    return 0;
-}
-
 START_TEST(mismatched_env)
 {
-    RUN_JOB(2, mismatch_task, NULL);
+    test_env_case_t e = {"TORX_STAGE_BYTES", "8192", "16384"};
+    RUN_JOB(2, test_env_mismatch_task, &e);
     ck_assert_int_eq(test_count_segments(), 0);
 }
 END_TEST
