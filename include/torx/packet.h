@@ -364,6 +364,24 @@ void torx_pkt_read(const torx_pkt_hdr_t *pkt, void *dst, size_t off, size_t len)
  */
 void torx_pkt_consume(torx_pkt_dev_t *dev);
 
+/* NAME     torx_pkt_peek_next - the next packet of the queue just consumed
+ * DESCRIPTION
+ *   torx_pkt_peek for a loop that drains packets after torx_pkt_poll: it
+ *   looks only at the reception queue whose packet was consumed last, for
+ *   as long as that queue's turn lasts, instead of scanning every queue.
+ *   When nothing has been consumed yet, or the queue has had its turn (a
+ *   queue yields to the others after a burst of packets, so that one
+ *   flooding sender cannot starve the rest), the same as torx_pkt_peek.
+ * RETURN VALUE
+ *   The header, or NULL when that queue is empty: a packet may still wait
+ *   in another queue, for the next torx_pkt_poll or torx_pkt_peek to find.
+ * NOTES
+ *   Why: in a ping-pong, the scan of the other queues that finds nothing
+ *   lies between a handler's completion and its caller's next move.
+ * SEE ALSO torx_pkt_peek, torx_pkt_consume, torx_pkt_poll
+ */
+const torx_pkt_hdr_t *torx_pkt_peek_next(torx_pkt_dev_t *dev);
+
 /* NAME     torx_pkt_room - free slots on the way to a destination
  * DESCRIPTION
  *   The free packet slots in the reception FIFO that deterministic packets

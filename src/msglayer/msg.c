@@ -433,13 +433,15 @@ int torx_advance(torx_ctx_t *ctx)
         if (TORXM_UNLIKELY(ctx->bulk != NULL))
             n += torxm_bulk_progress(ctx);
         if (torx_pkt_poll(ctx->dev)) {
-            for (int i = 0; i < ADVANCE_BUDGET; i++) {
-                const torx_pkt_hdr_t *pkt = torx_pkt_peek(ctx->dev);
-                if (!pkt)
-                    break;
+            /* After the first packet, only its queue: the scan of the
+             * others, which mostly finds nothing, waits for the next poll
+             * instead of delaying the completion just made. */
+            const torx_pkt_hdr_t *pkt = torx_pkt_peek(ctx->dev);
+            for (int i = 0; pkt && i < ADVANCE_BUDGET; i++) {
                 torxm_dispatch(ctx, pkt);
                 torx_pkt_consume(ctx->dev);
                 n++;
+                pkt = i + 1 < ADVANCE_BUDGET ? torx_pkt_peek_next(ctx->dev) : NULL;
             }
         }
     }

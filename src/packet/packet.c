@@ -124,6 +124,11 @@ void torx_pkt_consume(torx_pkt_dev_t *dev)
     dev->ops->consume(dev);
 }
 
+const torx_pkt_hdr_t *torx_pkt_peek_next(torx_pkt_dev_t *dev)
+{
+    return dev->ops->peek_next ? dev->ops->peek_next(dev) : dev->ops->peek(dev);
+}
+
 int torx_pkt_room(torx_pkt_dev_t *dev, torx_coord_t dest)
 {
     return dev->ops->room(dev, dest);

@@ -24,6 +24,8 @@ typedef struct torxp_dev_ops {
     int (*poll)(torx_pkt_dev_t *dev);
     const torx_pkt_hdr_t *(*peek)(torx_pkt_dev_t *dev);
     void (*consume)(torx_pkt_dev_t *dev);
+    /* NULL: torx_pkt_peek_next is peek (devices with one queue) */
+    const torx_pkt_hdr_t *(*peek_next)(torx_pkt_dev_t *dev);
     int (*room)(torx_pkt_dev_t *dev, torx_coord_t dest);
     torx_status_t (*wait)(torx_pkt_dev_t *dev, int timeout_ms);
     void (*wake)(torx_pkt_dev_t *dev);

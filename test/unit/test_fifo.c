@@ -1,6 +1,7 @@
 /* The shm reception FIFO: room and lap-tag arithmetic as a table of
- * head/tail cases (wraparound included), then many producer threads against
- * one consumer thread (the TSan run exercises the orderings). */
+ * head/tail cases (wraparound included), then many producer threads, or one
+ * sole producer reserving without a CAS, against one consumer thread (the
+ * TSan run exercises the orderings). */
 #include "packet/shm/shm_fifo.h"
 
 #include <check.h>
@@ -125,6 +126,7 @@ typedef struct {
     torxp_fifo_t *f;
     torxp_fifo_geom_t g;
     int id;
+    int sole; /* the FIFO's only producer: torxp_fifo_reserve_sole */
     uint64_t full_seen;
 } producer_t;
 
@@ -134,7 +136,8 @@ static void *producer(void *arg)
     uint64_t cached = 0, pos;
     for (uint32_t seq = 0; seq < PER_PRODUCER; seq++) {
         unsigned spins = 0;
-        while (!torxp_fifo_reserve(p->f, p->g, &cached, &pos)) {
+        while (!(p->sole ? torxp_fifo_reserve_sole(p->f, p->g, &cached, &pos)
+                         : torxp_fifo_reserve(p->f, p->g, &cached, &pos))) {
             p->full_seen++;
             if ((++spins & 31) == 0)
                 sched_yield();
@@ -151,19 +154,21 @@ static void *producer(void *arg)
     return NULL;
 }
 
-START_TEST(threads_mpsc_order)
+/* n producer threads into a 32-slot FIFO, this thread the consumer: every
+ * packet arrives once, in order per producer, with its payload. */
+static void run_producers(int n, int sole)
 {
     torxp_fifo_geom_t g;
     torxp_fifo_t *f = fifo_new(5, &g);
     pthread_t th[PRODUCERS];
     producer_t p[PRODUCERS];
-    for (int i = 0; i < PRODUCERS; i++) {
-        p[i] = (producer_t){.f = f, .g = g, .id = i};
+    for (int i = 0; i < n; i++) {
+        p[i] = (producer_t){.f = f, .g = g, .id = i, .sole = sole};
         ck_assert_int_eq(pthread_create(&th[i], NULL, producer, &p[i]), 0);
     }
     uint32_t next[PRODUCERS] = {0};
     unsigned spins = 0;
-    for (uint64_t got = 0; got < (uint64_t)PRODUCERS * PER_PRODUCER;) {
+    for (uint64_t got = 0; got < (uint64_t)n * PER_PRODUCER;) {
         torx_pkt_hdr_t *s = torxp_fifo_front(f, g);
         if (!s) {
             if ((++spins & 31) == 0)
@@ -173,7 +178,7 @@ START_TEST(threads_mpsc_order)
         const int id = s->sw[0];
         uint32_t seq;
         memcpy(&seq, s->sw + 4, 4);
-        ck_assert_int_lt(id, PRODUCERS);
+        ck_assert_int_lt(id, n);
         ck_assert_msg(seq == next[id], "producer %d: got seq %u, expected %u", id, seq, next[id]);
         ck_assert_uint_eq(s->payload_len, 32);
         const uint32_t *payload = (const uint32_t *)(s + 1);
@@ -183,12 +188,25 @@ START_TEST(threads_mpsc_order)
         got++;
         torxp_fifo_pop(f);
     }
-    for (int i = 0; i < PRODUCERS; i++) {
+    for (int i = 0; i < n; i++) {
         pthread_join(th[i], NULL);
         ck_assert_uint_eq(next[i], PER_PRODUCER);
     }
     ck_assert_ptr_null(torxp_fifo_front(f, g));
+    ck_assert_uint_eq(torxp_fifo_room(f, g), g.packets);
     free(f);
+}
+
+START_TEST(threads_mpsc_order)
+{
+    run_producers(PRODUCERS, 0);
+}
+END_TEST
+
+START_TEST(threads_sole_producer_order)
+{
+    /* The shm device's sole-producer reservation: a store, no CAS. */
+    run_producers(1, 1);
 }
 END_TEST
 
@@ -202,6 +220,7 @@ int main(void)
     suite_add_tcase(s, tc);
     TCase *tt = tcase_create("threads");
     tcase_add_test(tt, threads_mpsc_order);
+    tcase_add_test(tt, threads_sole_producer_order);
     tcase_set_timeout(tt, 120);
     suite_add_tcase(s, tt);
     SRunner *sr = srunner_create(s);

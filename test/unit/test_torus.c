@@ -1,8 +1,11 @@
 /* The shm device's torus: ordering of deterministic packets under many
- * producers, real reordering of adaptive packets under chaos with exactly-once
- * delivery, deposit-bit lines, backpressure without loss, start-up checks,
- * and no segment left in /dev/shm after a crash. */
+ * producers (one per FIFO, and FIFOs shared), real reordering of adaptive
+ * packets under chaos with exactly-once delivery, deposit-bit lines,
+ * backpressure without loss, start-up checks, torx_pkt_peek_next, when
+ * producers may reserve slots without a compare-and-swap, and no segment
+ * left in /dev/shm after a crash. */
 #include "harness.h"
+#include "packet/shm/shm.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -109,6 +112,15 @@ START_TEST(deterministic_order_many_producers)
 {
     /* 3 producers x 700k packets into one task: millions in all. */
     order_arg_t arg = {.ntasks = 4, .per_sender = 700000 / SCALE, .ctl = 0};
+    RUN_JOB(arg.ntasks, order_task, &arg);
+}
+END_TEST
+
+START_TEST(deterministic_order_shared_fifos)
+{
+    /* 8 producers, so two share each of the root's FIFOs (on shm): their
+     * slots must be reserved by compare-and-swap, or packets are lost. */
+    order_arg_t arg = {.ntasks = 9, .per_sender = 100000 / SCALE, .ctl = 0};
     RUN_JOB(arg.ntasks, order_task, &arg);
 }
 END_TEST
@@ -618,6 +630,134 @@ static int mode_task(torx_boot_t *boot, void *argp)
     return 0;
 }
 
+/* ---- torx_pkt_peek_next and the sole producer (shm) ----------------------- */
+
+enum { NEXT_BURST = 40, NEXT_TAIL = 3 };
+
+/* Ranks 1 and 2 send n stamped packets each to the root, numbered from
+ * first; then all meet, so every packet is in the root's FIFOs. */
+static int send_stamped(torx_boot_t *boot, torx_pkt_dev_t *dev, uint32_t first, uint32_t n)
+{
+    const torx_coord_t root = {0, 0, 0, 0};
+    for (uint32_t seq = first; boot->rank != 0 && seq < first + n; seq++) {
+        torx_pkt_hdr_t h;
+        torx_pkt_hdr_init(&h, root, 0);
+        stamp(&h, (uint32_t)boot->rank, seq);
+        TASK_CHECK(inject_retry(dev, &h, &seq, sizeof seq) == TORX_OK, "%s", torx_last_error());
+    }
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    return 0;
+}
+
+static int peek_next_task(torx_boot_t *boot, void *argp)
+{
+    (void)argp;
+    torx_pkt_dev_t *dev;
+    TASK_CHECK(test_open(boot, (torx_shape_t){3, 1, 1, 1}, &dev) == TORX_OK, "%s",
+               torx_last_error());
+    if (send_stamped(boot, dev, 0, NEXT_BURST))
+        return 1;
+    if (boot->rank == 0) {
+        /* Drained the way torx_advance does: one poll, then peek_next. A
+         * queue keeps its turn for TORXP_RX_BURST packets, then yields. */
+        uint32_t next[3] = {0}, sender, seq, run = 0, prev = 0;
+        TASK_CHECK(torx_pkt_poll(dev), "no packet after the barrier");
+        const torx_pkt_hdr_t *p = torx_pkt_peek(dev);
+        for (unsigned got = 0; got < 2 * NEXT_BURST; got++) {
+            if (!p) { /* that queue ran empty: the next poll scans them all */
+                TASK_CHECK(torx_pkt_poll(dev), "nothing after %u of %u packets", got,
+                           2 * NEXT_BURST);
+                p = torx_pkt_peek(dev);
+            }
+            unstamp(p, &sender, &seq);
+            TASK_CHECK((sender == 1 || sender == 2) && seq == next[sender],
+                       "sender %u seq %u (due %u)", sender, seq, sender < 3 ? next[sender] : 0);
+            next[sender]++;
+            run = sender == prev ? run + 1 : 1;
+            prev = sender;
+            /* the other sender still has packets waiting: its turn comes */
+            TASK_CHECK(run <= TORXP_RX_BURST || next[3 - sender] == NEXT_BURST,
+                       "%u packets in a row from sender %u while the other waited", run, sender);
+            if (got == TORXP_RX_BURST - 1)
+                TASK_CHECK(run == TORXP_RX_BURST, "the first queue kept its turn for %u only", run);
+            torx_pkt_consume(dev);
+            p = torx_pkt_peek_next(dev);
+        }
+        TASK_CHECK(p == NULL, "a packet too many");
+    }
+    /* A few more from each: peek_next stays on the queue it consumed from,
+     * and says NULL while the other queue still holds packets. */
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    if (send_stamped(boot, dev, NEXT_BURST, NEXT_TAIL))
+        return 1;
+    if (boot->rank == 0) {
+        uint32_t sender, seq, first;
+        const torx_pkt_hdr_t *p = torx_pkt_peek(dev);
+        TASK_CHECK(p != NULL, "no packet");
+        unstamp(p, &first, &seq);
+        for (unsigned i = 0; i < NEXT_TAIL; i++) {
+            TASK_CHECK(p != NULL, "peek_next lost packet %u of sender %u", i, first);
+            unstamp(p, &sender, &seq);
+            TASK_CHECK(sender == first && seq == NEXT_BURST + i, "sender %u seq %u", sender, seq);
+            torx_pkt_consume(dev);
+            p = torx_pkt_peek_next(dev);
+        }
+        TASK_CHECK(p == NULL, "peek_next left its queue");
+        for (unsigned i = 0; i < NEXT_TAIL; i++) {
+            p = torx_pkt_peek(dev);
+            TASK_CHECK(p != NULL, "the other queue's packet %u is gone", i);
+            unstamp(p, &sender, &seq);
+            TASK_CHECK(sender == 3 - first && seq == NEXT_BURST + i, "sender %u seq %u", sender,
+                       seq);
+            torx_pkt_consume(dev);
+        }
+        TASK_CHECK(torx_pkt_peek(dev) == NULL, "extra packets");
+    }
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    torx_pkt_close(dev);
+    return 0;
+}
+
+START_TEST(peek_next_one_queue_then_fair)
+{
+    RUN_JOB(3, peek_next_task, NULL);
+}
+END_TEST
+
+typedef struct {
+    int ntasks;
+    int chaos_rank; /* this rank sets TORX_CHAOS; -1: none */
+    int expect;     /* sole_producer on every task */
+} sole_arg_t;
+
+static int sole_task(torx_boot_t *boot, void *argp)
+{
+    const sole_arg_t *a = argp;
+    if (boot->rank == a->chaos_rank)
+        setenv("TORX_CHAOS", "3", 1);
+    torx_pkt_dev_t *dev;
+    TASK_CHECK(test_open(boot, (torx_shape_t){(uint8_t)a->ntasks, 1, 1, 1}, &dev) == TORX_OK, "%s",
+               torx_last_error());
+    TASK_CHECK(torxp_shm_of(dev)->sole_producer == a->expect,
+               "%d tasks, chaos at rank %d: sole_producer %d, expected %d", a->ntasks,
+               a->chaos_rank, torxp_shm_of(dev)->sole_producer, a->expect);
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    torx_pkt_close(dev);
+    return 0;
+}
+
+START_TEST(sole_producer_only_when_safe)
+{
+    /* a FIFO index per task: 2 and 4 tasks; 5 tasks put 0 and 4 on FIFO 0;
+     * one task with chaos may write any FIFO */
+    const sole_arg_t cases[] = {{2, -1, 1}, {4, -1, 1}, {5, -1, 0}, {4, 2, 0}, {2, 0, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sole_arg_t a = cases[i];
+        RUN_JOB(a.ntasks, sole_task, &a);
+    }
+}
+END_TEST
+
 START_TEST(segment_mode_0600)
 {
     RUN_JOB(2, mode_task, NULL);
@@ -629,6 +769,7 @@ int main(void)
     Suite *s = suite_create("torus");
     TCase *tc = tcase_create("torus");
     tcase_add_test(tc, deterministic_order_many_producers);
+    tcase_add_test(tc, deterministic_order_shared_fifos);
     tcase_add_test(tc, deterministic_order_under_chaos);
     tcase_add_test(tc, adaptive_reordered_exactly_once);
     tcase_add_test(tc, adaptive_in_order_without_chaos);
@@ -643,6 +784,8 @@ int main(void)
     tcase_add_test(seg, crash_leaves_nothing);
     tcase_add_test(seg, stale_segment_removed);
     tcase_add_test(seg, segment_mode_0600);
+    tcase_add_test(seg, peek_next_one_queue_then_fair);
+    tcase_add_test(seg, sole_producer_only_when_safe);
     suite_add_tcase(s, seg);
     return test_run_suite(s);
 }

@@ -28,7 +28,7 @@
 #include <stdint.h>
 
 #define TORXP_SHM_MAGIC 0x746f72787368ULL /* "torxsh" */
-#define TORXP_SHM_VERSION 5u
+#define TORXP_SHM_VERSION 6u
 #define TORXP_SHM_NAME_MAX 64
 
 /* Every task's probe word holds this, so a peer can test cross-memory
@@ -91,6 +91,9 @@ typedef struct torxp_shm_task {
 /* torxp_shm_task_t.flags: registered for membarrier(GLOBAL_EXPEDITED), so a
  * waiter's membarrier is a full barrier in this task's threads too. */
 #define TORXP_SHM_TASK_F_MEMBARRIER 0x1u
+/* torxp_shm_task_t.flags: the task scatters adaptive packets over the
+ * reception FIFOs (TORX_CHAOS), so it may write any FIFO of a peer. */
+#define TORXP_SHM_TASK_F_CHAOS 0x2u
 
 static_assert(sizeof(torxp_shm_task_t) == TORXP_CACHELINE, "task entry is one cache line");
 static_assert(sizeof(torxp_shm_seg_hdr_t) % TORXP_CACHELINE == 0, "header fills lines");
@@ -125,6 +128,12 @@ struct torxp_shm_dev {
     torxp_fifo_geom_t geom;
     uint64_t *cached_head; /* per destination FIFO (nslots*fifos): last head seen */
     int cur_fifo;          /* FIFO holding the peeked packet, -1 when none */
+    int last_fifo;         /* FIFO of the last consumed packet (peek_next), -1: none */
+    /* 1: no reception FIFO of the job has two producers (every FIFO index
+     * has at most one task of the segment, and no task scatters adaptive
+     * packets), so a producer reserves a slot with a store instead of a
+     * compare-and-swap (torxp_shm_tx_setup). */
+    int sole_producer;
     /* This task's reading position in each of its reception FIFOs, and how
      * many pops it has not yet published to the producers; with the FIFO,
      * the slot at head and the tag that marks it full precomputed, so an
@@ -314,6 +323,8 @@ void torxp_shm_wake(torx_pkt_dev_t *dev);
 int torxp_shm_poll(torx_pkt_dev_t *dev);
 const torx_pkt_hdr_t *torxp_shm_peek(torx_pkt_dev_t *dev);
 void torxp_shm_consume(torx_pkt_dev_t *dev);
+const torx_pkt_hdr_t *torxp_shm_peek_next(torx_pkt_dev_t *dev);
+void torxp_shm_tx_setup(torxp_shm_dev_t *d);
 int torxp_shm_room(torx_pkt_dev_t *dev, torx_coord_t dest);
 void torxp_shm_chaos_seed(torxp_shm_dev_t *d, long seed);
 

@@ -83,6 +83,25 @@ static inline bool torxp_fifo_reserve(torxp_fifo_t *f, torxp_fifo_geom_t g, uint
     }
 }
 
+/* Producer that is the FIFO's only one: torxp_fifo_reserve without the
+ * compare-and-swap, whose locked instruction is a fence on the path of every
+ * packet. Only for FIFOs no other task or thread ever writes. */
+static inline bool torxp_fifo_reserve_sole(torxp_fifo_t *f, torxp_fifo_geom_t g,
+                                           uint64_t *cached_head, uint64_t *pos_out)
+{
+    /* relaxed: only this producer writes tail; it is read for room only. */
+    const uint64_t pos = __atomic_load_n(&f->tail, __ATOMIC_RELAXED);
+    if (pos - *cached_head >= g.packets) {
+        /* acquire: as in torxp_fifo_reserve. */
+        *cached_head = __atomic_load_n(&f->head, __ATOMIC_ACQUIRE);
+        if (pos - *cached_head >= g.packets)
+            return false;
+    }
+    __atomic_store_n(&f->tail, pos + 1, __ATOMIC_RELAXED);
+    *pos_out = pos;
+    return true;
+}
+
 /* Producer: fills the reserved slot's header. dev_tag is left alone: it is
  * the consumer's "full" flag and is written last by torxp_fifo_publish. */
 static inline void torxp_fifo_write_hdr(torx_pkt_hdr_t *slot, const torx_pkt_hdr_t *h,

@@ -229,6 +229,8 @@ static torx_status_t claim_slot(torxp_shm_dev_t *d)
     me->rank = d->base.rank;
     d->probe_word = TORXP_SHM_PROBE_VALUE;
     me->probe_word = (uint64_t)(uintptr_t)&d->probe_word;
+    if (d->chaos)
+        me->flags |= TORXP_SHM_TASK_F_CHAOS;
     torxp_shm_bell_register(d);
     return TORX_OK;
 }
@@ -250,6 +252,7 @@ static const torxp_dev_ops_t shm_ops = {
     .poll = torxp_shm_poll,
     .peek = torxp_shm_peek,
     .consume = torxp_shm_consume,
+    .peek_next = torxp_shm_peek_next,
     .room = torxp_shm_room,
     .wait = torxp_shm_wait,
     .wake = torxp_shm_wake,
@@ -299,6 +302,7 @@ torx_status_t torxp_shm_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
     d->nslots = torx_shape_slots(attr->shape);
     d->self_index = torx_coord_index(attr->shape, attr->self);
     d->cur_fifo = -1;
+    d->last_fifo = -1;
     /* A quarter of a FIFO, at most 32 packets: producers see room in big
      * enough steps, and a full FIFO still frees up well before it drains. */
     d->rx_batch = (uint32_t)(env->fifo_packets / 4 < 32 ? env->fifo_packets / 4 : 32);
@@ -364,6 +368,7 @@ torx_status_t torxp_shm_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
     free(statuses);
     if (rc == TORX_OK) {
         torxp_shm_rx_setup(d);
+        torxp_shm_tx_setup(d);
         torxp_shm_bell_setup(d);
         rc = torxp_shm_bulk_setup(d, env->bulk_mode);
         if (rc == TORX_OK)
@@ -375,9 +380,10 @@ torx_status_t torxp_shm_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
     free(all);
     torxp_log(&d->base, 2,
               "shm device: coordinate (%u,%u,%u,%u), %u FIFOs of %u packets, bulk %s, staging "
-              "%u bytes per pair, multi-reader staging %u bytes per task",
+              "%u bytes per pair, multi-reader staging %u bytes per task, %s",
               attr->self.x, attr->self.y, attr->self.z, attr->self.t, TORXP_SHM_FIFOS_PER_TASK,
-              d->geom.packets, torxp_shm_bulk_path(&d->base), d->stage_bytes, d->mstage_bytes);
+              d->geom.packets, torxp_shm_bulk_path(&d->base), d->stage_bytes, d->mstage_bytes,
+              d->sole_producer ? "one producer per FIFO" : "FIFOs shared by producers");
     *out = &d->base;
     return TORX_OK;
 

@@ -166,9 +166,10 @@ deliver(torxp_shm_dev_t *d, unsigned slot, unsigned fifo, const torx_pkt_hdr_t *
         const struct iovec *iov, int iovcnt, size_t len)
 {
     torxp_fifo_t *f = torxp_shm_fifo(d, slot, fifo);
+    uint64_t *cached_head = &d->cached_head[slot * TORXP_SHM_FIFOS_PER_TASK + fifo];
     uint64_t pos;
-    if (!torxp_fifo_reserve(f, d->geom, &d->cached_head[slot * TORXP_SHM_FIFOS_PER_TASK + fifo],
-                            &pos))
+    if (!(d->sole_producer ? torxp_fifo_reserve_sole(f, d->geom, cached_head, &pos)
+                           : torxp_fifo_reserve(f, d->geom, cached_head, &pos)))
         return TORX_NO_ROOM;
     torx_pkt_hdr_t *s = torxp_fifo_slot(f, d->geom, pos);
     torxp_fifo_write_hdr(s, hdr, (uint8_t)torx_pkt_chunks_for(len), (uint8_t)len);
@@ -295,6 +296,27 @@ torx_status_t torxp_shm_inject(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
     return inject_body(d, hdr, iov, iovcnt);
 }
 
+/* Whether this job's FIFOs each have one producer at most. Every task
+ * computes the same answer from the task table, which the start-up vote
+ * has made complete. A task's deterministic packets take FIFO (its slot
+ * mod TORXP_SHM_FIFOS_PER_TASK) at every destination, device-internal and
+ * deposit packets included, and its threads inject under tx_lock; only a
+ * task with chaos writes other FIFOs. */
+void torxp_shm_tx_setup(torxp_shm_dev_t *d)
+{
+    unsigned producers[TORXP_SHM_FIFOS_PER_TASK] = {0};
+    int sole = 1;
+    for (unsigned s = 0; s < d->nslots && sole; s++) {
+        if (!task_present(d, s))
+            continue;
+        if (d->tasks[s].flags & TORXP_SHM_TASK_F_CHAOS)
+            sole = 0;
+        if (++producers[s % TORXP_SHM_FIFOS_PER_TASK] > 1)
+            sole = 0;
+    }
+    d->sole_producer = sole;
+}
+
 /* Points the cursor of FIFO fi at the slot of its head. */
 static inline void rx_aim(torxp_shm_dev_t *d, unsigned fi)
 {
@@ -419,7 +441,25 @@ void torxp_shm_consume(torx_pkt_dev_t *dev)
     if (d->cur_fifo < 0)
         return;
     rx_pop(d, (unsigned)d->cur_fifo);
+    d->last_fifo = d->cur_fifo;
     d->cur_fifo = -1;
+}
+
+const torx_pkt_hdr_t *torxp_shm_peek_next(torx_pkt_dev_t *dev)
+{
+    torxp_shm_dev_t *d = torxp_shm_of(dev);
+    const int last = d->last_fifo;
+    /* A peeked packet, nothing consumed yet, chaos's random scan order, or
+     * the last FIFO's burst is over (take moved next_fifo on): the scan. */
+    if (d->cur_fifo >= 0 || last < 0 || d->chaos_rx || d->next_fifo != (unsigned)last)
+        return torxp_shm_peek(dev);
+    torx_pkt_hdr_t *pkt = rx_front(d, (unsigned)last);
+    if (!pkt) {
+        rx_flush(d, (unsigned)last); /* it ran empty, as in the scan */
+        return NULL;
+    }
+    const torx_pkt_hdr_t *taken = take(d, (unsigned)last, pkt);
+    return taken ? taken : torxp_shm_peek(dev);
 }
 
 /* Delivers what the FIFOs now take of a stashed deposit line. */
