@@ -121,6 +121,10 @@ struct torxp_shm_dev {
     torxp_shm_seg_hdr_t *seg;
     size_t seg_bytes;
     torxp_shm_task_t *tasks;
+    /* The rank in each torus slot, -1 where no task attached: a private
+     * copy of the task table, made once the start-up vote has completed it
+     * (torxp_shm_tx_setup), so a lookup reads no shared line. */
+    int32_t *slot_rank;
     unsigned self_index; /* torx_coord_index(shape, self) */
     unsigned nslots;
 
@@ -184,9 +188,15 @@ struct torxp_shm_dev {
     uint32_t stage_bytes; /* per ring, 0 when off */
     struct torxp_shm_stage_tx {
         uint64_t wr, seen;
-        uint64_t undo; /* wr before the last put, +1; 0 when none to undo */
+        uint64_t undo;      /* wr before the last put, +1; 0 when none to undo */
+        uint8_t *data;      /* the ring toward that rank */
+        uint64_t *released; /* its control block */
     } * stage_tx;
-    uint64_t *stage_rd;
+    struct torxp_shm_stage_rx {
+        uint64_t rd;
+        const uint8_t *data; /* the ring from that rank */
+        uint64_t *released;
+    } * stage_rx;
 
     /* multi-reader staging (shm_mstage.c): this task's own ring, and the
      * positions since the start of the job of its next piece (head) and of
@@ -221,12 +231,7 @@ static inline int torxp_shm_rank_at(const torxp_shm_dev_t *d, torx_coord_t c)
 {
     if (TORXP_UNLIKELY(!torx_coord_in_shape(d->base.shape, c)))
         return -1;
-    const torxp_shm_task_t *t = &d->tasks[torx_coord_index(d->base.shape, c)];
-    /* relaxed: the start-up vote ordered every claim before any traffic. */
-    if (TORXP_UNLIKELY(__atomic_load_n(&t->state, __ATOMIC_RELAXED) != TORXP_SHM_TASK_ATTACHED))
-        return -1;
-    const int r = t->rank;
-    return r >= 0 && r < d->base.size ? r : -1;
+    return d->slot_rank[torx_coord_index(d->base.shape, c)];
 }
 
 /* FIFO f (0..fifos_per_task-1) of the task in torus slot. */
@@ -324,7 +329,7 @@ int torxp_shm_poll(torx_pkt_dev_t *dev);
 const torx_pkt_hdr_t *torxp_shm_peek(torx_pkt_dev_t *dev);
 void torxp_shm_consume(torx_pkt_dev_t *dev);
 const torx_pkt_hdr_t *torxp_shm_peek_next(torx_pkt_dev_t *dev);
-void torxp_shm_tx_setup(torxp_shm_dev_t *d);
+torx_status_t torxp_shm_tx_setup(torxp_shm_dev_t *d);
 int torxp_shm_room(torx_pkt_dev_t *dev, torx_coord_t dest);
 void torxp_shm_chaos_seed(torxp_shm_dev_t *d, long seed);
 

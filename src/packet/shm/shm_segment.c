@@ -243,6 +243,7 @@ static void shm_close(torx_pkt_dev_t *dev)
     if (d->seg)
         munmap(d->seg, d->seg_bytes);
     free(d->cached_head);
+    free(d->slot_rank);
     free(d);
 }
 
@@ -368,9 +369,10 @@ torx_status_t torxp_shm_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
     free(statuses);
     if (rc == TORX_OK) {
         torxp_shm_rx_setup(d);
-        torxp_shm_tx_setup(d);
+        rc = torxp_shm_tx_setup(d);
         torxp_shm_bell_setup(d);
-        rc = torxp_shm_bulk_setup(d, env->bulk_mode);
+        if (rc == TORX_OK)
+            rc = torxp_shm_bulk_setup(d, env->bulk_mode);
         if (rc == TORX_OK)
             rc = torxp_shm_stage_setup(d);
         torxp_shm_mstage_setup(d);

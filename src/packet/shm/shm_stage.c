@@ -51,21 +51,30 @@ torx_status_t torxp_shm_stage_setup(torxp_shm_dev_t *d)
         return TORX_OK;
     const size_t n = (size_t)d->base.size;
     d->stage_tx = torxp_calloc(n, sizeof *d->stage_tx);
-    d->stage_rd = torxp_calloc(n, sizeof *d->stage_rd);
-    if (!d->stage_tx || !d->stage_rd)
+    d->stage_rx = torxp_calloc(n, sizeof *d->stage_rx);
+    if (!d->stage_tx || !d->stage_rx)
         return torxp_error(TORX_ERR_NOMEM,
                            "torx: out of memory for the staging positions of %zu "
                            "peers",
                            n);
+    /* The rings' addresses, once: a put, a read and a release then do no
+     * address arithmetic on the segment's header. */
+    const unsigned self = (unsigned)d->base.rank;
+    for (unsigned r = 0; r < n; r++) {
+        d->stage_tx[r].data = ring_data(d, self, r);
+        d->stage_tx[r].released = ring_released(d, self, r);
+        d->stage_rx[r].data = ring_data(d, r, self);
+        d->stage_rx[r].released = ring_released(d, r, self);
+    }
     return TORX_OK;
 }
 
 void torxp_shm_stage_fini(torxp_shm_dev_t *d)
 {
     free(d->stage_tx);
-    free(d->stage_rd);
+    free(d->stage_rx);
     d->stage_tx = NULL;
-    d->stage_rd = NULL;
+    d->stage_rx = NULL;
 }
 
 size_t torxp_shm_stage_max(const torx_pkt_dev_t *dev)
@@ -102,12 +111,11 @@ torx_status_t torxp_shm_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const 
     if (pos + len - tx->seen > size) {
         /* acquire: pairs with the receiver's release; its reads of the
          * bytes we are about to overwrite are finished. */
-        tx->seen =
-            __atomic_load_n(ring_released(d, (unsigned)dev->rank, (unsigned)dst), __ATOMIC_ACQUIRE);
+        tx->seen = __atomic_load_n(tx->released, __ATOMIC_ACQUIRE);
         if (pos + len - tx->seen > size)
             return TORX_NO_ROOM;
     }
-    memcpy(ring_data(d, (unsigned)dev->rank, (unsigned)dst) + off, data, len);
+    memcpy(tx->data + off, data, len);
     tx->undo = tx->wr + 1;
     tx->wr = pos + len;
     *ref = (torx_stage_ref_t){.off = (uint32_t)off, .len = (uint32_t)len};
@@ -135,7 +143,7 @@ static inline bool next_piece(const torxp_shm_dev_t *d, int src, torx_stage_ref_
     const uint64_t size = d->stage_bytes;
     if (TORXP_UNLIKELY(src < 0 || !ref.len || ref.len > size / 2))
         return false;
-    uint64_t p = d->stage_rd[src];
+    uint64_t p = d->stage_rx[src].rd;
     uint64_t off = p & (size - 1);
     if (off + ref.len > size) {
         p += size - off;
@@ -152,7 +160,7 @@ const void *torxp_shm_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_sta
     uint64_t pos;
     if (!next_piece(d, s, ref, &pos))
         return NULL;
-    return ring_data(d, (unsigned)s, (unsigned)dev->rank) + ref.off;
+    return d->stage_rx[s].data + ref.off;
 }
 
 void torxp_shm_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref)
@@ -162,9 +170,8 @@ void torxp_shm_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_r
     uint64_t pos;
     if (!next_piece(d, s, ref, &pos))
         return;
-    d->stage_rd[s] = pos + ref.len;
+    d->stage_rx[s].rd = pos + ref.len;
     /* release: our reads of the piece happen before the sender's acquire
      * lets it overwrite them. */
-    __atomic_store_n(ring_released(d, (unsigned)s, (unsigned)dev->rank), pos + ref.len,
-                     __ATOMIC_RELEASE);
+    __atomic_store_n(d->stage_rx[s].released, pos + ref.len, __ATOMIC_RELEASE);
 }

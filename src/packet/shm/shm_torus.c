@@ -296,18 +296,25 @@ torx_status_t torxp_shm_inject(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
     return inject_body(d, hdr, iov, iovcnt);
 }
 
-/* Whether this job's FIFOs each have one producer at most. Every task
- * computes the same answer from the task table, which the start-up vote
- * has made complete. A task's deterministic packets take FIFO (its slot
- * mod TORXP_SHM_FIFOS_PER_TASK) at every destination, device-internal and
+/* What the task table, which the start-up vote has made complete, says
+ * once and for all: the rank in each slot, and whether this job's FIFOs
+ * each have one producer at most. Every task computes the same answer. A
+ * task's deterministic packets take FIFO (its slot mod
+ * TORXP_SHM_FIFOS_PER_TASK) at every destination, device-internal and
  * deposit packets included, and its threads inject under tx_lock; only a
  * task with chaos writes other FIFOs. */
-void torxp_shm_tx_setup(torxp_shm_dev_t *d)
+torx_status_t torxp_shm_tx_setup(torxp_shm_dev_t *d)
 {
+    d->slot_rank = torxp_calloc(d->nslots, sizeof *d->slot_rank);
+    if (!d->slot_rank)
+        return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the rank of %u torus slots",
+                           d->nslots);
     unsigned producers[TORXP_SHM_FIFOS_PER_TASK] = {0};
     int sole = 1;
-    for (unsigned s = 0; s < d->nslots && sole; s++) {
-        if (!task_present(d, s))
+    for (unsigned s = 0; s < d->nslots; s++) {
+        const int r = d->tasks[s].rank;
+        d->slot_rank[s] = task_present(d, s) && r >= 0 && r < d->base.size ? r : -1;
+        if (d->slot_rank[s] < 0)
             continue;
         if (d->tasks[s].flags & TORXP_SHM_TASK_F_CHAOS)
             sole = 0;
@@ -315,6 +322,7 @@ void torxp_shm_tx_setup(torxp_shm_dev_t *d)
             sole = 0;
     }
     d->sole_producer = sole;
+    return TORX_OK;
 }
 
 /* Points the cursor of FIFO fi at the slot of its head. */
