@@ -60,21 +60,29 @@ static inline torx_pkt_hdr_t *torxp_fifo_slot(torxp_fifo_t *f, torxp_fifo_geom_t
                               (pos & (g.packets - 1)) * TORXP_FIFO_SLOT_BYTES);
 }
 
+/* Producer: whether position pos is free. *cached_head is this producer's
+ * private view of head, re-read only when it says the FIFO is full. */
+static inline bool torxp_fifo_free_at(torxp_fifo_t *f, torxp_fifo_geom_t g, uint64_t *cached_head,
+                                      uint64_t pos)
+{
+    if (pos - *cached_head < g.packets)
+        return true;
+    /* acquire: pairs with the consumer's release of head, so its reads of
+     * the slot we are about to overwrite are finished. */
+    *cached_head = __atomic_load_n(&f->head, __ATOMIC_ACQUIRE);
+    return pos - *cached_head < g.packets;
+}
+
 /* Producer: reserves the next position, or returns false when the FIFO is
- * full. *cached_head is this producer's private view of head. */
+ * full. */
 static inline bool torxp_fifo_reserve(torxp_fifo_t *f, torxp_fifo_geom_t g, uint64_t *cached_head,
                                       uint64_t *pos_out)
 {
     /* relaxed: the tail only hands out unique positions; it carries no data. */
     uint64_t pos = __atomic_load_n(&f->tail, __ATOMIC_RELAXED);
     for (;;) {
-        if (pos - *cached_head >= g.packets) {
-            /* acquire: pairs with the consumer's release of head, so its reads
-             * of the slot we are about to overwrite are finished. */
-            *cached_head = __atomic_load_n(&f->head, __ATOMIC_ACQUIRE);
-            if (pos - *cached_head >= g.packets)
-                return false;
-        }
+        if (!torxp_fifo_free_at(f, g, cached_head, pos))
+            return false;
         if (__atomic_compare_exchange_n(&f->tail, &pos, pos + 1, true, __ATOMIC_RELAXED,
                                         __ATOMIC_RELAXED)) {
             *pos_out = pos;
@@ -91,12 +99,8 @@ static inline bool torxp_fifo_reserve_sole(torxp_fifo_t *f, torxp_fifo_geom_t g,
 {
     /* relaxed: only this producer writes tail; it is read for room only. */
     const uint64_t pos = __atomic_load_n(&f->tail, __ATOMIC_RELAXED);
-    if (pos - *cached_head >= g.packets) {
-        /* acquire: as in torxp_fifo_reserve. */
-        *cached_head = __atomic_load_n(&f->head, __ATOMIC_ACQUIRE);
-        if (pos - *cached_head >= g.packets)
-            return false;
-    }
+    if (!torxp_fifo_free_at(f, g, cached_head, pos))
+        return false;
     __atomic_store_n(&f->tail, pos + 1, __ATOMIC_RELAXED);
     *pos_out = pos;
     return true;
