@@ -75,6 +75,9 @@ count() {
 
 echo "# valgrind $(valgrind --version 2>/dev/null); bench/mpi_latency -s $size, rank 1 counted;" \
     "N = $n round trips (and 2N)"
+# mpi_latency adds a warm-up of a tenth of the iterations (at least 2).
+rt1=$((n + (n / 10 > 2 ? n / 10 : 2)))
+rt2=$((2 * n + (2 * n / 10 > 2 ? 2 * n / 10 : 2)))
 declare -A mpicc=([torx]="$prefix/bin/mpicc" [mpich]=mpicc.mpich [openmpi]=mpicc.openmpi)
 for impl in $impls; do
     [[ -n ${mpicc[$impl]:-} ]] || { echo "callgrind-mpi: unknown MPI '$impl'" >&2; exit 2; }
@@ -85,9 +88,6 @@ for impl in $impls; do
         cat "$work/cc.log" >&2
         exit 2
     fi
-    # mpi_latency adds a warm-up of a tenth of the iterations (at least 2).
-    rt1=$((n + (n / 10 > 2 ? n / 10 : 2)))
-    rt2=$((2 * n + (2 * n / 10 > 2 ? 2 * n / 10 : 2)))
     c1=$(count "$impl" "$n") || exit 1
     c2=$(count "$impl" $((2 * n))) || exit 1
     awk -v i="$impl" -v s="$size" -v a="$c1" -v b="$c2" -v r="$((rt2 - rt1))" \

@@ -183,11 +183,11 @@ deliver(torxp_shm_dev_t *d, unsigned slot, unsigned fifo, const torx_pkt_hdr_t *
     return TORX_OK;
 }
 
+/* Whether a task sits in slot: the private copy of the task table
+ * (torxp_shm_tx_setup), like every lookup after start-up. */
 static inline int task_present(const torxp_shm_dev_t *d, unsigned slot)
 {
-    /* relaxed: slots are claimed before the start-up barrier, which orders
-     * them for every later inject. */
-    return __atomic_load_n(&d->tasks[slot].state, __ATOMIC_RELAXED) == TORXP_SHM_TASK_ATTACHED;
+    return d->slot_rank[slot] >= 0;
 }
 
 /* The slot of the k-th node (k >= 1) on a deposit line, or -1 when no task
@@ -312,8 +312,11 @@ torx_status_t torxp_shm_tx_setup(torxp_shm_dev_t *d)
     unsigned producers[TORXP_SHM_FIFOS_PER_TASK] = {0};
     int sole = 1;
     for (unsigned s = 0; s < d->nslots; s++) {
+        /* relaxed: the start-up vote ordered every claim before this. */
+        const int attached =
+            __atomic_load_n(&d->tasks[s].state, __ATOMIC_RELAXED) == TORXP_SHM_TASK_ATTACHED;
         const int r = d->tasks[s].rank;
-        d->slot_rank[s] = task_present(d, s) && r >= 0 && r < d->base.size ? r : -1;
+        d->slot_rank[s] = attached && r >= 0 && r < d->base.size ? r : -1;
         if (d->slot_rank[s] < 0)
             continue;
         if (d->tasks[s].flags & TORXP_SHM_TASK_F_CHAOS)
