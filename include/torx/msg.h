@@ -111,7 +111,7 @@ typedef struct torx_limits {
     size_t onepkt_limit;   /* TORX_ONEPKT_LIMIT, default and maximum
                               TORX_MSG_ONEPKT_MAX: one-packet when
                               h + n <= onepkt_limit (0 turns it off) */
-    size_t eager_limit;    /* TORX_EAGER_LIMIT, default 16384 */
+    size_t eager_limit;    /* TORX_EAGER_LIMIT, default 32768 */
     size_t adaptive_limit; /* TORX_ADAPTIVE_LIMIT, default 0 (off) */
     int rzv_packets;       /* TORX_RZV_DATA=bulk (0, default) | packets (1):
                               rendezvous data as adaptive packets instead of

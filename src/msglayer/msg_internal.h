@@ -82,10 +82,10 @@
 /* Default protocol boundaries (TORX_EAGER_LIMIT, TORX_STAGE_MIN,
  * TORX_STAGE_CHUNK): measured on the development machine, see
  * bench/RESULTS.md ("Protocol boundaries") and bench/run-calibrate.sh.
- * The eager limit is the one that held in both states that machine was
- * measured in: with a cross-memory copy of 3.9 us, staging wins to 48 KiB;
- * with one of 1.1 us, the rendezvous wins from 24 KiB. */
-#define TORXM_EAGER_LIMIT 16384
+ * The eager limit: with the shm device's 1 MiB staging rings a staged
+ * message beats the rendezvous on latency and on both bandwidths up to
+ * 32 KiB; at 48 KiB the rendezvous's single copy wins both ways. */
+#define TORXM_EAGER_LIMIT 32768
 #define TORXM_STAGE_MIN 232
 #define TORXM_STAGE_CHUNK 16384
 

@@ -517,7 +517,7 @@ static int coll_task(torx_boot_t *boot, void *argp)
                     const int staged = torxc_staged_bcast_applies(g, len);
                     TASK_CHECK(staged == (piece > 0 && len >= TORXC_STAGED_BCAST_MIN_BYTES),
                                "torxc_staged_bcast_applies(%zu)", len);
-                    const int eager = c->direct_reads && len <= 65536;
+                    const int eager = c->direct_reads && len <= 2 * torx_stage_max(c->dev);
                     uint64_t want = 0;
                     for (int m = 0; m < n; m++)
                         want += m != me && !staged && !eager &&
