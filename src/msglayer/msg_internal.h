@@ -84,7 +84,8 @@
  * bench/RESULTS.md ("Protocol boundaries") and bench/run-calibrate.sh.
  * The eager limit: with the shm device's 1 MiB staging rings a staged
  * message beats the rendezvous on latency and on both bandwidths up to
- * 32 KiB; at 48 KiB the rendezvous's single copy wins both ways. */
+ * 32 KiB; at 64 KiB the rendezvous's single copy wins both ways (48 KiB
+ * was not measured staged, so the limit stays a power of two). */
 #define TORXM_EAGER_LIMIT 32768
 #define TORXM_STAGE_MIN 232
 #define TORXM_STAGE_CHUNK 16384
