@@ -98,7 +98,8 @@ typedef enum torx_protocol {
  *   one-packet       when h + n <= onepkt_limit, else
  *   virtual node     between two tasks of one node in vn mode, else
  *   adaptive eager   when n <= adaptive_limit, else
- *   eager            when n <= eager_limit, else
+ *   eager            when n <= eager_limit, or n <= idle_limit and the
+ *                    pair is idle (below), else
  *   rendezvous.
  * Eager messages of stage_min data bytes or more, and vn messages of
  * stage_min..eager_limit bytes, move their data through the device's
@@ -106,7 +107,14 @@ typedef enum torx_protocol {
  * bytes, one descriptor packet each, instead of 240-byte packets (eager) or
  * a cross-memory copy and an ack (vn); the protocol, its ordering and its
  * counters stay the same.
- * Both limits are at most 2^32 - 1 (the packet-streamed protocols' offsets). */
+ * An idle pair: nothing queued to dest and every piece staged toward it
+ * released (torx_stage_idle). A message of up to idle_limit bytes that
+ * would go by rendezvous (or, in vn mode, by a vn bulk get) goes staged
+ * then: one message at a time, both tasks copying at once beats a single
+ * copy after a handshake; once messages follow each other the area is in
+ * use and the single copy takes over, so streams keep the rendezvous.
+ * torx_choose_protocol does not apply this rule (it depends on traffic).
+ * The limits are at most 2^32 - 1 (the packet-streamed protocols' offsets). */
 typedef struct torx_limits {
     size_t onepkt_limit;   /* TORX_ONEPKT_LIMIT, default and maximum
                               TORX_MSG_ONEPKT_MAX: one-packet when
@@ -120,6 +128,10 @@ typedef struct torx_limits {
                               which eager and vn messages are staged */
     size_t stage_chunk;    /* TORX_STAGE_CHUNK: bytes per staged piece (at
                               most the device's torx_stage_max) */
+    size_t idle_limit;     /* TORX_EAGER_IDLE_LIMIT: staged up to this many
+                              data bytes when the pair is idle (default
+                              4194304; 0 in co mode, whose thread moves
+                              rendezvous data; 0 or <= eager_limit: off) */
 } torx_limits_t;
 
 typedef struct torx_init_attr {

@@ -669,6 +669,22 @@ void torx_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t 
  */
 void torx_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t ref);
 
+/* NAME     torx_stage_idle - whether dest has released every staged piece
+ * DESCRIPTION
+ *   Whether every piece staged toward dest so far has been released by it,
+ *   so that the whole area toward dest is free: what a sender asks before
+ *   it stages a message longer than it otherwise would (a pair with
+ *   nothing in flight, where the area's pipelined two copies beat a
+ *   rendezvous). The answer may err toward "not idle" (on ofi the receiver
+ *   gives credits back half a window at a time), never the other way.
+ * RETURN VALUE
+ *   1 or 0 (also 0 when the area does not reach dest).
+ * NOTES
+ *   The staging thread's call, as torx_stage_put.
+ * SEE ALSO torx_stage_put, torx_stage_release
+ */
+int torx_stage_idle(torx_pkt_dev_t *dev, torx_coord_t dest);
+
 /* ---- Multi-reader staging -------------------------------------------------- */
 
 /* Staging for one writer and many readers: a task copies a piece once

@@ -79,7 +79,7 @@ static double now_s(void)
 static const char *const mode_names[] = {"heater", "co", "vn", NULL};
 static const char *const rzv_data_names[] = {"bulk", "packets", NULL};
 
-static torx_status_t read_limits(const torx_init_attr_t *attr, torx_limits_t *lim)
+static torx_status_t read_limits(const torx_init_attr_t *attr, torx_mode_t mode, torx_limits_t *lim)
 {
     if (attr && attr->limits) {
         *lim = *attr->limits;
@@ -88,11 +88,12 @@ static torx_status_t read_limits(const torx_init_attr_t *attr, torx_limits_t *li
                                "torx: torx_init: limits onepkt_limit=%zu; it must be at most %d "
                                "(a packet's payload)",
                                lim->onepkt_limit, TORX_MSG_ONEPKT_MAX);
-        if (lim->eager_limit > TORXM_STREAM_MAX || lim->adaptive_limit > TORXM_STREAM_MAX)
+        if (lim->eager_limit > TORXM_STREAM_MAX || lim->adaptive_limit > TORXM_STREAM_MAX ||
+            lim->idle_limit > TORXM_STREAM_MAX)
             return torxp_error(TORX_ERR_INVAL,
-                               "torx: torx_init: limits eager_limit=%zu adaptive_limit=%zu; each "
-                               "must be at most %llu (32-bit offsets)",
-                               lim->eager_limit, lim->adaptive_limit,
+                               "torx: torx_init: limits eager_limit=%zu adaptive_limit=%zu "
+                               "idle_limit=%zu; each must be at most %llu (32-bit offsets)",
+                               lim->eager_limit, lim->adaptive_limit, lim->idle_limit,
                                (unsigned long long)TORXM_STREAM_MAX);
         lim->rzv_packets = lim->rzv_packets != 0;
         if (lim->stage_min && (lim->stage_chunk < 1 || lim->stage_chunk > TORXM_STREAM_MAX))
@@ -103,7 +104,7 @@ static torx_status_t read_limits(const torx_init_attr_t *attr, torx_limits_t *li
                                (unsigned long long)TORXM_STREAM_MAX);
         return TORX_OK;
     }
-    long onepkt, eager, adaptive, stage_min, stage_chunk;
+    long onepkt, eager, adaptive, stage_min, stage_chunk, idle;
     int rzv;
     torx_status_t rc;
     if ((rc = torx_env_int("TORX_ONEPKT_LIMIT", 0, TORX_MSG_ONEPKT_MAX, TORX_MSG_ONEPKT_MAX,
@@ -114,14 +115,17 @@ static torx_status_t read_limits(const torx_init_attr_t *attr, torx_limits_t *li
         (rc = torx_env_choice("TORX_RZV_DATA", rzv_data_names, 0, &rzv)) ||
         (rc = torx_env_int("TORX_STAGE_MIN", 0, (long)TORXM_STREAM_MAX, TORXM_STAGE_MIN,
                            &stage_min)) ||
-        (rc = torx_env_int("TORX_STAGE_CHUNK", 256, 1L << 24, TORXM_STAGE_CHUNK, &stage_chunk)))
+        (rc = torx_env_int("TORX_STAGE_CHUNK", 256, 1L << 24, TORXM_STAGE_CHUNK, &stage_chunk)) ||
+        (rc = torx_env_int("TORX_EAGER_IDLE_LIMIT", 0, (long)TORXM_STREAM_MAX,
+                           mode == TORX_MODE_CO ? 0 : TORXM_EAGER_IDLE_LIMIT, &idle)))
         return rc;
     *lim = (torx_limits_t){.onepkt_limit = (size_t)onepkt,
                            .eager_limit = (size_t)eager,
                            .adaptive_limit = (size_t)adaptive,
                            .rzv_packets = rzv,
                            .stage_min = (size_t)stage_min,
-                           .stage_chunk = (size_t)stage_chunk};
+                           .stage_chunk = (size_t)stage_chunk,
+                           .idle_limit = (size_t)idle};
     return TORX_OK;
 }
 
@@ -297,7 +301,7 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
 
     long stats;
     if ((rc = read_mode(attr, &ctx->mode, &ctx->tasks_per_node, &ctx->cores_per_node)) != TORX_OK ||
-        (rc = read_limits(attr, &ctx->limits)) != TORX_OK ||
+        (rc = read_limits(attr, ctx->mode, &ctx->limits)) != TORX_OK ||
         (rc = torx_env_int("TORX_STATS", 0, 1, 0, &stats)) != TORX_OK)
         goto fail;
     ctx->stats_print = (int)stats;
@@ -347,12 +351,15 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
         goto fail;
     torxp_log(ctx->dev, 1,
               "message layer: mode %s, %d task(s) per node, one-packet limit %zu, eager limit "
-              "%zu, adaptive limit %zu, rendezvous data by %s, staged from %zu bytes in pieces "
-              "of %u%s",
+              "%zu (%zu to an idle pair), adaptive limit %zu, rendezvous data by %s, staged "
+              "from %zu bytes in pieces of %u%s",
               mode_names[ctx->mode], ctx->tasks_per_node, ctx->limits.onepkt_limit,
-              ctx->limits.eager_limit, ctx->limits.adaptive_limit,
-              ctx->limits.rzv_packets ? "packets" : "bulk get", ctx->limits.stage_min,
-              ctx->stage_chunk, ctx->stage_chunk ? "" : " (staging off)");
+              ctx->limits.eager_limit,
+              ctx->stage_chunk && ctx->limits.idle_limit > ctx->limits.eager_limit
+                  ? ctx->limits.idle_limit
+                  : ctx->limits.eager_limit,
+              ctx->limits.adaptive_limit, ctx->limits.rzv_packets ? "packets" : "bulk get",
+              ctx->limits.stage_min, ctx->stage_chunk, ctx->stage_chunk ? "" : " (staging off)");
     *out = ctx;
     return TORX_OK;
 

@@ -89,6 +89,14 @@
 #define TORXM_EAGER_LIMIT 32768
 #define TORXM_STAGE_MIN 232
 #define TORXM_STAGE_CHUNK 16384
+/* TORX_EAGER_IDLE_LIMIT: to an idle pair (nothing in flight), staged up to
+ * here instead of the rendezvous. One message at a time the two tasks'
+ * copies overlap piece by piece, where the rendezvous pays a handshake and
+ * a process_vm_readv (about 10 GB/s on the development VM): 48 KiB to 4 MiB
+ * took 0.4-0.55 of the rendezvous's half round trip (bench/RESULTS.md,
+ * "Seventh session"). The bound keeps what an unexpected message costs
+ * the receiver (a buffer of its size) to the sizes measured. */
+#define TORXM_EAGER_IDLE_LIMIT 4194304
 
 /* Offsets and totals of packet-streamed messages are 32-bit on the wire. */
 #define TORXM_STREAM_MAX ((uint64_t)UINT32_MAX)
@@ -438,6 +446,14 @@ static inline int torxm_stages(const torx_ctx_t *ctx, const torxm_peer_t *peer, 
     if (!peer->staged || len < ctx->limits.stage_min)
         return 0;
     return proto == TORX_PROTO_EAGER || (proto == TORX_PROTO_VN && len <= ctx->limits.eager_limit);
+}
+/* Whether a message of len bytes, which would go by rendezvous or vn bulk
+ * get, goes staged instead because the pair is idle (torx_limits_t); the
+ * caller has checked that nothing to peer is queued ahead of it. */
+static inline int torxm_idle_stages(torx_ctx_t *ctx, const torxm_peer_t *peer, uint64_t len)
+{
+    return len <= ctx->limits.idle_limit && peer->staged && len >= ctx->limits.stage_min &&
+           !peer->tokens_owed && torx_stage_idle(ctx->dev, peer->coord);
 }
 torx_status_t torxm_staged_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m,
                                 unsigned proto);

@@ -232,8 +232,11 @@ torx_status_t torx_send(torx_ctx_t *ctx, torx_msg_t *msg, int dest, int handler,
         data = nothing;
     torxm_peer_t *peer = &ctx->peers[dest];
     torxm_msg_t *m = torxm_msg(msg);
-    const torx_protocol_t p =
+    torx_protocol_t p =
         protocol == TORX_PROTO_AUTO ? torx_choose_protocol(ctx, dest, hdr_len, len) : protocol;
+    if (p == TORX_PROTO_RZV && protocol == TORX_PROTO_AUTO && !peer->head &&
+        torxm_idle_stages(ctx, peer, len))
+        p = TORX_PROTO_EAGER;
 
     if (p == TORX_PROTO_ONEPKT) {
         const torx_status_t rc = onepkt_now(ctx, peer, handler, hdr, hdr_len, data, len);

@@ -218,6 +218,11 @@ void torx_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t r
     dev->ops->stage_unput(dev, dest, ref);
 }
 
+int torx_stage_idle(torx_pkt_dev_t *dev, torx_coord_t dest)
+{
+    return dev->ops->stage_idle(dev, dest);
+}
+
 size_t torx_mstage_max(const torx_pkt_dev_t *dev)
 {
     return dev->ops->mstage_max ? dev->ops->mstage_max(dev) : 0;

@@ -49,6 +49,171 @@ START_TEST(protocol_variant)
 }
 END_TEST
 
+/* ---- An idle pair stages past the eager limit -------------------------------------- */
+
+/* A ping-pong of rendezvous-sized messages finds the pair idle every time
+ * (each side has released the other's pieces before it replies), so they
+ * go staged: eager in heater mode, vn through the staging area in vn mode.
+ * A stream sent while the receiver does not advance finds the area in use
+ * after its first message, so the rest take the rendezvous (vn bulk get).
+ * co mode and TORX_EAGER_IDLE_LIMIT=0 keep the rendezvous throughout. */
+
+#define IDLE_SIZE 200000u /* 13 pieces of 16 KiB, the last one short */
+#define IDLE_PINGS 4
+#define IDLE_STREAM 6
+#define IDLE_HANDLER 9
+
+typedef struct idle_variant {
+    const char *name, *mode, *limit;
+    int promotes;
+} idle_variant_t;
+
+static const idle_variant_t idle_variants[] = {
+    {"heater", "heater", NULL, 1},
+    {"vn", "vn", NULL, 1},
+    {"co", "co", NULL, 0},
+    {"heater-off", "heater", "0", 0},
+    {"heater-below", "heater", "199999", 0},
+};
+
+typedef struct idle_state {
+    const idle_variant_t *v;
+    int rank, errors;
+    volatile int received, sent;
+    torx_protocol_t proto[IDLE_PINGS + IDLE_STREAM];
+    uint64_t pieces[IDLE_PINGS + IDLE_STREAM]; /* staged pieces received by then */
+    uint8_t *buf;
+} idle_state_t;
+
+static void idle_recv_done(torx_ctx_t *ctx, void *arg, torx_status_t status, size_t received)
+{
+    idle_state_t *st = arg;
+    const int seq = st->received;
+    if (status != TORX_OK || received != IDLE_SIZE)
+        st->errors++;
+    for (size_t i = 0; i < IDLE_SIZE; i++)
+        if (st->buf[i] != test_pattern((uint32_t)(1 - st->rank), (uint32_t)seq, i)) {
+            fprintf(stderr, "idle %s: message %d byte %zu wrong\n", st->v->name, seq, i);
+            st->errors++;
+            break;
+        }
+    st->pieces[seq] = ctx->staged_pieces;
+    st->received++;
+}
+
+static void idle_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info,
+                         torx_recv_t *recv)
+{
+    (void)ctx;
+    idle_state_t *st = harg;
+    if (st->received < IDLE_PINGS + IDLE_STREAM)
+        st->proto[st->received] = info->protocol;
+    recv->buf = st->buf;
+    recv->len = IDLE_SIZE;
+    recv->done = idle_recv_done;
+    recv->arg = st;
+}
+
+static void idle_send_done(torx_ctx_t *ctx, torx_msg_t *msg, void *arg)
+{
+    (void)ctx;
+    (void)msg;
+    ((idle_state_t *)arg)->sent++;
+}
+
+static int idle_wait(torx_ctx_t *ctx, volatile int *counter, int want)
+{
+    const double deadline = test_now() + 60;
+    while (*counter < want && test_now() < deadline)
+        if (torx_advance(ctx) < 0)
+            return -1;
+    return *counter >= want ? 0 : -1;
+}
+
+static int idle_task(torx_boot_t *boot, void *argp)
+{
+    const idle_variant_t *v = argp;
+    torx_ctx_t *ctx;
+    torx_init_attr_t attr = {.boot = boot, .mode = -1};
+    TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
+    static idle_state_t st;
+    st = (idle_state_t){.v = v, .rank = boot->rank};
+    static uint8_t out[IDLE_PINGS + IDLE_STREAM][IDLE_SIZE];
+    st.buf = malloc(IDLE_SIZE);
+    for (int m = 0; m < IDLE_PINGS + IDLE_STREAM; m++)
+        for (size_t i = 0; i < IDLE_SIZE; i++)
+            out[m][i] = test_pattern((uint32_t)boot->rank, (uint32_t)m, i);
+    TASK_CHECK(torx_register(ctx, IDLE_HANDLER, idle_handler, &st) == TORX_OK, "%s",
+               torx_last_error());
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    const int peer = 1 - boot->rank;
+    static torx_msg_t msgs[IDLE_PINGS + IDLE_STREAM];
+
+    /* Ping-pong: rank 0 sends, rank 1 answers once it has it all. */
+    for (int i = 0; i < IDLE_PINGS; i++) {
+        if (boot->rank == 1)
+            TASK_CHECK(idle_wait(ctx, &st.received, i + 1) == 0, "%s: ping %d never came",
+                       v->name, i);
+        TASK_CHECK(torx_send(ctx, &msgs[i], peer, IDLE_HANDLER, NULL, 0, out[i], IDLE_SIZE,
+                             TORX_PROTO_AUTO, idle_send_done, &st) == TORX_OK,
+                   "%s", torx_last_error());
+        if (boot->rank == 0)
+            TASK_CHECK(idle_wait(ctx, &st.received, i + 1) == 0, "%s: pong %d never came",
+                       v->name, i);
+    }
+    TASK_CHECK(idle_wait(ctx, &st.sent, IDLE_PINGS) == 0, "%s: ping-pong sends incomplete",
+               v->name);
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+
+    /* Stream: rank 0 sends them all while rank 1 waits in the barrier. */
+    if (boot->rank == 0)
+        for (int i = IDLE_PINGS; i < IDLE_PINGS + IDLE_STREAM; i++)
+            TASK_CHECK(torx_send(ctx, &msgs[i], peer, IDLE_HANDLER, NULL, 0, out[i], IDLE_SIZE,
+                                 TORX_PROTO_AUTO, idle_send_done, &st) == TORX_OK,
+                       "%s", torx_last_error());
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    if (boot->rank == 0)
+        TASK_CHECK(idle_wait(ctx, &st.sent, IDLE_PINGS + IDLE_STREAM) == 0,
+                   "%s: stream sends incomplete (%d)", v->name, st.sent);
+    else
+        TASK_CHECK(idle_wait(ctx, &st.received, IDLE_PINGS + IDLE_STREAM) == 0,
+                   "%s: stream incomplete (%d)", v->name, st.received);
+    TASK_CHECK(st.errors == 0, "%s: %d errors", v->name, st.errors);
+
+    /* What each message took, and whether its data came through the area. */
+    const torx_protocol_t staged = torx_mode(ctx) == TORX_MODE_VN ? TORX_PROTO_VN
+                                                                  : TORX_PROTO_EAGER;
+    const torx_protocol_t unstaged = torx_mode(ctx) == TORX_MODE_VN ? TORX_PROTO_VN
+                                                                    : TORX_PROTO_RZV;
+    const int last = boot->rank == 1 ? IDLE_PINGS + IDLE_STREAM : IDLE_PINGS;
+    for (int i = 0; i < last; i++) {
+        const int idle = v->promotes && i <= IDLE_PINGS; /* pings and the stream's first */
+        const uint64_t pieces = st.pieces[i] - (i ? st.pieces[i - 1] : 0);
+        TASK_CHECK(st.proto[i] == (idle ? staged : unstaged),
+                   "%s: rank %d message %d came %s, expected %s", v->name, boot->rank, i,
+                   torx_protocol_name(st.proto[i]),
+                   torx_protocol_name(idle ? staged : unstaged));
+        TASK_CHECK(idle ? pieces == (IDLE_SIZE + 16383) / 16384 : pieces == 0,
+                   "%s: rank %d message %d: %llu staged pieces", v->name, boot->rank, i,
+                   (unsigned long long)pieces);
+    }
+    free(st.buf);
+    TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
+    return 0;
+}
+
+START_TEST(idle_pair_stages)
+{
+    const idle_variant_t *v = &idle_variants[_i];
+    setenv("TORX_MODE", v->mode, 1);
+    if (v->limit)
+        setenv("TORX_EAGER_IDLE_LIMIT", v->limit, 1);
+    RUN_JOB(2, idle_task, (void *)v);
+    unsetenv("TORX_EAGER_IDLE_LIMIT");
+    unsetenv("TORX_MODE");
+}
+END_TEST
+
 /* ---- API checks ----------------------------------------------------------------- */
 
 static int api_task(torx_boot_t *boot, void *argp)
@@ -160,6 +325,9 @@ START_TEST(init_rejects_bad_environment)
     setenv("TORX_RZV_DATA", "dma", 1);
     RUN_JOB(1, init_fail_task, "TORX_RZV_DATA");
     unsetenv("TORX_RZV_DATA");
+    setenv("TORX_EAGER_IDLE_LIMIT", "-1", 1);
+    RUN_JOB(1, init_fail_task, "TORX_EAGER_IDLE_LIMIT");
+    unsetenv("TORX_EAGER_IDLE_LIMIT");
     setenv("TORX_MODE", "vn", 1);
     setenv("TORX_CORES_PER_NODE", "100", 1);
     RUN_JOB(1, init_fail_task, "TORX_CORES_PER_NODE");
@@ -175,6 +343,11 @@ Suite *msg_suite(void)
     tcase_set_timeout(tc, 150);
     tcase_add_loop_test(tc, protocol_variant, 0, NVARIANTS);
     suite_add_tcase(s, tc);
+    TCase *idle = tcase_create("idle");
+    tcase_set_timeout(idle, 150);
+    tcase_add_loop_test(idle, idle_pair_stages, 0,
+                        (int)(sizeof idle_variants / sizeof idle_variants[0]));
+    suite_add_tcase(s, idle);
     TCase *api = tcase_create("api");
     tcase_set_timeout(api, 60);
     tcase_add_test(api, api_checks);

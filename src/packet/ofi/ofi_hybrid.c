@@ -339,6 +339,12 @@ static void hybrid_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stag
     sub->ops->stage_unput(sub, dest, ref);
 }
 
+static int hybrid_stage_idle(torx_pkt_dev_t *dev, torx_coord_t dest)
+{
+    torx_pkt_dev_t *sub = stage_dev(hybrid_of(dev), dest);
+    return sub->ops->stage_idle(sub, dest);
+}
+
 static void hybrid_close(torx_pkt_dev_t *dev)
 {
     hybrid_dev_t *h = hybrid_of(dev);
@@ -375,6 +381,7 @@ static const torxp_dev_ops_t hybrid_ops = {
     .stage_data = hybrid_stage_data,
     .stage_release = hybrid_stage_release,
     .stage_unput = hybrid_stage_unput,
+    .stage_idle = hybrid_stage_idle,
     .close = hybrid_close,
 };
 

@@ -398,6 +398,7 @@ static const torxp_dev_ops_t ofi_ops = {
     .stage_data = torxp_ofi_stage_data,
     .stage_release = torxp_ofi_stage_release,
     .stage_unput = torxp_ofi_stage_unput,
+    .stage_idle = torxp_ofi_stage_idle,
     .close = ofi_close,
 };
 

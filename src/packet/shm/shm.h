@@ -300,6 +300,7 @@ torx_status_t torxp_shm_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const 
 const void *torxp_shm_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
 void torxp_shm_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
 void torxp_shm_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t ref);
+int torxp_shm_stage_idle(torx_pkt_dev_t *dev, torx_coord_t dest);
 
 /* Multi-reader staging (shm_mstage.c). The layout's TORX_MSTAGE_BYTES for
  * a job of ntasks (0 when off), each ring's bytes, and the ops. */

@@ -136,6 +136,21 @@ void torxp_shm_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_re
     tx->undo = 0;
 }
 
+int torxp_shm_stage_idle(torx_pkt_dev_t *dev, torx_coord_t dest)
+{
+    torxp_shm_dev_t *d = torxp_shm_of(dev);
+    const int dst = torxp_shm_rank_at(d, dest);
+    if (dst < 0 || !d->stage_bytes)
+        return 0;
+    struct torxp_shm_stage_tx *tx = &d->stage_tx[dst];
+    if (tx->seen == tx->wr)
+        return 1;
+    /* acquire, as in put: a caller that now stages a whole ring's worth
+     * overwrites bytes the receiver has finished reading. */
+    tx->seen = __atomic_load_n(tx->released, __ATOMIC_ACQUIRE);
+    return tx->seen == tx->wr;
+}
+
 /* Whether ref is the next piece from src; *pos gets its position. */
 static inline bool next_piece(const torxp_shm_dev_t *d, int src, torx_stage_ref_t ref,
                               uint64_t *pos)
