@@ -113,7 +113,10 @@ typedef enum torx_protocol {
  * then: one message at a time, both tasks copying at once beats a single
  * copy after a handshake; once messages follow each other the area is in
  * use and the single copy takes over, so streams keep the rendezvous.
- * torx_choose_protocol does not apply this rule (it depends on traffic).
+ * Nor while the copies into the area run slow (torx_stage_cost above
+ * idle_max_cost: the two cores far apart), except one message in 64,
+ * which measures again. torx_choose_protocol does not apply this rule (it
+ * depends on traffic).
  * The limits are at most 2^32 - 1 (the packet-streamed protocols' offsets). */
 typedef struct torx_limits {
     size_t onepkt_limit;   /* TORX_ONEPKT_LIMIT, default and maximum
@@ -132,6 +135,10 @@ typedef struct torx_limits {
                               data bytes when the pair is idle (default
                               4194304; 0 in co mode, whose thread moves
                               rendezvous data; 0 or <= eager_limit: off) */
+    unsigned idle_max_cost; /* TORX_EAGER_IDLE_COST: not while copies into
+                               the area toward dest cost more than this,
+                               ns per KiB (torx_stage_cost; default 150,
+                               65535: whatever they cost) */
 } torx_limits_t;
 
 typedef struct torx_init_attr {

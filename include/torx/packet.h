@@ -675,15 +675,30 @@ void torx_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t r
  *   so that the whole area toward dest is free: what a sender asks before
  *   it stages a message longer than it otherwise would (a pair with
  *   nothing in flight, where the area's pipelined two copies beat a
- *   rendezvous). The answer may err toward "not idle" (on ofi the receiver
- *   gives credits back half a window at a time), never the other way.
+ *   rendezvous). The answer may err toward "not idle", never the other way.
  * RETURN VALUE
- *   1 or 0 (also 0 when the area does not reach dest).
+ *   1 or 0 (also 0 when the area does not reach dest, and always 0 on the
+ *   ofi device between hosts, where staging past the eager limit has not
+ *   been measured).
  * NOTES
  *   The staging thread's call, as torx_stage_put.
  * SEE ALSO torx_stage_put, torx_stage_release
  */
 int torx_stage_idle(torx_pkt_dev_t *dev, torx_coord_t dest);
+
+/* NAME     torx_stage_cost - what copying into the area toward dest costs now
+ * DESCRIPTION
+ *   The recent time torx_stage_put took to copy a piece of 4 KiB or more
+ *   toward dest, per KiB (a moving average over the last pieces). Where the
+ *   two tasks' cores share a cache it is a memcpy's; where the lines cross
+ *   to a far core (another die, or a vCPU the hypervisor moved there) it
+ *   can be ten times that, and then a staged message pays it twice.
+ * RETURN VALUE
+ *   Nanoseconds per KiB; 0 when nothing has been measured (no piece that
+ *   long yet, or a device that does not measure: ofi).
+ * SEE ALSO torx_stage_put, torx_stage_idle
+ */
+unsigned torx_stage_cost(const torx_pkt_dev_t *dev, torx_coord_t dest);
 
 /* ---- Multi-reader staging -------------------------------------------------- */
 

@@ -104,7 +104,7 @@ static torx_status_t read_limits(const torx_init_attr_t *attr, torx_mode_t mode,
                                (unsigned long long)TORXM_STREAM_MAX);
         return TORX_OK;
     }
-    long onepkt, eager, adaptive, stage_min, stage_chunk, idle;
+    long onepkt, eager, adaptive, stage_min, stage_chunk, idle, idle_cost;
     int rzv;
     torx_status_t rc;
     if ((rc = torx_env_int("TORX_ONEPKT_LIMIT", 0, TORX_MSG_ONEPKT_MAX, TORX_MSG_ONEPKT_MAX,
@@ -117,7 +117,9 @@ static torx_status_t read_limits(const torx_init_attr_t *attr, torx_mode_t mode,
                            &stage_min)) ||
         (rc = torx_env_int("TORX_STAGE_CHUNK", 256, 1L << 24, TORXM_STAGE_CHUNK, &stage_chunk)) ||
         (rc = torx_env_int("TORX_EAGER_IDLE_LIMIT", 0, (long)TORXM_STREAM_MAX,
-                           mode == TORX_MODE_CO ? 0 : TORXM_EAGER_IDLE_LIMIT, &idle)))
+                           mode == TORX_MODE_CO ? 0 : TORXM_EAGER_IDLE_LIMIT, &idle)) ||
+        (rc = torx_env_int("TORX_EAGER_IDLE_COST", 0, UINT16_MAX, TORXM_EAGER_IDLE_COST,
+                           &idle_cost)))
         return rc;
     *lim = (torx_limits_t){.onepkt_limit = (size_t)onepkt,
                            .eager_limit = (size_t)eager,
@@ -125,7 +127,8 @@ static torx_status_t read_limits(const torx_init_attr_t *attr, torx_mode_t mode,
                            .rzv_packets = rzv,
                            .stage_min = (size_t)stage_min,
                            .stage_chunk = (size_t)stage_chunk,
-                           .idle_limit = (size_t)idle};
+                           .idle_limit = (size_t)idle,
+                           .idle_max_cost = (unsigned)idle_cost};
     return TORX_OK;
 }
 

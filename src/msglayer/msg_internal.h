@@ -97,6 +97,14 @@
  * "Seventh session"). The bound keeps what an unexpected message costs
  * the receiver (a buffer of its size) to the sizes measured. */
 #define TORXM_EAGER_IDLE_LIMIT 4194304
+/* TORX_EAGER_IDLE_COST: copies into the staging area slower than this (ns
+ * per KiB, torx_stage_cost) keep an idle pair's long messages on the
+ * rendezvous; one in TORXM_IDLE_PROBE goes staged anyway, to measure
+ * again. On the development VM a piece's copy took 22-62 ns per KiB with
+ * the two vCPUs near each other and 300-515 far apart, where a staged 64
+ * KiB message took 4x the rendezvous's time. */
+#define TORXM_EAGER_IDLE_COST 150
+#define TORXM_IDLE_PROBE 64
 
 /* Offsets and totals of packet-streamed messages are 32-bit on the wire. */
 #define TORXM_STREAM_MAX ((uint64_t)UINT32_MAX)
@@ -289,6 +297,7 @@ typedef struct torxm_peer {
     uint32_t tokens_owed; /* adaptive messages not yet matched there */
     torx_coord_t coord;
     uint8_t staged; /* the staging area reaches this peer (torx_stage_reaches) */
+    uint8_t idle_probe; /* idle messages not staged for slow copies (torxm_idle_stages) */
     /* receive */
     uint32_t rx_seq;      /* messages matched from this peer */
     torxm_rx_t *eager;    /* the eager message being reassembled, or NULL */
@@ -449,11 +458,18 @@ static inline int torxm_stages(const torx_ctx_t *ctx, const torxm_peer_t *peer, 
 }
 /* Whether a message of len bytes, which would go by rendezvous or vn bulk
  * get, goes staged instead because the pair is idle (torx_limits_t); the
- * caller has checked that nothing to peer is queued ahead of it. */
-static inline int torxm_idle_stages(torx_ctx_t *ctx, const torxm_peer_t *peer, uint64_t len)
+ * caller has checked that nothing to peer is queued ahead of it. Not while
+ * copies into the area toward peer run slow (torx_stage_cost above
+ * limits.idle_max_cost: the two cores are far apart, and a staged
+ * message pays that twice where the rendezvous copies once), except one
+ * message in TORXM_IDLE_PROBE, which measures again. */
+static inline int torxm_idle_stages(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len)
 {
-    return len <= ctx->limits.idle_limit && peer->staged && len >= ctx->limits.stage_min &&
-           !peer->tokens_owed && torx_stage_idle(ctx->dev, peer->coord);
+    if (len > ctx->limits.idle_limit || !peer->staged || len < ctx->limits.stage_min ||
+        peer->tokens_owed || !torx_stage_idle(ctx->dev, peer->coord))
+        return 0;
+    return torx_stage_cost(ctx->dev, peer->coord) <= ctx->limits.idle_max_cost ||
+           ++peer->idle_probe % TORXM_IDLE_PROBE == 0;
 }
 torx_status_t torxm_staged_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m,
                                 unsigned proto);

@@ -223,6 +223,11 @@ int torx_stage_idle(torx_pkt_dev_t *dev, torx_coord_t dest)
     return dev->ops->stage_idle(dev, dest);
 }
 
+unsigned torx_stage_cost(const torx_pkt_dev_t *dev, torx_coord_t dest)
+{
+    return dev->ops->stage_cost(dev, dest);
+}
+
 size_t torx_mstage_max(const torx_pkt_dev_t *dev)
 {
     return dev->ops->mstage_max ? dev->ops->mstage_max(dev) : 0;

@@ -64,16 +64,22 @@ END_TEST
 #define IDLE_HANDLER 9
 
 typedef struct idle_variant {
-    const char *name, *mode, *limit;
-    int promotes;
+    const char *name, *mode, *limit, *cost;
+    int promotes; /* 1: every idle message; 2: only the first (slow copies) */
 } idle_variant_t;
 
+/* The cost limit at 65535 takes the copies' speed out of the test (under
+ * make -j check the tasks share cores, and copies run slow); at 1 every
+ * measured copy is too slow, so only each side's first message, before
+ * any measurement, stages (the 64th would probe again). */
 static const idle_variant_t idle_variants[] = {
-    {"heater", "heater", NULL, 1},
-    {"vn", "vn", NULL, 1},
-    {"co", "co", NULL, 0},
-    {"heater-off", "heater", "0", 0},
-    {"heater-below", "heater", "199999", 0},
+    {"heater", "heater", NULL, "65535", 1},
+    {"vn", "vn", NULL, "65535", 1},
+    {"co", "co", NULL, "65535", 0},
+    {"heater-off", "heater", "0", "65535", 0},
+    {"heater-below", "heater", "199999", "65535", 0},
+    {"heater-slow", "heater", NULL, "1", 2},
+    {"vn-slow", "vn", NULL, "1", 2},
 };
 
 typedef struct idle_state {
@@ -187,7 +193,8 @@ static int idle_task(torx_boot_t *boot, void *argp)
                                                                     : TORX_PROTO_RZV;
     const int last = boot->rank == 1 ? IDLE_PINGS + IDLE_STREAM : IDLE_PINGS;
     for (int i = 0; i < last; i++) {
-        const int idle = v->promotes && i <= IDLE_PINGS; /* pings and the stream's first */
+        /* pings and the stream's first; with slow copies the first only */
+        const int idle = v->promotes == 1 ? i <= IDLE_PINGS : v->promotes == 2 && i == 0;
         const uint64_t pieces = st.pieces[i] - (i ? st.pieces[i - 1] : 0);
         TASK_CHECK(st.proto[i] == (idle ? staged : unstaged),
                    "%s: rank %d message %d came %s, expected %s", v->name, boot->rank, i,
@@ -208,8 +215,10 @@ START_TEST(idle_pair_stages)
     setenv("TORX_MODE", v->mode, 1);
     if (v->limit)
         setenv("TORX_EAGER_IDLE_LIMIT", v->limit, 1);
+    setenv("TORX_EAGER_IDLE_COST", v->cost, 1);
     RUN_JOB(2, idle_task, (void *)v);
     unsetenv("TORX_EAGER_IDLE_LIMIT");
+    unsetenv("TORX_EAGER_IDLE_COST");
     unsetenv("TORX_MODE");
 }
 END_TEST
@@ -328,6 +337,9 @@ START_TEST(init_rejects_bad_environment)
     setenv("TORX_EAGER_IDLE_LIMIT", "-1", 1);
     RUN_JOB(1, init_fail_task, "TORX_EAGER_IDLE_LIMIT");
     unsetenv("TORX_EAGER_IDLE_LIMIT");
+    setenv("TORX_EAGER_IDLE_COST", "70000", 1);
+    RUN_JOB(1, init_fail_task, "TORX_EAGER_IDLE_COST");
+    unsetenv("TORX_EAGER_IDLE_COST");
     setenv("TORX_MODE", "vn", 1);
     setenv("TORX_CORES_PER_NODE", "100", 1);
     RUN_JOB(1, init_fail_task, "TORX_CORES_PER_NODE");

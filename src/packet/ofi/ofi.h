@@ -370,6 +370,7 @@ const void *torxp_ofi_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_sta
 void torxp_ofi_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
 void torxp_ofi_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t ref);
 int torxp_ofi_stage_idle(torx_pkt_dev_t *dev, torx_coord_t dest);
+unsigned torxp_ofi_stage_cost(const torx_pkt_dev_t *dev, torx_coord_t dest);
 void torxp_ofi_stage_on_tx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, int err);
 void torxp_ofi_stage_on_rx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, size_t len, uint64_t credits);
 void torxp_ofi_stage_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sys_t *m);

@@ -345,6 +345,12 @@ static int hybrid_stage_idle(torx_pkt_dev_t *dev, torx_coord_t dest)
     return sub->ops->stage_idle(sub, dest);
 }
 
+static unsigned hybrid_stage_cost(const torx_pkt_dev_t *dev, torx_coord_t dest)
+{
+    const torx_pkt_dev_t *sub = stage_dev(hybrid_of_const(dev), dest);
+    return sub->ops->stage_cost(sub, dest);
+}
+
 static void hybrid_close(torx_pkt_dev_t *dev)
 {
     hybrid_dev_t *h = hybrid_of(dev);
@@ -382,6 +388,7 @@ static const torxp_dev_ops_t hybrid_ops = {
     .stage_release = hybrid_stage_release,
     .stage_unput = hybrid_stage_unput,
     .stage_idle = hybrid_stage_idle,
+    .stage_cost = hybrid_stage_cost,
     .close = hybrid_close,
 };
 

@@ -399,6 +399,7 @@ static const torxp_dev_ops_t ofi_ops = {
     .stage_release = torxp_ofi_stage_release,
     .stage_unput = torxp_ofi_stage_unput,
     .stage_idle = torxp_ofi_stage_idle,
+    .stage_cost = torxp_ofi_stage_cost,
     .close = ofi_close,
 };
 

@@ -186,9 +186,12 @@ struct torxp_shm_dev {
      * receiver's release count, per destination rank; its read position,
      * per source rank. Positions count bytes since the start of the job. */
     uint32_t stage_bytes; /* per ring, 0 when off */
+#define TORXP_SHM_STAGE_COSTS 4 /* samples behind torx_stage_cost (shm_stage.c) */
     struct torxp_shm_stage_tx {
         uint64_t wr, seen;
         uint64_t undo;      /* wr before the last put, +1; 0 when none to undo */
+        uint16_t cost[TORXP_SHM_STAGE_COSTS]; /* torx_stage_cost: the last pieces' ns per KiB, 0: none */
+        uint32_t cost_next; /* where the next sample goes */
         uint8_t *data;      /* the ring toward that rank */
         uint64_t *released; /* its control block */
     } * stage_tx;
@@ -301,6 +304,7 @@ const void *torxp_shm_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_sta
 void torxp_shm_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
 void torxp_shm_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t ref);
 int torxp_shm_stage_idle(torx_pkt_dev_t *dev, torx_coord_t dest);
+unsigned torxp_shm_stage_cost(const torx_pkt_dev_t *dev, torx_coord_t dest);
 
 /* Multi-reader staging (shm_mstage.c). The layout's TORX_MSTAGE_BYTES for
  * a job of ntasks (0 when off), each ring's bytes, and the ops. */

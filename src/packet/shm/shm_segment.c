@@ -272,6 +272,7 @@ static const torxp_dev_ops_t shm_ops = {
     .stage_release = torxp_shm_stage_release,
     .stage_unput = torxp_shm_stage_unput,
     .stage_idle = torxp_shm_stage_idle,
+    .stage_cost = torxp_shm_stage_cost,
     .mstage_max = torxp_shm_mstage_max,
     .mstage_put = torxp_shm_mstage_put,
     .mstage_data = torxp_shm_mstage_data,

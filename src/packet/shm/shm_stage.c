@@ -23,10 +23,25 @@
 #include "shm.h"
 
 #include <string.h>
+#include <time.h>
 
 /* Above this, a job's rings shrink (power of two steps) until they fit. */
 #define STAGE_TOTAL_MAX ((uint64_t)256 << 20)
 #define STAGE_MIN 4096u
+
+/* torx_stage_cost: pieces this long are timed (two clock reads, under 2% of
+ * a 4 KiB copy), and the cost is the least of the last COST_SAMPLES: a
+ * copy the scheduler preempted is one slow sample among fast ones, while
+ * cores far apart make every sample slow. */
+#define COST_MIN_BYTES 4096u
+#define COST_SAMPLES TORXP_SHM_STAGE_COSTS
+
+static inline uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 uint32_t torxp_shm_stage_bytes(unsigned ntasks, long want)
 {
@@ -115,7 +130,15 @@ torx_status_t torxp_shm_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const 
         if (pos + len - tx->seen > size)
             return TORX_NO_ROOM;
     }
-    memcpy(tx->data + off, data, len);
+    if (len >= COST_MIN_BYTES) {
+        const uint64_t t0 = now_ns();
+        memcpy(tx->data + off, data, len);
+        const uint64_t sample = (now_ns() - t0) * 1024 / len;
+        tx->cost[tx->cost_next++ % COST_SAMPLES] =
+            (uint16_t)(sample < 1 ? 1 : sample > UINT16_MAX ? UINT16_MAX : sample);
+    } else {
+        memcpy(tx->data + off, data, len);
+    }
     tx->undo = tx->wr + 1;
     tx->wr = pos + len;
     *ref = (torx_stage_ref_t){.off = (uint32_t)off, .len = (uint32_t)len};
@@ -149,6 +172,21 @@ int torxp_shm_stage_idle(torx_pkt_dev_t *dev, torx_coord_t dest)
      * overwrites bytes the receiver has finished reading. */
     tx->seen = __atomic_load_n(tx->released, __ATOMIC_ACQUIRE);
     return tx->seen == tx->wr;
+}
+
+unsigned torxp_shm_stage_cost(const torx_pkt_dev_t *dev, torx_coord_t dest)
+{
+    const torxp_shm_dev_t *d = (const torxp_shm_dev_t *)dev;
+    const int dst = torxp_shm_rank_at(d, dest);
+    if (dst < 0 || !d->stage_bytes)
+        return 0;
+    unsigned least = 0;
+    for (unsigned i = 0; i < COST_SAMPLES; i++) {
+        const unsigned c = d->stage_tx[dst].cost[i];
+        if (c && (!least || c < least))
+            least = c;
+    }
+    return least;
 }
 
 /* Whether ref is the next piece from src; *pos gets its position. */
