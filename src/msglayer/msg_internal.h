@@ -89,14 +89,19 @@
 #define TORXM_EAGER_LIMIT 32768
 #define TORXM_STAGE_MIN 232
 #define TORXM_STAGE_CHUNK 16384
-/* TORX_EAGER_IDLE_LIMIT: to an idle pair (nothing in flight), staged up to
- * here instead of the rendezvous. One message at a time the two tasks'
- * copies overlap piece by piece, where the rendezvous pays a handshake and
- * a process_vm_readv (about 10 GB/s on the development VM): 48 KiB to 4 MiB
- * took 0.4-0.55 of the rendezvous's half round trip (bench/RESULTS.md,
- * "Seventh session"). The bound keeps what an unexpected message costs
- * the receiver (a buffer of its size) to the sizes measured. */
-#define TORXM_EAGER_IDLE_LIMIT 4194304
+/* TORX_EAGER_IDLE_LIMIT: to an idle pair (nothing in flight, a reply
+ * since the last long message), staged up to here instead of the
+ * rendezvous. One message at a time the two tasks' copies overlap piece by
+ * piece, where the rendezvous pays a handshake and a process_vm_readv
+ * (about 10 GB/s on the development VM): 48 KiB to 4 MiB took 0.4-0.6 of
+ * the rendezvous's half round trip (bench/RESULTS.md, "Seventh session").
+ * 128 KiB, not 4 MiB: it takes away the step at the eager limit (32 KiB
+ * staged 2.5 us, 48 KiB 3.4 instead of 5.7 by rendezvous, 128 KiB 7.1, 256
+ * KiB by rendezvous 20), while one-way streams of 128 KiB-4 MiB ran 12%
+ * slower with it on (the first message of each window staged; not
+ * understood yet), and an unexpected message costs the receiver a buffer
+ * of its size. */
+#define TORXM_EAGER_IDLE_LIMIT 131072
 /* TORX_EAGER_IDLE_COST: copies into the staging area slower than this (ns
  * per KiB, torx_stage_cost) keep an idle pair's long messages on the
  * rendezvous; one in TORXM_IDLE_PROBE goes staged anyway, to measure
@@ -298,6 +303,7 @@ typedef struct torxm_peer {
     torx_coord_t coord;
     uint8_t staged; /* the staging area reaches this peer (torx_stage_reaches) */
     uint8_t idle_probe; /* idle messages not staged for slow copies (torxm_idle_stages) */
+    uint32_t rx_seq_at_long; /* rx_seq when the last message torxm_idle_stages weighed left */
     /* receive */
     uint32_t rx_seq;      /* messages matched from this peer */
     torxm_rx_t *eager;    /* the eager message being reassembled, or NULL */
@@ -458,7 +464,13 @@ static inline int torxm_stages(const torx_ctx_t *ctx, const torxm_peer_t *peer, 
 }
 /* Whether a message of len bytes, which would go by rendezvous or vn bulk
  * get, goes staged instead because the pair is idle (torx_limits_t); the
- * caller has checked that nothing to peer is queued ahead of it. Not while
+ * caller has checked that nothing to peer is queued ahead of it. Only when
+ * peer has sent something since the last such message: a reply makes the
+ * exchange a ping-pong, where one message at a time is what latency is;
+ * a stream of long messages with nothing back keeps its single copy (one
+ * way, the receiver releasing fast, the pair is idle between messages,
+ * and staged and rendezvous messages then alternated at 0.8x the
+ * rendezvous's bandwidth). Not while
  * copies into the area toward peer run slow (torx_stage_cost above
  * limits.idle_max_cost: the two cores are far apart, and a staged
  * message pays that twice where the rendezvous copies once), except one
@@ -466,7 +478,11 @@ static inline int torxm_stages(const torx_ctx_t *ctx, const torxm_peer_t *peer, 
 static inline int torxm_idle_stages(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len)
 {
     if (len > ctx->limits.idle_limit || !peer->staged || len < ctx->limits.stage_min ||
-        peer->tokens_owed || !torx_stage_idle(ctx->dev, peer->coord))
+        peer->tokens_owed)
+        return 0;
+    const int replied = peer->rx_seq != peer->rx_seq_at_long;
+    peer->rx_seq_at_long = peer->rx_seq;
+    if (!replied || !torx_stage_idle(ctx->dev, peer->coord))
         return 0;
     return torx_stage_cost(ctx->dev, peer->coord) <= ctx->limits.idle_max_cost ||
            ++peer->idle_probe % TORXM_IDLE_PROBE == 0;

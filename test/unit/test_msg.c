@@ -52,7 +52,8 @@ END_TEST
 /* ---- An idle pair stages past the eager limit -------------------------------------- */
 
 /* A ping-pong of rendezvous-sized messages finds the pair idle every time
- * (each side has released the other's pieces before it replies), so they
+ * (each side has released the other's pieces before it replies) and the
+ * peer heard from since the last one (but for the very first ping), so they
  * go staged: eager in heater mode, vn through the staging area in vn mode.
  * A stream sent while the receiver does not advance finds the area in use
  * after its first message, so the rest take the rendezvous (vn bulk get).
@@ -73,13 +74,14 @@ typedef struct idle_variant {
  * measured copy is too slow, so only each side's first message, before
  * any measurement, stages (the 64th would probe again). */
 static const idle_variant_t idle_variants[] = {
-    {"heater", "heater", NULL, "65535", 1},
-    {"vn", "vn", NULL, "65535", 1},
+    {"heater", "heater", "200000", "65535", 1},
+    {"vn", "vn", "200000", "65535", 1},
     {"co", "co", NULL, "65535", 0},
     {"heater-off", "heater", "0", "65535", 0},
+    {"heater-default", "heater", NULL, "65535", 0}, /* 131072, below IDLE_SIZE */
     {"heater-below", "heater", "199999", "65535", 0},
-    {"heater-slow", "heater", NULL, "1", 2},
-    {"vn-slow", "vn", NULL, "1", 2},
+    {"heater-slow", "heater", "200000", "1", 2},
+    {"vn-slow", "vn", "200000", "1", 2},
 };
 
 typedef struct idle_state {
@@ -193,8 +195,14 @@ static int idle_task(torx_boot_t *boot, void *argp)
                                                                     : TORX_PROTO_RZV;
     const int last = boot->rank == 1 ? IDLE_PINGS + IDLE_STREAM : IDLE_PINGS;
     for (int i = 0; i < last; i++) {
-        /* pings and the stream's first; with slow copies the first only */
-        const int idle = v->promotes == 1 ? i <= IDLE_PINGS : v->promotes == 2 && i == 0;
+        /* Staged once the sender has heard from its peer since its last
+         * long message: rank 1's pings but the first, and the stream's
+         * first; all of rank 0's pongs. With slow copies only the first of
+         * those, before any measurement. */
+        const int first = boot->rank == 1 ? 1 : 0;
+        const int idle = v->promotes == 1   ? i >= first && i < first + IDLE_PINGS
+                         : v->promotes == 2 ? i == first
+                                            : 0;
         const uint64_t pieces = st.pieces[i] - (i ? st.pieces[i - 1] : 0);
         TASK_CHECK(st.proto[i] == (idle ? staged : unstaged),
                    "%s: rank %d message %d came %s, expected %s", v->name, boot->rank, i,
