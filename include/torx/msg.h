@@ -133,7 +133,7 @@ typedef struct torx_limits {
                               most the device's torx_stage_max) */
     size_t idle_limit;     /* TORX_EAGER_IDLE_LIMIT: staged up to this many
                               data bytes when the pair is idle (default
-                              131072; 0 in co mode, whose thread moves
+                              4194304; 0 in co mode, whose thread moves
                               rendezvous data; 0 or <= eager_limit: off) */
     unsigned idle_max_cost; /* TORX_EAGER_IDLE_COST: not while copies into
                                the area toward dest cost more than this,

@@ -94,14 +94,13 @@
  * rendezvous. One message at a time the two tasks' copies overlap piece by
  * piece, where the rendezvous pays a handshake and a process_vm_readv
  * (about 10 GB/s on the development VM): 48 KiB to 4 MiB took 0.4-0.6 of
- * the rendezvous's half round trip (bench/RESULTS.md, "Seventh session").
- * 128 KiB, not 4 MiB: it takes away the step at the eager limit (32 KiB
- * staged 2.5 us, 48 KiB 3.4 instead of 5.7 by rendezvous, 128 KiB 7.1, 256
- * KiB by rendezvous 20), while one-way streams of 128 KiB-4 MiB ran 12%
- * slower with it on (the first message of each window staged; not
- * understood yet), and an unexpected message costs the receiver a buffer
- * of its size. */
-#define TORXM_EAGER_IDLE_LIMIT 131072
+ * the rendezvous's half round trip (bench/RESULTS.md, "Seventh session"),
+ * with no step at the eager limit (32 KiB 2.5 us, 48 KiB 3.4 instead of 5.7
+ * by rendezvous). Streams are left alone: one message per window of a
+ * bandwidth test goes staged. The bound is the largest size measured; an
+ * unexpected message costs the receiver a buffer of its size, as any eager
+ * message does. */
+#define TORXM_EAGER_IDLE_LIMIT 4194304
 /* TORX_EAGER_IDLE_COST: copies into the staging area slower than this (ns
  * per KiB, torx_stage_cost) keep an idle pair's long messages on the
  * rendezvous; one in TORXM_IDLE_PROBE goes staged anyway, to measure

@@ -74,14 +74,14 @@ typedef struct idle_variant {
  * measured copy is too slow, so only each side's first message, before
  * any measurement, stages (the 64th would probe again). */
 static const idle_variant_t idle_variants[] = {
-    {"heater", "heater", "200000", "65535", 1},
-    {"vn", "vn", "200000", "65535", 1},
+    {"heater", "heater", NULL, "65535", 1},
+    {"vn", "vn", NULL, "65535", 1},
     {"co", "co", NULL, "65535", 0},
     {"heater-off", "heater", "0", "65535", 0},
-    {"heater-default", "heater", NULL, "65535", 0}, /* 131072, below IDLE_SIZE */
+    {"heater-at", "heater", "200000", "65535", 1},
     {"heater-below", "heater", "199999", "65535", 0},
-    {"heater-slow", "heater", "200000", "1", 2},
-    {"vn-slow", "vn", "200000", "1", 2},
+    {"heater-slow", "heater", NULL, "1", 2},
+    {"vn-slow", "vn", NULL, "1", 2},
 };
 
 typedef struct idle_state {
