@@ -8,7 +8,7 @@
 # 2 ranks bound one per core, under each candidate in interleaved rounds:
 #   packets      eager by 240-byte packets      TORX_STAGE_MIN=0
 #   staged-C     eager staged in pieces of C     TORX_STAGE_MIN=1 TORX_STAGE_CHUNK=C
-#   rzv          rendezvous (bulk get)          TORX_EAGER_LIMIT=0
+#   rzv          rendezvous (bulk get)          TORX_EAGER_LIMIT=0 TORX_EAGER_IDLE_LIMIT=0
 # (eager limit 1 MiB for the first two, so each covers every size), in
 # heater mode, and in vn mode (where "packets" and "rzv" are both the vn
 # protocol's cross-memory copy and ack). Then, per mode, from the medians:
@@ -76,9 +76,9 @@ for c in $chunks; do cands+=" staged-$c"; done
 
 env_of() {
     case $1 in
-    packets) echo "TORX_STAGE_MIN=0 TORX_EAGER_LIMIT=1048576" ;;
-    rzv) echo "TORX_EAGER_LIMIT=0" ;;
-    staged-*) echo "TORX_STAGE_MIN=1 TORX_STAGE_CHUNK=${1#staged-} TORX_EAGER_LIMIT=1048576" ;;
+    packets) echo "TORX_STAGE_MIN=0 TORX_EAGER_LIMIT=1048576 TORX_EAGER_IDLE_LIMIT=0" ;;
+    rzv) echo "TORX_EAGER_LIMIT=0 TORX_EAGER_IDLE_LIMIT=0" ;;
+    staged-*) echo "TORX_STAGE_MIN=1 TORX_STAGE_CHUNK=${1#staged-} TORX_EAGER_LIMIT=1048576 TORX_EAGER_IDLE_LIMIT=0" ;;
     esac
 }
 

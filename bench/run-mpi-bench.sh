@@ -25,7 +25,7 @@
 #                   one-packet  (default)
 #                   eager       TORX_ONEPKT_LIMIT=0
 #                   adaptive    TORX_ONEPKT_LIMIT=0 TORX_ADAPTIVE_LIMIT=4096
-#                   rendezvous  TORX_ONEPKT_LIMIT=0 TORX_EAGER_LIMIT=0
+#                   rendezvous  TORX_ONEPKT_LIMIT=0 TORX_EAGER_LIMIT=0 TORX_EAGER_IDLE_LIMIT=0
 #                 beside the message layer's figure for the same protocol:
 #                 the original's Table 1 at MPI level, with the MPI overhead
 #                 per protocol. The forced protocol's TORX_STATS counter must
@@ -105,7 +105,7 @@ declare -A proto_name=([onepkt]="one-packet" [eager]="eager" [adaptive]="adaptiv
 declare -A proto_stat=([onepkt]="one-packet" [eager]="eager" [adaptive]="adaptive" [rzv]="rendezvous")
 declare -A proto_env=([onepkt]="" [eager]="TORX_ONEPKT_LIMIT=0"
                       [adaptive]="TORX_ONEPKT_LIMIT=0 TORX_ADAPTIVE_LIMIT=4096"
-                      [rzv]="TORX_ONEPKT_LIMIT=0 TORX_EAGER_LIMIT=0")
+                      [rzv]="TORX_ONEPKT_LIMIT=0 TORX_EAGER_LIMIT=0 TORX_EAGER_IDLE_LIMIT=0")
 # Runs of a round, in order (see the top).
 run_ids=(floors msgpp)
 for p in "${protos[@]}"; do run_ids+=("p_$p"); done

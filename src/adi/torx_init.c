@@ -114,10 +114,16 @@ static void print_thresholds(void)
                  lim->stage_min, lim->stage_chunk);
     else
         snprintf(staged, sizeof staged, " (by packets: staging off)");
+    char idle[96] = "";
+    if (lim->stage_min && torx_stage_max(torx_ctx_device(ctx)) &&
+        lim->idle_limit > lim->eager_limit)
+        snprintf(idle, sizeof idle, ", staged up to %zu B to a task exchanging one at a time",
+                 lim->idle_limit);
     fprintf(stderr, "torx netmod: %d tasks, mode %s (%d per node); MPI messages: %s%s"
-            "eager <= %zu B%s, rendezvous above (%s)%s; RMA active messages eager <= %ld B\n",
+            "eager <= %zu B%s, rendezvous above (%s)%s%s; RMA active messages eager <= %ld B\n",
             MPIDI_TORX_global.size, modes[torx_mode(ctx)], torx_tasks_per_node(ctx), onepkt,
             adaptive, lim->eager_limit, staged, lim->rzv_packets ? "adaptive packets" : "bulk get",
+            idle,
             torx_mode(ctx) == TORX_MODE_VN ? ", virtual node within a node above one packet" : "",
             (long) MPIDI_TORX_global.am_eager_limit);
 }
