@@ -107,8 +107,10 @@ typedef enum torx_protocol {
  * bytes, one descriptor packet each, instead of 240-byte packets (eager) or
  * a cross-memory copy and an ack (vn); the protocol, its ordering and its
  * counters stay the same.
- * An idle pair: nothing queued to dest and every piece staged toward it
- * released (torx_stage_idle). A message of up to idle_limit bytes that
+ * An idle pair: nothing queued to dest, every piece staged toward it
+ * released (torx_stage_idle), and a message from dest matched since the
+ * last message weighed this way (a reply). A message of up to idle_limit
+ * bytes that
  * would go by rendezvous (or, in vn mode, by a vn bulk get) goes staged
  * then: one message at a time, both tasks copying at once beats a single
  * copy after a handshake; once messages follow each other the area is in
@@ -135,10 +137,10 @@ typedef struct torx_limits {
                               data bytes when the pair is idle (default
                               4194304; 0 in co mode, whose thread moves
                               rendezvous data; 0 or <= eager_limit: off) */
-    unsigned idle_max_cost; /* TORX_EAGER_IDLE_COST: not while copies into
-                               the area toward dest cost more than this,
-                               ns per KiB (torx_stage_cost; default 150,
-                               65535: whatever they cost) */
+    /* TORX_EAGER_IDLE_COST: no idle-pair staging while copies into the area
+     * toward dest cost more than this, ns per KiB (torx_stage_cost; default
+     * 150, 65535: whatever they cost, 0: only before the first measurement) */
+    unsigned idle_max_cost;
 } torx_limits_t;
 
 typedef struct torx_init_attr {

@@ -689,7 +689,8 @@ int torx_stage_idle(torx_pkt_dev_t *dev, torx_coord_t dest);
 /* NAME     torx_stage_cost - what copying into the area toward dest costs now
  * DESCRIPTION
  *   The recent time torx_stage_put took to copy a piece of 4 KiB or more
- *   toward dest, per KiB (a moving average over the last pieces). Where the
+ *   toward dest, per KiB: the least of the last four pieces timed (one
+ *   such piece in eight is). Where the
  *   two tasks' cores share a cache it is a memcpy's; where the lines cross
  *   to a far core (another die, or a vCPU the hypervisor moved there) it
  *   can be ten times that, and then a staged message pays it twice.

@@ -301,8 +301,10 @@ typedef struct torxm_peer {
     uint32_t tokens_owed; /* adaptive messages not yet matched there */
     torx_coord_t coord;
     uint8_t staged; /* the staging area reaches this peer (torx_stage_reaches) */
-    uint8_t idle_probe; /* idle messages not staged for slow copies (torxm_idle_stages) */
-    uint32_t rx_seq_at_long; /* rx_seq when the last message torxm_idle_stages weighed left */
+    /* torxm_idle_stages: idle messages kept off the staging area for slow
+     * copies, and rx_seq when the last message it weighed left */
+    uint8_t idle_probe;
+    uint32_t rx_seq_at_long;
     /* receive */
     uint32_t rx_seq;      /* messages matched from this peer */
     torxm_rx_t *eager;    /* the eager message being reassembled, or NULL */
@@ -469,11 +471,10 @@ static inline int torxm_stages(const torx_ctx_t *ctx, const torxm_peer_t *peer, 
  * a stream of long messages with nothing back keeps its single copy (one
  * way, the receiver releasing fast, the pair is idle between messages,
  * and staged and rendezvous messages then alternated at 0.8x the
- * rendezvous's bandwidth). Not while
- * copies into the area toward peer run slow (torx_stage_cost above
- * limits.idle_max_cost: the two cores are far apart, and a staged
- * message pays that twice where the rendezvous copies once), except one
- * message in TORXM_IDLE_PROBE, which measures again. */
+ * rendezvous's bandwidth). Not while copies into the area toward peer run
+ * slow (torx_stage_cost above limits.idle_max_cost: the two cores are far
+ * apart, and a staged message pays that twice where the rendezvous copies
+ * once), except one message in TORXM_IDLE_PROBE, which measures again. */
 static inline int torxm_idle_stages(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len)
 {
     if (len > ctx->limits.idle_limit || !peer->staged || len < ctx->limits.stage_min ||

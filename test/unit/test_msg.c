@@ -160,14 +160,14 @@ static int idle_task(torx_boot_t *boot, void *argp)
     /* Ping-pong: rank 0 sends, rank 1 answers once it has it all. */
     for (int i = 0; i < IDLE_PINGS; i++) {
         if (boot->rank == 1)
-            TASK_CHECK(idle_wait(ctx, &st.received, i + 1) == 0, "%s: ping %d never came",
-                       v->name, i);
+            TASK_CHECK(idle_wait(ctx, &st.received, i + 1) == 0, "%s: ping %d never came", v->name,
+                       i);
         TASK_CHECK(torx_send(ctx, &msgs[i], peer, IDLE_HANDLER, NULL, 0, out[i], IDLE_SIZE,
                              TORX_PROTO_AUTO, idle_send_done, &st) == TORX_OK,
                    "%s", torx_last_error());
         if (boot->rank == 0)
-            TASK_CHECK(idle_wait(ctx, &st.received, i + 1) == 0, "%s: pong %d never came",
-                       v->name, i);
+            TASK_CHECK(idle_wait(ctx, &st.received, i + 1) == 0, "%s: pong %d never came", v->name,
+                       i);
     }
     TASK_CHECK(idle_wait(ctx, &st.sent, IDLE_PINGS) == 0, "%s: ping-pong sends incomplete",
                v->name);
@@ -189,10 +189,10 @@ static int idle_task(torx_boot_t *boot, void *argp)
     TASK_CHECK(st.errors == 0, "%s: %d errors", v->name, st.errors);
 
     /* What each message took, and whether its data came through the area. */
-    const torx_protocol_t staged = torx_mode(ctx) == TORX_MODE_VN ? TORX_PROTO_VN
-                                                                  : TORX_PROTO_EAGER;
-    const torx_protocol_t unstaged = torx_mode(ctx) == TORX_MODE_VN ? TORX_PROTO_VN
-                                                                    : TORX_PROTO_RZV;
+    const torx_protocol_t staged =
+        torx_mode(ctx) == TORX_MODE_VN ? TORX_PROTO_VN : TORX_PROTO_EAGER;
+    const torx_protocol_t unstaged =
+        torx_mode(ctx) == TORX_MODE_VN ? TORX_PROTO_VN : TORX_PROTO_RZV;
     const int last = boot->rank == 1 ? IDLE_PINGS + IDLE_STREAM : IDLE_PINGS;
     for (int i = 0; i < last; i++) {
         /* Staged once the sender has heard from its peer since its last
@@ -206,8 +206,7 @@ static int idle_task(torx_boot_t *boot, void *argp)
         const uint64_t pieces = st.pieces[i] - (i ? st.pieces[i - 1] : 0);
         TASK_CHECK(st.proto[i] == (idle ? staged : unstaged),
                    "%s: rank %d message %d came %s, expected %s", v->name, boot->rank, i,
-                   torx_protocol_name(st.proto[i]),
-                   torx_protocol_name(idle ? staged : unstaged));
+                   torx_protocol_name(st.proto[i]), torx_protocol_name(idle ? staged : unstaged));
         TASK_CHECK(idle ? pieces == (IDLE_SIZE + 16383) / 16384 : pieces == 0,
                    "%s: rank %d message %d: %llu staged pieces", v->name, boot->rank, i,
                    (unsigned long long)pieces);

@@ -114,6 +114,9 @@ typedef struct torxp_shm_bulk {
 } torxp_shm_bulk_t;
 static_assert(sizeof(torxp_shm_bulk_t) <= sizeof(torx_bulk_t), "bulk op fits torx_bulk_t");
 
+/* Samples behind torx_stage_cost (shm_stage.c). */
+#define TORXP_SHM_STAGE_COSTS 4
+
 typedef struct torxp_shm_dev torxp_shm_dev_t;
 
 struct torxp_shm_dev {
@@ -186,12 +189,13 @@ struct torxp_shm_dev {
      * receiver's release count, per destination rank; its read position,
      * per source rank. Positions count bytes since the start of the job. */
     uint32_t stage_bytes; /* per ring, 0 when off */
-#define TORXP_SHM_STAGE_COSTS 4 /* samples behind torx_stage_cost (shm_stage.c) */
     struct torxp_shm_stage_tx {
         uint64_t wr, seen;
         uint64_t undo;      /* wr before the last put, +1; 0 when none to undo */
-        uint16_t cost[TORXP_SHM_STAGE_COSTS]; /* torx_stage_cost: the last pieces' ns per KiB, 0: none */
-        uint32_t cost_next; /* where the next sample goes */
+        uint32_t cost_next; /* torx_stage_cost: where the next sample goes */
+        uint32_t cost_skip; /* pieces long enough to time, timed or not */
+        /* the last samples, ns per KiB; 0: none */
+        uint16_t cost[TORXP_SHM_STAGE_COSTS];
         uint8_t *data;      /* the ring toward that rank */
         uint64_t *released; /* its control block */
     } * stage_tx;

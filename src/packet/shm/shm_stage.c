@@ -29,11 +29,13 @@
 #define STAGE_TOTAL_MAX ((uint64_t)256 << 20)
 #define STAGE_MIN 4096u
 
-/* torx_stage_cost: pieces this long are timed (two clock reads, under 2% of
- * a 4 KiB copy), and the cost is the least of the last COST_SAMPLES: a
- * copy the scheduler preempted is one slow sample among fast ones, while
- * cores far apart make every sample slow. */
+/* torx_stage_cost: one piece in COST_EVERY of this length or more is timed
+ * (two clock reads, 50 ns on the development VM: near a tenth of a 4 KiB
+ * message's half round trip if every piece paid them), and the cost is the least of the last
+ * COST_SAMPLES: a copy the scheduler preempted is one slow sample among
+ * fast ones, while cores far apart make every sample slow. */
 #define COST_MIN_BYTES 4096u
+#define COST_EVERY 8u
 #define COST_SAMPLES TORXP_SHM_STAGE_COSTS
 
 static inline uint64_t now_ns(void)
@@ -130,12 +132,13 @@ torx_status_t torxp_shm_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const 
         if (pos + len - tx->seen > size)
             return TORX_NO_ROOM;
     }
-    if (len >= COST_MIN_BYTES) {
+    if (len >= COST_MIN_BYTES && tx->cost_skip++ % COST_EVERY == 0) {
         const uint64_t t0 = now_ns();
         memcpy(tx->data + off, data, len);
-        const uint64_t sample = (now_ns() - t0) * 1024 / len;
-        tx->cost[tx->cost_next++ % COST_SAMPLES] =
-            (uint16_t)(sample < 1 ? 1 : sample > UINT16_MAX ? UINT16_MAX : sample);
+        uint64_t sample = (now_ns() - t0) * 1024 / len;
+        if (sample > UINT16_MAX)
+            sample = UINT16_MAX;
+        tx->cost[tx->cost_next++ % COST_SAMPLES] = (uint16_t)(sample ? sample : 1);
     } else {
         memcpy(tx->data + off, data, len);
     }
