@@ -110,15 +110,14 @@ typedef enum torx_protocol {
  * An idle pair: nothing queued to dest, every piece staged toward it
  * released (torx_stage_idle), and a message from dest matched since the
  * last message weighed this way (a reply). A message of up to idle_limit
- * bytes that
- * would go by rendezvous (or, in vn mode, by a vn bulk get) goes staged
- * then: one message at a time, both tasks copying at once beats a single
- * copy after a handshake; once messages follow each other the area is in
- * use and the single copy takes over, so streams keep the rendezvous.
- * Nor while the copies into the area run slow (torx_stage_cost above
- * idle_max_cost: the two cores far apart), except one message in 64,
- * which measures again. torx_choose_protocol does not apply this rule (it
- * depends on traffic).
+ * bytes that would go by rendezvous (or, in vn mode, by a vn bulk get)
+ * goes staged then: one message at a time, both tasks copying at once
+ * beats a single copy after a handshake; streams keep the rendezvous.
+ * Slow copies (torx_stage_cost above stage_cost_max: the two cores far
+ * apart, every line crossing twice) undo both: no idle-pair staging, and
+ * eager and vn messages of 8 KiB or more take the rendezvous (vn bulk
+ * get), except one message in 64, which measures again.
+ * torx_choose_protocol applies neither rule (they depend on traffic).
  * The limits are at most 2^32 - 1 (the packet-streamed protocols' offsets). */
 typedef struct torx_limits {
     size_t onepkt_limit;   /* TORX_ONEPKT_LIMIT, default and maximum
@@ -137,10 +136,10 @@ typedef struct torx_limits {
                               data bytes when the pair is idle (default
                               4194304; 0 in co mode, whose thread moves
                               rendezvous data; 0 or <= eager_limit: off) */
-    /* TORX_EAGER_IDLE_COST: no idle-pair staging while copies into the area
-     * toward dest cost more than this, ns per KiB (torx_stage_cost; default
-     * 150, 65535: whatever they cost, 0: only before the first measurement) */
-    unsigned idle_max_cost;
+    /* TORX_STAGE_COST_MAX: copies into the area toward dest costing more
+     * than this, ns per KiB (torx_stage_cost), are slow (above; default
+     * 150, 65535: never, 0: any measured) */
+    unsigned stage_cost_max;
 } torx_limits_t;
 
 typedef struct torx_init_attr {

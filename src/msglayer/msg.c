@@ -118,7 +118,7 @@ static torx_status_t read_limits(const torx_init_attr_t *attr, torx_mode_t mode,
         (rc = torx_env_int("TORX_STAGE_CHUNK", 256, 1L << 24, TORXM_STAGE_CHUNK, &stage_chunk)) ||
         (rc = torx_env_int("TORX_EAGER_IDLE_LIMIT", 0, (long)TORXM_STREAM_MAX,
                            mode == TORX_MODE_CO ? 0 : TORXM_EAGER_IDLE_LIMIT, &idle)) ||
-        (rc = torx_env_int("TORX_EAGER_IDLE_COST", 0, UINT16_MAX, TORXM_EAGER_IDLE_COST,
+        (rc = torx_env_int("TORX_STAGE_COST_MAX", 0, UINT16_MAX, TORXM_STAGE_COST_MAX,
                            &idle_cost)))
         return rc;
     *lim = (torx_limits_t){.onepkt_limit = (size_t)onepkt,
@@ -128,7 +128,7 @@ static torx_status_t read_limits(const torx_init_attr_t *attr, torx_mode_t mode,
                            .stage_min = (size_t)stage_min,
                            .stage_chunk = (size_t)stage_chunk,
                            .idle_limit = (size_t)idle,
-                           .idle_max_cost = (unsigned)idle_cost};
+                           .stage_cost_max = (unsigned)idle_cost};
     return TORX_OK;
 }
 

@@ -101,14 +101,19 @@
  * unexpected message costs the receiver a buffer of its size, as any eager
  * message does. */
 #define TORXM_EAGER_IDLE_LIMIT 4194304
-/* TORX_EAGER_IDLE_COST: copies into the staging area slower than this (ns
- * per KiB, torx_stage_cost) keep an idle pair's long messages on the
- * rendezvous; one in TORXM_IDLE_PROBE goes staged anyway, to measure
- * again. On the development VM a piece's copy took 22-62 ns per KiB with
- * the two vCPUs near each other and 300-515 far apart, where a staged 64
- * KiB message took 4x the rendezvous's time. */
-#define TORXM_EAGER_IDLE_COST 150
-#define TORXM_IDLE_PROBE 64
+/* TORX_STAGE_COST_MAX: copies into the staging area slower than this (ns
+ * per KiB, torx_stage_cost) count as slow: an idle pair's long messages
+ * keep the rendezvous, and eager and vn messages from TORXM_SLOW_RZV_MIN
+ * bytes take it too (vn: the bulk get); one in TORXM_STAGE_PROBE goes
+ * staged anyway, to measure again. On the development VM a piece's copy
+ * took 22-62 ns per KiB with the two vCPUs near each other and 300-515 far
+ * apart, where a staged 16 KiB message took 8.5-9.5 us, 32 KiB 14.9-17.2
+ * and 64 KiB 25.8-30.1, against 5.7 and 6.8 for 48 and 64 KiB by
+ * rendezvous in the same runs; at 2 KiB the staged message was level with
+ * Open MPI there, and a rendezvous costs 2.3 us before its first byte. */
+#define TORXM_STAGE_COST_MAX 150
+#define TORXM_SLOW_RZV_MIN 8192
+#define TORXM_STAGE_PROBE 64
 
 /* Offsets and totals of packet-streamed messages are 32-bit on the wire. */
 #define TORXM_STREAM_MAX ((uint64_t)UINT32_MAX)
@@ -301,9 +306,9 @@ typedef struct torxm_peer {
     uint32_t tokens_owed; /* adaptive messages not yet matched there */
     torx_coord_t coord;
     uint8_t staged; /* the staging area reaches this peer (torx_stage_reaches) */
-    /* torxm_idle_stages: idle messages kept off the staging area for slow
-     * copies, and rx_seq when the last message it weighed left */
-    uint8_t idle_probe;
+    /* messages kept off the staging area for slow copies (torxm_copies_slow),
+     * and rx_seq when the last message torxm_idle_stages weighed left */
+    uint8_t stage_probe;
     uint32_t rx_seq_at_long;
     /* receive */
     uint32_t rx_seq;      /* messages matched from this peer */
@@ -463,6 +468,24 @@ static inline int torxm_stages(const torx_ctx_t *ctx, const torxm_peer_t *peer, 
         return 0;
     return proto == TORX_PROTO_EAGER || (proto == TORX_PROTO_VN && len <= ctx->limits.eager_limit);
 }
+/* Whether copies into the staging area toward peer run slow now
+ * (torx_stage_cost above limits.stage_cost_max), so that a message that
+ * could go either way leaves the area; false for one such message in
+ * TORXM_STAGE_PROBE, which measures again. Never in an oversubscribed job:
+ * there a copy is slow because its task lost its core, which a rendezvous,
+ * needing both tasks scheduled, does not mend. */
+static inline int torxm_copies_slow(torx_ctx_t *ctx, torxm_peer_t *peer)
+{
+    return !ctx->oversubscribed &&
+           torx_stage_cost(ctx->dev, peer->coord) > ctx->limits.stage_cost_max &&
+           ++peer->stage_probe % TORXM_STAGE_PROBE != 0;
+}
+/* Whether a staged eager or vn message of len bytes takes the rendezvous
+ * (vn: the bulk get) instead, for slow copies. */
+static inline int torxm_slow_unstages(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len)
+{
+    return len >= TORXM_SLOW_RZV_MIN && torxm_copies_slow(ctx, peer);
+}
 /* Whether a message of len bytes, which would go by rendezvous or vn bulk
  * get, goes staged instead because the pair is idle (torx_limits_t); the
  * caller has checked that nothing to peer is queued ahead of it. Only when
@@ -472,9 +495,9 @@ static inline int torxm_stages(const torx_ctx_t *ctx, const torxm_peer_t *peer, 
  * way, the receiver releasing fast, the pair is idle between messages,
  * and staged and rendezvous messages then alternated at 0.8x the
  * rendezvous's bandwidth). Not while copies into the area toward peer run
- * slow (torx_stage_cost above limits.idle_max_cost: the two cores are far
+ * slow (torx_stage_cost above limits.stage_cost_max: the two cores are far
  * apart, and a staged message pays that twice where the rendezvous copies
- * once), except one message in TORXM_IDLE_PROBE, which measures again. */
+ * once), except one message in TORXM_STAGE_PROBE, which measures again. */
 static inline int torxm_idle_stages(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len)
 {
     if (len > ctx->limits.idle_limit || !peer->staged || len < ctx->limits.stage_min ||
@@ -484,8 +507,7 @@ static inline int torxm_idle_stages(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_
     peer->rx_seq_at_long = peer->rx_seq;
     if (!replied || !torx_stage_idle(ctx->dev, peer->coord))
         return 0;
-    return torx_stage_cost(ctx->dev, peer->coord) <= ctx->limits.idle_max_cost ||
-           ++peer->idle_probe % TORXM_IDLE_PROBE == 0;
+    return !torxm_copies_slow(ctx, peer);
 }
 torx_status_t torxm_staged_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m,
                                 unsigned proto);

@@ -161,9 +161,12 @@ torx_status_t torx_send_inject(torx_ctx_t *ctx, int dest, int handler, const voi
         if (len > ctx->stage_chunk)
             return TORX_AGAIN;
         const torx_protocol_t p = torx_choose_protocol(ctx, dest, hdr_len, len);
-        if (torxm_stages(ctx, &ctx->peers[dest], p, len))
-            return staged_now(ctx, &ctx->peers[dest], p, handler, hdr ? hdr : nothing, hdr_len,
-                              data, len);
+        torxm_peer_t *peer = &ctx->peers[dest];
+        /* Slow copies may send it by rendezvous: torx_send decides. */
+        if (torxm_stages(ctx, peer, p, len) &&
+            (len < TORXM_SLOW_RZV_MIN || ctx->oversubscribed ||
+             torx_stage_cost(ctx->dev, peer->coord) <= ctx->limits.stage_cost_max))
+            return staged_now(ctx, peer, p, handler, hdr ? hdr : nothing, hdr_len, data, len);
         return TORX_AGAIN;
     }
     const torx_status_t rc = onepkt_now(ctx, &ctx->peers[dest], handler, hdr ? hdr : nothing,
@@ -234,9 +237,13 @@ torx_status_t torx_send(torx_ctx_t *ctx, torx_msg_t *msg, int dest, int handler,
     torxm_msg_t *m = torxm_msg(msg);
     torx_protocol_t p =
         protocol == TORX_PROTO_AUTO ? torx_choose_protocol(ctx, dest, hdr_len, len) : protocol;
-    if (p == TORX_PROTO_RZV && protocol == TORX_PROTO_AUTO && !peer->head &&
-        torxm_idle_stages(ctx, peer, len))
-        p = TORX_PROTO_EAGER;
+    if (protocol == TORX_PROTO_AUTO) {
+        if (p == TORX_PROTO_RZV && !peer->head && torxm_idle_stages(ctx, peer, len))
+            p = TORX_PROTO_EAGER;
+        else if (p == TORX_PROTO_EAGER && torxm_stages(ctx, peer, p, len) &&
+                 torxm_slow_unstages(ctx, peer, len))
+            p = TORX_PROTO_RZV;
+    }
 
     if (p == TORX_PROTO_ONEPKT) {
         const torx_status_t rc = onepkt_now(ctx, peer, handler, hdr, hdr_len, data, len);

@@ -89,11 +89,14 @@ torx_status_t torxm_vn_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m)
 {
     /* Up to the eager limit the data goes through the staging area: for
      * these sizes a cross-memory copy's system call and the ack cost more
-     * than a second copy. So it does up to the idle limit when the pair is
-     * idle; the choice is made once, before the first piece is staged (m
-     * is the peer's head here, so nothing is queued ahead of it). */
-    if (m->piece || m->state == TORXM_MSG_MORE || torxm_stages(ctx, peer, TORX_PROTO_VN, m->len) ||
-        torxm_idle_stages(ctx, peer, m->len))
+     * than a second copy, unless copies into the area run slow. So it does
+     * up to the idle limit when the pair is idle. The choice holds once the
+     * first piece is staged (m is the peer's head here, so nothing is
+     * queued ahead of it). */
+    if (m->piece || m->state == TORXM_MSG_MORE)
+        return torxm_staged_push(ctx, peer, m, TORX_PROTO_VN);
+    if (torxm_stages(ctx, peer, TORX_PROTO_VN, m->len) ? !torxm_slow_unstages(ctx, peer, m->len)
+                                                       : torxm_idle_stages(ctx, peer, m->len))
         return torxm_staged_push(ctx, peer, m, TORX_PROTO_VN);
     return scout_push(ctx, peer, m, TORXM_PKT_VN_SCOUT, TORX_PROTO_VN, 0);
 }

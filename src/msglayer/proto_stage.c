@@ -139,9 +139,9 @@ void torxm_staged_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *
                 all ? data : NULL, proto, 0, &recv);
     if (all) {
         torxm_matched(ctx, peer);
+        ctx->staged_pieces++; /* before the done callback, which may read it */
         torxm_recv_now(ctx, src, &recv, data, (size_t)total);
         torx_stage_release(ctx->dev, peer->coord, ref);
-        ctx->staged_pieces++;
         return;
     }
     torxm_rx_t *rx = &peer->eager_rec;

@@ -64,7 +64,7 @@ trap 'rm -rf "$out"' EXIT
 # hydra passes the caller's environment on: the settings the cells choose
 # must not leak in from it (others, e.g. TORX_DEVICE, do pass through).
 unset TORX_MODE TORX_MAPPING TORX_TORUS TORX_CHAOS TORX_ADAPTIVE_LIMIT TORX_EAGER_LIMIT \
-    TORX_RZV_DATA TORX_STATS TORX_CORES_PER_NODE TORX_EAGER_IDLE_LIMIT TORX_EAGER_IDLE_COST
+    TORX_RZV_DATA TORX_STATS TORX_CORES_PER_NODE TORX_EAGER_IDLE_LIMIT TORX_STAGE_COST_MAX
 
 echo "run.sh: MPICH at $prefix ($("$prefix/bin/mpichversion" | sed -n 's/^MPICH Device:[[:space:]]*//p'))"
 t_start=$SECONDS

@@ -523,6 +523,7 @@ START_TEST(stats_count_bytes_per_destination)
     /* Every protocol a variant names must carry bytes: no idle pair's
      * message may leave the rendezvous for the staging area. */
     setenv("TORX_EAGER_IDLE_LIMIT", "0", 1);
+    setenv("TORX_STAGE_COST_MAX", "65535", 1);
     unsetenv("TORX_TORUS");
     RUN_JOB(NTASKS, stats_task, (void *)v);
 
@@ -549,6 +550,7 @@ START_TEST(stats_count_bytes_per_destination)
     unsetenv("TORX_STAGE_MIN");
     unsetenv("TORX_ADAPTIVE_LIMIT");
     unsetenv("TORX_EAGER_IDLE_LIMIT");
+    unsetenv("TORX_STAGE_COST_MAX");
 }
 END_TEST
 

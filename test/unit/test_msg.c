@@ -57,7 +57,9 @@ END_TEST
  * go staged: eager in heater mode, vn through the staging area in vn mode.
  * A stream sent while the receiver does not advance finds the area in use
  * after its first message, so the rest take the rendezvous (vn bulk get).
- * co mode and TORX_EAGER_IDLE_LIMIT=0 keep the rendezvous throughout. */
+ * co mode and TORX_EAGER_IDLE_LIMIT=0 keep the rendezvous throughout.
+ * Eager-sized messages (16 KiB) stage whatever the traffic, unless copies
+ * run slow: then from 8 KiB they take the rendezvous too. */
 
 #define IDLE_SIZE 200000u /* 13 pieces of 16 KiB, the last one short */
 #define IDLE_PINGS 4
@@ -66,7 +68,11 @@ END_TEST
 
 typedef struct idle_variant {
     const char *name, *mode, *limit, *cost;
-    int promotes; /* 1: every idle message; 2: only the first (slow copies) */
+    /* which messages stage: 1 every idle one; 2 only the first idle one
+     * (slow copies); 3 all (eager-sized); 4 each side's first (eager-sized,
+     * slow copies) */
+    int promotes;
+    size_t size; /* 0: IDLE_SIZE */
 } idle_variant_t;
 
 /* The cost limit at 65535 takes the copies' speed out of the test (under
@@ -74,14 +80,18 @@ typedef struct idle_variant {
  * measured copy is too slow, so only each side's first message, before
  * any measurement, stages (the 64th would probe again). */
 static const idle_variant_t idle_variants[] = {
-    {"heater", "heater", NULL, "65535", 1},
-    {"vn", "vn", NULL, "65535", 1},
-    {"co", "co", NULL, "65535", 0},
-    {"heater-off", "heater", "0", "65535", 0},
-    {"heater-at", "heater", "200000", "65535", 1},
-    {"heater-below", "heater", "199999", "65535", 0},
-    {"heater-slow", "heater", NULL, "1", 2},
-    {"vn-slow", "vn", NULL, "1", 2},
+    {"heater", "heater", NULL, "65535", 1, 0},
+    {"vn", "vn", NULL, "65535", 1, 0},
+    {"co", "co", NULL, "65535", 0, 0},
+    {"heater-off", "heater", "0", "65535", 0, 0},
+    {"heater-at", "heater", "200000", "65535", 1, 0},
+    {"heater-below", "heater", "199999", "65535", 0, 0},
+    {"heater-slow", "heater", NULL, "1", 2, 0},
+    {"vn-slow", "vn", NULL, "1", 2, 0},
+    {"heater-16k", "heater", NULL, "65535", 3, 16384},
+    {"heater-16k-slow", "heater", NULL, "1", 4, 16384},
+    {"vn-16k-slow", "vn", NULL, "1", 4, 16384},
+    {"heater-8191-slow", "heater", NULL, "1", 3, 8191},
 };
 
 typedef struct idle_state {
@@ -90,6 +100,7 @@ typedef struct idle_state {
     volatile int received, sent;
     torx_protocol_t proto[IDLE_PINGS + IDLE_STREAM];
     uint64_t pieces[IDLE_PINGS + IDLE_STREAM]; /* staged pieces received by then */
+    size_t size;
     uint8_t *buf;
 } idle_state_t;
 
@@ -97,9 +108,9 @@ static void idle_recv_done(torx_ctx_t *ctx, void *arg, torx_status_t status, siz
 {
     idle_state_t *st = arg;
     const int seq = st->received;
-    if (status != TORX_OK || received != IDLE_SIZE)
+    if (status != TORX_OK || received != st->size)
         st->errors++;
-    for (size_t i = 0; i < IDLE_SIZE; i++)
+    for (size_t i = 0; i < st->size; i++)
         if (st->buf[i] != test_pattern((uint32_t)(1 - st->rank), (uint32_t)seq, i)) {
             fprintf(stderr, "idle %s: message %d byte %zu wrong\n", st->v->name, seq, i);
             st->errors++;
@@ -117,7 +128,7 @@ static void idle_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *in
     if (st->received < IDLE_PINGS + IDLE_STREAM)
         st->proto[st->received] = info->protocol;
     recv->buf = st->buf;
-    recv->len = IDLE_SIZE;
+    recv->len = st->size;
     recv->done = idle_recv_done;
     recv->arg = st;
 }
@@ -145,11 +156,11 @@ static int idle_task(torx_boot_t *boot, void *argp)
     torx_init_attr_t attr = {.boot = boot, .mode = -1};
     TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
     static idle_state_t st;
-    st = (idle_state_t){.v = v, .rank = boot->rank};
+    st = (idle_state_t){.v = v, .rank = boot->rank, .size = v->size ? v->size : IDLE_SIZE};
     static uint8_t out[IDLE_PINGS + IDLE_STREAM][IDLE_SIZE];
-    st.buf = malloc(IDLE_SIZE);
+    st.buf = malloc(st.size);
     for (int m = 0; m < IDLE_PINGS + IDLE_STREAM; m++)
-        for (size_t i = 0; i < IDLE_SIZE; i++)
+        for (size_t i = 0; i < st.size; i++)
             out[m][i] = test_pattern((uint32_t)boot->rank, (uint32_t)m, i);
     TASK_CHECK(torx_register(ctx, IDLE_HANDLER, idle_handler, &st) == TORX_OK, "%s",
                torx_last_error());
@@ -162,7 +173,7 @@ static int idle_task(torx_boot_t *boot, void *argp)
         if (boot->rank == 1)
             TASK_CHECK(idle_wait(ctx, &st.received, i + 1) == 0, "%s: ping %d never came", v->name,
                        i);
-        TASK_CHECK(torx_send(ctx, &msgs[i], peer, IDLE_HANDLER, NULL, 0, out[i], IDLE_SIZE,
+        TASK_CHECK(torx_send(ctx, &msgs[i], peer, IDLE_HANDLER, NULL, 0, out[i], st.size,
                              TORX_PROTO_AUTO, idle_send_done, &st) == TORX_OK,
                    "%s", torx_last_error());
         if (boot->rank == 0)
@@ -176,7 +187,7 @@ static int idle_task(torx_boot_t *boot, void *argp)
     /* Stream: rank 0 sends them all while rank 1 waits in the barrier. */
     if (boot->rank == 0)
         for (int i = IDLE_PINGS; i < IDLE_PINGS + IDLE_STREAM; i++)
-            TASK_CHECK(torx_send(ctx, &msgs[i], peer, IDLE_HANDLER, NULL, 0, out[i], IDLE_SIZE,
+            TASK_CHECK(torx_send(ctx, &msgs[i], peer, IDLE_HANDLER, NULL, 0, out[i], st.size,
                                  TORX_PROTO_AUTO, idle_send_done, &st) == TORX_OK,
                        "%s", torx_last_error());
     TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
@@ -202,12 +213,14 @@ static int idle_task(torx_boot_t *boot, void *argp)
         const int first = boot->rank == 1 ? 1 : 0;
         const int idle = v->promotes == 1   ? i >= first && i < first + IDLE_PINGS
                          : v->promotes == 2 ? i == first
+                         : v->promotes == 3 ? 1
+                         : v->promotes == 4 ? i == 0
                                             : 0;
         const uint64_t pieces = st.pieces[i] - (i ? st.pieces[i - 1] : 0);
         TASK_CHECK(st.proto[i] == (idle ? staged : unstaged),
                    "%s: rank %d message %d came %s, expected %s", v->name, boot->rank, i,
                    torx_protocol_name(st.proto[i]), torx_protocol_name(idle ? staged : unstaged));
-        TASK_CHECK(idle ? pieces == (IDLE_SIZE + 16383) / 16384 : pieces == 0,
+        TASK_CHECK(idle ? pieces == (st.size + 16383) / 16384 : pieces == 0,
                    "%s: rank %d message %d: %llu staged pieces", v->name, boot->rank, i,
                    (unsigned long long)pieces);
     }
@@ -222,10 +235,10 @@ START_TEST(idle_pair_stages)
     setenv("TORX_MODE", v->mode, 1);
     if (v->limit)
         setenv("TORX_EAGER_IDLE_LIMIT", v->limit, 1);
-    setenv("TORX_EAGER_IDLE_COST", v->cost, 1);
+    setenv("TORX_STAGE_COST_MAX", v->cost, 1);
     RUN_JOB(2, idle_task, (void *)v);
     unsetenv("TORX_EAGER_IDLE_LIMIT");
-    unsetenv("TORX_EAGER_IDLE_COST");
+    unsetenv("TORX_STAGE_COST_MAX");
     unsetenv("TORX_MODE");
 }
 END_TEST
@@ -344,9 +357,9 @@ START_TEST(init_rejects_bad_environment)
     setenv("TORX_EAGER_IDLE_LIMIT", "-1", 1);
     RUN_JOB(1, init_fail_task, "TORX_EAGER_IDLE_LIMIT");
     unsetenv("TORX_EAGER_IDLE_LIMIT");
-    setenv("TORX_EAGER_IDLE_COST", "70000", 1);
-    RUN_JOB(1, init_fail_task, "TORX_EAGER_IDLE_COST");
-    unsetenv("TORX_EAGER_IDLE_COST");
+    setenv("TORX_STAGE_COST_MAX", "70000", 1);
+    RUN_JOB(1, init_fail_task, "TORX_STAGE_COST_MAX");
+    unsetenv("TORX_STAGE_COST_MAX");
     setenv("TORX_MODE", "vn", 1);
     setenv("TORX_CORES_PER_NODE", "100", 1);
     RUN_JOB(1, init_fail_task, "TORX_CORES_PER_NODE");
