@@ -135,7 +135,9 @@ typedef struct torx_limits {
     size_t idle_limit;     /* TORX_EAGER_IDLE_LIMIT: staged up to this many
                               data bytes when the pair is idle (default
                               4194304; 0 in co mode, whose thread moves
-                              rendezvous data; 0 or <= eager_limit: off) */
+                              rendezvous data; 0 or <= eager_limit: off);
+                              in force at most what the area takes at once
+                              (2 x torx_stage_max less a piece) */
     /* TORX_STAGE_COST_MAX: copies into the area toward dest costing more
      * than this, ns per KiB (torx_stage_cost), are slow (above; default
      * 150, 65535: never, 0: any measured) */

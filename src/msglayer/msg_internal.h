@@ -97,9 +97,10 @@
  * the rendezvous's half round trip (bench/RESULTS.md, "Seventh session"),
  * with no step at the eager limit (32 KiB 2.5 us, 48 KiB 3.4 instead of 5.7
  * by rendezvous). Streams are left alone: one message per window of a
- * bandwidth test goes staged. The bound is the largest size measured; an
- * unexpected message costs the receiver a buffer of its size, as any eager
- * message does. */
+ * bandwidth test goes staged. torx_init lowers it to what the staging area
+ * takes at once (1032192 with 1 MiB rings; see there); 4 MiB is the largest
+ * size measured, for larger rings. An unexpected message costs the
+ * receiver a buffer of its size, as any eager message does. */
 #define TORXM_EAGER_IDLE_LIMIT 4194304
 /* TORX_STAGE_COST_MAX: copies into the staging area slower than this (ns
  * per KiB, torx_stage_cost) count as slow: an idle pair's long messages
