@@ -104,7 +104,7 @@ static torx_status_t read_limits(const torx_init_attr_t *attr, torx_mode_t mode,
                                (unsigned long long)TORXM_STREAM_MAX);
         return TORX_OK;
     }
-    long onepkt, eager, adaptive, stage_min, stage_chunk, idle, idle_cost;
+    long onepkt, eager, adaptive, stage_min, stage_chunk, idle, cost_max;
     int rzv;
     torx_status_t rc;
     if ((rc = torx_env_int("TORX_ONEPKT_LIMIT", 0, TORX_MSG_ONEPKT_MAX, TORX_MSG_ONEPKT_MAX,
@@ -119,7 +119,7 @@ static torx_status_t read_limits(const torx_init_attr_t *attr, torx_mode_t mode,
         (rc = torx_env_int("TORX_EAGER_IDLE_LIMIT", 0, (long)TORXM_STREAM_MAX,
                            mode == TORX_MODE_CO ? 0 : TORXM_EAGER_IDLE_LIMIT, &idle)) ||
         (rc = torx_env_int("TORX_STAGE_COST_MAX", 0, UINT16_MAX, TORXM_STAGE_COST_MAX,
-                           &idle_cost)))
+                           &cost_max)))
         return rc;
     *lim = (torx_limits_t){.onepkt_limit = (size_t)onepkt,
                            .eager_limit = (size_t)eager,
@@ -128,7 +128,7 @@ static torx_status_t read_limits(const torx_init_attr_t *attr, torx_mode_t mode,
                            .stage_min = (size_t)stage_min,
                            .stage_chunk = (size_t)stage_chunk,
                            .idle_limit = (size_t)idle,
-                           .stage_cost_max = (unsigned)idle_cost};
+                           .stage_cost_max = (unsigned)cost_max};
     return TORX_OK;
 }
 
