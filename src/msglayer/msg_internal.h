@@ -470,16 +470,20 @@ static inline int torxm_stages(const torx_ctx_t *ctx, const torxm_peer_t *peer, 
     return proto == TORX_PROTO_EAGER || (proto == TORX_PROTO_VN && len <= ctx->limits.eager_limit);
 }
 /* Whether copies into the staging area toward peer run slow now
- * (torx_stage_cost above limits.stage_cost_max), so that a message that
- * could go either way leaves the area; false for one such message in
- * TORXM_STAGE_PROBE, which measures again. Never in an oversubscribed job:
- * there a copy is slow because its task lost its core, which a rendezvous,
- * needing both tasks scheduled, does not mend. */
-static inline int torxm_copies_slow(torx_ctx_t *ctx, torxm_peer_t *peer)
+ * (torx_stage_cost above limits.stage_cost_max). Never in an oversubscribed
+ * job: there a copy is slow because its task lost its core, which a
+ * rendezvous, needing both tasks scheduled, does not mend. */
+static inline int torxm_copies_measured_slow(torx_ctx_t *ctx, const torxm_peer_t *peer)
 {
     return !ctx->oversubscribed &&
-           torx_stage_cost(ctx->dev, peer->coord) > ctx->limits.stage_cost_max &&
-           ++peer->stage_probe % TORXM_STAGE_PROBE != 0;
+           torx_stage_cost(ctx->dev, peer->coord) > ctx->limits.stage_cost_max;
+}
+/* The same, as a message's choice: a message that could go either way
+ * leaves the area while copies run slow, except one in TORXM_STAGE_PROBE,
+ * which measures again. */
+static inline int torxm_copies_slow(torx_ctx_t *ctx, torxm_peer_t *peer)
+{
+    return torxm_copies_measured_slow(ctx, peer) && ++peer->stage_probe % TORXM_STAGE_PROBE != 0;
 }
 /* Whether a staged eager or vn message of len bytes takes the rendezvous
  * (vn: the bulk get) instead, for slow copies. */

@@ -162,10 +162,10 @@ torx_status_t torx_send_inject(torx_ctx_t *ctx, int dest, int handler, const voi
             return TORX_AGAIN;
         const torx_protocol_t p = torx_choose_protocol(ctx, dest, hdr_len, len);
         torxm_peer_t *peer = &ctx->peers[dest];
-        /* Slow copies may send it by rendezvous: torx_send decides. */
+        /* Slow copies may send it by rendezvous: torx_send decides (and
+         * counts the probe). */
         if (torxm_stages(ctx, peer, p, len) &&
-            (len < TORXM_SLOW_RZV_MIN || ctx->oversubscribed ||
-             torx_stage_cost(ctx->dev, peer->coord) <= ctx->limits.stage_cost_max))
+            (len < TORXM_SLOW_RZV_MIN || !torxm_copies_measured_slow(ctx, peer)))
             return staged_now(ctx, peer, p, handler, hdr ? hdr : nothing, hdr_len, data, len);
         return TORX_AGAIN;
     }

@@ -353,21 +353,17 @@ static int init_fail_task(torx_boot_t *boot, void *argp)
 
 START_TEST(init_rejects_bad_environment)
 {
-    setenv("TORX_MODE", "warm", 1);
-    RUN_JOB(1, init_fail_task, "TORX_MODE");
-    unsetenv("TORX_MODE");
-    setenv("TORX_EAGER_LIMIT", "12k", 1);
-    RUN_JOB(1, init_fail_task, "TORX_EAGER_LIMIT");
-    unsetenv("TORX_EAGER_LIMIT");
-    setenv("TORX_RZV_DATA", "dma", 1);
-    RUN_JOB(1, init_fail_task, "TORX_RZV_DATA");
-    unsetenv("TORX_RZV_DATA");
-    setenv("TORX_EAGER_IDLE_LIMIT", "-1", 1);
-    RUN_JOB(1, init_fail_task, "TORX_EAGER_IDLE_LIMIT");
-    unsetenv("TORX_EAGER_IDLE_LIMIT");
-    setenv("TORX_STAGE_COST_MAX", "70000", 1);
-    RUN_JOB(1, init_fail_task, "TORX_STAGE_COST_MAX");
-    unsetenv("TORX_STAGE_COST_MAX");
+    /* One bad variable at a time: init fails with a message naming it. */
+    static const test_env_case_t bad[] = {{"TORX_MODE", "warm", NULL},
+                                          {"TORX_EAGER_LIMIT", "12k", NULL},
+                                          {"TORX_RZV_DATA", "dma", NULL},
+                                          {"TORX_EAGER_IDLE_LIMIT", "-1", NULL},
+                                          {"TORX_STAGE_COST_MAX", "70000", NULL}};
+    for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv(bad[i].var, bad[i].value, 1);
+        RUN_JOB(1, init_fail_task, (void *)bad[i].var);
+        unsetenv(bad[i].var);
+    }
     setenv("TORX_MODE", "vn", 1);
     setenv("TORX_CORES_PER_NODE", "100", 1);
     RUN_JOB(1, init_fail_task, "TORX_CORES_PER_NODE");

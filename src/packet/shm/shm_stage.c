@@ -23,7 +23,6 @@
 #include "shm.h"
 
 #include <string.h>
-#include <time.h>
 
 /* Above this, a job's rings shrink (power of two steps) until they fit. */
 #define STAGE_TOTAL_MAX ((uint64_t)256 << 20)
@@ -37,13 +36,6 @@
 #define COST_MIN_BYTES 4096u
 #define COST_EVERY 8u
 #define COST_SAMPLES TORXP_SHM_STAGE_COSTS
-
-static inline uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 uint32_t torxp_shm_stage_bytes(unsigned ntasks, long want)
 {
@@ -132,15 +124,15 @@ torx_status_t torxp_shm_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const 
         if (pos + len - tx->seen > size)
             return TORX_NO_ROOM;
     }
-    if (len >= COST_MIN_BYTES && tx->cost_skip++ % COST_EVERY == 0) {
-        const uint64_t t0 = now_ns();
-        memcpy(tx->data + off, data, len);
-        uint64_t sample = (now_ns() - t0) * 1024 / len;
-        if (sample > UINT16_MAX)
-            sample = UINT16_MAX;
-        tx->cost[tx->cost_next++ % COST_SAMPLES] = (uint16_t)(sample ? sample : 1);
-    } else {
-        memcpy(tx->data + off, data, len);
+    const bool timed = len >= COST_MIN_BYTES && tx->cost_skip++ % COST_EVERY == 0;
+    const double t0 = timed ? torxp_mono_s() : 0;
+    memcpy(tx->data + off, data, len);
+    if (timed) {
+        const double ns_per_kib = (torxp_mono_s() - t0) * 1e9 * 1024 / (double)len;
+        tx->cost[tx->cost_next++ % COST_SAMPLES] =
+            (uint16_t)(ns_per_kib < 1            ? 1
+                       : ns_per_kib > UINT16_MAX ? UINT16_MAX
+                                                 : ns_per_kib);
     }
     tx->undo = tx->wr + 1;
     tx->wr = pos + len;
