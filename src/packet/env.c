@@ -8,6 +8,7 @@
 #include "pkt_internal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,6 +224,15 @@ torx_status_t torxp_env_read(torxp_env_t *env)
     if ((rc = env_pow2("TORX_MSTAGE_BYTES", 65536, 1L << 26, 1L << 22, 1, &e.mstage_bytes)) !=
         TORX_OK)
         return rc;
+    /* Shared gets: below two pieces the owner has nothing to take. */
+    if ((rc = torx_env_int("TORX_BULK_SHARE_MIN", 0, LONG_MAX, TORXP_BULK_SHARE_MIN_DEFAULT,
+                           &e.bulk_share_min)) != TORX_OK)
+        return rc;
+    if (e.bulk_share_min && e.bulk_share_min < 2 * (long)TORXP_BULK_SHARE_PIECE)
+        return torxp_error(TORX_ERR_ENV,
+                           "torx: TORX_BULK_SHARE_MIN='%s' is neither 0 (gets not shared) nor at "
+                           "least two pieces of %u bytes",
+                           getenv("TORX_BULK_SHARE_MIN"), TORXP_BULK_SHARE_PIECE);
     *env = e;
     return TORX_OK;
 }

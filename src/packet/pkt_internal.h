@@ -183,9 +183,15 @@ typedef struct torxp_env {
     long verbose;      /* TORX_VERBOSE */
     long stage_bytes;  /* TORX_STAGE_BYTES; 0 = no staging area */
     long mstage_bytes; /* TORX_MSTAGE_BYTES; 0 = no multi-reader staging */
+    long bulk_share_min; /* TORX_BULK_SHARE_MIN; 0 = gets not shared */
 } torxp_env_t;
 
 enum { TORXP_BULK_AUTO, TORXP_BULK_CMA, TORXP_BULK_FIFO };
+
+/* Shared gets (shm_bulk.c): the least the reader or the owner claims at a
+ * time, and the shortest get shared by default (bench/RESULTS.md). */
+#define TORXP_BULK_SHARE_PIECE 65536u
+#define TORXP_BULK_SHARE_MIN_DEFAULT 262144L
 
 torx_status_t torxp_env_read(torxp_env_t *env);
 

@@ -2,13 +2,15 @@
  * jobs (shape 2x1x1x1, rank r at (r,0,0,0)): gets and puts of edge sizes at
  * unaligned offsets on both paths, many transfers in flight, a dead peer,
  * the path choice (forced, automatic, and with cross-memory attach made
- * impossible), and the detection of a torx_bulk_t overwritten in flight. */
+ * impossible), the detection of a torx_bulk_t overwritten in flight, and
+ * long gets shared with the owner of the source, or left to the reader. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* process_vm_readv */
 #endif
 
 #include "harness.h"
 #include "packet/pkt_internal.h" /* dev->failed */
+#include "packet/shm/shm.h"      /* the shared-get counts */
 
 #include <errno.h>
 #include <linux/capability.h>
@@ -282,6 +284,211 @@ END_TEST
 START_TEST(sizes_fifo)
 {
     RUN_JOB(2, task_sizes, "fifo");
+}
+END_TEST
+
+/* ---- Shared gets ------------------------------------------------------------ */
+
+/* The least shared get, a megabyte and 4 MiB at odd lengths and offsets,
+ * and 64 MiB (milliseconds: the owner joins in whatever its timing). */
+static const size_t SHARE_SIZES[] = {TORXP_BULK_SHARE_MIN_DEFAULT, (1u << 20) + 5,
+                                     (4u << 20) + 4093, 64u << 20};
+#define NSHARE (sizeof SHARE_SIZES / sizeof SHARE_SIZES[0])
+#define SHARE_MARK 0x5A
+
+typedef struct share_counts {
+    uint64_t gets, written_for_us, helped;
+} share_counts_t;
+
+/* Rank 0 gets SHARE_SIZES from rank 1. With arg NULL rank 1 polls meanwhile
+ * (waiting in task_sync) and must write part of the long gets; with arg
+ * non-NULL it is away (in the bootstrap's barrier, not polling), so rank 0
+ * copies alone, and the BULK_SHARE that rank 1 handles afterwards must not
+ * write a byte into what rank 0 has since overwritten. */
+static int task_shared(torx_boot_t *boot, void *arg)
+{
+    const bool away = arg != NULL;
+    torx_pkt_dev_t *dev;
+    const int opened = open_bulk(boot, "cma", &dev);
+    if (opened <= 0)
+        return opened < 0;
+    const torxp_shm_dev_t *d = (const torxp_shm_dev_t *)dev;
+    TASK_CHECK(d->share_min == (uint64_t)TORXP_BULK_SHARE_MIN_DEFAULT,
+               "gets shared from %llu bytes, not the default", (unsigned long long)d->share_min);
+    const int me = boot->rank, peer = 1 - me;
+    const torx_coord_t pc = test_coord_of(SHAPE2, peer);
+    const size_t max = SHARE_SIZES[NSHARE - 1] + 2 * GUARD;
+    uint8_t *buf = malloc(max);
+    TASK_CHECK(buf, "out of memory");
+    if (me == 1)
+        fill(buf, max, me);
+    task_addrs_t mine = {(uint64_t)(uintptr_t)buf, 0, getpid()}, all[2];
+    TASK_CHECK(boot->allgather(boot, &mine, all, sizeof mine) == TORX_OK, "allgather");
+
+    uint8_t step = 0;
+    for (size_t k = 0; k < NSHARE; k++) {
+        const size_t n = SHARE_SIZES[k], roff = 1 + k, loff = 3 + 2 * k;
+        if (me == 0)
+            memset(buf, GUARD_BYTE, n + 2 * GUARD);
+        TASK_CHECK(task_sync(dev, pc, ++step) == 0, "sync before get of %zu", n);
+        if (me == 1) {
+            if (away)
+                TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+            /* Present: polls in here, while rank 0 gets. */
+            TASK_CHECK(task_sync(dev, pc, ++step) == 0, "sync after get of %zu", n);
+            continue;
+        }
+        torx_bulk_t op;
+        torx_status_t st = torx_bulk_get(dev, &op, pc, (const void *)(uintptr_t)(all[1].src + roff),
+                                         buf + loff, n);
+        TASK_CHECK(st == TORX_OK, "get of %zu bytes: %s", n, torx_last_error());
+        TASK_CHECK(torx_bulk_test(dev, &op) == TORX_OK, "cma get of %zu not complete at once", n);
+        long bad = mismatch(buf + loff, n, 1, roff);
+        TASK_CHECK(bad < 0, "shared get of %zu bytes: byte %ld is 0x%02x, expected 0x%02x", n, bad,
+                   buf[loff + bad], pat(1, roff + (size_t)bad));
+        TASK_CHECK(guard_broken(buf, loff) < 0 && guard_broken(buf + loff + n, GUARD) < 0,
+                   "shared get of %zu bytes wrote outside its range", n);
+        if (away) {
+            memset(buf + loff, SHARE_MARK, n);
+            TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+        }
+        /* Rank 1 takes our BULK_SHARE before this meeting's packet. */
+        TASK_CHECK(task_sync(dev, pc, ++step) == 0, "sync after get of %zu", n);
+        for (size_t i = 0; away && i < n; i++)
+            TASK_CHECK(buf[loff + i] == SHARE_MARK,
+                       "byte %zu of a get of %zu bytes was written after the get returned", i, n);
+    }
+    share_counts_t c = {d->shared_gets, d->bytes_written_for_us, d->bytes_helped}, both[2];
+    TASK_CHECK(boot->allgather(boot, &c, both, sizeof c) == TORX_OK, "allgather");
+    TASK_CHECK(both[0].gets == NSHARE && both[1].gets == 0, "gets offered: %llu and %llu",
+               (unsigned long long)both[0].gets, (unsigned long long)both[1].gets);
+    TASK_CHECK(both[0].written_for_us == both[1].helped,
+               "rank 1 wrote %llu bytes, rank 0 counted %llu", (unsigned long long)both[1].helped,
+               (unsigned long long)both[0].written_for_us);
+    if (away)
+        TASK_CHECK(both[1].helped == 0, "rank 1 wrote %llu bytes while away",
+                   (unsigned long long)both[1].helped);
+    else
+        TASK_CHECK(both[1].helped >= TORXP_BULK_SHARE_PIECE,
+                   "rank 1 polled all along but wrote only %llu bytes",
+                   (unsigned long long)both[1].helped);
+    TASK_CHECK(task_sync(dev, pc, ++step) == 0, "final sync");
+    torx_pkt_close(dev);
+    free(buf);
+    return 0;
+}
+
+START_TEST(shared_get_owner_helps)
+{
+    RUN_JOB(2, task_shared, NULL);
+}
+END_TEST
+
+START_TEST(shared_get_owner_away)
+{
+    RUN_JOB(2, task_shared, "away");
+}
+END_TEST
+
+/* Rank 1 plays the owner by hand on rank 0's share record (white box):
+ * it claims bytes of a 64 MiB get as the device would, then, 100 ms later,
+ * either writes them (arg "late": rank 0's get must not return before,
+ * since the bytes are not there until then) or gives them up (arg
+ * "abandon": rank 0 must copy them itself). */
+static int task_shared_by_hand(torx_boot_t *boot, void *arg)
+{
+    const bool abandon = strcmp(arg, "abandon") == 0;
+    torx_pkt_dev_t *dev;
+    const int opened = open_bulk(boot, "cma", &dev);
+    if (opened <= 0)
+        return opened < 0;
+    const torxp_shm_dev_t *d = (const torxp_shm_dev_t *)dev;
+    const int me = boot->rank, peer = 1 - me;
+    const torx_coord_t pc = test_coord_of(SHAPE2, peer);
+    const size_t n = (size_t)64 << 20, roff = 5, loff = 7;
+    uint8_t *buf = malloc(n + 2 * GUARD);
+    TASK_CHECK(buf, "out of memory");
+    if (me == 1)
+        fill(buf, n + 2 * GUARD, me);
+    else
+        memset(buf, GUARD_BYTE, n + 2 * GUARD);
+    task_addrs_t mine = {(uint64_t)(uintptr_t)buf, 0, getpid()}, all[2];
+    TASK_CHECK(boot->allgather(boot, &mine, all, sizeof mine) == TORX_OK, "allgather");
+    TASK_CHECK(task_sync(dev, pc, 1) == 0, "sync before the get");
+    uint64_t mine_bytes = 0;
+    if (me == 1) {
+        torxp_shm_share_t *r = &d->share[torx_coord_index(SHAPE2, pc)];
+        const double end = test_now() + WAIT_S;
+        uint64_t w, at, len;
+        for (;;) { /* rank 0's get is on, and bytes are left */
+            TASK_CHECK(test_now() < end, "rank 0's get never showed in its share record");
+            w = __atomic_load_n(&r->claim, __ATOMIC_ACQUIRE);
+            at = w & (((uint64_t)1 << TORXP_SHM_SHARE_OFF_BITS) - 1);
+            len = __atomic_load_n(&r->len, __ATOMIC_RELAXED);
+            if (w >> TORXP_SHM_SHARE_OFF_BITS && len == n && at + 4096 < len) {
+                mine_bytes = (len - at) / 2 & ~(uint64_t)4095;
+                if (__atomic_compare_exchange_n(&r->claim, &w, w + mine_bytes, false,
+                                                __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+                    break;
+            }
+        }
+        usleep(100000);
+        if (abandon) {
+            __atomic_store_n(&r->abandoned_len, mine_bytes, __ATOMIC_RELAXED);
+            __atomic_store_n(&r->abandoned, at + 1, __ATOMIC_RELEASE);
+        } else {
+            struct iovec l = {buf + roff + at, mine_bytes},
+                         rv = {(void *)(uintptr_t)(all[0].src + loff + at), mine_bytes};
+            TASK_CHECK(process_vm_writev((pid_t)all[0].pid, &l, 1, &rv, 1, 0) ==
+                           (ssize_t)mine_bytes,
+                       "process_vm_writev: %s", strerror(errno));
+            __atomic_fetch_add(&r->helped, mine_bytes, __ATOMIC_RELEASE);
+        }
+    } else {
+        torx_bulk_t op;
+        torx_status_t st = torx_bulk_get(dev, &op, pc, (const void *)(uintptr_t)(all[1].src + roff),
+                                         buf + loff, n);
+        TASK_CHECK(st == TORX_OK, "get: %s", torx_last_error());
+        long bad = mismatch(buf + loff, n, 1, roff);
+        TASK_CHECK(bad < 0, "get returned with byte %ld 0x%02x, expected 0x%02x (owner %s)", bad,
+                   buf[loff + bad], pat(1, roff + (size_t)bad),
+                   abandon ? "gave its bytes up" : "wrote late");
+        TASK_CHECK(guard_broken(buf, loff) < 0 && guard_broken(buf + loff + n, GUARD) < 0,
+                   "the get wrote outside its range");
+    }
+    uint64_t counts[2] = {me ? mine_bytes : d->bytes_written_for_us, 0}, both[2][2];
+    TASK_CHECK(boot->allgather(boot, counts, both, sizeof counts) == TORX_OK, "allgather");
+    TASK_CHECK(both[1][0] >= 4096, "rank 1 claimed %llu bytes", (unsigned long long)both[1][0]);
+    TASK_CHECK(both[0][0] == (abandon ? 0 : both[1][0]),
+               "rank 0 counted %llu bytes written for it; rank 1 %s %llu",
+               (unsigned long long)both[0][0], abandon ? "gave up" : "wrote",
+               (unsigned long long)both[1][0]);
+    TASK_CHECK(task_sync(dev, pc, 2) == 0, "final sync");
+    torx_pkt_close(dev);
+    free(buf);
+    return 0;
+}
+
+START_TEST(shared_get_owner_late)
+{
+    RUN_JOB(2, task_shared_by_hand, "late");
+}
+END_TEST
+
+START_TEST(shared_get_owner_gives_up)
+{
+    RUN_JOB(2, task_shared_by_hand, "abandon");
+}
+END_TEST
+
+START_TEST(shared_get_bad_min)
+{
+    static const char *const bad[] = {"65536", "-1", "1M", "131071"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        test_env_case_t e = {"TORX_BULK_SHARE_MIN", bad[i], NULL};
+        RUN_JOB(1, test_env_refused_task, &e);
+    }
+    unsetenv("TORX_BULK_SHARE_MIN");
 }
 END_TEST
 
@@ -737,6 +944,11 @@ static Suite *bulk_suite(void)
     tcase_add_test(tc, auto_path);
     tcase_add_test(tc, forbidden_falls_back);
     tcase_add_test(tc, overwritten_op_fails_device);
+    tcase_add_test(tc, shared_get_owner_helps);
+    tcase_add_test(tc, shared_get_owner_away);
+    tcase_add_test(tc, shared_get_owner_late);
+    tcase_add_test(tc, shared_get_owner_gives_up);
+    tcase_add_test(tc, shared_get_bad_min);
     suite_add_tcase(s, tc);
     return s;
 }

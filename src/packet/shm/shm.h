@@ -15,6 +15,8 @@
  *                  when stage_bytes is 0
  *   mstage region  per rank, the multi-reader staging ring it writes
  *                  (shm_mstage.c); absent when mstage_bytes is 0
+ *   share region   per slot, one line: the long get its task offers to
+ *                  share with the owner of the source (shm_bulk.c)
  */
 #ifndef TORXP_SHM_H
 #define TORXP_SHM_H
@@ -28,7 +30,7 @@
 #include <stdint.h>
 
 #define TORXP_SHM_MAGIC 0x746f72787368ULL /* "torxsh" */
-#define TORXP_SHM_VERSION 6u
+#define TORXP_SHM_VERSION 7u
 #define TORXP_SHM_NAME_MAX 64
 
 /* Every task's probe word holds this, so a peer can test cross-memory
@@ -64,6 +66,7 @@ typedef struct torxp_shm_seg_hdr {
     uint64_t mstage_stride; /* bytes per multi-reader ring */
     uint32_t mstage_bytes;  /* TORX_MSTAGE_BYTES as fitted to the job; 0: none */
     uint32_t mstage_pad;
+    uint64_t share_off; /* one torxp_shm_share_t per slot */
     char name[TORXP_SHM_NAME_MAX];
     /* Incremented by each attaching task; the one that brings it to ntasks
      * unlinks the name. Own cache line: every task writes it once. */
@@ -116,6 +119,24 @@ static_assert(sizeof(torxp_shm_bulk_t) <= sizeof(torx_bulk_t), "bulk op fits tor
 
 /* Samples behind torx_stage_cost (shm_stage.c). */
 #define TORXP_SHM_STAGE_COSTS 4
+
+/* A long cma get that its reader offers to share with the task whose memory
+ * it reads (shm_bulk.c, "Shared gets"): one line per slot, written by the
+ * reader, claimed from by both. */
+#define TORXP_SHM_SHARE_OFF_BITS 40 /* claim: the low bits count bytes */
+typedef struct torxp_shm_share {
+    /* seq << 40 | the bytes claimed so far */
+    alignas(TORXP_CACHELINE) uint64_t claim;
+    uint64_t helped;        /* bytes the owner has written */
+    uint64_t abandoned;     /* 1 + the offset of bytes the owner claimed but could not write */
+    uint64_t abandoned_len; /* and how many */
+    uint64_t src;           /* the source, in the owner's address space */
+    uint64_t dst;           /* the destination, in the reader's */
+    uint64_t len;
+    uint32_t owner; /* slot of the task asked to help */
+    uint32_t pad;
+} torxp_shm_share_t;
+static_assert(sizeof(torxp_shm_share_t) == TORXP_CACHELINE, "a share record is one line");
 
 typedef struct torxp_shm_dev torxp_shm_dev_t;
 
@@ -217,6 +238,13 @@ struct torxp_shm_dev {
     struct torxp_shm_serve *serve; /* fifo path: get requests being streamed */
     unsigned bulk_jobs;            /* jobs on serve's list: poll resumes them when non-zero */
     uint64_t probe_word;
+    /* shared gets (shm_bulk.c): the records, by slot; gets of share_min
+     * bytes or more are offered (0: none); this task's last offer; counts
+     * for TORX_VERBOSE and the tests */
+    torxp_shm_share_t *share;
+    uint64_t share_min;
+    uint32_t share_seq;
+    uint64_t shared_gets, bytes_helped, bytes_written_for_us;
 };
 
 static_assert(offsetof(torxp_shm_dev_t, tx_lock) % TORXP_CACHELINE == 0 &&
@@ -262,7 +290,9 @@ torx_status_t torxp_shm_gi_arm(torx_pkt_dev_t *dev);
 torx_status_t torxp_shm_gi_poll(torx_pkt_dev_t *dev);
 
 /* Bulk transfer (shm_bulk.c). */
-torx_status_t torxp_shm_bulk_setup(torxp_shm_dev_t *d, int bulk_mode);
+/* Chooses the bulk path (TORX_BULK) and, on cma, offers gets of share_min
+ * bytes or more to be shared (TORX_BULK_SHARE_MIN; 0: none). */
+torx_status_t torxp_shm_bulk_setup(torxp_shm_dev_t *d, int bulk_mode, long share_min);
 torx_status_t torxp_shm_bulk_get(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
                                  const void *remote, void *local, size_t len);
 torx_status_t torxp_shm_bulk_put(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,

@@ -28,7 +28,7 @@ static size_t align_up(size_t n, size_t a)
 
 typedef struct layout {
     uint64_t task_table_off, cn_off, gi_off, fifo_off, stage_off, stage_stride, mstage_off,
-        mstage_stride, total;
+        mstage_stride, share_off, total;
     uint32_t stage_bytes, mstage_bytes;
     torxp_fifo_geom_t geom;
 } layout_t;
@@ -50,7 +50,8 @@ static layout_t compute_layout(unsigned nslots, unsigned ntasks, uint32_t fifo_l
     l.mstage_off = align_up(l.stage_off + (uint64_t)ntasks * ntasks * l.stage_stride, 4096);
     l.mstage_bytes = torxp_shm_mstage_bytes(ntasks, mstage_want);
     l.mstage_stride = torxp_shm_mstage_stride(l.mstage_bytes);
-    l.total = align_up(l.mstage_off + (uint64_t)ntasks * l.mstage_stride, 4096);
+    l.share_off = align_up(l.mstage_off + (uint64_t)ntasks * l.mstage_stride, 4096);
+    l.total = align_up(l.share_off + (uint64_t)nslots * sizeof(torxp_shm_share_t), 4096);
     return l;
 }
 
@@ -141,6 +142,7 @@ static torx_status_t create_segment(torxp_shm_dev_t *d, const torxp_env_t *env,
     h->mstage_off = l->mstage_off;
     h->mstage_stride = l->mstage_stride;
     h->mstage_bytes = l->mstage_bytes;
+    h->share_off = l->share_off;
     snprintf(h->name, sizeof h->name, "%s", name);
     torxp_shm_cn_init((char *)base + l->cn_off, h->ntasks);
     torxp_shm_gi_init((char *)base + l->gi_off, h->ntasks);
@@ -374,7 +376,7 @@ torx_status_t torxp_shm_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
         rc = torxp_shm_tx_setup(d);
         torxp_shm_bell_setup(d);
         if (rc == TORX_OK)
-            rc = torxp_shm_bulk_setup(d, env->bulk_mode);
+            rc = torxp_shm_bulk_setup(d, env->bulk_mode, env->bulk_share_min);
         if (rc == TORX_OK)
             rc = torxp_shm_stage_setup(d);
         torxp_shm_mstage_setup(d);
