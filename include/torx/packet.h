@@ -542,6 +542,24 @@ typedef struct torx_bulk {
 torx_status_t torx_bulk_get(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
                             const void *remote, void *local, size_t len);
 
+/* NAME     torx_bulk_get_shared - a get the owner of remote may help with
+ * DESCRIPTION
+ *   As torx_bulk_get, for a caller that knows the task at peer is likely
+ *   idle (a rendezvous sender waiting for its ack, with no copying of its
+ *   own to do for this task). On the shm device's cma path a get of
+ *   TORX_BULK_SHARE_MIN bytes or more is then offered to that task, which
+ *   writes part of it into local from its own progress loop while this
+ *   one reads the rest: two cores copy at once. Still done before the call
+ *   returns; an owner that does not poll in the meantime leaves the whole
+ *   copy to this task, as torx_bulk_get would. Other devices and paths:
+ *   exactly torx_bulk_get.
+ * RETURN VALUE
+ *   As torx_bulk_get.
+ * SEE ALSO torx_bulk_get
+ */
+torx_status_t torx_bulk_get_shared(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
+                                   const void *remote, void *local, size_t len);
+
 /* NAME     torx_bulk_put - start copying memory into another task
  * DESCRIPTION
  *   Starts copying len bytes from local to remote (an address in the task

@@ -305,6 +305,7 @@ typedef struct torxm_peer {
     uint8_t busy;         /* on ctx->busy */
     uint32_t tx_seq;      /* messages started to this peer */
     uint32_t tokens_owed; /* adaptive messages not yet matched there */
+    uint32_t awaiting;    /* rendezvous sends whose scout is out (ctx->awaiting's share) */
     torx_coord_t coord;
     uint8_t staged; /* the staging area reaches this peer (torx_stage_reaches) */
     /* messages kept off the staging area for slow copies (torxm_copies_slow),

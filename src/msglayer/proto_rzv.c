@@ -48,6 +48,7 @@ static torx_status_t scout_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t
     torxm_count_dest(ctx, peer, m->len);
     m->state = TORXM_MSG_AWAIT;
     ctx->awaiting++;
+    peer->awaiting++;
     return TORX_OK;
 }
 
@@ -71,6 +72,7 @@ static torx_status_t stream_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_
     torxm_cookie_free(ctx, m->cookie);
     m->cookie = 0;
     ctx->awaiting--;
+    peer->awaiting--;
     torxm_complete(ctx, m);
     return TORX_OK;
 }
@@ -126,6 +128,7 @@ void torxm_ack_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt
     torxm_cookie_free(ctx, m->cookie);
     m->cookie = 0;
     ctx->awaiting--;
+    peer->awaiting--;
     torxm_complete(ctx, m);
 }
 
@@ -148,6 +151,7 @@ void torxm_cts_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt
         torxm_cookie_free(ctx, m->cookie);
         m->cookie = 0;
         ctx->awaiting--;
+        peer->awaiting--;
         torxm_complete(ctx, m);
         return;
     }
@@ -245,8 +249,13 @@ static void scout_start(torx_ctx_t *ctx, const scout_t *s, const torx_recv_t *re
         torxm_co_get(ctx, rx);
         return;
     }
-    torx_status_t rc = torx_bulk_get(ctx->dev, &rx->bulk, ctx->peers[s->src].coord,
-                                     (const void *)(uintptr_t)s->addr, rx->buf, (size_t)want);
+    /* A sender with no send of ours to copy and nothing queued toward it
+     * only waits for this transfer's ack: it may take half the copy
+     * (torx_bulk_get_shared). In a both-ways exchange both cores copy
+     * already. */
+    const torxm_peer_t *from = &ctx->peers[s->src];
+    torx_status_t rc = (from->awaiting || from->head ? torx_bulk_get : torx_bulk_get_shared)(
+        ctx->dev, &rx->bulk, from->coord, (const void *)(uintptr_t)s->addr, rx->buf, (size_t)want);
     if (rc == TORX_OK)
         rc = torx_bulk_test(ctx->dev, &rx->bulk); /* cross-memory attach is done already */
     if (rc != TORX_AGAIN) {

@@ -168,7 +168,13 @@ torx_status_t torx_gi_poll(torx_pkt_dev_t *dev)
 torx_status_t torx_bulk_get(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
                             const void *remote, void *local, size_t len)
 {
-    return dev->ops->bulk_get(dev, op, peer, remote, local, len);
+    return dev->ops->bulk_get(dev, op, peer, remote, local, len, 0);
+}
+
+torx_status_t torx_bulk_get_shared(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
+                                   const void *remote, void *local, size_t len)
+{
+    return dev->ops->bulk_get(dev, op, peer, remote, local, len, TORXP_BULK_F_SHARE);
 }
 
 torx_status_t torx_bulk_put(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer, void *remote,

@@ -34,8 +34,9 @@ typedef struct torxp_dev_ops {
     torx_status_t (*cn_read)(torx_pkt_dev_t *dev, void *result);
     torx_status_t (*gi_arm)(torx_pkt_dev_t *dev);
     torx_status_t (*gi_poll)(torx_pkt_dev_t *dev);
+    /* flags: TORXP_BULK_F_* */
     torx_status_t (*bulk_get)(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
-                              const void *remote, void *local, size_t len);
+                              const void *remote, void *local, size_t len, unsigned flags);
     torx_status_t (*bulk_put)(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer, void *remote,
                               const void *local, size_t len);
     torx_status_t (*bulk_test)(torx_pkt_dev_t *dev, torx_bulk_t *op);
@@ -188,10 +189,13 @@ typedef struct torxp_env {
 
 enum { TORXP_BULK_AUTO, TORXP_BULK_CMA, TORXP_BULK_FIFO };
 
+/* bulk_get flags: torx_bulk_get_shared (the device may ask the owner). */
+#define TORXP_BULK_F_SHARE 0x1u
+
 /* Shared gets (shm_bulk.c): the least the reader or the owner claims at a
  * time, and the shortest get shared by default (bench/RESULTS.md). */
 #define TORXP_BULK_SHARE_PIECE 65536u
-#define TORXP_BULK_SHARE_MIN_DEFAULT 262144L
+#define TORXP_BULK_SHARE_MIN_DEFAULT 131072L
 
 torx_status_t torxp_env_read(torxp_env_t *env);
 

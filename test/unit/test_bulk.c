@@ -300,7 +300,8 @@ typedef struct share_counts {
     uint64_t gets, written_for_us, helped;
 } share_counts_t;
 
-/* Rank 0 gets SHARE_SIZES from rank 1. With arg NULL rank 1 polls meanwhile
+/* Rank 0 gets SHARE_SIZES from rank 1 (torx_bulk_get_shared), then 64 MiB
+ * with a plain torx_bulk_get, which must not be offered. With arg NULL rank 1 polls meanwhile
  * (waiting in task_sync) and must write part of the long gets; with arg
  * non-NULL it is away (in the bootstrap's barrier, not polling), so rank 0
  * copies alone, and the BULK_SHARE that rank 1 handles afterwards must not
@@ -339,8 +340,8 @@ static int task_shared(torx_boot_t *boot, void *arg)
             continue;
         }
         torx_bulk_t op;
-        torx_status_t st = torx_bulk_get(dev, &op, pc, (const void *)(uintptr_t)(all[1].src + roff),
-                                         buf + loff, n);
+        torx_status_t st = torx_bulk_get_shared(
+            dev, &op, pc, (const void *)(uintptr_t)(all[1].src + roff), buf + loff, n);
         TASK_CHECK(st == TORX_OK, "get of %zu bytes: %s", n, torx_last_error());
         TASK_CHECK(torx_bulk_test(dev, &op) == TORX_OK, "cma get of %zu not complete at once", n);
         long bad = mismatch(buf + loff, n, 1, roff);
@@ -358,6 +359,16 @@ static int task_shared(torx_boot_t *boot, void *arg)
             TASK_CHECK(buf[loff + i] == SHARE_MARK,
                        "byte %zu of a get of %zu bytes was written after the get returned", i, n);
     }
+    /* A plain torx_bulk_get is never offered, owner present or not. */
+    TASK_CHECK(task_sync(dev, pc, ++step) == 0, "sync before a plain get");
+    if (me == 0) {
+        torx_bulk_t op;
+        TASK_CHECK(torx_bulk_get(dev, &op, pc, (const void *)(uintptr_t)all[1].src, buf,
+                                 SHARE_SIZES[NSHARE - 1]) == TORX_OK,
+                   "plain get: %s", torx_last_error());
+        TASK_CHECK(mismatch(buf, SHARE_SIZES[NSHARE - 1], 1, 0) < 0, "plain get: wrong data");
+    }
+    TASK_CHECK(task_sync(dev, pc, ++step) == 0, "sync after a plain get");
     share_counts_t c = {d->shared_gets, d->bytes_written_for_us, d->bytes_helped}, both[2];
     TASK_CHECK(boot->allgather(boot, &c, both, sizeof c) == TORX_OK, "allgather");
     TASK_CHECK(both[0].gets == NSHARE && both[1].gets == 0, "gets offered: %llu and %llu",
@@ -446,8 +457,8 @@ static int task_shared_by_hand(torx_boot_t *boot, void *arg)
         }
     } else {
         torx_bulk_t op;
-        torx_status_t st = torx_bulk_get(dev, &op, pc, (const void *)(uintptr_t)(all[1].src + roff),
-                                         buf + loff, n);
+        torx_status_t st = torx_bulk_get_shared(
+            dev, &op, pc, (const void *)(uintptr_t)(all[1].src + roff), buf + loff, n);
         TASK_CHECK(st == TORX_OK, "get: %s", torx_last_error());
         long bad = mismatch(buf + loff, n, 1, roff);
         TASK_CHECK(bad < 0, "get returned with byte %ld 0x%02x, expected 0x%02x (owner %s)", bad,

@@ -4,6 +4,7 @@
  * same tests under several TORX_EAGER_LIMIT settings; vn mode. */
 #include "harness.h"
 #include "msg_test.h"
+#include "packet/shm/shm.h" /* the shm device's count of shared gets */
 
 static const variant_t variants[] = {
     {"onepkt", TORX_PROTO_ONEPKT, NULL, NULL, NULL, NULL, NULL, 0, 0, 2, NULL, NULL, NULL},
@@ -251,6 +252,148 @@ START_TEST(idle_pair_stages)
 }
 END_TEST
 
+/* ---- A rendezvous receiver shares its copy with an idle sender ------------------ */
+
+/* In a ping-pong each rendezvous sender has nothing else to copy for its
+ * receiver, which asks it to help (torx_bulk_get_shared): every receive is
+ * a shared get on the shm device's cma path. In an exchange, a receiver
+ * whose own send to that peer still waits (here rank 0, its peer held in
+ * the bootstrap's barrier so that nothing of rank 0's is acked) copies
+ * alone. The counts are the shm device's; on other devices (test/ofi-
+ * variant.sh) only the data are checked. */
+#define SHARE_RZV_SIZE ((1u << 20) + 3)
+#define SHARE_RZV_PINGS 3
+#define SHARE_RZV_HANDLER 10
+
+typedef struct share_rzv_state {
+    int rank, errors;
+    volatile int received, sent;
+    int seq;
+    uint8_t *buf;
+} share_rzv_state_t;
+
+static void share_rzv_recv_done(torx_ctx_t *ctx, void *arg, torx_status_t status, size_t received)
+{
+    (void)ctx;
+    share_rzv_state_t *st = arg;
+    if (status != TORX_OK || received != SHARE_RZV_SIZE)
+        st->errors++;
+    for (size_t i = 0; i < SHARE_RZV_SIZE; i++)
+        if (st->buf[i] != test_pattern((uint32_t)(1 - st->rank), (uint32_t)st->received, i)) {
+            fprintf(stderr, "shared rzv: message %d byte %zu wrong\n", st->received, i);
+            st->errors++;
+            break;
+        }
+    st->received++;
+}
+
+static void share_rzv_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info,
+                              torx_recv_t *recv)
+{
+    (void)ctx;
+    share_rzv_state_t *st = harg;
+    if (info->protocol != (torx_mode(ctx) == TORX_MODE_VN ? TORX_PROTO_VN : TORX_PROTO_RZV))
+        st->errors++;
+    recv->buf = st->buf;
+    recv->len = SHARE_RZV_SIZE;
+    recv->done = share_rzv_recv_done;
+    recv->arg = st;
+}
+
+static void share_rzv_send_done(torx_ctx_t *ctx, torx_msg_t *msg, void *arg)
+{
+    (void)ctx;
+    (void)msg;
+    ((share_rzv_state_t *)arg)->sent++;
+}
+
+/* The shm device's count of shared gets, or -1 on another device. */
+static long shared_gets(torx_ctx_t *ctx)
+{
+    torx_pkt_dev_t *dev = torx_ctx_device(ctx);
+    const char *device = getenv("TORX_DEVICE");
+    if ((device && strcmp(device, "shm")) || strcmp(torx_bulk_path(dev), "cma"))
+        return -1;
+    return (long)((const torxp_shm_dev_t *)dev)->shared_gets;
+}
+
+static int share_rzv_task(torx_boot_t *boot, void *argp)
+{
+    (void)argp;
+    torx_ctx_t *ctx;
+    torx_init_attr_t attr = {.boot = boot, .mode = -1};
+    TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
+    static share_rzv_state_t st;
+    st = (share_rzv_state_t){.rank = boot->rank, .buf = malloc(SHARE_RZV_SIZE)};
+    enum { NOUT = SHARE_RZV_PINGS + 1 };
+    static uint8_t out[NOUT][SHARE_RZV_SIZE];
+    static torx_msg_t msgs[NOUT];
+    TASK_CHECK(st.buf, "out of memory");
+    for (int m = 0; m < NOUT; m++)
+        for (size_t i = 0; i < SHARE_RZV_SIZE; i++)
+            out[m][i] = test_pattern((uint32_t)boot->rank, (uint32_t)m, i);
+    TASK_CHECK(torx_register(ctx, SHARE_RZV_HANDLER, share_rzv_handler, &st) == TORX_OK, "%s",
+               torx_last_error());
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    const int peer = 1 - boot->rank;
+    const long before = shared_gets(ctx);
+
+    /* Ping-pong: rank 0 sends, rank 1 answers once it has it all. */
+    for (int i = 0; i < SHARE_RZV_PINGS; i++) {
+        if (boot->rank == 1)
+            TASK_CHECK(idle_wait(ctx, &st.received, i + 1) == 0, "ping %d never came", i);
+        TASK_CHECK(torx_send(ctx, &msgs[i], peer, SHARE_RZV_HANDLER, NULL, 0, out[i],
+                             SHARE_RZV_SIZE, TORX_PROTO_AUTO, share_rzv_send_done, &st) == TORX_OK,
+                   "%s", torx_last_error());
+        if (boot->rank == 0)
+            TASK_CHECK(idle_wait(ctx, &st.received, i + 1) == 0, "pong %d never came", i);
+    }
+    TASK_CHECK(idle_wait(ctx, &st.sent, SHARE_RZV_PINGS) == 0, "ping-pong sends incomplete");
+    const long pingpong = shared_gets(ctx);
+    TASK_CHECK(before < 0 || pingpong - before == SHARE_RZV_PINGS,
+               "rank %d shared %ld of its %d ping-pong receives", boot->rank, pingpong - before,
+               SHARE_RZV_PINGS);
+
+    /* Exchange: rank 1's send is out first; rank 0 sends its own and
+     * receives while rank 1 waits in the barrier, so rank 0's send is
+     * still waiting throughout its receive. */
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    if (boot->rank == 1)
+        TASK_CHECK(torx_send(ctx, &msgs[NOUT - 1], peer, SHARE_RZV_HANDLER, NULL, 0, out[NOUT - 1],
+                             SHARE_RZV_SIZE, TORX_PROTO_AUTO, share_rzv_send_done, &st) == TORX_OK,
+                   "%s", torx_last_error());
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    if (boot->rank == 0) {
+        TASK_CHECK(torx_send(ctx, &msgs[NOUT - 1], peer, SHARE_RZV_HANDLER, NULL, 0, out[NOUT - 1],
+                             SHARE_RZV_SIZE, TORX_PROTO_AUTO, share_rzv_send_done, &st) == TORX_OK,
+                   "%s", torx_last_error());
+        TASK_CHECK(idle_wait(ctx, &st.received, NOUT) == 0, "exchange: nothing came");
+        TASK_CHECK(pingpong < 0 || shared_gets(ctx) == pingpong,
+                   "rank 0 shared its receive while its own send waited");
+    }
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    TASK_CHECK(idle_wait(ctx, &st.received, NOUT) == 0, "exchange: rank %d received %d", boot->rank,
+               st.received);
+    TASK_CHECK(idle_wait(ctx, &st.sent, NOUT) == 0, "exchange: rank %d sent %d", boot->rank,
+               st.sent);
+    TASK_CHECK(st.errors == 0, "%d errors", st.errors);
+    free(st.buf);
+    TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
+    return 0;
+}
+
+static const char *const share_rzv_modes[] = {"heater", "vn"};
+
+START_TEST(rzv_shares_with_idle_sender)
+{
+    setenv("TORX_MODE", share_rzv_modes[_i], 1);
+    setenv("TORX_EAGER_IDLE_LIMIT", "0", 1);
+    RUN_JOB(2, share_rzv_task, NULL);
+    unsetenv("TORX_EAGER_IDLE_LIMIT");
+    unsetenv("TORX_MODE");
+}
+END_TEST
+
 /* ---- API checks ----------------------------------------------------------------- */
 
 static int api_task(torx_boot_t *boot, void *argp)
@@ -383,6 +526,8 @@ Suite *msg_suite(void)
     tcase_set_timeout(idle, 150);
     tcase_add_loop_test(idle, idle_pair_stages, 0,
                         (int)(sizeof idle_variants / sizeof idle_variants[0]));
+    tcase_add_loop_test(idle, rzv_shares_with_idle_sender, 0,
+                        (int)(sizeof share_rzv_modes / sizeof share_rzv_modes[0]));
     suite_add_tcase(s, idle);
     TCase *api = tcase_create("api");
     tcase_set_timeout(api, 60);

@@ -438,8 +438,9 @@ void torxp_ofi_bulk_on_msg(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, int err);
 void torxp_ofi_bulk_on_write_data(torxp_ofi_dev_t *d, uint64_t cookie);
 /* Posts the RMA operations the provider refused for want of resources. */
 void torxp_ofi_bulk_progress(torxp_ofi_dev_t *d);
+/* flags: none apply here (TORXP_BULK_F_SHARE is the shm device's). */
 torx_status_t torxp_ofi_bulk_get(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
-                                 const void *remote, void *local, size_t len);
+                                 const void *remote, void *local, size_t len, unsigned flags);
 torx_status_t torxp_ofi_bulk_put(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
                                  void *remote, const void *local, size_t len);
 torx_status_t torxp_ofi_bulk_test(torx_pkt_dev_t *dev, torx_bulk_t *op);

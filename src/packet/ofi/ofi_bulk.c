@@ -488,8 +488,9 @@ static torx_status_t bulk_start(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord
 }
 
 torx_status_t torxp_ofi_bulk_get(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
-                                 const void *remote, void *local, size_t len)
+                                 const void *remote, void *local, size_t len, unsigned flags)
 {
+    (void)flags;
     return bulk_start(dev, op, peer, (uint64_t)(uintptr_t)remote, local, len, 0);
 }
 

@@ -258,11 +258,11 @@ static torx_status_t hybrid_gi_poll(torx_pkt_dev_t *dev)
 /* ---- Bulk: cross-memory attach on the host, RMA between hosts -------------------------- */
 
 static torx_status_t hybrid_bulk_get(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
-                                     const void *remote, void *local, size_t len)
+                                     const void *remote, void *local, size_t len, unsigned flags)
 {
     hybrid_dev_t *h = hybrid_of(dev);
     torx_pkt_dev_t *sub = is_local(h, peer) ? h->shm : h->ofi;
-    return sub->ops->bulk_get(sub, op, peer, remote, local, len);
+    return sub->ops->bulk_get(sub, op, peer, remote, local, len, flags);
 }
 
 static torx_status_t hybrid_bulk_put(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,

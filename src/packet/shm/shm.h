@@ -294,7 +294,7 @@ torx_status_t torxp_shm_gi_poll(torx_pkt_dev_t *dev);
  * bytes or more to be shared (TORX_BULK_SHARE_MIN; 0: none). */
 torx_status_t torxp_shm_bulk_setup(torxp_shm_dev_t *d, int bulk_mode, long share_min);
 torx_status_t torxp_shm_bulk_get(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
-                                 const void *remote, void *local, size_t len);
+                                 const void *remote, void *local, size_t len, unsigned flags);
 torx_status_t torxp_shm_bulk_put(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
                                  void *remote, const void *local, size_t len);
 torx_status_t torxp_shm_bulk_test(torx_pkt_dev_t *dev, torx_bulk_t *op);

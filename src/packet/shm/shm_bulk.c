@@ -4,7 +4,8 @@
  *
  *  - cma: process_vm_readv/writev copy straight between the two tasks'
  *    address spaces (one copy). Operations complete inside get/put. A long
- *    get is shared with the owner of the source ("Shared gets", below).
+ *    torx_bulk_get_shared is shared with the owner of the source ("Shared
+ *    gets", below).
  *  - fifo: the data is streamed through the torus FIFOs as device-internal
  *    (TORX_PKT_SYS) deterministic packets, so a sender's packets arrive in
  *    order. The peer must keep polling. A get sends GET_REQ; the peer queues
@@ -745,23 +746,25 @@ static bool bulk_trivial(torxp_shm_dev_t *d, bulk_op_t *op)
  * measured (the kernel pins and maps the source page by page: 1 MiB in 79 us
  * against memcpy's 21), while the owner of the source is often waiting in
  * its progress loop for this very transfer: a rendezvous sender waits for
- * the receiver's ack. So a get of share_min bytes or more is offered to the
- * owner: the reader fills its record in the share region and sends the
- * owner BULK_SHARE, and from then on both claim bytes from the front of the
- * record's counter, the reader reading what it claims (process_vm_readv),
- * the owner writing what it claims into the reader (process_vm_writev).
- * Each claim is half of what is left, at least TORXP_BULK_SHARE_PIECE (each
- * call costs a microsecond or two of its own), so with the owner there at
- * once the two split the get near the middle in a few calls, and an owner
- * that comes late takes half of what it finds. Two cores copy at once: 1
- * MiB in 45 us there, against 41 for two fixed halves and 79 alone.
+ * the receiver's ack. So a torx_bulk_get_shared (the caller's word that the
+ * owner has nothing else to copy for it) of share_min bytes or more is
+ * offered to the owner: the reader fills its record in the share region
+ * and sends the owner BULK_SHARE, and from then on both claim bytes from
+ * the front of the record's counter, the reader reading what it claims
+ * (process_vm_readv), the owner writing what it claims into the reader
+ * (process_vm_writev). Each claim is half of what is left, at least
+ * TORXP_BULK_SHARE_PIECE (each call costs a microsecond or two of its own),
+ * so with the owner there at once the two split the get near the middle in
+ * a few calls, and an owner that comes late takes half of what it finds.
+ * Two cores copy at once: 1 MiB in 45 us there, against 41 for two fixed
+ * halves and 79 alone.
  *
  * The reader never waits for help, only for bytes the owner has claimed
  * (one claim at a time): an owner busy elsewhere finds the counter spent
  * when it gets to the packet, and the reader has copied everything alone,
  * as before. Claims carry the get's sequence number in the counter's top
  * bits, so a late BULK_SHARE, or one for a get that has ended, claims
- * nothing of the next. The get still completes inside torx_bulk_get. */
+ * nothing of the next. The get still completes inside the call. */
 
 #define SHARE_OFF_MASK (((uint64_t)1 << TORXP_SHM_SHARE_OFF_BITS) - 1)
 #define SHARE_SEQ_MASK ((1u << (64 - TORXP_SHM_SHARE_OFF_BITS)) - 1)
@@ -920,12 +923,13 @@ static void share_help(torxp_shm_dev_t *d, torx_coord_t from, uint64_t seq)
     }
 }
 
-static torx_status_t bulk_start_cma(torxp_shm_dev_t *d, bulk_op_t *op)
+static torx_status_t bulk_start_cma(torxp_shm_dev_t *d, bulk_op_t *op, bool may_share)
 {
     const pid_t pid = bulk_peer_pid(d, op->b.peer);
-    int err = share_wanted(d, op) ? share_get(d, op, pid)
-                                  : bulk_cma_copy(pid, op->b.is_put, op->b.local, op->b.remote,
-                                                  op->b.len, &op->b.sent);
+    int err =
+        may_share && share_wanted(d, op)
+            ? share_get(d, op, pid)
+            : bulk_cma_copy(pid, op->b.is_put, op->b.local, op->b.remote, op->b.len, &op->b.sent);
     if (!err) {
         bulk_complete(d, op, TORX_OK, 0);
         return TORX_OK;
@@ -934,10 +938,12 @@ static torx_status_t bulk_start_cma(torxp_shm_dev_t *d, bulk_op_t *op)
     return bulk_report(d, op);
 }
 
-/* The one start path of get and put: checks, the trivial and cma cases,
- * then the first packets of the fifo path (queued when the FIFO is full). */
+/* The one start path of get and put: checks, the trivial and cma cases
+ * (a get shared when may_share: torx_bulk_get_shared), then the first
+ * packets of the fifo path (queued when the FIFO is full). */
 static torx_status_t bulk_start(torx_pkt_dev_t *dev, torx_bulk_t *opp, torx_coord_t peer,
-                                uint64_t remote, uint64_t local, size_t len, bool is_put)
+                                uint64_t remote, uint64_t local, size_t len, bool is_put,
+                                bool may_share)
 {
     torxp_shm_dev_t *d = torxp_shm_of(dev);
     bulk_op_t *op = (bulk_op_t *)opp;
@@ -947,7 +953,7 @@ static torx_status_t bulk_start(torx_pkt_dev_t *dev, torx_bulk_t *opp, torx_coor
     if (bulk_trivial(d, op))
         return TORX_OK;
     if (d->bulk_cma)
-        return bulk_start_cma(d, op);
+        return bulk_start_cma(d, op, may_share);
     if (!d->serve)
         return torxp_error(TORX_ERR_INVAL, "torx: bulk %s before the device's bulk setup",
                            is_put ? "put" : "get");
@@ -969,17 +975,17 @@ static torx_status_t bulk_start(torx_pkt_dev_t *dev, torx_bulk_t *opp, torx_coor
 }
 
 torx_status_t torxp_shm_bulk_get(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
-                                 const void *remote, void *local, size_t len)
+                                 const void *remote, void *local, size_t len, unsigned flags)
 {
     return bulk_start(dev, op, peer, (uint64_t)(uintptr_t)remote, (uint64_t)(uintptr_t)local, len,
-                      false);
+                      false, (flags & TORXP_BULK_F_SHARE) != 0);
 }
 
 torx_status_t torxp_shm_bulk_put(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
                                  void *remote, const void *local, size_t len)
 {
     return bulk_start(dev, op, peer, (uint64_t)(uintptr_t)remote, (uint64_t)(uintptr_t)local, len,
-                      true);
+                      true, false);
 }
 
 /* The peer of op was seen dead: take what it sent before dying, then fail
