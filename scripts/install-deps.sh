@@ -41,8 +41,8 @@ PACKAGES=(
     # apt-get source mpich (the MPICH build with the torx netmod)
     dpkg-dev
     # test/multihost: emulated hosts (ip netns, veth, bridge, tc; unshare,
-    # nsenter; pgrep, ps)
-    iproute2 util-linux procps
+    # nsenter; pgrep, ps; nft for a lossy link where the kernel lacks netem)
+    iproute2 util-linux procps nftables
 )
 
 APT_ETC=${TORX_APT_ETC:-/etc/apt} # overridable only to test this script

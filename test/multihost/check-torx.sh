@@ -156,7 +156,8 @@ test_run 2x2-vn 4 2 p2p_semantics TORX_MODE=vn TORX_MAPPING=TXYZ TORX_CHAOS=7 TO
 test_run 2x2-vn 4 2 coll TORX_MODE=vn TORX_MAPPING=TXYZ
 
 # Stress on a slowed link (tbf: 200 Mbit/s, a 32 KiB bucket), then a lossy
-# one where the kernel has netem: every protocol, mixed, in order, nothing
+# one (netem where the kernel has it, else an nftables rule dropping 20 of
+# every 1000 packets that arrive): every protocol, mixed, in order, nothing
 # lost (p2p_semantics checks each message's data, order and status).
 mh_netem all "tbf rate 200mbit burst 32kb latency 50ms"
 test_run 2x2-tbf 4 2 p2p_semantics TORX_CHAOS=9 TORX_ADAPTIVE_LIMIT=65536
@@ -165,8 +166,18 @@ mh_netem all off
 if (mh_netem all "netem delay 100us loss 0.5%") 2>/dev/null; then
     test_run 2x2-lossy 4 2 p2p_semantics TORX_CHAOS=9
     mh_netem all off
+elif (mh_loss all 20) 2>/dev/null; then
+    test_run 2x2-lossy-nft 4 2 p2p_semantics TORX_CHAOS=9
+    test_run 2x1-lossy-nft 2 1 rma_coll
+    dropped=$(mh_loss_dropped)
+    if ((dropped > 0)); then
+        ok "lossy link: $dropped packets dropped on arrival, and every message came whole"
+    else
+        fail "lossy link: the loss rules dropped nothing, so the lossy runs tested no loss"
+    fi
+    mh_loss all off
 else
-    echo "note: no lossy-link run: this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM)"
+    echo "note: no lossy-link run: this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM) and nft cannot drop packets here"
 fi
 mh_down
 

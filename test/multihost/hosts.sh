@@ -54,6 +54,11 @@
 #                              tx_packets
 #   hosts.sh netem HOST|all ARGS|off   change (or remove) the netem qdisc
 #                              on a host's eth0, e.g. 'delay 5ms' 'loss 1%'
+#   hosts.sh loss HOST|all PERMILLE|off  drop that many of every 1000
+#                              packets arriving on a host's eth0 (at random,
+#                              an nftables rule in the host's namespace):
+#                              a lossy link where the kernel lacks netem
+#   hosts.sh loss-dropped      how many packets those rules have dropped
 #   hosts.sh kill HOST [--procs]   make HOST vanish: its link is cut (both
 #                              veth ends deleted, so nothing more leaves it,
 #                              not even a FIN), every process in it is
@@ -540,6 +545,50 @@ mh_netem_one() {
     fi
 }
 
+mh_loss_one() {
+    local ns=$1 permille=$2
+    ip netns exec "$ns" nft delete table inet tmh_loss 2>/dev/null || true
+    [[ $permille == off ]] && return 0
+    ip netns exec "$ns" nft -f - <<NFT || mh_die "nft: cannot add the loss rule in $ns (nf_tables?)"
+table inet tmh_loss {
+    chain input {
+        type filter hook input priority 0; policy accept;
+        iifname "eth0" numgen random mod 1000 < $permille counter drop
+    }
+}
+NFT
+}
+
+# mh_loss HOST|all PERMILLE|off: random loss on arrival at eth0 (both ways
+# when given for every host).
+mh_loss() {
+    mh_init_vars
+    local h=${1:?loss: HOST or all} permille=${2:?loss: PERMILLE or off} i n
+    [[ $permille == off || ($permille =~ ^[0-9]+$ && $permille -le 1000) ]] ||
+        mh_die "loss: '$permille' is not 0..1000 (packets dropped per 1000) or off"
+    command -v nft >/dev/null || mh_die "nft not found (nftables)"
+    if [[ $h == all ]]; then
+        n=$(mh_count)
+        for ((i = 1; i <= n; i++)); do mh_loss_one "$mh_name-h$i" "$permille"; done
+    else
+        mh_resolve "$h"
+        mh_loss_one "$mh_ns" "$permille"
+    fi
+}
+
+# mh_loss_dropped: packets the loss rules of every host have dropped.
+mh_loss_dropped() {
+    mh_init_vars
+    local i n total=0 c
+    n=$(mh_count)
+    for ((i = 1; i <= n; i++)); do
+        c=$(ip netns exec "$mh_name-h$i" nft list table inet tmh_loss 2>/dev/null |
+            sed -n 's/.*counter packets \([0-9]*\).*/\1/p')
+        total=$((total + ${c:-0}))
+    done
+    echo "$total"
+}
+
 # mh_netem HOST|all ARGS|off
 mh_netem() {
     mh_init_vars
@@ -643,6 +692,8 @@ mh_main() {
     mpirun) mh_exec=1 mh_mpirun "$@" ;;
     counters) mh_counters ;;
     netem) mh_netem "$@" ;;
+    loss) mh_loss "$@" ;;
+    loss-dropped) mh_loss_dropped ;;
     kill) mh_kill "$@" ;;
     status) mh_status ;;
     check-clean) mh_check_clean ;;
