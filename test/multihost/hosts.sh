@@ -559,21 +559,27 @@ table inet tmh_loss {
 NFT
 }
 
+# mh_on_hosts HOST|all FN ARG: FN NAMESPACE ARG for that host, or for each.
+mh_on_hosts() {
+    local h=$1 fn=$2 arg=$3 i n
+    if [[ $h == all ]]; then
+        n=$(mh_count)
+        for ((i = 1; i <= n; i++)); do "$fn" "$mh_name-h$i" "$arg"; done
+    else
+        mh_resolve "$h"
+        "$fn" "$mh_ns" "$arg"
+    fi
+}
+
 # mh_loss HOST|all PERMILLE|off: random loss on arrival at eth0 (both ways
 # when given for every host).
 mh_loss() {
     mh_init_vars
-    local h=${1:?loss: HOST or all} permille=${2:?loss: PERMILLE or off} i n
+    local h=${1:?loss: HOST or all} permille=${2:?loss: PERMILLE or off}
     [[ $permille == off || ($permille =~ ^[0-9]+$ && $permille -le 1000) ]] ||
         mh_die "loss: '$permille' is not 0..1000 (packets dropped per 1000) or off"
     command -v nft >/dev/null || mh_die "nft not found (nftables)"
-    if [[ $h == all ]]; then
-        n=$(mh_count)
-        for ((i = 1; i <= n; i++)); do mh_loss_one "$mh_name-h$i" "$permille"; done
-    else
-        mh_resolve "$h"
-        mh_loss_one "$mh_ns" "$permille"
-    fi
+    mh_on_hosts "$h" mh_loss_one "$permille"
 }
 
 # mh_loss_dropped: packets the loss rules of every host have dropped.
@@ -592,15 +598,9 @@ mh_loss_dropped() {
 # mh_netem HOST|all ARGS|off
 mh_netem() {
     mh_init_vars
-    local h=${1:?netem: HOST or all} args=${2:?netem: ARGS or off} i n
+    local h=${1:?netem: HOST or all} args=${2:?netem: ARGS or off}
     command -v tc >/dev/null || mh_die "tc not found (iproute2)"
-    if [[ $h == all ]]; then
-        n=$(mh_count)
-        for ((i = 1; i <= n; i++)); do mh_netem_one "$mh_name-h$i" "$args"; done
-    else
-        mh_resolve "$h"
-        mh_netem_one "$mh_ns" "$args"
-    fi
+    mh_on_hosts "$h" mh_netem_one "$args"
 }
 
 # mh_kill HOST [--procs]: see the usage at the top.
