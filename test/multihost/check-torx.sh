@@ -6,17 +6,20 @@
 #
 #   2 hosts x 1 task   torx's MPI tests (test/mpi: hello, ring,
 #                      p2p_semantics, probe_unexp, rma_coll, coll; and
-#                      p2p_semantics with TORX_OFI_BULK=msg), then
+#                      p2p_semantics with TORX_OFI_BULK=msg), the message
+#                      layer's protocol tests (msg_variants.c, chaos), then
 #                      bench/mpi_latency and mpi_bw with every row verified
 #                      and the veth counters showing the bytes crossed
 #   2 hosts x 2 tasks  hybrid jobs: each host's two tasks reach each other
 #                      through its shm device (TORX_VERBOSE=1 must say so),
 #                      the others through ofi; heater, and vn mode with
-#                      TXYZ (node-mates on one host) and chaos
+#                      TXYZ (node-mates on one host) and chaos; the
+#                      message layer's tests, heater with chaos and vn
 #   slow link          tbf at 200 Mbit/s on every host: p2p_semantics (all
-#                      protocols, chaos) and rma_coll; with netem (where the
-#                      kernel has it), the same on a lossy link
-#   3 hosts x 1 and x 2  the same tests with chaos, and the collectives
+#                      protocols, chaos) and rma_coll; then the same on a
+#                      lossy link (netem, or an nftables rule without it)
+#   3 hosts x 1 and x 2  the same tests with chaos, the collectives, and
+#                      the message layer's tests (3 x 1)
 #   vanished host      test/multihost/vanished-host.sh MH_IMPL=torx
 #                      MH_EXPECT=pass, both kill modes: the job ends within
 #                      30 s naming the lost rank or host, nothing left behind
@@ -62,6 +65,12 @@ done
 for t in mpi_latency mpi_bw; do
     "$prefix/bin/mpicc" -O2 -std=c11 -Wall -Wextra -o "$build/$t" "$root/bench/$t.c"
 done
+# The message layer's own protocol tests (test/unit/msg_test.h), launched by
+# hydra, against the libtorx of that MPICH (built from this tree).
+# shellcheck disable=SC2046
+cc -O2 -std=c11 -Wall -Wextra -I"$root/include" -I"$root/src" -I"$root/test/unit" \
+    -o "$build/msg_variants" "$root/test/multihost/msg_variants.c" -L"$prefix/lib" \
+    -Wl,-rpath,"$prefix/lib" -ltorx $(pkg-config --libs check 2>/dev/null || echo -lcheck)
 
 out=$(mktemp "${TMPDIR:-/tmp}/torx-mh-torx.XXXXXX")
 trap 'rm -f "$out"' EXIT
@@ -114,6 +123,10 @@ for prog in ring p2p_semantics probe_unexp rma_coll coll; do
 done
 # bulk data as messages between hosts, as over a provider without RMA
 test_run 2x1-bulk-msg 2 1 p2p_semantics TORX_OFI_BULK=msg
+# the message layer's tests: every protocol forced and automatic, with
+# truncation and 64 MiB, then mixed protocols in order under chaos
+test_run 2x1-msg 2 1 msg_variants -- eager adaptive rzv rzv-packets auto big
+test_run 2x1-msg-mix 2 1 msg_variants TORX_CHAOS=11 -- mix
 
 # The bytes crossed the veths: at least what each rank sent, each way.
 for run in "mpi_latency -s 8,1K,64K -n 1000" "mpi_bw -s 64K,1M -n 20"; do
@@ -154,6 +167,8 @@ test_run 2x2 4 2 rma_coll
 test_run 2x2 4 2 coll
 test_run 2x2-vn 4 2 p2p_semantics TORX_MODE=vn TORX_MAPPING=TXYZ TORX_CHAOS=7 TORX_ADAPTIVE_LIMIT=65536
 test_run 2x2-vn 4 2 coll TORX_MODE=vn TORX_MAPPING=TXYZ
+test_run 2x2-msg 4 2 msg_variants TORX_CHAOS=13 -- eager rzv auto mix
+test_run 2x2-vn-msg 4 2 msg_variants TORX_MODE=vn TORX_MAPPING=TXYZ -- vn
 
 # Stress on a slowed link (tbf: 200 Mbit/s, a 32 KiB bucket), then a lossy
 # one (netem where the kernel has it, else an nftables rule dropping 20 of
@@ -189,6 +204,7 @@ mh_down
 mh_up 3
 test_run 3x1 3 1 p2p_semantics TORX_CHAOS=3 TORX_ADAPTIVE_LIMIT=65536 TORX_PROGRESS_YIELD=1
 test_run 3x1 3 1 coll TORX_PROGRESS_YIELD=1
+test_run 3x1-msg 3 1 msg_variants TORX_CHAOS=3 TORX_PROGRESS_YIELD=1 -- eager rzv auto mix
 test_run 3x2 6 2 ring TORX_PROGRESS_YIELD=1
 test_run 3x2 6 2 p2p_semantics TORX_CHAOS=5 TORX_PROGRESS_YIELD=1
 test_run 3x2 6 2 coll TORX_PROGRESS_YIELD=1

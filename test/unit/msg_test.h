@@ -369,8 +369,9 @@ static inline void set_or_unset(const char *name, const char *value)
         unsetenv(name);
 }
 
-/* Runs variant v as a fork job, its environment set first; 0 when it passed. */
-static inline int test_run_variant(const variant_t *v)
+/* Sets the environment variant v runs under (every task of its job, before
+ * torx_init). */
+static inline void test_variant_env(const variant_t *v)
 {
     set_or_unset("TORX_EAGER_LIMIT", v->eager);
     set_or_unset("TORX_ADAPTIVE_LIMIT", v->adaptive);
@@ -388,6 +389,12 @@ static inline int test_run_variant(const variant_t *v)
         setenv("TORX_MAPPING", "TXYZ", 1); /* ranks 0,1 share a node, 2,3 the next */
     else
         unsetenv("TORX_MAPPING");
+}
+
+/* Runs variant v as a fork job, its environment set first; 0 when it passed. */
+static inline int test_run_variant(const variant_t *v)
+{
+    test_variant_env(v);
     const double t0 = test_now();
     const int rc = torx_boot_fork_run(v->ntasks, proto_task, (void *)v, TEST_JOB_TIMEOUT, 0);
     fprintf(stderr, "msg variant %-20s %.2f s\n", v->name, test_now() - t0);
