@@ -52,6 +52,18 @@ static torx_status_t scout_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t
     return TORX_OK;
 }
 
+/* A rendezvous send its receiver is done with (acked, or all the data it
+ * asked for streamed): the cookie goes, the send stops waiting, and it
+ * completes. */
+static void awaiting_done(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m)
+{
+    torxm_cookie_free(ctx, m->cookie);
+    m->cookie = 0;
+    ctx->awaiting--;
+    peer->awaiting--;
+    torxm_complete(ctx, m);
+}
+
 /* Streams the data the clear-to-send asked for. */
 static torx_status_t stream_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m)
 {
@@ -69,11 +81,7 @@ static torx_status_t stream_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_
             return rc;
         m->off += n;
     }
-    torxm_cookie_free(ctx, m->cookie);
-    m->cookie = 0;
-    ctx->awaiting--;
-    peer->awaiting--;
-    torxm_complete(ctx, m);
+    awaiting_done(ctx, peer, m);
     return TORX_OK;
 }
 
@@ -125,11 +133,7 @@ void torxm_ack_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt
     torxm_msg_t *m = awaiting_msg(ctx, peer, torxm_ld64(torx_pkt_payload(pkt)));
     if (!m)
         return;
-    torxm_cookie_free(ctx, m->cookie);
-    m->cookie = 0;
-    ctx->awaiting--;
-    peer->awaiting--;
-    torxm_complete(ctx, m);
+    awaiting_done(ctx, peer, m);
 }
 
 void torxm_cts_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt)
@@ -148,11 +152,7 @@ void torxm_cts_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt
         return;
     }
     if (want == 0) {
-        torxm_cookie_free(ctx, m->cookie);
-        m->cookie = 0;
-        ctx->awaiting--;
-        peer->awaiting--;
-        torxm_complete(ctx, m);
+        awaiting_done(ctx, peer, m);
         return;
     }
     m->rcookie = torxm_ld64(p + 8);
