@@ -65,6 +65,25 @@ static long guard_broken(const uint8_t *buf, size_t n)
     return -1;
 }
 
+/* Whether the n bytes at buf + at are seed's pattern from base and the
+ * GUARD_BYTE bytes around them (buf[0..at), and GUARD after) are intact;
+ * what is wrong goes to stderr, named by what. */
+static bool landed(const uint8_t *buf, size_t at, size_t n, int seed, uint64_t base,
+                   const char *what)
+{
+    const long bad = mismatch(buf + at, n, seed, base);
+    if (bad >= 0) {
+        fprintf(stderr, "%s of %zu bytes: byte %ld is 0x%02x, expected 0x%02x\n", what, n, bad,
+                buf[at + (size_t)bad], pat(seed, base + (uint64_t)bad));
+        return false;
+    }
+    if (guard_broken(buf, at) >= 0 || guard_broken(buf + at + n, GUARD) >= 0) {
+        fprintf(stderr, "%s of %zu bytes wrote outside its range\n", what, n);
+        return false;
+    }
+    return true;
+}
+
 /* Meeting packets received but not yet waited for, by step. Every loop
  * that waits for bulk transfers also takes these out of the FIFOs: on the
  * fifo path, bulk packets queued behind an unconsumed packet from the same
@@ -241,11 +260,7 @@ static int task_sizes(torx_boot_t *boot, void *arg)
         TASK_CHECK(st == TORX_OK, "get of %zu bytes: %s (%s)", n, torx_status_str(st),
                    torx_last_error());
         TASK_CHECK(torx_bulk_test(dev, &op) == TORX_OK, "a completed get tests OK again");
-        long bad = mismatch(dst + loff, n, peer, roff);
-        TASK_CHECK(bad < 0, "get of %zu bytes: byte %ld is 0x%02x, expected 0x%02x", n, bad,
-                   dst[loff + bad], pat(peer, roff + (size_t)bad));
-        TASK_CHECK(guard_broken(dst, loff) < 0 && guard_broken(dst + loff + n, GUARD) < 0,
-                   "get of %zu bytes wrote outside its range", n);
+        TASK_CHECK(landed(dst, loff, n, peer, roff, "get"), "get of %zu bytes", n);
         TASK_CHECK(task_sync(dev, pc, ++step) == 0, "sync after get of %zu", n);
 
         /* put: peer's dst[loff..] <- src[roff..]; each side resets its own
@@ -262,11 +277,7 @@ static int task_sizes(torx_boot_t *boot, void *arg)
                    torx_last_error());
         /* Complete means written at the target: the peer checks right after. */
         TASK_CHECK(task_sync(dev, pc, ++step) == 0, "sync after put of %zu", n);
-        bad = mismatch(dst + loff, n, peer, roff);
-        TASK_CHECK(bad < 0, "put of %zu bytes landed wrong: byte %ld is 0x%02x, expected 0x%02x", n,
-                   bad, dst[loff + bad], pat(peer, roff + (size_t)bad));
-        TASK_CHECK(guard_broken(dst, loff) < 0 && guard_broken(dst + loff + n, GUARD) < 0,
-                   "put of %zu bytes wrote outside its range", n);
+        TASK_CHECK(landed(dst, loff, n, peer, roff, "put"), "put of %zu bytes", n);
     }
     TASK_CHECK(task_sync(dev, pc, ++step) == 0, "final sync");
     torx_pkt_close(dev);
@@ -344,11 +355,7 @@ static int task_shared(torx_boot_t *boot, void *arg)
             dev, &op, pc, (const void *)(uintptr_t)(all[1].src + roff), buf + loff, n);
         TASK_CHECK(st == TORX_OK, "get of %zu bytes: %s", n, torx_last_error());
         TASK_CHECK(torx_bulk_test(dev, &op) == TORX_OK, "cma get of %zu not complete at once", n);
-        long bad = mismatch(buf + loff, n, 1, roff);
-        TASK_CHECK(bad < 0, "shared get of %zu bytes: byte %ld is 0x%02x, expected 0x%02x", n, bad,
-                   buf[loff + bad], pat(1, roff + (size_t)bad));
-        TASK_CHECK(guard_broken(buf, loff) < 0 && guard_broken(buf + loff + n, GUARD) < 0,
-                   "shared get of %zu bytes wrote outside its range", n);
+        TASK_CHECK(landed(buf, loff, n, 1, roff, "shared get"), "shared get of %zu bytes", n);
         if (away) {
             memset(buf + loff, SHARE_MARK, n);
             TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
@@ -460,12 +467,8 @@ static int task_shared_by_hand(torx_boot_t *boot, void *arg)
         torx_status_t st = torx_bulk_get_shared(
             dev, &op, pc, (const void *)(uintptr_t)(all[1].src + roff), buf + loff, n);
         TASK_CHECK(st == TORX_OK, "get: %s", torx_last_error());
-        long bad = mismatch(buf + loff, n, 1, roff);
-        TASK_CHECK(bad < 0, "get returned with byte %ld 0x%02x, expected 0x%02x (owner %s)", bad,
-                   buf[loff + bad], pat(1, roff + (size_t)bad),
+        TASK_CHECK(landed(buf, loff, n, 1, roff, "shared get"), "the get returned early (owner %s)",
                    abandon ? "gave its bytes up" : "wrote late");
-        TASK_CHECK(guard_broken(buf, loff) < 0 && guard_broken(buf + loff + n, GUARD) < 0,
-                   "the get wrote outside its range");
     }
     uint64_t counts[2] = {me ? mine_bytes : d->bytes_written_for_us, 0}, both[2][2];
     TASK_CHECK(boot->allgather(boot, counts, both, sizeof counts) == TORX_OK, "allgather");
