@@ -2,13 +2,15 @@
  * API, in two-task fork jobs (shape 2x1x1x1): a stream of pieces of mixed
  * sizes through the smallest area, so that it fills, wraps and skips its
  * tail, with a receiver that starts late; descriptors that are not the next
- * piece (forged, repeated, oversized) refused; misuse; staging turned off;
+ * piece (forged, repeated, oversized) refused; the ring mapped at the first
+ * piece, not page by page; misuse; staging turned off;
  * bad and mismatched TORX_STAGE_BYTES. */
 #include "harness.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 static const torx_shape_t SHAPE2 = {2, 1, 1, 1};
@@ -201,6 +203,96 @@ static int off_task(torx_boot_t *boot, void *arg)
     return 0;
 }
 
+/* The first piece each way maps the whole ring into the task (shm_stage.c,
+ * map_ring): the next MAP_PIECES pieces, 4 KiB each, a page each, then cost
+ * the sender and the receiver almost no page faults (at most the handful
+ * of the descriptors' FIFO pages), where each would have taken one. */
+#define MAP_PIECES 200u
+#define MAP_FAULTS_MAX 32
+
+static long minor_faults(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_minflt : -1;
+}
+
+static int map_sender(torx_boot_t *boot, torx_pkt_dev_t *dev)
+{
+    const torx_coord_t peer = test_coord_of(SHAPE2, 1);
+    static uint8_t buf[4096];
+    long before = 0;
+    for (unsigned i = 0; i <= MAP_PIECES; i++) {
+        if (i == 1)
+            before = minor_faults();
+        memset(buf, (int)(i & 0xff), sizeof buf);
+        desc_t d = {.piece = i};
+        TASK_CHECK(torx_stage_put(dev, peer, buf, sizeof buf, &d.ref) == TORX_OK, "piece %u: %s", i,
+                   torx_last_error());
+        TASK_CHECK(test_inject_wait(dev, peer, TYPE_PIECE, &d, sizeof d) == TORX_OK,
+                   "descriptor %u", i);
+    }
+    const long faults = minor_faults() - before;
+    TASK_CHECK(faults <= MAP_FAULTS_MAX,
+               "the sender took %ld page faults staging %u pages after its first piece", faults,
+               MAP_PIECES);
+    return 0;
+}
+
+static int map_receiver(torx_boot_t *boot, torx_pkt_dev_t *dev)
+{
+    const torx_coord_t peer = test_coord_of(SHAPE2, 0);
+    unsigned next = 0, spins = 0;
+    long before = 0;
+    const double t0 = test_now();
+    while (next <= MAP_PIECES) {
+        TASK_CHECK(test_now() - t0 < WAIT_S, "piece %u never came", next);
+        if (!torx_pkt_poll(dev)) {
+            test_relax(&spins);
+            continue;
+        }
+        const torx_pkt_hdr_t *p = torx_pkt_peek(dev);
+        TASK_CHECK(p && p->sw[0] == TYPE_PIECE && p->payload_len == sizeof(desc_t),
+                   "a packet that is no descriptor");
+        desc_t d;
+        torx_pkt_read(p, &d, 0, sizeof d);
+        torx_pkt_consume(dev);
+        TASK_CHECK(d.piece == next, "descriptor %u, expected %u", d.piece, next);
+        if (next == 1)
+            before = minor_faults();
+        const uint8_t *data = torx_stage_data(dev, peer, d.ref);
+        TASK_CHECK(data != NULL, "piece %u refused", next);
+        for (size_t k = 0; k < d.ref.len; k++)
+            TASK_CHECK(data[k] == (next & 0xff), "piece %u byte %zu: %u", next, k, data[k]);
+        torx_stage_release(dev, peer, d.ref);
+        next++;
+    }
+    const long faults = minor_faults() - before;
+    TASK_CHECK(faults <= MAP_FAULTS_MAX,
+               "the receiver took %ld page faults reading %u staged pages after its first "
+               "piece",
+               faults, MAP_PIECES);
+    return 0;
+}
+
+static int map_task(torx_boot_t *boot, void *arg)
+{
+    (void)arg;
+    setenv("TORX_STAGE_BYTES", "1048576", 1);
+    torx_pkt_dev_t *dev;
+    TASK_CHECK(test_open(boot, SHAPE2, &dev) == TORX_OK, "%s", torx_last_error());
+    const int rc = boot->rank == 0 ? map_sender(boot, dev) : map_receiver(boot, dev);
+    if (rc == 0)
+        TASK_CHECK(boot->barrier(boot) == TORX_OK, "final barrier");
+    torx_pkt_close(dev);
+    return rc;
+}
+
+START_TEST(first_piece_maps_the_ring)
+{
+    RUN_JOB(2, map_task, NULL);
+}
+END_TEST
+
 START_TEST(staging_off)
 {
     RUN_JOB(2, off_task, NULL);
@@ -231,6 +323,7 @@ int main(void)
     TCase *tc = tcase_create("shm");
     tcase_set_timeout(tc, 2 * TEST_JOB_TIMEOUT + 60);
     tcase_add_test(tc, stream_wraps_and_fills);
+    tcase_add_test(tc, first_piece_maps_the_ring);
     tcase_add_test(tc, staging_off);
     tcase_add_test(tc, bad_env);
     tcase_add_test(tc, mismatched_env);

@@ -217,11 +217,13 @@ struct torxp_shm_dev {
         uint32_t cost_skip; /* pieces long enough to time, timed or not */
         /* the last samples, ns per KiB; 0: none */
         uint16_t cost[TORXP_SHM_STAGE_COSTS];
+        uint8_t mapped;     /* its pages are in this task's page tables */
         uint8_t *data;      /* the ring toward that rank */
         uint64_t *released; /* its control block */
     } * stage_tx;
     struct torxp_shm_stage_rx {
         uint64_t rd;
+        uint8_t mapped;
         const uint8_t *data; /* the ring from that rank */
         uint64_t *released;
     } * stage_rx;
