@@ -18,6 +18,9 @@
  *   FLOORS_PINGPONG_ITERS  round trips per latency figure (200000)
  *   FLOORS_STREAM_PACKETS  packets per streaming sample (262144)
  *   FLOORS_STREAM_REPS     streaming samples per payload size (12)
+ *   FLOORS_ONLY=handoff    only (a): a probe of the vCPU placement, quick
+ *                          enough to bracket every run of a benchmark
+ *                          (bench/run-placement-ab.sh)
  */
 #include "bench_util.h"
 
@@ -373,6 +376,9 @@ int main(void)
     bench_kv("floor", "oversubscribed", bench_oversubscribed);
 
     floor_handoff(pp_iters);
+    const char *only = getenv("FLOORS_ONLY");
+    if (only && strcmp(only, "handoff") == 0)
+        return 0;
 
     static const uint32_t pp_sizes[] = {0, 8, 64, 240};
     for (size_t i = 0; i < sizeof pp_sizes / sizeof pp_sizes[0]; i++)
