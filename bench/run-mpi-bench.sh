@@ -4,8 +4,9 @@
 # with the mpicc of each of three MPIs, run with 2 ranks bound one per core,
 # in interleaved rounds (round r: floors, message layer, torx per protocol,
 # then latency torx / Debian MPICH / Open MPI, bandwidth torx / MPICH /
-# Open MPI, bidirectional torx / MPICH / Open MPI; then round r+1), so
-# machine noise hits every candidate alike. Every figure is the median over
+# Open MPI, bidirectional torx / MPICH / Open MPI, each program's MPIs
+# starting one further on each round; then round r+1), so machine noise
+# hits every candidate alike. Every figure is the median over
 # the rounds of each run's median over timed batches.
 #
 #   torx     torx MPICH (ch4:torx): $TORX_PREFIX/bin/mpicc, and
@@ -110,6 +111,21 @@ declare -A proto_env=([onepkt]="" [eager]="TORX_ONEPKT_LIMIT=0"
 run_ids=(floors msgpp)
 for p in "${protos[@]}"; do run_ids+=("p_$p"); done
 for k in lat bw bibw; do for i in "${impls[@]}"; do run_ids+=("${k}_$i"); done; done
+# Round R runs them in this order, except that within each program the
+# four MPIs start one further on each round (round 2: torxvn mpich openmpi
+# torx): on these VMs the vCPU placement follows a run's position in the
+# round often enough that a fixed order hands one MPI the bad runs (at
+# 06:59 UTC on 2026-11-27 torx heater's latency run, the one after the
+# protocol runs, landed far in 4 of 5 rounds, the vn run after it near in
+# 4 of 5).
+round_ids() { # R: round R's run IDs into round_run_ids
+    local k j n=${#impls[@]}
+    round_run_ids=(floors msgpp)
+    for p in "${protos[@]}"; do round_run_ids+=("p_$p"); done
+    for k in lat bw bibw; do
+        for ((j = 0; j < n; j++)); do round_run_ids+=("${k}_${impls[(j + $1 - 1) % n]}"); done
+    done
+}
 
 # Program arguments and counts.
 if ((quick)); then
@@ -177,8 +193,8 @@ make_argv() {
         ;;
     *)
         kind=${id%_*}; impl=${id#*_}
-        # shellcheck disable=SC2206 # ompi_args is a word list on purpose
         local bimpl=$impl
+        # shellcheck disable=SC2206 # ompi_args is a word list on purpose
         case $impl in
         torx) argv=("$prefix/bin/mpiexec" -n 2 -bind-to core)
               # the protocol boundaries in force, for the tables and plots
@@ -274,7 +290,8 @@ if [[ -z $from ]]; then
     declare -A broken
     : >"$work/runs.txt"
     for ((r = 1; r <= rounds; r++)); do
-        for id in "${run_ids[@]}"; do
+        round_ids "$r"
+        for id in "${round_run_ids[@]}"; do
             [[ -n ${broken[$id]:-} ]] && continue
             quiet=yes
             wait_quiet || quiet=no
