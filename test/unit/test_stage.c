@@ -118,25 +118,34 @@ static int sender(torx_boot_t *boot, torx_pkt_dev_t *dev)
     return 0;
 }
 
+/* The receivers' wait for the next descriptor, which must name piece
+ * next; t0: when the receiver started waiting for its pieces. */
+static int next_desc(torx_boot_t *boot, torx_pkt_dev_t *dev, unsigned next, double t0, desc_t *d)
+{
+    unsigned spins = 0;
+    while (!torx_pkt_poll(dev)) {
+        TASK_CHECK(test_now() - t0 < WAIT_S, "piece %u never came", next);
+        test_relax(&spins);
+    }
+    const torx_pkt_hdr_t *p = torx_pkt_peek(dev);
+    TASK_CHECK(p && p->sw[0] == TYPE_PIECE && p->payload_len == sizeof(desc_t),
+               "a packet that is no descriptor");
+    torx_pkt_read(p, d, 0, sizeof *d);
+    torx_pkt_consume(dev);
+    TASK_CHECK(d->piece == next, "descriptor %u, expected %u", d->piece, next);
+    return 0;
+}
+
 static int receiver(torx_boot_t *boot, torx_pkt_dev_t *dev)
 {
     const torx_coord_t peer = test_coord_of(SHAPE2, 0);
     usleep(100 * 1000); /* posts late: the sender finds the area full */
-    unsigned next = 0, spins = 0;
+    unsigned next = 0;
     const double t0 = test_now();
     while (next < PIECES) {
-        TASK_CHECK(test_now() - t0 < WAIT_S, "piece %u never came", next);
-        if (!torx_pkt_poll(dev)) {
-            test_relax(&spins);
-            continue;
-        }
-        const torx_pkt_hdr_t *p = torx_pkt_peek(dev);
-        TASK_CHECK(p && p->sw[0] == TYPE_PIECE && p->payload_len == sizeof(desc_t),
-                   "a packet that is no descriptor");
         desc_t d;
-        torx_pkt_read(p, &d, 0, sizeof d);
-        torx_pkt_consume(dev);
-        TASK_CHECK(d.piece == next, "descriptor %u, expected %u", d.piece, next);
+        if (next_desc(boot, dev, next, t0, &d))
+            return 1;
         /* Forged descriptors: not the next piece, or too long. */
         const torx_stage_ref_t bad[] = {{d.ref.off + 1, d.ref.len},
                                         {d.ref.off, 4096},
@@ -164,13 +173,21 @@ static int receiver(torx_boot_t *boot, torx_pkt_dev_t *dev)
     return 0;
 }
 
-static int stream_task(torx_boot_t *boot, void *arg)
+/* A two-task job whose rings are ring_bytes: rank 0 runs sender, rank 1
+ * receiver. */
+typedef int (*side_fn)(torx_boot_t *boot, torx_pkt_dev_t *dev);
+typedef struct sides {
+    const char *ring_bytes;
+    side_fn sender, receiver;
+} sides_t;
+
+static int sides_task(torx_boot_t *boot, void *arg)
 {
-    (void)arg;
-    setenv("TORX_STAGE_BYTES", "4096", 1);
+    const sides_t *s = arg;
+    setenv("TORX_STAGE_BYTES", s->ring_bytes, 1);
     torx_pkt_dev_t *dev;
     TASK_CHECK(test_open(boot, SHAPE2, &dev) == TORX_OK, "%s", torx_last_error());
-    const int rc = boot->rank == 0 ? sender(boot, dev) : receiver(boot, dev);
+    const int rc = boot->rank == 0 ? s->sender(boot, dev) : s->receiver(boot, dev);
     if (rc == 0)
         TASK_CHECK(boot->barrier(boot) == TORX_OK, "final barrier");
     torx_pkt_close(dev);
@@ -179,7 +196,8 @@ static int stream_task(torx_boot_t *boot, void *arg)
 
 START_TEST(stream_wraps_and_fills)
 {
-    RUN_JOB(2, stream_task, NULL);
+    static const sides_t s = {"4096", sender, receiver};
+    RUN_JOB(2, sides_task, (void *)&s);
 }
 END_TEST
 
@@ -241,22 +259,13 @@ static int map_sender(torx_boot_t *boot, torx_pkt_dev_t *dev)
 static int map_receiver(torx_boot_t *boot, torx_pkt_dev_t *dev)
 {
     const torx_coord_t peer = test_coord_of(SHAPE2, 0);
-    unsigned next = 0, spins = 0;
+    unsigned next = 0;
     long before = 0;
     const double t0 = test_now();
     while (next <= MAP_PIECES) {
-        TASK_CHECK(test_now() - t0 < WAIT_S, "piece %u never came", next);
-        if (!torx_pkt_poll(dev)) {
-            test_relax(&spins);
-            continue;
-        }
-        const torx_pkt_hdr_t *p = torx_pkt_peek(dev);
-        TASK_CHECK(p && p->sw[0] == TYPE_PIECE && p->payload_len == sizeof(desc_t),
-                   "a packet that is no descriptor");
         desc_t d;
-        torx_pkt_read(p, &d, 0, sizeof d);
-        torx_pkt_consume(dev);
-        TASK_CHECK(d.piece == next, "descriptor %u, expected %u", d.piece, next);
+        if (next_desc(boot, dev, next, t0, &d))
+            return 1;
         if (next == 1)
             before = minor_faults();
         const uint8_t *data = torx_stage_data(dev, peer, d.ref);
@@ -274,22 +283,10 @@ static int map_receiver(torx_boot_t *boot, torx_pkt_dev_t *dev)
     return 0;
 }
 
-static int map_task(torx_boot_t *boot, void *arg)
-{
-    (void)arg;
-    setenv("TORX_STAGE_BYTES", "1048576", 1);
-    torx_pkt_dev_t *dev;
-    TASK_CHECK(test_open(boot, SHAPE2, &dev) == TORX_OK, "%s", torx_last_error());
-    const int rc = boot->rank == 0 ? map_sender(boot, dev) : map_receiver(boot, dev);
-    if (rc == 0)
-        TASK_CHECK(boot->barrier(boot) == TORX_OK, "final barrier");
-    torx_pkt_close(dev);
-    return rc;
-}
-
 START_TEST(first_piece_maps_the_ring)
 {
-    RUN_JOB(2, map_task, NULL);
+    static const sides_t s = {"1048576", map_sender, map_receiver};
+    RUN_JOB(2, sides_task, (void *)&s);
 }
 END_TEST
 
