@@ -7,11 +7,12 @@
 #include <check.h>
 #include <dirent.h>
 #include <sched.h>
-#include <string.h>
-#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Seconds a fork job may run before its tasks are killed and counted failed. */
 #define TEST_JOB_TIMEOUT 120.0
@@ -53,6 +54,14 @@ static inline double test_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Page faults this task has taken that needed no I/O: the tests that
+ * shared memory is mapped before the traffic that would fault it in. */
+static inline long test_minor_faults(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_minflt : -1;
 }
 
 /* Spin-wait helper for oversubscribed runs: yields every so often. */

@@ -10,7 +10,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 static const torx_shape_t SHAPE2 = {2, 1, 1, 1};
@@ -228,12 +227,6 @@ static int off_task(torx_boot_t *boot, void *arg)
 #define MAP_PIECES 200u
 #define MAP_FAULTS_MAX 32
 
-static long minor_faults(void)
-{
-    struct rusage ru;
-    return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_minflt : -1;
-}
-
 static int map_sender(torx_boot_t *boot, torx_pkt_dev_t *dev)
 {
     const torx_coord_t peer = test_coord_of(SHAPE2, 1);
@@ -241,7 +234,7 @@ static int map_sender(torx_boot_t *boot, torx_pkt_dev_t *dev)
     long before = 0;
     for (unsigned i = 0; i <= MAP_PIECES; i++) {
         if (i == 1)
-            before = minor_faults();
+            before = test_minor_faults();
         memset(buf, (int)(i & 0xff), sizeof buf);
         desc_t d = {.piece = i};
         TASK_CHECK(torx_stage_put(dev, peer, buf, sizeof buf, &d.ref) == TORX_OK, "piece %u: %s", i,
@@ -249,7 +242,7 @@ static int map_sender(torx_boot_t *boot, torx_pkt_dev_t *dev)
         TASK_CHECK(test_inject_wait(dev, peer, TYPE_PIECE, &d, sizeof d) == TORX_OK,
                    "descriptor %u", i);
     }
-    const long faults = minor_faults() - before;
+    const long faults = test_minor_faults() - before;
     TASK_CHECK(faults <= MAP_FAULTS_MAX,
                "the sender took %ld page faults staging %u pages after its first piece", faults,
                MAP_PIECES);
@@ -267,7 +260,7 @@ static int map_receiver(torx_boot_t *boot, torx_pkt_dev_t *dev)
         if (next_desc(boot, dev, next, t0, &d))
             return 1;
         if (next == 1)
-            before = minor_faults();
+            before = test_minor_faults();
         const uint8_t *data = torx_stage_data(dev, peer, d.ref);
         TASK_CHECK(data != NULL, "piece %u refused", next);
         for (size_t k = 0; k < d.ref.len; k++)
@@ -275,7 +268,7 @@ static int map_receiver(torx_boot_t *boot, torx_pkt_dev_t *dev)
         torx_stage_release(dev, peer, d.ref);
         next++;
     }
-    const long faults = minor_faults() - before;
+    const long faults = test_minor_faults() - before;
     TASK_CHECK(faults <= MAP_FAULTS_MAX,
                "the receiver took %ld page faults reading %u staged pages after its first "
                "piece",

@@ -2,8 +2,8 @@
  * producers (one per FIFO, and FIFOs shared), real reordering of adaptive
  * packets under chaos with exactly-once delivery, deposit-bit lines,
  * backpressure without loss, start-up checks, torx_pkt_peek_next, when
- * producers may reserve slots without a compare-and-swap, and no segment
- * left in /dev/shm after a crash. */
+ * producers may reserve slots without a compare-and-swap, FIFOs mapped at
+ * open, and no segment left in /dev/shm after a crash. */
 #include "harness.h"
 #include "packet/shm/shm.h"
 
@@ -758,6 +758,64 @@ START_TEST(sole_producer_only_when_safe)
 }
 END_TEST
 
+/* The reception FIFOs are mapped at open (shm_torus.c, torxp_shm_rx_setup):
+ * after a first packet, a lap and more of a FIFO (300 packets of 200 bytes
+ * through 128 slots, 9 pages) costs the producer no page fault, where each
+ * page of the FIFO would have cost it one. */
+#define MAPPED_PACKETS 300u
+#define MAPPED_FAULTS_MAX 2
+
+static int mapped_task(torx_boot_t *boot, void *arg)
+{
+    (void)arg;
+    torx_pkt_dev_t *dev;
+    TASK_CHECK(test_open(boot, (torx_shape_t){2, 1, 1, 1}, &dev) == TORX_OK, "%s",
+               torx_last_error());
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    if (boot->rank == 0) {
+        torx_pkt_hdr_t h;
+        torx_pkt_hdr_init(&h, test_coord_of((torx_shape_t){2, 1, 1, 1}, 1), 0);
+        static uint8_t payload[200];
+        long before = 0;
+        for (uint32_t i = 0; i < MAPPED_PACKETS; i++) {
+            if (i == 1) /* the inject path's own code and data are in by now */
+                before = test_minor_faults();
+            stamp(&h, 0, i);
+            TASK_CHECK(inject_retry(dev, &h, payload, sizeof payload) == TORX_OK, "%s",
+                       torx_last_error());
+        }
+        const long faults = test_minor_faults() - before;
+        TASK_CHECK(faults <= MAPPED_FAULTS_MAX,
+                   "%ld page faults injecting %u packets after the first", faults,
+                   MAPPED_PACKETS - 1);
+    } else {
+        const double deadline = test_now() + 30;
+        unsigned spins = 0;
+        for (uint32_t i = 0; i < MAPPED_PACKETS;) {
+            const torx_pkt_hdr_t *p = torx_pkt_peek(dev);
+            if (!p) {
+                TASK_CHECK(test_now() < deadline, "got %u of %u", i, MAPPED_PACKETS);
+                test_relax(&spins);
+                continue;
+            }
+            uint32_t sender, seq;
+            unstamp(p, &sender, &seq);
+            TASK_CHECK(seq == i, "packet %u: seq %u", i, seq);
+            torx_pkt_consume(dev);
+            i++;
+        }
+    }
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    torx_pkt_close(dev);
+    return 0;
+}
+
+START_TEST(fifos_mapped_at_open)
+{
+    RUN_JOB(2, mapped_task, NULL);
+}
+END_TEST
+
 START_TEST(segment_mode_0600)
 {
     RUN_JOB(2, mode_task, NULL);
@@ -786,6 +844,7 @@ int main(void)
     tcase_add_test(seg, segment_mode_0600);
     tcase_add_test(seg, peek_next_one_queue_then_fair);
     tcase_add_test(seg, sole_producer_only_when_safe);
+    tcase_add_test(seg, fifos_mapped_at_open);
     suite_add_tcase(s, seg);
     return test_run_suite(s);
 }
