@@ -325,6 +325,13 @@ static inline uint32_t torxp_shm_fit_rings(long want, uint64_t rings, uint64_t t
     return bytes >= min ? (uint32_t)bytes : 0;
 }
 
+/* Maps the segment's pages under [p, p+len) into this task's page tables
+ * now, the whole pages around it included, so that traffic through them
+ * takes no page fault a page on its first lap (shm_segment.c). Best
+ * effort: before Linux 5.14 (no MADV_POPULATE_WRITE) the pages fault in as
+ * they are first touched. */
+void torxp_shm_populate(const void *p, size_t len);
+
 /* Staging (shm_stage.c). The layout's per-ring data bytes for a job of
  * ntasks with TORX_STAGE_BYTES=want (0 when staging is off), the control
  * block ahead of each ring, and the ops. */

@@ -26,7 +26,6 @@
 #include "shm.h"
 
 #include <string.h>
-#include <sys/mman.h>
 
 /* Above this, a job's rings shrink (power of two steps) until they fit. */
 #define MSTAGE_TOTAL_MAX ((uint64_t)64 << 20)
@@ -72,16 +71,13 @@ void torxp_shm_mstage_setup(torxp_shm_dev_t *d)
     d->mstage_bytes = d->seg->mstage_bytes;
     d->mstage_ring = d->seg->mstage_stride;
     d->mstage_head = d->mstage_tail = 0;
-#ifdef MADV_POPULATE_WRITE
     /* Map every ring's pages now (the segment is allocated already): a
      * broadcast's first laps through the rings otherwise take a page fault
      * per page in the root and in every member, which made a job's first
      * hundred 128 KiB broadcasts 3x slower than the rest (8 tasks on 2
-     * cores). Best effort: a kernel before 5.14 faults them in as before. */
+     * cores). */
     if (d->mstage_bytes)
-        (void)madvise(ring_of(d, 0), (size_t)d->mstage_ring * (size_t)d->base.size,
-                      MADV_POPULATE_WRITE);
-#endif
+        torxp_shm_populate(ring_of(d, 0), (size_t)d->mstage_ring * (size_t)d->base.size);
 }
 
 size_t torxp_shm_mstage_max(const torx_pkt_dev_t *dev)

@@ -398,3 +398,20 @@ fail:
     shm_close(&d->base);
     return rc;
 }
+
+void torxp_shm_populate(const void *p, size_t len)
+{
+#ifdef MADV_POPULATE_WRITE
+    static uintptr_t page;
+    if (!page) {
+        const long sz = sysconf(_SC_PAGESIZE);
+        page = sz > 0 ? (uintptr_t)sz : 4096;
+    }
+    const uintptr_t lo = (uintptr_t)p & ~(page - 1);
+    const uintptr_t hi = ((uintptr_t)p + len + page - 1) & ~(page - 1);
+    (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+#else
+    (void)p;
+    (void)len;
+#endif
+}

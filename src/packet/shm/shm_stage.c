@@ -23,8 +23,6 @@
 #include "shm.h"
 
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 /* Above this, a job's rings shrink (power of two steps) until they fit. */
 #define STAGE_TOTAL_MAX ((uint64_t)256 << 20)
@@ -89,29 +87,17 @@ void torxp_shm_stage_fini(torxp_shm_dev_t *d)
 }
 
 /* The first piece toward a rank, and the first from it, map that ring's
- * pages into this task at once, instead of a page fault per page as the
- * ring is first walked: about 1 us a fault on these VMs, which a pair's
- * first megabyte of mid-size messages paid (a 300-round-trip 1 KiB
- * ping-pong took 1.1-1.3 us a half round trip against 0.35 warm). Per ring
- * and when first used, so a task that talks to few others maps few rings.
- * MADV_POPULATE_WRITE (Linux 5.14) also for the reader: it writes nothing
- * there, but a write mapping of a shared page costs it nothing more. Best
- * effort: without it, pages fault in as before. */
+ * pages into this task at once (torxp_shm_populate), instead of a page
+ * fault per page as the ring is first walked: about 1 us a fault on these
+ * VMs, which a pair's first megabyte of mid-size messages paid (a
+ * 300-round-trip 1 KiB ping-pong took 1.1-1.3 us a half round trip against
+ * 0.35 warm). Per ring and when first used, so a task that talks to few
+ * others maps few rings. The reader maps for writing too: it writes
+ * nothing there, but a write mapping of a shared page costs it nothing
+ * more. */
 static void map_ring(const torxp_shm_dev_t *d, const uint8_t *data)
 {
-#ifdef MADV_POPULATE_WRITE
-    static uintptr_t page;
-    if (!page) {
-        const long p = sysconf(_SC_PAGESIZE);
-        page = p > 0 ? (uintptr_t)p : 4096;
-    }
-    const uintptr_t lo = (uintptr_t)data & ~(page - 1);
-    const uintptr_t hi = ((uintptr_t)data + d->stage_bytes + page - 1) & ~(page - 1);
-    (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
-#else
-    (void)d;
-    (void)data;
-#endif
+    torxp_shm_populate(data, d->stage_bytes);
 }
 
 size_t torxp_shm_stage_max(const torx_pkt_dev_t *dev)

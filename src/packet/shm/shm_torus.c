@@ -39,7 +39,6 @@
 #include <linux/membarrier.h>
 #include <sched.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -342,17 +341,13 @@ void torxp_shm_rx_setup(torxp_shm_dev_t *d)
         d->rx[fi].fifo = torxp_shm_fifo(d, d->self_index, fi);
         rx_aim(d, fi);
     }
-#ifdef MADV_POPULATE_WRITE
     /* Every reception FIFO of the job mapped now, ours and those we inject
      * into: their first lap otherwise takes a page fault a page (nine per
      * FIFO of 128 packets) in the producer and in the consumer, inside a
      * pair's first messages, as the staging rings did (shm_stage.c). All
-     * of them are used and they are small: 2 MiB in a 16-task job. The
-     * region starts on a page. Best effort. */
-    (void)madvise(torxp_shm_at(d, d->seg->fifo_off),
-                  (size_t)d->nslots * d->seg->fifos_per_task * d->seg->fifo_stride,
-                  MADV_POPULATE_WRITE);
-#endif
+     * of them are used and they are small: 2 MiB in a 16-task job. */
+    torxp_shm_populate(torxp_shm_at(d, d->seg->fifo_off),
+                       (size_t)d->nslots * d->seg->fifos_per_task * d->seg->fifo_stride);
 }
 
 /* The packet at the head of FIFO fi, or NULL (torxp_fifo_front_at, with
