@@ -113,6 +113,10 @@ typedef enum torx_protocol {
  * bytes that would go by rendezvous (or, in vn mode, by a vn bulk get)
  * goes staged then: one message at a time, both tasks copying at once
  * beats a single copy after a handshake; streams keep the rendezvous.
+ * One-packet messages and scouts sent behind a staged message that waits
+ * for room in the area go ahead of it (they need neither the area nor the
+ * receiver's eager slot); matching order is unchanged, but such a message
+ * may complete before the staged one.
  * Slow copies (torx_stage_cost above stage_cost_max: the two cores far
  * apart, every line crossing twice) undo both: no idle-pair staging, and
  * eager and vn messages of 8 KiB or more take the rendezvous (vn bulk
@@ -135,9 +139,9 @@ typedef struct torx_limits {
     size_t idle_limit;     /* TORX_EAGER_IDLE_LIMIT: staged up to this many
                               data bytes when the pair is idle (default
                               4194304; 0 in co mode, whose thread moves
-                              rendezvous data; 0 or <= eager_limit: off);
-                              in force at most what the area takes at once
-                              (2 x torx_stage_max less a piece) */
+                              rendezvous data; 0 or <= eager_limit: off).
+                              A message longer than the area streams
+                              through it as the receiver releases pieces */
     /* TORX_STAGE_COST_MAX: copies into the area toward dest costing more
      * than this, ns per KiB (torx_stage_cost), are slow (above; default
      * 150, 65535: never, 0: any measured) */

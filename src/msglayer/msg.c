@@ -345,16 +345,6 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
         ctx->stage_chunk =
             (uint32_t)(ctx->limits.stage_chunk < max ? ctx->limits.stage_chunk : max);
     }
-    /* An idle pair's message must fit the area at once (twice the largest
-     * piece, less one piece for a skipped tail): one that waits for room
-     * holds every message behind it, and with both directions busy (a
-     * both-ways window of 2-4 MiB messages) the two then took turns, at
-     * half the bandwidth. torx_ctx_limits shows the limit in force. */
-    if (ctx->stage_chunk) {
-        const size_t fits = 2 * torx_stage_max(ctx->dev) - ctx->stage_chunk;
-        if (ctx->limits.idle_limit > fits)
-            ctx->limits.idle_limit = fits;
-    }
     for (int i = 0; ctx->stage_chunk && i < ctx->size; i++)
         ctx->peers[i].staged = (uint8_t)torx_stage_reaches(ctx->dev, ctx->peers[i].coord);
     /* The shm device runs every task on this host. */

@@ -62,7 +62,11 @@
  * (rx_seq) and parks an adaptive first packet that is early. Nothing can
  * overtake the adaptive message itself: the sender holds its next message
  * until the receiver's token says it was matched. Data packets that beat
- * their first packet are parked the same way, keyed by seq.
+ * their first packet are parked the same way, keyed by seq. A staged
+ * message whose first packet is out but whose next piece finds the staging
+ * area full lets one-packet messages and scouts behind it go first
+ * (msg_send.c, pass_staged): the receiver has matched it already, so
+ * matching order holds, though completion order may not.
  */
 #ifndef TORXM_INTERNAL_H
 #define TORXM_INTERNAL_H
@@ -97,10 +101,14 @@
  * the rendezvous's half round trip (bench/RESULTS.md, "Seventh session"),
  * with no step at the eager limit (32 KiB 2.5 us, 48 KiB 3.4 instead of 5.7
  * by rendezvous). Streams are left alone: one message per window of a
- * bandwidth test goes staged. torx_init lowers it to what the staging area
- * takes at once (1032192 with 1 MiB rings; see there); 4 MiB is the largest
- * size measured, for larger rings. An unexpected message costs the
- * receiver a buffer of its size, as any eager message does. */
+ * bandwidth test goes staged. A message longer than the staging area
+ * streams through it as the receiver releases pieces, while the scouts and
+ * one-packet messages behind it go first (msg_send.c, pass_staged): 1-4 MiB
+ * took 0.67-0.8 of the shared rendezvous's time, with no step at 1 MiB,
+ * and both-ways windows kept their bandwidth (bench/RESULTS.md, "Tenth
+ * session"). 4 MiB bounds what an unexpected message costs the receiver: a
+ * buffer of its size, as any eager message does. Above it, the shared
+ * rendezvous. */
 #define TORXM_EAGER_IDLE_LIMIT 4194304
 /* TORX_STAGE_COST_MAX: copies into the staging area slower than this (ns
  * per KiB, torx_stage_cost) count as slow: an idle pair's long messages
@@ -454,6 +462,16 @@ void torxm_adapt_first_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hd
 void torxm_adapt_more_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
 void torxm_adapt_token_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
 torx_status_t torxm_rzv_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m);
+/* Whether rendezvous message m streams its data as packets after a
+ * clear-to-send (TORX_RZV_PACKETS; streamed offsets are 32-bit, so larger
+ * messages take the bulk get). */
+static inline int torxm_rzv_streams(const torx_ctx_t *ctx, const torxm_msg_t *m)
+{
+    return ctx->limits.rzv_packets && m->len <= TORXM_STREAM_MAX;
+}
+/* The scout of a rendezvous (bulk get) or vn message, never staged: for a
+ * message that goes ahead of a staged one waiting for room (msg_send.c). */
+torx_status_t torxm_scout_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m);
 torx_status_t torxm_vn_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m);
 void torxm_scout_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
 void torxm_cts_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);

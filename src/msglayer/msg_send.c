@@ -312,6 +312,84 @@ void torxm_enqueue(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m)
     }
 }
 
+/* A push that did not succeed: the send completes with the error, and
+ * since the peer may hold part of it (or wait for it), the context fails
+ * too. */
+static void push_failed(torx_ctx_t *ctx, torxm_msg_t *m, torx_status_t rc)
+{
+    m->status = rc;
+    torxm_fail(ctx, rc, "%s send of %llu bytes to rank %d failed: %s",
+               torxm_protocols[m->proto].name, (unsigned long long)m->len, m->dest,
+               torx_last_error());
+    if (m->cookie) {
+        torxm_cookie_free(ctx, m->cookie);
+        m->cookie = 0;
+    }
+    torxm_complete(ctx, m);
+}
+
+/* Whether queued message m can go ahead of a staged message that waits for
+ * room: it needs neither the staging area nor the receiver's eager slot
+ * (a one-packet message, or a scout whose data the receiver gets). */
+static inline int passes_staged(const torx_ctx_t *ctx, const torxm_peer_t *peer,
+                                const torxm_msg_t *m)
+{
+    switch (m->proto) {
+    case TORX_PROTO_ONEPKT:
+        return 1;
+    case TORX_PROTO_RZV:
+        return !torxm_rzv_streams(ctx, m);
+    case TORX_PROTO_VN:
+        return !torxm_stages(ctx, peer, TORX_PROTO_VN, m->len);
+    default:
+        return 0;
+    }
+}
+
+/* Whether m is a staged message whose first packet is out and whose next
+ * piece found the staging area full (a vn message past its first packet is
+ * always staged: its scout would have left the queue). */
+static inline int waits_for_area(const torx_ctx_t *ctx, const torxm_peer_t *peer,
+                                 const torxm_msg_t *m)
+{
+    return m->state == TORXM_MSG_MORE && !m->piece &&
+           (m->proto == TORX_PROTO_VN ||
+            (m->proto == TORX_PROTO_EAGER && torxm_stages(ctx, peer, TORX_PROTO_EAGER, m->len)));
+}
+
+/* The head of peer's queue, staged, has its first packet out and waits for
+ * room in the staging area: a long idle-pair message streams through the
+ * ring as the receiver releases it. The messages right behind it that
+ * passes_staged allows go first. The receiver matched the staged message
+ * on its first packet, so matching order holds. Without this, a both-ways
+ * window of 2-4 MiB messages stalled behind each side's staged first
+ * message and the two directions took turns at half the bandwidth
+ * (bench/RESULTS.md, seventh and tenth sessions). */
+static int pass_staged(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *staged)
+{
+    int passed = 0;
+    torxm_msg_t **link = &staged->next;
+    torxm_msg_t *m;
+    while ((m = *link) && !peer->tokens_owed && passes_staged(ctx, peer, m)) {
+        if (m->state == TORXM_MSG_QUEUED) {
+            m->seq = peer->tx_seq++;
+            m->state = TORXM_MSG_FIRST;
+        }
+        torxm_msg_t *next = m->next; /* push may put m on the completion list */
+        const torx_status_t rc = m->proto == TORX_PROTO_ONEPKT ? torxm_onepkt_push(ctx, peer, m)
+                                                               : torxm_scout_push(ctx, peer, m);
+        if (rc == TORX_NO_ROOM)
+            break;
+        *link = next;
+        if (!next)
+            peer->tail = link;
+        passed++;
+        if (TORXM_UNLIKELY(rc < 0))
+            push_failed(ctx, m, rc);
+    }
+    return passed;
+}
+
 static int peer_push_count(torx_ctx_t *ctx, torxm_peer_t *peer)
 {
     int left = 0;
@@ -327,24 +405,15 @@ static int peer_push_count(torx_ctx_t *ctx, torxm_peer_t *peer)
         }
         torxm_msg_t *next = m->next; /* push may put m on the completion list */
         const torx_status_t rc = torxm_protocols[m->proto].push(ctx, peer, m);
-        if (rc == TORX_NO_ROOM)
+        if (rc == TORX_NO_ROOM) {
+            if (m->next && waits_for_area(ctx, peer, m))
+                left += pass_staged(ctx, peer, m);
             break;
+        }
         peer->head = next;
         left++;
-        if (TORXM_UNLIKELY(rc < 0)) {
-            /* Not a success: the send completes with the error, and since
-             * the peer may hold part of it (or wait for it), the context
-             * fails too. */
-            m->status = rc;
-            torxm_fail(ctx, rc, "%s send of %llu bytes to rank %d failed: %s",
-                       torxm_protocols[m->proto].name, (unsigned long long)m->len, m->dest,
-                       torx_last_error());
-            if (m->cookie) {
-                torxm_cookie_free(ctx, m->cookie);
-                m->cookie = 0;
-            }
-            torxm_complete(ctx, m);
-        }
+        if (TORXM_UNLIKELY(rc < 0))
+            push_failed(ctx, m, rc);
     }
     return left;
 }

@@ -89,10 +89,16 @@ torx_status_t torxm_rzv_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m
 {
     if (m->state == TORXM_MSG_STREAM)
         return stream_push(ctx, peer, m);
-    /* Streamed offsets are 32-bit: larger messages take the bulk get. */
-    const unsigned flags =
-        ctx->limits.rzv_packets && m->len <= TORXM_STREAM_MAX ? TORXM_SCOUT_PACKETS : 0;
+    const unsigned flags = torxm_rzv_streams(ctx, m) ? TORXM_SCOUT_PACKETS : 0;
     return scout_push(ctx, peer, m, TORXM_PKT_RZV_SCOUT, TORX_PROTO_RZV, flags);
+}
+
+torx_status_t torxm_scout_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m)
+{
+    assert(m->proto == TORX_PROTO_VN || !torxm_rzv_streams(ctx, m));
+    return m->proto == TORX_PROTO_VN
+               ? scout_push(ctx, peer, m, TORXM_PKT_VN_SCOUT, TORX_PROTO_VN, 0)
+               : scout_push(ctx, peer, m, TORXM_PKT_RZV_SCOUT, TORX_PROTO_RZV, 0);
 }
 
 torx_status_t torxm_vn_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m)
