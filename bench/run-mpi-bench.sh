@@ -400,7 +400,8 @@ for f in "$work"/round*.out; do
             bounds = 1
             if (match($0, /one-packet limit [0-9]+/)) print r, "bound.onepkt", substr($0, RSTART + 17, RLENGTH - 17)
             if (match($0, /eager limit [0-9]+/)) print r, "bound.eager", substr($0, RSTART + 12, RLENGTH - 12)
-            if (match($0, /staged from [0-9]+/) && $0 !~ /staging off/) print r, "bound.stage", substr($0, RSTART + 12, RLENGTH - 12) }
+            if (match($0, /staged from [0-9]+/) && $0 !~ /staging off/) print r, "bound.stage", substr($0, RSTART + 12, RLENGTH - 12)
+            if (match($0, /[0-9]+ to an idle pair/)) { v = substr($0, RSTART, RLENGTH); sub(/ .*/, "", v); print r, "bound.idle", v } }
         id ~ /^lat_/ && $1 == "lat" && $NF == "ok" { i = substr(id, 5)
             print r, "lat." i "." $2 ".min", $6; print r, "lat." i "." $2 ".med", $7 }
         id ~ /^(bw|bibw)_/ && ($1 == "bw" || $1 == "bibw") && $NF == "ok" { i = id; sub(/^[a-z]+_/, "", i)
@@ -537,6 +538,62 @@ every_size_targets() {
     done
     echo "$met $total $met_pr" >"$work/tally.txt"
 }
+# No cliffs (issue 12): where a size crosses one of torx's protocol
+# boundaries, it may take at most what its extra bytes justify, here at
+# most (its bytes / the size below's) times the size below's half round
+# trip: 2x for the power-of-two sizes. The peers' steps between the same
+# sizes are shown beside torx's, and the largest step of each MPI anywhere
+# in the curve, for what the machine itself does (caches).
+step_of() { # impl lo hi: t(hi) / t(lo)
+    ratio "$(m "lat.$1.$3.med")" "$(m "lat.$1.$2.med")"
+}
+step_row() { # label boundary_bytes (the last size that stays below)
+    local s lo="" hi="" sizes bytes th tv
+    sizes=$(sizes_of lat)
+    for s in $sizes; do
+        if ((s <= $2)); then lo=$s; elif [[ -z $hi ]]; then hi=$s; fi
+    done
+    if [[ -z $lo || -z $hi ]]; then
+        echo "| $1 | $(human "$2") | beyond the sizes measured | - | - | - | - | - |"
+        return
+    fi
+    bytes=$(awk -v a="$lo" -v b="$hi" 'BEGIN { printf "%.2f\n", b / a }')
+    th=$(step_of torx "$lo" "$hi"); tv=$(step_of torxvn "$lo" "$hi")
+    echo "| $1 | $(human "$lo") -> $(human "$hi") | $bytes | $th | $tv | $(step_of mpich "$lo" "$hi") |" \
+         "$(step_of openmpi "$lo" "$hi") | **$(awk -v h="$th" -v v="$tv" -v b="$bytes" 'BEGIN {
+             print (h != "n/a" && v != "n/a" && h + 0 <= b + 0 && v + 0 <= b + 0) ? "no cliff" : "CLIFF" }')** |"
+}
+largest_step() { # impl: the step furthest above its bytes ratio from 1 B on
+    local s prev="" best="" bl="" bh="" r x
+    for s in $(sizes_of lat | awk '$1 >= 1'); do
+        if [[ -n $prev ]]; then
+            r=$(step_of "$1" "$prev" "$s")
+            x=$(awk -v r="$r" -v a="$prev" -v b="$s" 'BEGIN { print (r == "n/a") ? "" : r / (b / a) }')
+            if [[ -n $x ]] && { [[ -z $best ]] || awk -v a="$x" -v b="$best" 'BEGIN { exit !(a > b) }'; }; then
+                best=$x; bl=$prev; bh=$s
+            fi
+        fi
+        prev=$s
+    done
+    [[ -n $best ]] && echo "$(step_of "$1" "$bl" "$bh") ($(human "$bl") -> $(human "$bh"))" || echo "-"
+}
+bound_of() { # NAME: the protocol boundary TORX_VERBOSE printed first, or NaN
+    awk -v k="bound.$1" '$2 == k { print $3; f = 1; exit } END { if (!f) print "NaN" }' "$work/all.txt"
+}
+step_table() {
+    local b_st b_ea b_id
+    # as printed (agg.txt's %.6g would read 4194304 as 4.1943e+06)
+    b_st=$(bound_of stage); b_ea=$(bound_of eager); b_id=$(bound_of idle)
+    echo "| boundary | sizes | bytes ratio | torx heater | torx vn | Debian MPICH | Open MPI | verdict |"
+    echo "|---|---|---|---|---|---|---|---|"
+    # one-packet carries 12 bytes of MPI envelope; data from b_st bytes is staged
+    [[ $b_st != NaN ]] && step_row "one-packet -> staged eager (from $b_st B)" "$((b_st - 1))"
+    [[ $b_ea != NaN ]] && step_row "eager limit -> staged to an idle pair, rendezvous in streams" "$b_ea"
+    [[ $b_id != NaN ]] && step_row "idle-pair limit -> shared rendezvous" "$b_id"
+    echo
+    echo "Largest step for its bytes anywhere from 1 B: torx heater $(largest_step torx), vn $(largest_step torxvn)," \
+         "Debian MPICH $(largest_step mpich), Open MPI $(largest_step openmpi)."
+}
 # The forced protocol's check: its TORX_STATS "sent" on both ranks covers
 # the benchmark's timed round trips.
 proto_check() { # proto
@@ -629,6 +686,11 @@ summary=$work/summary.md
     echo "**Latency**, half round trip, ns (median over rounds of the median over batches)"
     echo
     size_table lat med 1
+    echo
+    echo "**Steps at torx's protocol boundaries** (latency of the size above / the size below, medians over" \
+         "rounds; no cliff: torx's step at most the bytes ratio, in both modes)"
+    echo
+    step_table
     echo
     echo "**Bandwidth, one way** (window of 64 messages, then a 1-byte acknowledgement), MB/s (10^6 B/s)"
     echo
