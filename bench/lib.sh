@@ -15,6 +15,16 @@
 
 # bench_check_counts ENV:var ...: each variable must hold a count (digits);
 # the one named "rounds" must also be at least 1. Exits 2 otherwise.
+# bench_handoff_probe FLOORS: the cache-line handoff between the two cores
+# now, in ns (bench/floors with FLOORS_ONLY=handoff, a few ms), or NaN. On
+# these VMs it tells the two vCPU placements apart: near (30-60 ns) or far
+# (150+ ns), which change within seconds and move every MPI's small-message
+# figures two- to three-fold.
+bench_handoff_probe() {
+    FLOORS_ONLY=handoff FLOORS_PINGPONG_ITERS=20000 "$1" 2>/dev/null |
+        awk -F= '/^floor handoff_ns_med=/ { print $2; f = 1 } END { if (!f) print "NaN" }'
+}
+
 bench_check_counts() {
     local pair var
     for pair in "$@"; do

@@ -54,6 +54,8 @@
 #                 "--mca btl self,vader")
 #   RUN_TIMEOUT_S a run taking longer is killed and counts as failed
 #                 (default 600; QUICK: 120)
+#   PLACEMENT_FAR_NS  a handoff probe above this many ns counts as the far
+#                 vCPU placement (default 110; see "Placement" in the report)
 #   QUIET_WAIT_S  total seconds the script may spend waiting, before each
 #                 run (at most QUIET_WAIT_EACH_S, default 5, each), for the
 #                 machine to be idle (default 20; QUICK: 0). Runs go ahead
@@ -84,13 +86,14 @@ mbuild=${MPI_BENCH_BUILD:-$root/build/mpi-bench}
 case $mbuild in /*) ;; *) mbuild=$root/$mbuild ;; esac
 results=${RESULTS_DIR:-$here/results}
 quiet_wait=${QUIET_WAIT_S:-$((quick ? 0 : 20))}
+far_ns=${PLACEMENT_FAR_NS:-110}
 quiet_each=${QUIET_WAIT_EACH_S:-5}
 run_timeout=${RUN_TIMEOUT_S:-$((quick ? 120 : 600))}
 prefix_wait=${PREFIX_WAIT_S:-300}
 bw_max=${MPI_BW_MAX:-4M}
 ompi_args=${OMPI_ARGS:-}
 bench_check_counts ROUNDS:rounds QUIET_WAIT_S:quiet_wait QUIET_WAIT_EACH_S:quiet_each \
-    RUN_TIMEOUT_S:run_timeout PREFIX_WAIT_S:prefix_wait
+    RUN_TIMEOUT_S:run_timeout PREFIX_WAIT_S:prefix_wait PLACEMENT_FAR_NS:far_ns
 if ! [[ $bw_max =~ ^[0-9]+[KMG]?$ ]]; then
     echo "$bench_name: MPI_BW_MAX='$bw_max' is not a size such as 4M or 16M" >&2
     exit 2
@@ -296,6 +299,10 @@ if [[ -z $from ]]; then
             quiet=yes
             wait_quiet || quiet=no
             note=""
+            # Each MPI program run is bracketed by a handoff probe: which
+            # vCPU placement it ran in (see "Placement" in the report).
+            probe_before=""
+            [[ $id == lat_* || $id == bw_* || $id == bibw_* ]] && probe_before=$(bench_handoff_probe "$bin_floors")
             for attempt in 1 2; do
                 # a rebuild of torx MPICH may be replacing the prefix: wait for it
                 [[ $id == p_* || $id == *_torx ]] && { find_prefix || true; }
@@ -305,6 +312,9 @@ if [[ -z $from ]]; then
                 ((run_rc == 0)) && break
                 ((attempt == 1)) && first_rc=$run_rc note="  (retried after exit $run_rc)"
             done
+            [[ -n $probe_before ]] &&
+                echo "placement handoff_before=$probe_before handoff_after=$(bench_handoff_probe "$bin_floors")" \
+                    >>"$work/round$r-$id.out"
             echo "run $r $id $run_wall $run_other $quiet ${run_la0// /,} ${run_la1// /,} $run_rc" >>"$work/runs.txt"
             # The retry is for a torx MPICH being rebuilt meanwhile; CI
             # rebuilds nothing, so there a torx run that failed once failed.
@@ -402,6 +412,8 @@ for f in "$work"/round*.out; do
             if (match($0, /eager limit [0-9]+/)) print r, "bound.eager", substr($0, RSTART + 12, RLENGTH - 12)
             if (match($0, /staged from [0-9]+/) && $0 !~ /staging off/) print r, "bound.stage", substr($0, RSTART + 12, RLENGTH - 12)
             if (match($0, /[0-9]+ to an idle pair/)) { v = substr($0, RSTART, RLENGTH); sub(/ .*/, "", v); print r, "bound.idle", v } }
+        $1 == "placement" && $2 ~ /^handoff_before=/ && $3 ~ /^handoff_after=/ {
+            split($2, a, "="); split($3, b, "="); print r, "place." id ".before", a[2]; print r, "place." id ".after", b[2] }
         id ~ /^lat_/ && $1 == "lat" && $NF == "ok" { i = substr(id, 5)
             print r, "lat." i "." $2 ".min", $6; print r, "lat." i "." $2 ".med", $7 }
         id ~ /^(bw|bibw)_/ && ($1 == "bw" || $1 == "bibw") && $NF == "ok" { i = id; sub(/^[a-z]+_/, "", i)
@@ -493,6 +505,48 @@ per_round_of() {
     done
     echo "${out% }"
 }
+# The vCPU placement of each probed run: place[ROUND.ID] is N (near: both
+# probes at most far_ns), F (far: both above), M (it moved during the run).
+declare -A place
+while read -r pr_r pr_key pr_v; do
+    [[ $pr_key == place.*.before ]] || continue
+    pr_id=${pr_key#place.}; pr_id=${pr_id%.before}
+    place[$pr_r.$pr_id]=$(awk -v a="$pr_v" -v b="$(vr "$pr_r" "place.$pr_id.after")" -v f="$far_ns" 'BEGIN {
+        if (a == "NaN" || b == "NaN") print "-"; else if (a + 0 <= f && b + 0 <= f) print "N";
+        else if (a + 0 > f && b + 0 > f) print "F"; else print "M" }')
+done <"$work/all.txt"
+# per_round_matched IMPL KIND SIZE LOWER: IMPL / the better peer in each
+# round where IMPL's run and that peer's run drew the same placement (the
+# better of the peers that did), tagged N or F; rounds with none are left out.
+per_round_matched() {
+    local r out="" t a b pt
+    for ((r = 1; r <= rounds; r++)); do
+        pt=${place[$r.$2_$1]:--}
+        [[ $pt == N || $pt == F ]] || continue
+        a=NaN; b=NaN
+        [[ ${place[$r.$2_mpich]:--} == "$pt" ]] && a=$(vr "$r" "$2.mpich.$3.med")
+        [[ ${place[$r.$2_openmpi]:--} == "$pt" ]] && b=$(vr "$r" "$2.openmpi.$3.med")
+        [[ $a == NaN && $b == NaN ]] && continue
+        t=$(vr "$r" "$2.$1.$3.med")
+        [[ $t == NaN ]] && continue
+        out+="$(ratio "$t" "$(better "$4" "$a" "$b")")$pt "
+    done
+    echo "${out% }"
+}
+placement_table() {
+    local r k i row
+    echo "| round | latency: torx, vn, MPICH, Open MPI | one way | both ways |"
+    echo "|---|---|---|---|"
+    for ((r = 1; r <= rounds; r++)); do
+        row="| $r |"
+        for k in lat bw bibw; do
+            row+=" "
+            for i in "${impls[@]}"; do row+="${place[$r.${k}_$i]:--}"; done
+            row+=" |"
+        done
+        echo "$row"
+    done
+}
 # The targets at every size (issue 12): latency at most 1.1 x the better
 # peer (8 bytes: 1.0 x), one-way and bidirectional bandwidth at least 0.9 x,
 # from 1 B up, in heater and in vn mode. Each cell is the ratio of the
@@ -503,6 +557,7 @@ per_round_of() {
 # the tallies ("met total met_by_round_median") to $work/tally.txt.
 every_size_targets() {
     local s impl kind lower limit dir rt pr prs cell row met=0 total=0 met_pr=0 a b bp
+    local pms pm met_pm=0 none_pm=0
     : >"$work/misses.md"
     echo "| size | latency, heater | latency, vn | one way, heater | one way, vn | both ways, heater | both ways, vn |"
     echo "|---|---|---|---|---|---|---|"
@@ -521,22 +576,31 @@ every_size_targets() {
                 pr=$(echo "$prs" | median_of)
                 pr=$(awk -v x="$pr" 'BEGIN { if (x == "NaN") print "n/a"; else printf "%.2f\n", x }')
                 [[ $(verdict "$pr" "$limit" "$dir") == met ]] && met_pr=$((met_pr + 1))
-                if [[ $(verdict "$rt" "$limit" "$dir") == met ]]; then
-                    met=$((met + 1)); cell="$rt ($pr)"
+                pms=$(per_round_matched "$impl" "$kind" "$s" "$lower")
+                if [[ -z $pms ]]; then
+                    none_pm=$((none_pm + 1)); pm=n/a
                 else
-                    cell="**$rt** ($pr)"
+                    pm=$(echo "$pms" | tr -d 'NF' | median_of)
+                    pm=$(awk -v x="$pm" 'BEGIN { if (x == "NaN") print "n/a"; else printf "%.2f\n", x }')
+                    [[ $(verdict "$pm" "$limit" "$dir") == met ]] && met_pm=$((met_pm + 1))
+                fi
+                if [[ $(verdict "$rt" "$limit" "$dir") == met ]]; then
+                    met=$((met + 1)); cell="$rt ($pr, $pm)"
+                else
+                    cell="**$rt** ($pr, $pm)"
                     local kl=latency ml=heater
                     [[ $kind == bw ]] && kl="one way"
                     [[ $kind == bibw ]] && kl="both ways"
                     [[ $impl == torxvn ]] && ml=vn
-                    echo "- $(human "$s"), $kl, $ml: $rt (limit $limit); per round $prs (median $pr)" >>"$work/misses.md"
+                    echo "- $(human "$s"), $kl, $ml: $rt (limit $limit); per round $prs (median $pr);" \
+                         "same placement: ${pms:-none} (median $pm)" >>"$work/misses.md"
                 fi
                 row+=" $cell |"
             done
         done
         echo "$row"
     done
-    echo "$met $total $met_pr" >"$work/tally.txt"
+    echo "$met $total $met_pr $met_pm $none_pm" >"$work/tally.txt"
 }
 # No cliffs (issue 12): where a size crosses one of torx's protocol
 # boundaries, it may take at most what its extra bytes justify, here at
@@ -644,21 +708,32 @@ summary=$work/summary.md
     echo
     b_on=$(m bound.onepkt); b_st=$(m bound.stage); b_ea=$(m bound.eager)
     echo "**Targets at every size** (torx / the better peer: the ratio of the medians over rounds, which is" \
-         "the verdict, and in parentheses the median of the per-round ratios; latency <= 1.1, 8 bytes <= 1.0;" \
+         "the verdict, and in parentheses the median of the per-round ratios, then of the same-placement" \
+         "per-round ratios (see Placement); latency <= 1.1, 8 bytes <= 1.0;" \
          "bandwidth one way and both ways >= 0.9; **bold**: missed). torx's protocol boundaries in these runs" \
          "(TORX_VERBOSE): one-packet up to $(num "$b_on") bytes of header and data, staged eager from" \
          "$(num "$b_st") bytes, rendezvous above $(num "$b_ea") bytes (vn mode: the vn protocol above" \
          "one-packet, staged up to the eager limit)."
     echo
     every_size_targets
-    read -r t_met t_total t_met_pr <"$work/tally.txt"
+    read -r t_met t_total t_met_pr t_met_pm t_none_pm <"$work/tally.txt"
     echo
-    echo "$t_met of $t_total size targets met by the ratio of medians; $t_met_pr of $t_total by the median of the per-round ratios."
+    echo "$t_met of $t_total size targets met by the ratio of medians; $t_met_pr of $t_total by the median of the per-round ratios;" \
+         "$t_met_pm of $((t_total - t_none_pm)) by the median of the same-placement per-round ratios" \
+         "($t_none_pm with no round where torx and a peer drew the same placement; see Placement below)."
     if [[ -s $work/misses.md ]]; then
         echo "Missed, with the ratio in each round:"
         echo
         cat "$work/misses.md"
     fi
+    echo
+    echo "**Placement** of each MPI program run (N: near, both handoff probes around it at most $far_ns ns;" \
+         "F: far, both above; M: it moved during the run; -: not probed), in the order torx, torx vn, Debian" \
+         "MPICH, Open MPI. On these VMs the two vCPUs' placement changes within seconds and moves every" \
+         "MPI's small-message figures two- to three-fold; a ratio between runs in different placements" \
+         "measures the hypervisor. \"Same placement\" ratios compare only runs that drew the same one."
+    echo
+    placement_table
     echo
     echo "**Floors** (bench/floors, same rounds): one-way cache-line handoff $(num "$fl_ho") ns;" \
          "memcpy 1 MiB $(num "$fl_mc1") GB/s, 4 MiB $(num "$fl_mc4") GB/s;" \

@@ -104,10 +104,7 @@ make_argv() {
     esac
 }
 
-probe() {
-    FLOORS_ONLY=handoff FLOORS_PINGPONG_ITERS=20000 "$floors" 2>/dev/null |
-        awk -F= '/^floor handoff_ns_med=/ { print $2; f = 1 } END { if (!f) print "NaN" }'
-}
+probe() { bench_handoff_probe "$floors"; }
 
 # mpi_latency reports the median half round trip in column 7, the
 # bandwidth programs their median in column 8.
