@@ -13,7 +13,8 @@
 #   bwdat, bibwdat  rows "size torx mpich openmpi torxvn" (GB/s)
 #   bonepkt, bstage, beager  torx's protocol boundaries in bytes (0: unknown),
 #               drawn as vertical lines: one-packet limit, staged from, eager
-#               limit
+#               limit; bidle, the idle-pair limit, named in the eager line's
+#               label
 #   memcpydat   rows "size memcpy_gbs" (bench/floors)
 #   protodat    rows "label mpi_ns msg_ns"
 #   handoff     one-way cache-line handoff, bench/floors, ns (0: unknown)
@@ -27,13 +28,17 @@ if (!exists("subtitle")) subtitle = ""
 if (!exists("bonepkt")) bonepkt = 0
 if (!exists("bstage")) bstage = 0
 if (!exists("beager")) beager = 0
+if (!exists("bidle")) bidle = 0
+teager = (bidle > beager) ? \
+    sprintf("eager limit %d B (ping-pongs staged to %d B)", beager, bidle) : \
+    sprintf("eager limit %d B (rendezvous above)", beager)
 set datafile missing "NaN"
 
 # torx's protocol boundaries as labelled vertical lines (graph height).
 do for [i = 1:3] {
     b = (i == 1) ? bonepkt : (i == 2) ? bstage : beager
     t = (i == 1) ? sprintf("one-packet limit %d B", bonepkt) : \
-        (i == 2) ? sprintf("staged from %d B", bstage) : sprintf("eager limit %d B (rendezvous above)", beager)
+        (i == 2) ? sprintf("staged from %d B", bstage) : teager
     # one-packet limit and staged-from usually sit side by side: one line
     if (i == 2 && bonepkt > 0 && bstage > 0 && bstage > bonepkt / 1.2 && bstage < bonepkt * 1.2) { b = 0 }
     if (i == 1 && bstage > 0 && bstage > bonepkt / 1.2 && bstage < bonepkt * 1.2) { \
@@ -100,7 +105,7 @@ set terminal pngcairo size 1000,620 font "sans,10"
 do for [i = 1:3] {
     b = (i == 1) ? bonepkt : (i == 2) ? bstage : beager
     t = (i == 1) ? sprintf("one-packet limit %d B", bonepkt) : \
-        (i == 2) ? sprintf("staged from %d B", bstage) : sprintf("eager limit %d B (rendezvous above)", beager)
+        (i == 2) ? sprintf("staged from %d B", bstage) : teager
     # one-packet limit and staged-from usually sit side by side: one line
     if (i == 2 && bonepkt > 0 && bstage > 0 && bstage > bonepkt / 1.2 && bstage < bonepkt * 1.2) { b = 0 }
     if (i == 1 && bstage > 0 && bstage > bonepkt / 1.2 && bstage < bonepkt * 1.2) { \

@@ -816,7 +816,7 @@ else
     bench_gnuplot "latdat='$work/lat.dat'; bwdat='$work/bw.dat'; bibwdat='$work/bibw.dat'; \
 memcpydat='$work/memcpy.dat'; protodat='$work/proto.dat'; handoff=$(nan0 "$fl_ho"); msghandoff=$(nan0 "$msg_ho"); \
 cma=$(nan0 "$fl_cma"); bonepkt=$(nan0 "$(m bound.onepkt)"); bstage=$(nan0 "$(m bound.stage)"); \
-beager=$(nan0 "$(m bound.eager)"); outlat='$png_lat'; outbw='$png_bw'; outbibw='$png_bibw'; \
+beager=$(nan0 "$(m bound.eager)"); bidle=$(nan0 "$(bound_of idle)"); outlat='$png_lat'; outbw='$png_bw'; outbibw='$png_bibw'; \
 subtitle='$machine, $when, median of $rounds rounds$([[ $quick == 1 ]] && echo ", QUICK smoke test")'" \
         "$here/mpi-plot.gp" && have_plot=1
 fi
