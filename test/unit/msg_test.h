@@ -38,6 +38,17 @@ static inline uint8_t test_pattern(uint32_t sender, uint32_t seq, size_t i)
     return (uint8_t)(i * 131u + (i >> 8) * 17u + seq * 7u + sender * 29u);
 }
 
+/* The first of len bytes at buf that is not test_pattern(sender, seq, .),
+ * or SIZE_MAX when all are. */
+static inline size_t test_pattern_wrong(const uint8_t *buf, size_t len, uint32_t sender,
+                                        uint32_t seq)
+{
+    for (size_t i = 0; i < len; i++)
+        if (buf[i] != test_pattern(sender, seq, i))
+            return i;
+    return SIZE_MAX;
+}
+
 /* Records a failure inside a handler or callback, where a task cannot
  * return; the task checks r->errors at the end. Prints the first few. */
 #define RUN_CHECK(r, cond, ...)                                                                    \

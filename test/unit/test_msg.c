@@ -130,12 +130,12 @@ static void idle_recv_done(torx_ctx_t *ctx, void *arg, torx_status_t status, siz
     const int seq = slot->seq;
     if (status != TORX_OK || received != st->size)
         st->errors++;
-    for (size_t i = 0; i < st->size; i++)
-        if (st->buf[seq][i] != test_pattern((uint32_t)(1 - st->rank), (uint32_t)seq, i)) {
-            fprintf(stderr, "idle %s: message %d byte %zu wrong\n", st->v->name, seq, i);
-            st->errors++;
-            break;
-        }
+    const size_t wrong =
+        test_pattern_wrong(st->buf[seq], st->size, (uint32_t)(1 - st->rank), (uint32_t)seq);
+    if (wrong != SIZE_MAX) {
+        fprintf(stderr, "idle %s: message %d byte %zu wrong\n", st->v->name, seq, wrong);
+        st->errors++;
+    }
     st->pieces[seq] = ctx->staged_pieces - slot->pieces_at_match;
     st->received++;
 }
@@ -323,12 +323,11 @@ static void pass_recv_done(torx_ctx_t *ctx, void *arg, torx_status_t status, siz
     const int i = slot->i;
     if (status != TORX_OK || received != pass_sizes[i])
         st->errors++;
-    for (size_t b = 0; b < pass_sizes[i]; b++)
-        if (st->buf[i][b] != test_pattern(0, (uint32_t)i, b)) {
-            fprintf(stderr, "pass: message %d byte %zu wrong\n", i, b);
-            st->errors++;
-            break;
-        }
+    const size_t wrong = test_pattern_wrong(st->buf[i], pass_sizes[i], 0, (uint32_t)i);
+    if (wrong != SIZE_MAX) {
+        fprintf(stderr, "pass: message %d byte %zu wrong\n", i, wrong);
+        st->errors++;
+    }
     st->received++;
 }
 
@@ -483,12 +482,12 @@ static void share_rzv_recv_done(torx_ctx_t *ctx, void *arg, torx_status_t status
     share_rzv_state_t *st = arg;
     if (status != TORX_OK || received != SHARE_RZV_SIZE)
         st->errors++;
-    for (size_t i = 0; i < SHARE_RZV_SIZE; i++)
-        if (st->buf[i] != test_pattern((uint32_t)(1 - st->rank), (uint32_t)st->received, i)) {
-            fprintf(stderr, "shared rzv: message %d byte %zu wrong\n", st->received, i);
-            st->errors++;
-            break;
-        }
+    const size_t wrong = test_pattern_wrong(st->buf, SHARE_RZV_SIZE, (uint32_t)(1 - st->rank),
+                                            (uint32_t)st->received);
+    if (wrong != SIZE_MAX) {
+        fprintf(stderr, "shared rzv: message %d byte %zu wrong\n", st->received, wrong);
+        st->errors++;
+    }
     st->received++;
 }
 
