@@ -13,8 +13,6 @@
 
 # ---- Arguments ------------------------------------------------------------------
 
-# bench_check_counts ENV:var ...: each variable must hold a count (digits);
-# the one named "rounds" must also be at least 1. Exits 2 otherwise.
 # bench_handoff_probe FLOORS: the cache-line handoff between the two cores
 # now, in ns (bench/floors with FLOORS_ONLY=handoff, a few ms), or NaN. On
 # these VMs it tells the two vCPU placements apart: near (30-60 ns) or far
@@ -25,6 +23,8 @@ bench_handoff_probe() {
         awk -F= '/^floor handoff_ns_med=/ { print $2; f = 1 } END { if (!f) print "NaN" }'
 }
 
+# bench_check_counts ENV:var ...: each variable must hold a count (digits);
+# the one named "rounds" must also be at least 1. Exits 2 otherwise.
 bench_check_counts() {
     local pair var
     for pair in "$@"; do

@@ -547,6 +547,8 @@ placement_table() {
         echo "$row"
     done
 }
+# ratio_median: the median of the ratios on stdin, as a cell shows it.
+ratio_median() { median_of | awk '{ if ($1 == "NaN") print "n/a"; else printf "%.2f\n", $1 }'; }
 # The targets at every size (issue 12): latency at most 1.1 x the better
 # peer (8 bytes: 1.0 x), one-way and bidirectional bandwidth at least 0.9 x,
 # from 1 B up, in heater and in vn mode. Each cell is the ratio of the
@@ -573,15 +575,13 @@ every_size_targets() {
                 if [[ $rt == n/a ]]; then row+=" - |"; continue; fi
                 total=$((total + 1))
                 prs=$(per_round_of "$impl" "$kind" "$s" med "$lower")
-                pr=$(echo "$prs" | median_of)
-                pr=$(awk -v x="$pr" 'BEGIN { if (x == "NaN") print "n/a"; else printf "%.2f\n", x }')
+                pr=$(echo "$prs" | ratio_median)
                 [[ $(verdict "$pr" "$limit" "$dir") == met ]] && met_pr=$((met_pr + 1))
                 pms=$(per_round_matched "$impl" "$kind" "$s" "$lower")
                 if [[ -z $pms ]]; then
                     none_pm=$((none_pm + 1)); pm=n/a
                 else
-                    pm=$(echo "$pms" | tr -d 'NF' | median_of)
-                    pm=$(awk -v x="$pm" 'BEGIN { if (x == "NaN") print "n/a"; else printf "%.2f\n", x }')
+                    pm=$(echo "$pms" | tr -d 'NF' | ratio_median)
                     [[ $(verdict "$pm" "$limit" "$dir") == met ]] && met_pm=$((met_pm + 1))
                 fi
                 if [[ $(verdict "$rt" "$limit" "$dir") == met ]]; then
@@ -641,12 +641,13 @@ largest_step() { # impl: the step furthest above its bytes ratio from 1 B on
     done
     [[ -n $best ]] && echo "$(step_of "$1" "$bl" "$bh") ($(human "$bl") -> $(human "$bh"))" || echo "-"
 }
-bound_of() { # NAME: the protocol boundary TORX_VERBOSE printed first, or NaN
+# bound_of NAME: the protocol boundary TORX_VERBOSE printed first, or NaN;
+# as printed (agg.txt's %.6g would read 4194304 as 4.1943e+06).
+bound_of() {
     awk -v k="bound.$1" '$2 == k { print $3; f = 1; exit } END { if (!f) print "NaN" }' "$work/all.txt"
 }
 step_table() {
     local b_st b_ea b_id
-    # as printed (agg.txt's %.6g would read 4194304 as 4.1943e+06)
     b_st=$(bound_of stage); b_ea=$(bound_of eager); b_id=$(bound_of idle)
     echo "| boundary | sizes | bytes ratio | torx heater | torx vn | Debian MPICH | Open MPI | verdict |"
     echo "|---|---|---|---|---|---|---|---|"
@@ -706,7 +707,7 @@ summary=$work/summary.md
     target_row "bandwidth 1 MiB >= 0.9 x better peer" bw 1048576 med 0 0.9 ge MB/s
     target_row "bandwidth 4 MiB >= 0.9 x better peer" bw 4194304 med 0 0.9 ge MB/s
     echo
-    b_on=$(m bound.onepkt); b_st=$(m bound.stage); b_ea=$(m bound.eager)
+    b_on=$(bound_of onepkt); b_st=$(bound_of stage); b_ea=$(bound_of eager)
     echo "**Targets at every size** (torx / the better peer: the ratio of the medians over rounds, which is" \
          "the verdict, and in parentheses the median of the per-round ratios, then of the same-placement" \
          "per-round ratios (see Placement); latency <= 1.1, 8 bytes <= 1.0;" \
@@ -815,8 +816,8 @@ else
     nan0() { [[ $1 == NaN ]] && echo 0 || echo "$1"; }
     bench_gnuplot "latdat='$work/lat.dat'; bwdat='$work/bw.dat'; bibwdat='$work/bibw.dat'; \
 memcpydat='$work/memcpy.dat'; protodat='$work/proto.dat'; handoff=$(nan0 "$fl_ho"); msghandoff=$(nan0 "$msg_ho"); \
-cma=$(nan0 "$fl_cma"); bonepkt=$(nan0 "$(m bound.onepkt)"); bstage=$(nan0 "$(m bound.stage)"); \
-beager=$(nan0 "$(m bound.eager)"); bidle=$(nan0 "$(bound_of idle)"); outlat='$png_lat'; outbw='$png_bw'; outbibw='$png_bibw'; \
+cma=$(nan0 "$fl_cma"); bonepkt=$(nan0 "$(bound_of onepkt)"); bstage=$(nan0 "$(bound_of stage)"); \
+beager=$(nan0 "$(bound_of eager)"); bidle=$(nan0 "$(bound_of idle)"); outlat='$png_lat'; outbw='$png_bw'; outbibw='$png_bibw'; \
 subtitle='$machine, $when, median of $rounds rounds$([[ $quick == 1 ]] && echo ", QUICK smoke test")'" \
         "$here/mpi-plot.gp" && have_plot=1
 fi
