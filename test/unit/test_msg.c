@@ -182,17 +182,17 @@ static int idle_task(torx_boot_t *boot, void *argp)
     TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
     static idle_state_t st;
     st = (idle_state_t){.v = v, .rank = boot->rank, .size = v->size ? v->size : IDLE_SIZE};
-    static uint8_t out[IDLE_PINGS + IDLE_STREAM][IDLE_SIZE];
-    for (int m = 0; m < IDLE_MSGS; m++)
+    static uint8_t out[IDLE_MSGS][IDLE_SIZE];
+    for (int m = 0; m < IDLE_MSGS; m++) {
         TASK_CHECK((st.buf[m] = malloc(st.size)) != NULL, "out of memory");
-    for (int m = 0; m < IDLE_PINGS + IDLE_STREAM; m++)
         for (size_t i = 0; i < st.size; i++)
             out[m][i] = test_pattern((uint32_t)boot->rank, (uint32_t)m, i);
+    }
     TASK_CHECK(torx_register(ctx, IDLE_HANDLER, idle_handler, &st) == TORX_OK, "%s",
                torx_last_error());
     TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
     const int peer = 1 - boot->rank;
-    static torx_msg_t msgs[IDLE_PINGS + IDLE_STREAM];
+    static torx_msg_t msgs[IDLE_MSGS];
 
     /* Ping-pong: rank 0 sends, rank 1 answers once it has it all. */
     for (int i = 0; i < IDLE_PINGS; i++) {
@@ -212,17 +212,17 @@ static int idle_task(torx_boot_t *boot, void *argp)
 
     /* Stream: rank 0 sends them all while rank 1 waits in the barrier. */
     if (boot->rank == 0)
-        for (int i = IDLE_PINGS; i < IDLE_PINGS + IDLE_STREAM; i++)
+        for (int i = IDLE_PINGS; i < IDLE_MSGS; i++)
             TASK_CHECK(torx_send(ctx, &msgs[i], peer, IDLE_HANDLER, NULL, 0, out[i], st.size,
                                  TORX_PROTO_AUTO, idle_send_done, &st) == TORX_OK,
                        "%s", torx_last_error());
     TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
     if (boot->rank == 0)
-        TASK_CHECK(idle_wait(ctx, &st.sent, IDLE_PINGS + IDLE_STREAM) == 0,
-                   "%s: stream sends incomplete (%d)", v->name, st.sent);
+        TASK_CHECK(idle_wait(ctx, &st.sent, IDLE_MSGS) == 0, "%s: stream sends incomplete (%d)",
+                   v->name, st.sent);
     else
-        TASK_CHECK(idle_wait(ctx, &st.received, IDLE_PINGS + IDLE_STREAM) == 0,
-                   "%s: stream incomplete (%d)", v->name, st.received);
+        TASK_CHECK(idle_wait(ctx, &st.received, IDLE_MSGS) == 0, "%s: stream incomplete (%d)",
+                   v->name, st.received);
     TASK_CHECK(st.errors == 0, "%s: %d errors", v->name, st.errors);
 
     /* What each message took, and whether its data came through the area. */
@@ -230,7 +230,7 @@ static int idle_task(torx_boot_t *boot, void *argp)
         torx_mode(ctx) == TORX_MODE_VN ? TORX_PROTO_VN : TORX_PROTO_EAGER;
     const torx_protocol_t unstaged =
         torx_mode(ctx) == TORX_MODE_VN ? TORX_PROTO_VN : TORX_PROTO_RZV;
-    const int last = boot->rank == 1 ? IDLE_PINGS + IDLE_STREAM : IDLE_PINGS;
+    const int last = boot->rank == 1 ? IDLE_MSGS : IDLE_PINGS;
     /* The limit in force is the one asked for, whatever the area: a longer
      * message streams through it. Pieces are the context's, at most the
      * device's largest (smaller on the hybrid device of test/ofi-variant.sh). */
@@ -242,18 +242,17 @@ static int idle_task(torx_boot_t *boot, void *argp)
     const size_t max = torx_stage_max(torx_ctx_device(ctx));
     const size_t chunk =
         torx_ctx_limits(ctx)->stage_chunk < max ? torx_ctx_limits(ctx)->stage_chunk : max;
-    const int promotes = v->promotes;
     for (int i = 0; i < last; i++) {
         /* Staged once the sender has heard from its peer since its last
          * long message: rank 1's pings but the first, and the stream's
          * first; all of rank 0's pongs. With slow copies only the first of
          * those, before any measurement. */
         const int first = boot->rank == 1 ? 1 : 0;
-        const int idle = promotes == 1   ? i >= first && i < first + IDLE_PINGS
-                         : promotes == 2 ? i == first
-                         : promotes == 3 ? 1
-                         : promotes == 4 ? i == 0
-                                         : 0;
+        const int idle = v->promotes == 1   ? i >= first && i < first + IDLE_PINGS
+                         : v->promotes == 2 ? i == first
+                         : v->promotes == 3 ? 1
+                         : v->promotes == 4 ? i == 0
+                                            : 0;
         const uint64_t pieces = st.pieces[i];
         TASK_CHECK(st.proto[i] == (idle ? staged : unstaged),
                    "%s: rank %d message %d came %s, expected %s", v->name, boot->rank, i,
