@@ -221,6 +221,9 @@ torx_status_t torxp_env_read(torxp_env_t *env)
         return rc;
     if ((rc = env_pow2("TORX_STAGE_BYTES", 4096, 1L << 24, 1L << 20, 1, &e.stage_bytes)) != TORX_OK)
         return rc;
+    if ((rc = torx_env_int("TORX_STAGE_REWIND_MAX", 0, 1L << 24, TORXP_STAGE_REWIND_MAX_DEFAULT,
+                           &e.stage_rewind_max)) != TORX_OK)
+        return rc;
     if ((rc = env_pow2("TORX_MSTAGE_BYTES", 65536, 1L << 26, 1L << 22, 1, &e.mstage_bytes)) !=
         TORX_OK)
         return rc;

@@ -183,6 +183,7 @@ typedef struct torxp_env {
     int bulk_mode;     /* TORX_BULK: TORXP_BULK_* */
     long verbose;      /* TORX_VERBOSE */
     long stage_bytes;  /* TORX_STAGE_BYTES; 0 = no staging area */
+    long stage_rewind_max; /* TORX_STAGE_REWIND_MAX; 0 = pieces never rewind */
     long mstage_bytes; /* TORX_MSTAGE_BYTES; 0 = no multi-reader staging */
     long bulk_share_min; /* TORX_BULK_SHARE_MIN; 0 = gets not shared */
 } torxp_env_t;
@@ -196,6 +197,13 @@ enum { TORXP_BULK_AUTO, TORXP_BULK_CMA, TORXP_BULK_FIFO };
  * time, and the shortest get shared by default (bench/RESULTS.md). */
 #define TORXP_BULK_SHARE_PIECE 65536u
 #define TORXP_BULK_SHARE_MIN_DEFAULT 131072L
+/* Staged pieces up to this many bytes rewind to the ring's start when it is
+ * empty (shm_stage.c). On the development VMs a 256 B-3 KiB ping-pong took
+ * 0.75-0.87 of its time rewinding and 4-16 KiB took 1.02-1.65 (the sender's
+ * writes then wait for the receiver's copies of the same lines to be
+ * invalidated, 64 or more lines a piece): bench/RESULTS.md, eleventh
+ * session. */
+#define TORXP_STAGE_REWIND_MAX_DEFAULT 3072L
 
 torx_status_t torxp_env_read(torxp_env_t *env);
 

@@ -2,13 +2,15 @@
  * API, in two-task fork jobs (shape 2x1x1x1): a stream of pieces of mixed
  * sizes through the smallest area, so that it fills, wraps and skips its
  * tail, with a receiver that starts late; descriptors that are not the next
- * piece (forged, repeated, oversized) refused; the ring mapped at the first
+ * piece (forged, repeated, oversized) refused; a pair that exchanges
+ * pieces rewinds to the ring's start; the ring mapped at the first
  * piece, not page by page; misuse; staging turned off;
  * bad and mismatched TORX_STAGE_BYTES. */
 #include "harness.h"
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -86,12 +88,12 @@ static int sender(torx_boot_t *boot, torx_pkt_dev_t *dev)
             test_relax(&spins);
         }
         TASK_CHECK(rc == TORX_OK, "piece %u: %s", i, torx_last_error());
-        TASK_CHECK(ref.len == n && ref.off + ref.len <= 4096, "piece %u: ref %u+%u", i, ref.off,
-                   ref.len);
-        if (i && ref.off == 0)
+        TASK_CHECK(ref.len == n && ref.off % 4096 + ref.len <= 4096, "piece %u: ref %u+%u", i,
+                   ref.off, ref.len);
+        if (ref.off != last_end)
             wraps++;
-        TASK_CHECK(ref.off == last_end || ref.off == 0, "piece %u at %u, the last ended at %u", i,
-                   ref.off, last_end);
+        TASK_CHECK(ref.off == last_end || (ref.off % 4096 == 0 && ref.off - last_end < 4096),
+                   "piece %u at %u, the last ended at %u", i, ref.off, last_end);
         last_end = ref.off + ref.len;
         memset(buf, 0xEE, n); /* the area holds its own copy */
         const desc_t d = {ref, i};
@@ -145,11 +147,13 @@ static int receiver(torx_boot_t *boot, torx_pkt_dev_t *dev)
         desc_t d;
         if (next_desc(boot, dev, next, t0, &d))
             return 1;
-        /* Forged descriptors: not the next piece, or too long. */
+        /* Forged descriptors: not the next piece, or too long. (The next
+         * lap's start is a next piece: a sender may rewind to it.) */
         const torx_stage_ref_t bad[] = {{d.ref.off + 1, d.ref.len},
                                         {d.ref.off, 4096},
                                         {d.ref.off, 0},
-                                        {(d.ref.off + 2048) % 4096, d.ref.len}};
+                                        {d.ref.off + 2048 + 64, d.ref.len},
+                                        {d.ref.off + 4096, d.ref.len}};
         for (unsigned b = 0; b < sizeof bad / sizeof bad[0]; b++) {
             if (bad[b].off == d.ref.off && bad[b].len == d.ref.len)
                 continue;
@@ -178,12 +182,15 @@ typedef int (*side_fn)(torx_boot_t *boot, torx_pkt_dev_t *dev);
 typedef struct sides {
     const char *ring_bytes;
     side_fn sender, receiver;
+    const char *rewind_max; /* TORX_STAGE_REWIND_MAX, or NULL: the default */
 } sides_t;
 
 static int sides_task(torx_boot_t *boot, void *arg)
 {
     const sides_t *s = arg;
     setenv("TORX_STAGE_BYTES", s->ring_bytes, 1);
+    if (s->rewind_max)
+        setenv("TORX_STAGE_REWIND_MAX", s->rewind_max, 1);
     torx_pkt_dev_t *dev;
     TASK_CHECK(test_open(boot, SHAPE2, &dev) == TORX_OK, "%s", torx_last_error());
     const int rc = boot->rank == 0 ? s->sender(boot, dev) : s->receiver(boot, dev);
@@ -195,8 +202,99 @@ static int sides_task(torx_boot_t *boot, void *arg)
 
 START_TEST(stream_wraps_and_fills)
 {
-    static const sides_t s = {"4096", sender, receiver};
+    static const sides_t s = {"4096", sender, receiver, NULL};
     RUN_JOB(2, sides_task, (void *)&s);
+}
+END_TEST
+
+/* A pair that exchanges pieces (each side stages one after reading and
+ * releasing the other's) rewinds: a piece of up to TORX_STAGE_REWIND_MAX
+ * bytes starts at the ring's start whenever the ring is empty and the last
+ * piece ended at least its length in (shm_stage.c, Rewinding), so a
+ * ping-pong reuses the same lines. Longer pieces follow on. A rewound
+ * piece, once released, is refused like any other. Rank 0 stages first;
+ * the first half of the pieces are 1000 bytes, the rest mixed. */
+#define EXCHANGE_RING 65536u
+#define EXCHANGES 300u
+
+static int exchange_side(torx_boot_t *boot, torx_pkt_dev_t *dev)
+{
+    const int me = boot->rank;
+    const torx_coord_t peer = test_coord_of(SHAPE2, 1 - me);
+    static uint8_t buf[4096];
+    const char *max_env = getenv("TORX_STAGE_REWIND_MAX");
+    const size_t rewind_max = max_env ? (size_t)atol(max_env) : 3072;
+    uint32_t last_end = 0;
+    unsigned rewinds = 0, short_pieces = 0;
+    const double t0 = test_now();
+    for (unsigned i = 0; i < EXCHANGES; i++) {
+        if (me == 1 || i > 0) { /* the peer's last piece: read, checked, released */
+            const unsigned want = 2 * (me == 1 ? i : i - 1) + (unsigned)(1 - me);
+            desc_t d;
+            if (next_desc(boot, dev, want, t0, &d))
+                return 1;
+            const uint8_t *data = torx_stage_data(dev, peer, d.ref);
+            TASK_CHECK(data != NULL, "piece %u (%u+%u) refused", want, d.ref.off, d.ref.len);
+            for (size_t k = 0; k < d.ref.len; k++)
+                TASK_CHECK(data[k] == pat(want, k), "piece %u byte %zu: %u, expected %u", want, k,
+                           data[k], pat(want, k));
+            torx_stage_release(dev, peer, d.ref);
+            TASK_CHECK(torx_stage_data(dev, peer, d.ref) == NULL,
+                       "piece %u (%u+%u) still readable after its release", want, d.ref.off,
+                       d.ref.len);
+        }
+        /* Equal lengths first, then mixed ones. */
+        const unsigned piece = 2 * i + (unsigned)me;
+        const size_t n = i < EXCHANGES / 2 ? 1000 : piece_len(i);
+        for (size_t k = 0; k < n; k++)
+            buf[k] = pat(piece, k);
+        desc_t d = {.piece = piece};
+        TASK_CHECK(torx_stage_put(dev, peer, buf, n, &d.ref) == TORX_OK, "piece %u: %s", piece,
+                   torx_last_error());
+        /* Heard from the peer since the last put (rank 0's first put
+         * excepted): the ring is empty, so it rewinds if the last piece
+         * ended far enough in. */
+        const uint32_t in_lap = last_end % EXCHANGE_RING;
+        const int rewinds_now = (me == 1 || i > 0) && n <= rewind_max && in_lap >= n;
+        const int wraps = in_lap + n > EXCHANGE_RING;
+        short_pieces += n <= rewind_max;
+        const uint32_t expect = rewinds_now || wraps ? last_end - in_lap + EXCHANGE_RING : last_end;
+        TASK_CHECK(d.ref.off == expect,
+                   "piece %u (%zu bytes) at %u, expected %u (the last ended at %u)", piece, n,
+                   d.ref.off, expect, last_end);
+        rewinds += rewinds_now;
+        last_end = d.ref.off + d.ref.len;
+        TASK_CHECK(test_inject_wait(dev, peer, TYPE_PIECE, &d, sizeof d) == TORX_OK,
+                   "descriptor %u", piece);
+    }
+    if (me == 0) { /* rank 1's last piece */
+        desc_t d;
+        if (next_desc(boot, dev, 2 * (EXCHANGES - 1) + 1, t0, &d))
+            return 1;
+        TASK_CHECK(torx_stage_data(dev, peer, d.ref) != NULL, "the last piece refused");
+        torx_stage_release(dev, peer, d.ref);
+    }
+    TASK_CHECK(rewinds >= short_pieces / 2,
+               "rank %d rewound %u times in %u pieces of at most %zu bytes", me, rewinds,
+               short_pieces, rewind_max);
+    return 0;
+}
+
+START_TEST(exchange_rewinds)
+{
+    static const sides_t s = {"65536", exchange_side, exchange_side, NULL};
+    RUN_JOB(2, sides_task, (void *)&s);
+}
+END_TEST
+
+/* Only pieces up to TORX_STAGE_REWIND_MAX rewind: here not the 1000-byte
+ * ones; and 0 turns rewinding off. */
+START_TEST(exchange_rewind_max)
+{
+    static const sides_t below = {"65536", exchange_side, exchange_side, "999"};
+    RUN_JOB(2, sides_task, (void *)&below);
+    static const sides_t off = {"65536", exchange_side, exchange_side, "0"};
+    RUN_JOB(2, sides_task, (void *)&off);
 }
 END_TEST
 
@@ -278,7 +376,7 @@ static int map_receiver(torx_boot_t *boot, torx_pkt_dev_t *dev)
 
 START_TEST(first_piece_maps_the_ring)
 {
-    static const sides_t s = {"1048576", map_sender, map_receiver};
+    static const sides_t s = {"1048576", map_sender, map_receiver, NULL};
     RUN_JOB(2, sides_task, (void *)&s);
 }
 END_TEST
@@ -294,6 +392,11 @@ START_TEST(bad_env)
     static const char *const bad[] = {"5000", "2048", "-1", "33554432", "64k"};
     for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         test_env_case_t e = {"TORX_STAGE_BYTES", bad[i], NULL};
+        RUN_JOB(1, test_env_refused_task, &e);
+    }
+    static const char *const bad_rewind[] = {"-1", "16777217", "3k", " 8"};
+    for (unsigned i = 0; i < sizeof bad_rewind / sizeof bad_rewind[0]; i++) {
+        test_env_case_t e = {"TORX_STAGE_REWIND_MAX", bad_rewind[i], NULL};
         RUN_JOB(1, test_env_refused_task, &e);
     }
 }
@@ -313,6 +416,8 @@ int main(void)
     TCase *tc = tcase_create("shm");
     tcase_set_timeout(tc, 2 * TEST_JOB_TIMEOUT + 60);
     tcase_add_test(tc, stream_wraps_and_fills);
+    tcase_add_test(tc, exchange_rewinds);
+    tcase_add_test(tc, exchange_rewind_max);
     tcase_add_test(tc, first_piece_maps_the_ring);
     tcase_add_test(tc, staging_off);
     tcase_add_test(tc, bad_env);

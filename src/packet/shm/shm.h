@@ -210,6 +210,7 @@ struct torxp_shm_dev {
      * receiver's release count, per destination rank; its read position,
      * per source rank. Positions count bytes since the start of the job. */
     uint32_t stage_bytes; /* per ring, 0 when off */
+    uint32_t stage_rewind_max; /* pieces up to this long rewind (TORX_STAGE_REWIND_MAX) */
     struct torxp_shm_stage_tx {
         uint64_t wr, seen;
         uint64_t undo;      /* wr before the last put, +1; 0 when none to undo */
@@ -218,6 +219,9 @@ struct torxp_shm_dev {
         /* the last samples, ns per KiB; 0: none */
         uint16_t cost[TORXP_SHM_STAGE_COSTS];
         uint8_t mapped;     /* its pages are in this task's page tables */
+        /* a piece from that rank was read since the last put toward it
+         * (written by the receiving thread: atomic) */
+        uint8_t heard;
         uint8_t *data;      /* the ring toward that rank */
         uint64_t *released; /* its control block */
     } * stage_tx;
@@ -337,7 +341,7 @@ void torxp_shm_populate(const void *p, size_t len);
  * block ahead of each ring, and the ops. */
 #define TORXP_SHM_STAGE_CTL 128u
 uint32_t torxp_shm_stage_bytes(unsigned ntasks, long want);
-torx_status_t torxp_shm_stage_setup(torxp_shm_dev_t *d);
+torx_status_t torxp_shm_stage_setup(torxp_shm_dev_t *d, long rewind_max);
 void torxp_shm_stage_fini(torxp_shm_dev_t *d);
 size_t torxp_shm_stage_max(const torx_pkt_dev_t *dev);
 int torxp_shm_stage_reaches(const torx_pkt_dev_t *dev, torx_coord_t dest);

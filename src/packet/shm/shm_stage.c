@@ -10,11 +10,24 @@
  * Positions count bytes since the start of the job and never wrap in
  * practice. A piece is contiguous: one that would cross the end of the ring
  * starts at its beginning instead, and sender and receiver both skip the
- * tail by the same rule, so a descriptor needs only the offset and length
- * and the receiver can check that it names exactly the next piece. The
+ * tail by the same rule, so a descriptor needs only the position (its low
+ * 32 bits: ref.off) and length and the receiver can check that it names
+ * exactly the next piece. The
  * sender re-reads released only when its cached copy says the ring is
  * full, so a streaming pair shares one line in each direction: the
  * descriptor's FIFO slot and released.
+ *
+ * Rewinding: a piece of up to TORX_STAGE_REWIND_MAX bytes may also start
+ * the next lap early when the ring is empty, and does when the receiver
+ * has been heard from since the last put (a piece from it was read here:
+ * the pair exchanges, so its ring is likely empty, and released, prefetched
+ * then, is cheap to read). A ping-pong then reuses the ring's first lines,
+ * which stay in the two cores' caches, instead of walking the whole ring
+ * through the caches' far levels: walking, a 1 KiB ping-pong took a third
+ * longer. Longer pieces walk: rewound, each of their many lines waits for
+ * the receiver's copy of it to be invalidated, which cost more than the
+ * walk (TORXP_STAGE_REWIND_MAX_DEFAULT). The receiver takes a piece at the
+ * next lap's start where it expected another as the same skip.
  *
  * Ordering: the piece's bytes are plain stores; the descriptor packet's
  * publication (release) orders them before the receiver's read. The
@@ -53,9 +66,10 @@ static inline uint8_t *ring_data(const torxp_shm_dev_t *d, unsigned src, unsigne
     return (uint8_t *)ring_released(d, src, dst) + TORXP_SHM_STAGE_CTL;
 }
 
-torx_status_t torxp_shm_stage_setup(torxp_shm_dev_t *d)
+torx_status_t torxp_shm_stage_setup(torxp_shm_dev_t *d, long rewind_max)
 {
     d->stage_bytes = d->seg->stage_bytes;
+    d->stage_rewind_max = (uint32_t)rewind_max;
     if (!d->stage_bytes)
         return TORX_OK;
     const size_t n = (size_t)d->base.size;
@@ -131,6 +145,16 @@ torx_status_t torxp_shm_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const 
     }
     uint64_t pos = tx->wr;
     uint64_t off = pos & (size - 1);
+    /* relaxed: a hint; released's acquire orders what matters. */
+    if (len <= d->stage_rewind_max && __atomic_load_n(&tx->heard, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&tx->heard, 0, __ATOMIC_RELAXED);
+        if (off >= len && tx->seen != pos)
+            tx->seen = __atomic_load_n(tx->released, __ATOMIC_ACQUIRE);
+        if (off >= len && tx->seen == pos) { /* empty: rewind (above) */
+            pos += size - off;
+            off = 0;
+        }
+    }
     if (off + len > size) { /* the piece starts the next lap */
         pos += size - off;
         off = 0;
@@ -154,7 +178,7 @@ torx_status_t torxp_shm_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const 
     }
     tx->undo = tx->wr + 1;
     tx->wr = pos + len;
-    *ref = (torx_stage_ref_t){.off = (uint32_t)off, .len = (uint32_t)len};
+    *ref = (torx_stage_ref_t){.off = (uint32_t)pos, .len = (uint32_t)len};
     return TORX_OK;
 }
 
@@ -166,7 +190,7 @@ void torxp_shm_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_re
         return;
     struct torxp_shm_stage_tx *tx = &d->stage_tx[dst];
     if (!tx->undo || !ref.len || tx->wr - tx->undo + 1 < ref.len ||
-        ((tx->wr - ref.len) & (d->stage_bytes - 1)) != ref.off)
+        (uint32_t)(tx->wr - ref.len) != ref.off)
         return;
     tx->wr = tx->undo - 1;
     tx->undo = 0;
@@ -202,7 +226,8 @@ unsigned torxp_shm_stage_cost(const torx_pkt_dev_t *dev, torx_coord_t dest)
     return least;
 }
 
-/* Whether ref is the next piece from src; *pos gets its position. */
+/* Whether ref is the next piece from src: where the last one ended, or
+ * the next lap's start (a wrap or a rewind); *pos gets its position. */
 static inline bool next_piece(const torxp_shm_dev_t *d, int src, torx_stage_ref_t ref,
                               uint64_t *pos)
 {
@@ -210,13 +235,17 @@ static inline bool next_piece(const torxp_shm_dev_t *d, int src, torx_stage_ref_
     if (TORXP_UNLIKELY(src < 0 || !ref.len || ref.len > size / 2))
         return false;
     uint64_t p = d->stage_rx[src].rd;
-    uint64_t off = p & (size - 1);
-    if (off + ref.len > size) {
+    const uint64_t off = p & (size - 1);
+    if ((uint32_t)p == ref.off) {
+        if (TORXP_UNLIKELY(off + ref.len > size)) /* it had to wrap */
+            return false;
+    } else {
         p += size - off;
-        off = 0;
+        if (!off || (uint32_t)p != ref.off)
+            return false;
     }
     *pos = p;
-    return ref.off == off;
+    return true;
 }
 
 const void *torxp_shm_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref)
@@ -227,11 +256,16 @@ const void *torxp_shm_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_sta
     if (!next_piece(d, s, ref, &pos))
         return NULL;
     struct torxp_shm_stage_rx *rx = &d->stage_rx[s];
+    /* The pair exchanges: the next put toward s may rewind, and will read
+     * what s released (see Rewinding). */
+    struct torxp_shm_stage_tx *tx = &d->stage_tx[s];
+    __builtin_prefetch(tx->released);
+    __atomic_store_n(&tx->heard, 1, __ATOMIC_RELAXED);
     if (TORXP_UNLIKELY(!rx->mapped)) {
         map_ring(d, rx->data);
         rx->mapped = 1;
     }
-    return rx->data + ref.off;
+    return rx->data + (pos & (d->stage_bytes - 1));
 }
 
 void torxp_shm_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref)
