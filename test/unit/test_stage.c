@@ -3,7 +3,8 @@
  * sizes through the smallest area, so that it fills, wraps and skips its
  * tail, with a receiver that starts late; descriptors that are not the next
  * piece (forged, repeated, oversized) refused; a pair that exchanges
- * pieces rewinds to the ring's start; the ring mapped at the first
+ * pieces one at a time rewinds to the ring's start, one that trades
+ * windows of pieces does not; the ring mapped at the first
  * piece, not page by page; misuse; staging turned off;
  * bad and mismatched TORX_STAGE_BYTES. */
 #include "harness.h"
@@ -287,6 +288,59 @@ START_TEST(exchange_rewinds)
 }
 END_TEST
 
+/* A pair that trades windows of several pieces each way (a
+ * bidirectional stream) does not rewind: more than one piece from the peer
+ * was read since the last put, so each piece follows on from the last (or
+ * wraps), even when the ring is empty. */
+#define WINDOWS 60u
+#define WINDOW 4u
+
+static int window_side(torx_boot_t *boot, torx_pkt_dev_t *dev)
+{
+    const int me = boot->rank;
+    const torx_coord_t peer = test_coord_of(SHAPE2, 1 - me);
+    static uint8_t buf[1000];
+    uint32_t last_end = 0;
+    const double t0 = test_now();
+    for (unsigned w = 0; w < WINDOWS; w++) {
+        for (unsigned k = 0; k < WINDOW; k++) {
+            const unsigned piece = (w * WINDOW + k) * 2 + (unsigned)me;
+            for (size_t b = 0; b < sizeof buf; b++)
+                buf[b] = pat(piece, b);
+            desc_t d = {.piece = piece};
+            TASK_CHECK(torx_stage_put(dev, peer, buf, sizeof buf, &d.ref) == TORX_OK,
+                       "piece %u: %s", piece, torx_last_error());
+            const uint32_t in_lap = last_end % EXCHANGE_RING;
+            const uint32_t expect =
+                in_lap + sizeof buf > EXCHANGE_RING ? last_end - in_lap + EXCHANGE_RING : last_end;
+            TASK_CHECK(d.ref.off == expect, "window %u: piece %u at %u, expected %u", w, piece,
+                       d.ref.off, expect);
+            last_end = d.ref.off + d.ref.len;
+            TASK_CHECK(test_inject_wait(dev, peer, TYPE_PIECE, &d, sizeof d) == TORX_OK,
+                       "descriptor %u", piece);
+        }
+        for (unsigned k = 0; k < WINDOW; k++) {
+            const unsigned want = (w * WINDOW + k) * 2 + (unsigned)(1 - me);
+            desc_t d;
+            if (next_desc(boot, dev, want, t0, &d))
+                return 1;
+            const uint8_t *data = torx_stage_data(dev, peer, d.ref);
+            TASK_CHECK(data != NULL && data[0] == pat(want, 0) &&
+                           data[d.ref.len - 1] == pat(want, d.ref.len - 1),
+                       "piece %u (%u+%u) refused or wrong", want, d.ref.off, d.ref.len);
+            torx_stage_release(dev, peer, d.ref);
+        }
+    }
+    return 0;
+}
+
+START_TEST(windows_do_not_rewind)
+{
+    static const sides_t s = {"65536", window_side, window_side, NULL};
+    RUN_JOB(2, sides_task, (void *)&s);
+}
+END_TEST
+
 /* Only pieces up to TORX_STAGE_REWIND_MAX rewind: here not the 1000-byte
  * ones; and 0 turns rewinding off. */
 START_TEST(exchange_rewind_max)
@@ -418,6 +472,7 @@ int main(void)
     tcase_add_test(tc, stream_wraps_and_fills);
     tcase_add_test(tc, exchange_rewinds);
     tcase_add_test(tc, exchange_rewind_max);
+    tcase_add_test(tc, windows_do_not_rewind);
     tcase_add_test(tc, first_piece_maps_the_ring);
     tcase_add_test(tc, staging_off);
     tcase_add_test(tc, bad_env);

@@ -219,8 +219,8 @@ struct torxp_shm_dev {
         /* the last samples, ns per KiB; 0: none */
         uint16_t cost[TORXP_SHM_STAGE_COSTS];
         uint8_t mapped;     /* its pages are in this task's page tables */
-        /* a piece from that rank was read since the last put toward it
-         * (written by the receiving thread: atomic) */
+        /* pieces from that rank read since the last put toward it, up to
+         * 2 (written by the receiving thread: atomic) */
         uint8_t heard;
         uint8_t *data;      /* the ring toward that rank */
         uint64_t *released; /* its control block */

@@ -18,10 +18,11 @@
  * descriptor's FIFO slot and released.
  *
  * Rewinding: a piece of up to TORX_STAGE_REWIND_MAX bytes may also start
- * the next lap early when the ring is empty, and does when the receiver
- * has been heard from since the last put (a piece from it was read here:
- * the pair exchanges, so its ring is likely empty, and released, prefetched
- * then, is cheap to read). A ping-pong then reuses the ring's first lines,
+ * the next lap early when the ring is empty, and does when exactly one
+ * piece from the receiver was read here since the last put toward it (the
+ * pair takes turns, so the ring is likely empty, and released, prefetched
+ * then, is cheap to read; a window of several pieces each way is a stream,
+ * which is better off walking, below). A ping-pong then reuses the ring's first lines,
  * which stay in the two cores' caches, instead of walking the whole ring
  * through the caches' far levels: walking, a 1 KiB ping-pong took a third
  * longer. Longer pieces walk: rewound, each of their many lines waits for
@@ -146,11 +147,13 @@ torx_status_t torxp_shm_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const 
     uint64_t pos = tx->wr;
     uint64_t off = pos & (size - 1);
     /* relaxed: a hint; released's acquire orders what matters. */
-    if (len <= d->stage_rewind_max && __atomic_load_n(&tx->heard, __ATOMIC_RELAXED)) {
+    const uint8_t heard = __atomic_load_n(&tx->heard, __ATOMIC_RELAXED);
+    if (heard)
         __atomic_store_n(&tx->heard, 0, __ATOMIC_RELAXED);
-        if (off >= len && tx->seen != pos)
+    if (heard == 1 && len <= d->stage_rewind_max && off >= len) {
+        if (tx->seen != pos)
             tx->seen = __atomic_load_n(tx->released, __ATOMIC_ACQUIRE);
-        if (off >= len && tx->seen == pos) { /* empty: rewind (above) */
+        if (tx->seen == pos) { /* empty: rewind (above) */
             pos += size - off;
             off = 0;
         }
@@ -256,11 +259,15 @@ const void *torxp_shm_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_sta
     if (!next_piece(d, s, ref, &pos))
         return NULL;
     struct torxp_shm_stage_rx *rx = &d->stage_rx[s];
-    /* The pair exchanges: the next put toward s may rewind, and will read
-     * what s released (see Rewinding). */
+    /* The first piece from s since the last put toward it: the next put
+     * may rewind, and will read what s released (see Rewinding). */
     struct torxp_shm_stage_tx *tx = &d->stage_tx[s];
-    __builtin_prefetch(tx->released);
-    __atomic_store_n(&tx->heard, 1, __ATOMIC_RELAXED);
+    const uint8_t heard = __atomic_load_n(&tx->heard, __ATOMIC_RELAXED);
+    if (heard < 2) {
+        if (!heard)
+            __builtin_prefetch(tx->released);
+        __atomic_store_n(&tx->heard, (uint8_t)(heard + 1), __ATOMIC_RELAXED);
+    }
     if (TORXP_UNLIKELY(!rx->mapped)) {
         map_ring(d, rx->data);
         rx->mapped = 1;
