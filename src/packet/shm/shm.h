@@ -211,6 +211,12 @@ struct torxp_shm_dev {
      * per source rank. Positions count bytes since the start of the job. */
     uint32_t stage_bytes; /* per ring, 0 when off */
     uint32_t stage_rewind_max; /* pieces up to this long rewind (TORX_STAGE_REWIND_MAX) */
+    /* the last coordinate the staging (tx) and the receiving (rx) thread
+     * named, packed, and its rank: a pair's calls skip the translation */
+    struct torxp_shm_stage_memo {
+        uint32_t coord;
+        int rank;
+    } stage_tx_memo, stage_rx_memo;
     struct torxp_shm_stage_tx {
         uint64_t wr, seen;
         uint64_t undo;      /* wr before the last put, +1; 0 when none to undo */
@@ -227,6 +233,9 @@ struct torxp_shm_dev {
     } * stage_tx;
     struct torxp_shm_stage_rx {
         uint64_t rd;
+        /* the piece torx_stage_data last returned (ref packed, 0: none)
+         * and its position, for its release */
+        uint64_t taken_ref, taken_pos;
         uint8_t mapped;
         const uint8_t *data; /* the ring from that rank */
         uint64_t *released;

@@ -67,10 +67,14 @@ static inline uint8_t *ring_data(const torxp_shm_dev_t *d, unsigned src, unsigne
     return (uint8_t *)ring_released(d, src, dst) + TORXP_SHM_STAGE_CTL;
 }
 
+/* No coordinate packs to this: every extent is at most 255. */
+#define MEMO_NONE UINT32_MAX
+
 torx_status_t torxp_shm_stage_setup(torxp_shm_dev_t *d, long rewind_max)
 {
     d->stage_bytes = d->seg->stage_bytes;
     d->stage_rewind_max = (uint32_t)rewind_max;
+    d->stage_tx_memo = d->stage_rx_memo = (struct torxp_shm_stage_memo){MEMO_NONE, -1};
     if (!d->stage_bytes)
         return TORX_OK;
     const size_t n = (size_t)d->base.size;
@@ -115,6 +119,39 @@ static void map_ring(const torxp_shm_dev_t *d, const uint8_t *data)
     torxp_shm_populate(data, d->stage_bytes);
 }
 
+/* torxp_shm_rank_at, remembered for the last coordinate: the rank of the
+ * peer the calls of one message (or of a pair's stream) name again. */
+static inline int memo_rank(const torxp_shm_dev_t *d, struct torxp_shm_stage_memo *m,
+                            torx_coord_t c)
+{
+    uint32_t key;
+    memcpy(&key, &c, sizeof key);
+    if (TORXP_LIKELY(key == m->coord))
+        return m->rank;
+    const int r = torxp_shm_rank_at(d, c);
+    if (r >= 0)
+        *m = (struct torxp_shm_stage_memo){key, r};
+    return r;
+}
+
+static inline uint64_t ref_key(torx_stage_ref_t ref)
+{
+    return (uint64_t)ref.off << 32 | ref.len; /* never 0: len >= 1 */
+}
+
+/* The copy of a piece that is timed for torx_stage_cost: out of line, so
+ * that the untimed copy of every other piece saves no registers for it. */
+static void __attribute__((noinline))
+timed_copy(struct torxp_shm_stage_tx *tx, uint8_t *to, const void *data, size_t len)
+{
+    const double t0 = torxp_mono_s();
+    memcpy(to, data, len);
+    const double ns_per_kib = (torxp_mono_s() - t0) * 1e9 * 1024 / (double)len;
+    tx->cost[tx->cost_next++ % COST_SAMPLES] = (uint16_t)(ns_per_kib < 1            ? 1
+                                                          : ns_per_kib > UINT16_MAX ? UINT16_MAX
+                                                                                    : ns_per_kib);
+}
+
 size_t torxp_shm_stage_max(const torx_pkt_dev_t *dev)
 {
     return ((const torxp_shm_dev_t *)dev)->stage_bytes / 2;
@@ -130,7 +167,7 @@ torx_status_t torxp_shm_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const 
 {
     torxp_shm_dev_t *d = torxp_shm_of(dev);
     const uint64_t size = d->stage_bytes;
-    const int dst = torxp_shm_rank_at(d, dest);
+    const int dst = memo_rank(d, &d->stage_tx_memo, dest);
     if (TORXP_UNLIKELY(!len || len > size / 2 || !data || !ref || dst < 0))
         return torxp_error(TORX_ERR_INVAL,
                            "torx: torx_stage_put: %zu bytes at %p to (%u,%u,%u,%u): %s", len, data,
@@ -169,16 +206,10 @@ torx_status_t torxp_shm_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const 
         if (pos + len - tx->seen > size)
             return TORX_NO_ROOM;
     }
-    const bool timed = len >= COST_MIN_BYTES && tx->cost_skip++ % COST_EVERY == 0;
-    const double t0 = timed ? torxp_mono_s() : 0;
-    memcpy(tx->data + off, data, len);
-    if (timed) {
-        const double ns_per_kib = (torxp_mono_s() - t0) * 1e9 * 1024 / (double)len;
-        tx->cost[tx->cost_next++ % COST_SAMPLES] =
-            (uint16_t)(ns_per_kib < 1            ? 1
-                       : ns_per_kib > UINT16_MAX ? UINT16_MAX
-                                                 : ns_per_kib);
-    }
+    if (len >= COST_MIN_BYTES && tx->cost_skip++ % COST_EVERY == 0)
+        timed_copy(tx, tx->data + off, data, len);
+    else
+        memcpy(tx->data + off, data, len);
     tx->undo = tx->wr + 1;
     tx->wr = pos + len;
     *ref = (torx_stage_ref_t){.off = (uint32_t)pos, .len = (uint32_t)len};
@@ -188,7 +219,7 @@ torx_status_t torxp_shm_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const 
 void torxp_shm_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t ref)
 {
     torxp_shm_dev_t *d = torxp_shm_of(dev);
-    const int dst = torxp_shm_rank_at(d, dest);
+    const int dst = memo_rank(d, &d->stage_tx_memo, dest);
     if (dst < 0 || !d->stage_bytes)
         return;
     struct torxp_shm_stage_tx *tx = &d->stage_tx[dst];
@@ -202,7 +233,7 @@ void torxp_shm_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_re
 int torxp_shm_stage_idle(torx_pkt_dev_t *dev, torx_coord_t dest)
 {
     torxp_shm_dev_t *d = torxp_shm_of(dev);
-    const int dst = torxp_shm_rank_at(d, dest);
+    const int dst = memo_rank(d, &d->stage_tx_memo, dest);
     if (dst < 0 || !d->stage_bytes)
         return 0;
     struct torxp_shm_stage_tx *tx = &d->stage_tx[dst];
@@ -254,11 +285,13 @@ static inline bool next_piece(const torxp_shm_dev_t *d, int src, torx_stage_ref_
 const void *torxp_shm_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref)
 {
     torxp_shm_dev_t *d = torxp_shm_of(dev);
-    const int s = torxp_shm_rank_at(d, src);
+    const int s = memo_rank(d, &d->stage_rx_memo, src);
     uint64_t pos;
     if (!next_piece(d, s, ref, &pos))
         return NULL;
     struct torxp_shm_stage_rx *rx = &d->stage_rx[s];
+    rx->taken_ref = ref_key(ref);
+    rx->taken_pos = pos;
     /* The first piece from s since the last put toward it: the next put
      * may rewind, and will read what s released (see Rewinding). */
     struct torxp_shm_stage_tx *tx = &d->stage_tx[s];
@@ -278,12 +311,18 @@ const void *torxp_shm_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_sta
 void torxp_shm_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref)
 {
     torxp_shm_dev_t *d = torxp_shm_of(dev);
-    const int s = torxp_shm_rank_at(d, src);
-    uint64_t pos;
-    if (!next_piece(d, s, ref, &pos))
+    const int s = memo_rank(d, &d->stage_rx_memo, src);
+    if (TORXP_UNLIKELY(s < 0 || !d->stage_bytes))
         return;
-    d->stage_rx[s].rd = pos + ref.len;
+    struct torxp_shm_stage_rx *rx = &d->stage_rx[s];
+    uint64_t pos = rx->taken_pos;
+    /* The piece torx_stage_data checked and returned, as a rule; any other
+     * ref is checked here. */
+    if (TORXP_UNLIKELY(rx->taken_ref != ref_key(ref)) && !next_piece(d, s, ref, &pos))
+        return;
+    rx->taken_ref = 0;
+    rx->rd = pos + ref.len;
     /* release: our reads of the piece happen before the sender's acquire
      * lets it overwrite them. */
-    __atomic_store_n(d->stage_rx[s].released, pos + ref.len, __ATOMIC_RELEASE);
+    __atomic_store_n(rx->released, pos + ref.len, __ATOMIC_RELEASE);
 }
