@@ -198,7 +198,7 @@ enum { TORXP_BULK_AUTO, TORXP_BULK_CMA, TORXP_BULK_FIFO };
 #define TORXP_BULK_SHARE_PIECE 65536u
 #define TORXP_BULK_SHARE_MIN_DEFAULT 131072L
 /* Staged pieces up to this many bytes rewind to the ring's start when it is
- * empty (shm_stage.c). On the development VMs a 256 B-3 KiB ping-pong took
+ * empty (shm_stage.c). On the development VMs a 1-3 KiB ping-pong took
  * 0.75-0.87 of its time rewinding and 4-16 KiB took 1.02-1.65 (the sender's
  * writes then wait for the receiver's copies of the same lines to be
  * invalidated, 64 or more lines a piece): bench/RESULTS.md, eleventh
