@@ -218,63 +218,77 @@ END_TEST
 #define EXCHANGE_RING 65536u
 #define EXCHANGES 300u
 
+/* Reads piece want from peer, checks every byte, releases it and checks
+ * that it is then refused. */
+static int take_piece(torx_boot_t *boot, torx_pkt_dev_t *dev, torx_coord_t peer, unsigned want,
+                      double t0)
+{
+    desc_t d;
+    if (next_desc(boot, dev, want, t0, &d))
+        return 1;
+    const uint8_t *data = torx_stage_data(dev, peer, d.ref);
+    TASK_CHECK(data != NULL, "piece %u (%u+%u) refused", want, d.ref.off, d.ref.len);
+    for (size_t k = 0; k < d.ref.len; k++)
+        TASK_CHECK(data[k] == pat(want, k), "piece %u byte %zu: %u, expected %u", want, k, data[k],
+                   pat(want, k));
+    torx_stage_release(dev, peer, d.ref);
+    TASK_CHECK(torx_stage_data(dev, peer, d.ref) == NULL,
+               "piece %u (%u+%u) still readable after its release", want, d.ref.off, d.ref.len);
+    return 0;
+}
+
+/* Stages piece (n bytes of its pattern) toward peer, checks that it went
+ * where the last piece ended (*last_end), or to the next lap's start when
+ * rewind or when it must wrap, and sends its descriptor. */
+static int put_piece(torx_boot_t *boot, torx_pkt_dev_t *dev, torx_coord_t peer, unsigned piece,
+                     size_t n, int rewind, uint32_t *last_end)
+{
+    static uint8_t buf[4096];
+    for (size_t k = 0; k < n; k++)
+        buf[k] = pat(piece, k);
+    desc_t d = {.piece = piece};
+    TASK_CHECK(torx_stage_put(dev, peer, buf, n, &d.ref) == TORX_OK, "piece %u: %s", piece,
+               torx_last_error());
+    const uint32_t in_lap = *last_end % EXCHANGE_RING;
+    const uint32_t expect =
+        rewind || in_lap + n > EXCHANGE_RING ? *last_end - in_lap + EXCHANGE_RING : *last_end;
+    TASK_CHECK(d.ref.off == expect,
+               "piece %u (%zu bytes) at %u, expected %u (the last ended at %u)", piece, n,
+               d.ref.off, expect, *last_end);
+    *last_end = d.ref.off + d.ref.len;
+    TASK_CHECK(test_inject_wait(dev, peer, TYPE_PIECE, &d, sizeof d) == TORX_OK, "descriptor %u",
+               piece);
+    return 0;
+}
+
 static int exchange_side(torx_boot_t *boot, torx_pkt_dev_t *dev)
 {
     const int me = boot->rank;
     const torx_coord_t peer = test_coord_of(SHAPE2, 1 - me);
-    static uint8_t buf[4096];
     const char *max_env = getenv("TORX_STAGE_REWIND_MAX");
     const size_t rewind_max = max_env ? (size_t)atol(max_env) : 3072;
     uint32_t last_end = 0;
     unsigned rewinds = 0, short_pieces = 0;
     const double t0 = test_now();
     for (unsigned i = 0; i < EXCHANGES; i++) {
-        if (me == 1 || i > 0) { /* the peer's last piece: read, checked, released */
-            const unsigned want = 2 * (me == 1 ? i : i - 1) + (unsigned)(1 - me);
-            desc_t d;
-            if (next_desc(boot, dev, want, t0, &d))
-                return 1;
-            const uint8_t *data = torx_stage_data(dev, peer, d.ref);
-            TASK_CHECK(data != NULL, "piece %u (%u+%u) refused", want, d.ref.off, d.ref.len);
-            for (size_t k = 0; k < d.ref.len; k++)
-                TASK_CHECK(data[k] == pat(want, k), "piece %u byte %zu: %u, expected %u", want, k,
-                           data[k], pat(want, k));
-            torx_stage_release(dev, peer, d.ref);
-            TASK_CHECK(torx_stage_data(dev, peer, d.ref) == NULL,
-                       "piece %u (%u+%u) still readable after its release", want, d.ref.off,
-                       d.ref.len);
-        }
-        /* Equal lengths first, then mixed ones. */
-        const unsigned piece = 2 * i + (unsigned)me;
-        const size_t n = i < EXCHANGES / 2 ? 1000 : piece_len(i);
-        for (size_t k = 0; k < n; k++)
-            buf[k] = pat(piece, k);
-        desc_t d = {.piece = piece};
-        TASK_CHECK(torx_stage_put(dev, peer, buf, n, &d.ref) == TORX_OK, "piece %u: %s", piece,
-                   torx_last_error());
-        /* Heard from the peer since the last put (rank 0's first put
-         * excepted): the ring is empty, so it rewinds if the last piece
-         * ended far enough in. */
-        const uint32_t in_lap = last_end % EXCHANGE_RING;
-        const int rewinds_now = (me == 1 || i > 0) && n <= rewind_max && in_lap >= n;
-        const int wraps = in_lap + n > EXCHANGE_RING;
-        short_pieces += n <= rewind_max;
-        const uint32_t expect = rewinds_now || wraps ? last_end - in_lap + EXCHANGE_RING : last_end;
-        TASK_CHECK(d.ref.off == expect,
-                   "piece %u (%zu bytes) at %u, expected %u (the last ended at %u)", piece, n,
-                   d.ref.off, expect, last_end);
-        rewinds += rewinds_now;
-        last_end = d.ref.off + d.ref.len;
-        TASK_CHECK(test_inject_wait(dev, peer, TYPE_PIECE, &d, sizeof d) == TORX_OK,
-                   "descriptor %u", piece);
-    }
-    if (me == 0) { /* rank 1's last piece */
-        desc_t d;
-        if (next_desc(boot, dev, 2 * (EXCHANGES - 1) + 1, t0, &d))
+        /* The peer's last piece (rank 0 stages first), then ours: equal
+         * lengths first, then mixed ones. One piece came back since the
+         * last put (rank 0's first put excepted) and the ring is empty,
+         * so ours rewinds if short enough and if the last piece ended far
+         * enough in. */
+        const int heard = me == 1 || i > 0;
+        if (heard &&
+            take_piece(boot, dev, peer, 2 * (me == 1 ? i : i - 1) + (unsigned)(1 - me), t0))
             return 1;
-        TASK_CHECK(torx_stage_data(dev, peer, d.ref) != NULL, "the last piece refused");
-        torx_stage_release(dev, peer, d.ref);
+        const size_t n = i < EXCHANGES / 2 ? 1000 : piece_len(i);
+        const int rewind = heard && n <= rewind_max && last_end % EXCHANGE_RING >= n;
+        if (put_piece(boot, dev, peer, 2 * i + (unsigned)me, n, rewind, &last_end))
+            return 1;
+        short_pieces += n <= rewind_max;
+        rewinds += rewind;
     }
+    if (me == 0 && take_piece(boot, dev, peer, 2 * (EXCHANGES - 1) + 1, t0))
+        return 1;
     TASK_CHECK(rewinds >= short_pieces / 2,
                "rank %d rewound %u times in %u pieces of at most %zu bytes", me, rewinds,
                short_pieces, rewind_max);
@@ -299,37 +313,15 @@ static int window_side(torx_boot_t *boot, torx_pkt_dev_t *dev)
 {
     const int me = boot->rank;
     const torx_coord_t peer = test_coord_of(SHAPE2, 1 - me);
-    static uint8_t buf[1000];
     uint32_t last_end = 0;
     const double t0 = test_now();
     for (unsigned w = 0; w < WINDOWS; w++) {
-        for (unsigned k = 0; k < WINDOW; k++) {
-            const unsigned piece = (w * WINDOW + k) * 2 + (unsigned)me;
-            for (size_t b = 0; b < sizeof buf; b++)
-                buf[b] = pat(piece, b);
-            desc_t d = {.piece = piece};
-            TASK_CHECK(torx_stage_put(dev, peer, buf, sizeof buf, &d.ref) == TORX_OK,
-                       "piece %u: %s", piece, torx_last_error());
-            const uint32_t in_lap = last_end % EXCHANGE_RING;
-            const uint32_t expect =
-                in_lap + sizeof buf > EXCHANGE_RING ? last_end - in_lap + EXCHANGE_RING : last_end;
-            TASK_CHECK(d.ref.off == expect, "window %u: piece %u at %u, expected %u", w, piece,
-                       d.ref.off, expect);
-            last_end = d.ref.off + d.ref.len;
-            TASK_CHECK(test_inject_wait(dev, peer, TYPE_PIECE, &d, sizeof d) == TORX_OK,
-                       "descriptor %u", piece);
-        }
-        for (unsigned k = 0; k < WINDOW; k++) {
-            const unsigned want = (w * WINDOW + k) * 2 + (unsigned)(1 - me);
-            desc_t d;
-            if (next_desc(boot, dev, want, t0, &d))
+        for (unsigned k = 0; k < WINDOW; k++)
+            if (put_piece(boot, dev, peer, (w * WINDOW + k) * 2 + (unsigned)me, 1000, 0, &last_end))
                 return 1;
-            const uint8_t *data = torx_stage_data(dev, peer, d.ref);
-            TASK_CHECK(data != NULL && data[0] == pat(want, 0) &&
-                           data[d.ref.len - 1] == pat(want, d.ref.len - 1),
-                       "piece %u (%u+%u) refused or wrong", want, d.ref.off, d.ref.len);
-            torx_stage_release(dev, peer, d.ref);
-        }
+        for (unsigned k = 0; k < WINDOW; k++)
+            if (take_piece(boot, dev, peer, (w * WINDOW + k) * 2 + (unsigned)(1 - me), t0))
+                return 1;
     }
     return 0;
 }
