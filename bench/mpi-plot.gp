@@ -34,20 +34,22 @@ teager = (bidle > beager) ? \
     sprintf("eager limit %d B (rendezvous above)", beager)
 set datafile missing "NaN"
 
-# torx's protocol boundaries as labelled vertical lines (graph height).
-do for [i = 1:3] {
-    b = (i == 1) ? bonepkt : (i == 2) ? bstage : beager
+# torx's protocol boundaries as labelled vertical lines (graph height),
+# marked before each plot that shows them (eval mark_boundaries); the
+# one-packet limit and staged-from usually sit side by side: one line.
+mark_boundaries = 'do for [i = 1:3] { \
+    b = (i == 1) ? bonepkt : (i == 2) ? bstage : beager; \
     t = (i == 1) ? sprintf("one-packet limit %d B", bonepkt) : \
-        (i == 2) ? sprintf("staged from %d B", bstage) : teager
-    # one-packet limit and staged-from usually sit side by side: one line
-    if (i == 2 && bonepkt > 0 && bstage > 0 && bstage > bonepkt / 1.2 && bstage < bonepkt * 1.2) { b = 0 }
+        (i == 2) ? sprintf("staged from %d B", bstage) : teager; \
+    if (i == 2 && bonepkt > 0 && bstage > 0 && bstage > bonepkt / 1.2 && bstage < bonepkt * 1.2) { b = 0 }; \
     if (i == 1 && bstage > 0 && bstage > bonepkt / 1.2 && bstage < bonepkt * 1.2) { \
-        t = sprintf("one-packet limit %d B / staged from %d B", bonepkt, bstage) }
-    if (b > 0) {
-        set arrow i from first b, graph 0 to first b, graph 1 nohead lw 1 dt 3 lc rgb "#555555"
-        set label i t at first b, graph 0.03 rotate by 90 left offset -0.6,0 font ",8" tc rgb "#555555"
-    }
-}
+        t = sprintf("one-packet limit %d B / staged from %d B", bonepkt, bstage) }; \
+    if (b > 0) { \
+        set arrow i from first b, graph 0 to first b, graph 1 nohead lw 1 dt 3 lc rgb "#555555"; \
+        set label i t at first b, graph 0.03 rotate by 90 left offset -0.6,0 font ",8" tc rgb "#555555" \
+    } \
+}'
+eval mark_boundaries
 
 # ---- 1: latency ---------------------------------------------------------------
 set terminal pngcairo size 1500,600 font "sans,10"
@@ -102,19 +104,7 @@ set style data lines
 
 # ---- 2, 3: bandwidth -----------------------------------------------------------
 set terminal pngcairo size 1000,620 font "sans,10"
-do for [i = 1:3] {
-    b = (i == 1) ? bonepkt : (i == 2) ? bstage : beager
-    t = (i == 1) ? sprintf("one-packet limit %d B", bonepkt) : \
-        (i == 2) ? sprintf("staged from %d B", bstage) : teager
-    # one-packet limit and staged-from usually sit side by side: one line
-    if (i == 2 && bonepkt > 0 && bstage > 0 && bstage > bonepkt / 1.2 && bstage < bonepkt * 1.2) { b = 0 }
-    if (i == 1 && bstage > 0 && bstage > bonepkt / 1.2 && bstage < bonepkt * 1.2) { \
-        t = sprintf("one-packet limit %d B / staged from %d B", bonepkt, bstage) }
-    if (b > 0) {
-        set arrow i from first b, graph 0 to first b, graph 1 nohead lw 1 dt 3 lc rgb "#555555"
-        set label i t at first b, graph 0.03 rotate by 90 left offset -0.6,0 font ",8" tc rgb "#555555"
-    }
-}
+eval mark_boundaries
 set logscale xy
 set xlabel "message size, bytes"
 set ylabel "GB/s (10^9 B/s, log scale)"
