@@ -19,16 +19,17 @@
  *
  * Rewinding: a piece of up to TORX_STAGE_REWIND_MAX bytes may also start
  * the next lap early when the ring is empty, and does when exactly one
- * piece from the receiver was read here since the last put toward it (the
+ * piece from the receiver was read here since the last put toward it: the
  * pair takes turns, so the ring is likely empty, and released, prefetched
- * then, is cheap to read; a window of several pieces each way is a stream,
- * which is better off walking, below). A ping-pong then reuses the ring's first lines,
- * which stay in the two cores' caches, instead of walking the whole ring
- * through the caches' far levels: walking, a 1 KiB ping-pong took a third
- * longer. Longer pieces walk: rewound, each of their many lines waits for
- * the receiver's copy of it to be invalidated, which cost more than the
- * walk (TORXP_STAGE_REWIND_MAX_DEFAULT). The receiver takes a piece at the
- * next lap's start where it expected another as the same skip.
+ * then, is cheap to read. (A window of several pieces each way is a
+ * stream, which is better off walking, below.) A ping-pong then reuses the
+ * ring's first lines, which stay in the two cores' caches, instead of
+ * walking the whole ring through the caches' far levels: walking, a 1 KiB
+ * ping-pong took a third longer. Longer pieces walk: rewound, each of
+ * their many lines waits for the receiver's copy of it to be invalidated,
+ * which cost more than the walk (TORXP_STAGE_REWIND_MAX_DEFAULT). The
+ * receiver takes a piece at the next lap's start where it expected another
+ * as the same skip.
  *
  * Ordering: the piece's bytes are plain stores; the descriptor packet's
  * publication (release) orders them before the receiver's read. The
