@@ -8,6 +8,7 @@
  * piece, not page by page; misuse; staging turned off;
  * bad and mismatched TORX_STAGE_BYTES. */
 #include "harness.h"
+#include "packet/pkt_internal.h" /* TORXP_STAGE_REWIND_MAX_DEFAULT */
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -266,7 +267,7 @@ static int exchange_side(torx_boot_t *boot, torx_pkt_dev_t *dev)
     const int me = boot->rank;
     const torx_coord_t peer = test_coord_of(SHAPE2, 1 - me);
     const char *max_env = getenv("TORX_STAGE_REWIND_MAX");
-    const size_t rewind_max = max_env ? (size_t)atol(max_env) : 3072;
+    const size_t rewind_max = max_env ? (size_t)atol(max_env) : TORXP_STAGE_REWIND_MAX_DEFAULT;
     uint32_t last_end = 0;
     unsigned rewinds = 0, short_pieces = 0;
     const double t0 = test_now();
