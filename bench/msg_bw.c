@@ -431,7 +431,8 @@ static int bw_task(torx_boot_t *boot, void *arg)
     const torx_limits_t lim = {.onepkt_limit = TORX_MSG_ONEPKT_MAX,
                                .eager_limit = 4096,
                                .adaptive_limit = 0,
-                               .rzv_packets = job->cfg == CFG_PACKETS};
+                               .rzv_data = job->cfg == CFG_PACKETS ? TORX_RZV_DATA_PACKETS
+                                                                   : TORX_RZV_DATA_BULK};
     torx_init_attr_t attr = {.boot = boot,
                              .mode = job->cfg == CFG_CO ? TORX_MODE_CO : TORX_MODE_HEATER,
                              .limits = &lim};

@@ -29,13 +29,14 @@
  *                  message is matched and the sender waits for it before its
  *                  next message to that peer
  *   rendezvous     an ordered scout; the data moves after the receiver's
- *                  handler has chosen the buffer, by bulk get (zero-copy) or,
- *                  with rzv_packets, as adaptive packets after a clear-to-send
+ *                  handler has chosen the buffer: by bulk get (zero-copy),
+ *                  or after a clear-to-send through the staging area or as
+ *                  adaptive packets (rzv_data)
  *   virtual node   between the tasks of one node (vn mode): the sender passes
  *                  its buffer's address, the receiver copies once and acks
- * Packet-streamed protocols (eager, adaptive eager, rendezvous with
- * rzv_packets) carry 32-bit offsets: they take messages below 4 GiB. Larger
- * rendezvous messages always use the bulk get.
+ * Packet-streamed protocols (eager, adaptive eager, rendezvous data staged
+ * or as packets) carry 32-bit offsets: they take messages below 4 GiB.
+ * Larger rendezvous messages always use the bulk get.
  *
  * Environment (read by torx_init):
  *   TORX_MODE              heater (default) | co | vn
@@ -123,15 +124,28 @@ typedef enum torx_protocol {
  * get), except one message in 64, which measures again.
  * torx_choose_protocol applies neither rule (they depend on traffic).
  * The limits are at most 2^32 - 1 (the packet-streamed protocols' offsets). */
+/* How rendezvous data moves once the receiver has chosen the buffer
+ * (TORX_RZV_DATA). Staged: the receiver sends a clear-to-send and the
+ * sender streams the data through the device's staging area (the pieces of
+ * a staged eager message, torx_stage_put), two copies with no system call
+ * and no unexpected-message buffer, since the receive is matched already. */
+typedef enum torx_rzv_data {
+    TORX_RZV_DATA_AUTO = 0, /* staged where a bulk get costs more than two
+                               copies (torx_bulk_cost above 200 percent),
+                               neither in co mode nor oversubscribed; else bulk */
+    TORX_RZV_DATA_BULK,     /* the receiver's bulk get (torx_bulk_get) */
+    TORX_RZV_DATA_PACKETS,  /* adaptive packets */
+    TORX_RZV_DATA_STAGED    /* through the staging area wherever it reaches */
+} torx_rzv_data_t;
+
 typedef struct torx_limits {
     size_t onepkt_limit;   /* TORX_ONEPKT_LIMIT, default and maximum
                               TORX_MSG_ONEPKT_MAX: one-packet when
                               h + n <= onepkt_limit (0 turns it off) */
     size_t eager_limit;    /* TORX_EAGER_LIMIT, default 32768 */
     size_t adaptive_limit; /* TORX_ADAPTIVE_LIMIT, default 0 (off) */
-    int rzv_packets;       /* TORX_RZV_DATA=bulk (0, default) | packets (1):
-                              rendezvous data as adaptive packets instead of
-                              a bulk get */
+    int rzv_data;          /* TORX_RZV_DATA=auto (default) | bulk | packets |
+                              staged: a torx_rzv_data_t */
     size_t stage_min;      /* TORX_STAGE_MIN: 0 (off) or the data bytes from
                               which eager and vn messages are staged */
     size_t stage_chunk;    /* TORX_STAGE_CHUNK: bytes per staged piece (at

@@ -596,6 +596,22 @@ torx_status_t torx_bulk_test(torx_pkt_dev_t *dev, torx_bulk_t *op);
  */
 const char *torx_bulk_path(const torx_pkt_dev_t *dev);
 
+/* NAME     torx_bulk_cost - what a bulk get from peer costs against a copy
+ * DESCRIPTION
+ *   The time of a single copy by the bulk path toward peer, in percent of a
+ *   memcpy of the same bytes, as the device measured it when it opened
+ *   (shm, cma path: a 1 MiB process_vm_readv against a 1 MiB memcpy, the
+ *   best of three each). Cross-memory attach pins every page it copies, so
+ *   on some machines it runs at a third of memcpy's speed and on others at
+ *   two thirds; a layer above that can also move data by two copies through
+ *   the staging area uses this to choose (TORX_RZV_DATA=auto, <torx/msg.h>).
+ * RETURN VALUE
+ *   Percent (300: the bulk copy takes three times a memcpy's time); 0 when
+ *   not measured (the fifo path, or a device that does not measure: ofi).
+ * SEE ALSO torx_bulk_get, torx_bulk_path, torx_stage_cost
+ */
+unsigned torx_bulk_cost(const torx_pkt_dev_t *dev, torx_coord_t peer);
+
 /* ---- Staging --------------------------------------------------------------- */
 
 /* The data movement the original's successor gave to its DMA engine, for

@@ -119,10 +119,17 @@ static void print_thresholds(void)
         lim->idle_limit > lim->eager_limit)
         snprintf(idle, sizeof idle, ", staged up to %zu B to a task exchanging one at a time",
                  lim->idle_limit);
+    static const char *const rzv_data[] = {
+        [TORX_RZV_DATA_AUTO] = "auto: through the staging area where a bulk get costs more "
+            "than two copies, else bulk get",
+        [TORX_RZV_DATA_BULK] = "bulk get",
+        [TORX_RZV_DATA_PACKETS] = "adaptive packets",
+        [TORX_RZV_DATA_STAGED] = "through the staging area",
+    };
     fprintf(stderr, "torx netmod: %d tasks, mode %s (%d per node); MPI messages: %s%s"
             "eager <= %zu B%s, rendezvous above (%s)%s%s; RMA active messages eager <= %ld B\n",
             MPIDI_TORX_global.size, modes[torx_mode(ctx)], torx_tasks_per_node(ctx), onepkt,
-            adaptive, lim->eager_limit, staged, lim->rzv_packets ? "adaptive packets" : "bulk get",
+            adaptive, lim->eager_limit, staged, rzv_data[lim->rzv_data],
             idle,
             torx_mode(ctx) == TORX_MODE_VN ? ", virtual node within a node above one packet" : "",
             (long) MPIDI_TORX_global.am_eager_limit);

@@ -37,7 +37,8 @@ const torxm_proto_t torxm_protocols[TORX_PROTO_COUNT] = {
                         .rx = {{TORXM_PKT_RZV_SCOUT, torxm_scout_rx},
                                {TORXM_PKT_RZV_CTS, torxm_cts_rx},
                                {TORXM_PKT_RZV_DATA, torxm_rzv_data_rx},
-                               {TORXM_PKT_RZV_ACK, torxm_ack_rx}}},
+                               {TORXM_PKT_RZV_ACK, torxm_ack_rx},
+                               {TORXM_PKT_RZV_PIECE, torxm_rzv_piece_rx}}},
     [TORX_PROTO_VN] = {.name = "vn",
                        .push = torxm_vn_push,
                        .rx = {{TORXM_PKT_VN_SCOUT, torxm_scout_rx},
@@ -77,7 +78,39 @@ static double now_s(void)
 /* ---- Init ------------------------------------------------------------------------ */
 
 static const char *const mode_names[] = {"heater", "co", "vn", NULL};
-static const char *const rzv_data_names[] = {"bulk", "packets", NULL};
+/* In torx_rzv_data_t order. */
+static const char *const rzv_data_names[] = {"auto", "bulk", "packets", "staged", NULL};
+
+/* TORX_VERBOSE's words for how rendezvous data moves to a task on this
+ * host (auto: what torxm_rzv_takes_stage answers here). */
+static void rzv_data_describe(const torx_ctx_t *ctx, char *buf, size_t len)
+{
+    const unsigned cost = torx_bulk_cost(ctx->dev, ctx->self);
+    switch (ctx->limits.rzv_data) {
+    case TORX_RZV_DATA_BULK:
+        snprintf(buf, len, "bulk get");
+        break;
+    case TORX_RZV_DATA_PACKETS:
+        snprintf(buf, len, "packets");
+        break;
+    case TORX_RZV_DATA_STAGED:
+        snprintf(buf, len, "staging%s", ctx->co_net ? " (bulk get: co mode)" : "");
+        break;
+    default:
+        if (!cost)
+            snprintf(buf, len, "bulk get (auto: its cost not measured)");
+        else
+            snprintf(buf, len, "%s (auto: a bulk get takes %u%% of a copy's time%s)",
+                     ctx->co_net || ctx->oversubscribed || cost <= TORXM_RZV_STAGE_COST
+                         ? "bulk get"
+                         : "staging",
+                     cost,
+                     ctx->co_net            ? "; co mode"
+                     : ctx->oversubscribed ? "; oversubscribed"
+                                           : "");
+        break;
+    }
+}
 
 static torx_status_t read_limits(const torx_init_attr_t *attr, torx_mode_t mode, torx_limits_t *lim)
 {
@@ -95,7 +128,11 @@ static torx_status_t read_limits(const torx_init_attr_t *attr, torx_mode_t mode,
                                "idle_limit=%zu; each must be at most %llu (32-bit offsets)",
                                lim->eager_limit, lim->adaptive_limit, lim->idle_limit,
                                (unsigned long long)TORXM_STREAM_MAX);
-        lim->rzv_packets = lim->rzv_packets != 0;
+        if (lim->rzv_data < TORX_RZV_DATA_AUTO || lim->rzv_data > TORX_RZV_DATA_STAGED)
+            return torxp_error(TORX_ERR_INVAL,
+                               "torx: torx_init: limits rzv_data=%d; it must be a torx_rzv_data_t "
+                               "(0 auto, 1 bulk, 2 packets, 3 staged)",
+                               lim->rzv_data);
         if (lim->stage_min && (lim->stage_chunk < 1 || lim->stage_chunk > TORXM_STREAM_MAX))
             return torxp_error(TORX_ERR_INVAL,
                                "torx: torx_init: limits stage_min=%zu with stage_chunk=%zu; a "
@@ -124,7 +161,7 @@ static torx_status_t read_limits(const torx_init_attr_t *attr, torx_mode_t mode,
     *lim = (torx_limits_t){.onepkt_limit = (size_t)onepkt,
                            .eager_limit = (size_t)eager,
                            .adaptive_limit = (size_t)adaptive,
-                           .rzv_packets = rzv,
+                           .rzv_data = rzv,
                            .stage_min = (size_t)stage_min,
                            .stage_chunk = (size_t)stage_chunk,
                            .idle_limit = (size_t)idle,
@@ -352,6 +389,8 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
     ctx->oversubscribed = cpus > 0 && ctx->size > cpus;
     if (ctx->mode == TORX_MODE_CO && (rc = torxm_co_start(ctx)) != TORX_OK)
         goto fail;
+    char rzv[96];
+    rzv_data_describe(ctx, rzv, sizeof rzv);
     torxp_log(ctx->dev, 1,
               "message layer: mode %s, %d task(s) per node, one-packet limit %zu, eager limit "
               "%zu (%zu to an idle pair), adaptive limit %zu, rendezvous data by %s, staged "
@@ -361,7 +400,7 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
               ctx->stage_chunk && ctx->limits.idle_limit > ctx->limits.eager_limit
                   ? ctx->limits.idle_limit
                   : ctx->limits.eager_limit,
-              ctx->limits.adaptive_limit, ctx->limits.rzv_packets ? "packets" : "bulk get",
+              ctx->limits.adaptive_limit, rzv,
               ctx->limits.stage_min, ctx->stage_chunk, ctx->stage_chunk ? "" : " (staging off)");
     *out = ctx;
     return TORX_OK;

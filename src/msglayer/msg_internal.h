@@ -35,6 +35,7 @@
  *   ADAPT_TOKEN   -                        (word: seq)      deterministic
  *   RZV_SCOUT     u64 total, u64 addr, u64 cookie, hdr      deterministic
  *   RZV_CTS       u64 cookie, u64 rcookie, u64 want         deterministic
+ *                                          (word: TORXM_CTS_STAGED or 0)
  *   RZV_DATA      u64 rcookie, data        (word: offset)   adaptive
  *   RZV_ACK       u64 cookie                                deterministic
  *   VN_SCOUT      as RZV_SCOUT                              deterministic
@@ -44,6 +45,7 @@
  *   VN_STAGED     as EAGER_STAGED                           deterministic
  *   VN_PIECE      as EAGER_PIECE                            deterministic
  *   LINE          hdr, data                                 deposit bit
+ *   RZV_PIECE     u64 rcookie, stage ref   (word: offset)   deterministic
  *
  * LINE packets (torx_line_send) are one-packet messages deposited along a
  * line; they bypass the send queues and sequence numbers (a collective's
@@ -149,12 +151,18 @@ enum torxm_pkt_type {
     TORXM_PKT_VN_STAGED,
     TORXM_PKT_VN_PIECE,
     TORXM_PKT_LINE,
+    TORXM_PKT_RZV_PIECE,
     TORXM_PKT_NTYPES
 };
 
 /* Scout flag: the receiver sends a clear-to-send and the data comes as
  * adaptive packets (TORX_RZV_DATA=packets) instead of a bulk get. */
 #define TORXM_SCOUT_PACKETS 0x1u
+/* Scout flag: the sender can stream the data through the staging area; the
+ * receiver chooses (torxm_rzv_takes_stage) and says so in its
+ * clear-to-send's word (TORXM_CTS_STAGED), or gets the data in bulk. */
+#define TORXM_SCOUT_STAGED 0x2u
+#define TORXM_CTS_STAGED 0x1u
 
 #define TORXM_EAGER_FIRST_PREFIX 4u /* u32 total */
 #define TORXM_ADAPT_FIRST_PREFIX 8u /* u32 total, u32 seq */
@@ -163,6 +171,7 @@ enum torxm_pkt_type {
 #define TORXM_RZV_DATA_PREFIX 8u    /* u64 rcookie */
 #define TORXM_STAGED_PREFIX 12u     /* u32 total, u32 ref off, u32 ref len */
 #define TORXM_PIECE_BYTES 8u        /* u32 ref off, u32 ref len */
+#define TORXM_RZV_PIECE_BYTES 16u   /* u64 rcookie, u32 ref off, u32 ref len */
 
 static_assert(TORX_MSG_ONEPKT_MAX == TORX_PKT_MAX_PAYLOAD, "one-packet uses the whole payload");
 static_assert(TORXM_SCOUT_PREFIX + TORX_MSG_MAX_HDR <= TORX_PKT_MAX_PAYLOAD,
@@ -225,6 +234,7 @@ enum torxm_msg_state {
     TORXM_MSG_MORE,        /* first packet injected, data packets follow */
     TORXM_MSG_AWAIT,       /* scout injected, waiting for ack or clear-to-send */
     TORXM_MSG_STREAM,      /* rendezvous data packets, after the clear-to-send */
+    TORXM_MSG_STAGE,       /* rendezvous data through the staging area, after it */
     TORXM_MSG_DONE_PENDING /* on the completion list */
 };
 
@@ -436,7 +446,7 @@ typedef struct torxm_proto {
     struct {
         uint8_t type;
         torxm_rx_fn fn;
-    } rx[4]; /* packet types this protocol receives; type 0 ends the list */
+    } rx[5]; /* packet types this protocol receives; type 0 ends the list */
 } torxm_proto_t;
 
 extern const torxm_proto_t torxm_protocols[TORX_PROTO_COUNT];
@@ -467,7 +477,39 @@ torx_status_t torxm_rzv_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m
  * messages take the bulk get). */
 static inline int torxm_rzv_streams(const torx_ctx_t *ctx, const torxm_msg_t *m)
 {
-    return ctx->limits.rzv_packets && m->len <= TORXM_STREAM_MAX;
+    return ctx->limits.rzv_data == TORX_RZV_DATA_PACKETS && m->len <= TORXM_STREAM_MAX;
+}
+/* Whether a rendezvous or vn scout offers its data through the staging
+ * area (TORXM_SCOUT_STAGED): the area reaches peer, the offsets fit, and
+ * TORX_RZV_DATA is auto or staged. Not in co mode, whose thread moves
+ * rendezvous data while the task computes. */
+static inline int torxm_rzv_offers_stage(const torx_ctx_t *ctx, const torxm_peer_t *peer,
+                                         const torxm_msg_t *m)
+{
+    return peer->staged && !ctx->co_net && m->len <= TORXM_STREAM_MAX &&
+           (ctx->limits.rzv_data == TORX_RZV_DATA_AUTO ||
+            ctx->limits.rzv_data == TORX_RZV_DATA_STAGED);
+}
+/* A bulk get costing more than this, in percent of a memcpy
+ * (torx_bulk_cost), loses to staging: a staged byte is copied twice (into
+ * the area, out of it), on two cores at once one way and on each core both
+ * ways. Two machines of the same VM type measured 170 (bulk won both ways
+ * from 64 KiB: the 2026-11-25 calibration) and 330 (staged won 1.4-2.8x
+ * one way and both ways at 64 KiB-4 MiB: bench/RESULTS.md, twelfth
+ * session). */
+#define TORXM_RZV_STAGE_COST 200u
+/* The receiver's choice for a scout that offers staging: TORX_RZV_DATA=
+ * staged, or auto where a bulk get from peer costs more than two copies.
+ * Auto never stages oversubscribed: a staged stream needs both tasks
+ * running, a bulk get only the receiver. */
+static inline int torxm_rzv_takes_stage(const torx_ctx_t *ctx, const torxm_peer_t *peer)
+{
+    if (ctx->co_net)
+        return 0;
+    if (ctx->limits.rzv_data == TORX_RZV_DATA_STAGED)
+        return 1;
+    return ctx->limits.rzv_data == TORX_RZV_DATA_AUTO && !ctx->oversubscribed &&
+           torx_bulk_cost(ctx->dev, peer->coord) > TORXM_RZV_STAGE_COST;
 }
 /* The scout of a rendezvous (bulk get) or vn message, never staged: for a
  * message that goes ahead of a staged one waiting for room (msg_send.c). */
@@ -535,6 +577,15 @@ static inline int torxm_idle_stages(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_
 }
 torx_status_t torxm_staged_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m,
                                 unsigned proto);
+/* Stages m's bytes from m->off up to end and injects a piece packet of type
+ * for each (its payload: the 8-byte *rcookie, when not NULL, then the
+ * piece's ref), counted under proto. TORX_NO_ROOM: the area or the FIFO is
+ * full, call again (a staged piece whose packet is not out stays in
+ * m->piece); TORX_OK: all are out. */
+torx_status_t torxm_stage_pieces(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m,
+                                 uint64_t end, unsigned type, const uint64_t *rcookie,
+                                 unsigned proto);
+void torxm_rzv_piece_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
 /* Injects the first packet of a staged message whose first piece is ref
  * (and counts the message as sent under proto). */
 torx_status_t torxm_staged_first(torx_ctx_t *ctx, torxm_peer_t *peer, unsigned proto,

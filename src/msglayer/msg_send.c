@@ -334,6 +334,8 @@ static void push_failed(torx_ctx_t *ctx, torxm_msg_t *m, torx_status_t rc)
 static inline int passes_staged(const torx_ctx_t *ctx, const torxm_peer_t *peer,
                                 const torxm_msg_t *m)
 {
+    if (m->state == TORXM_MSG_STREAM || m->state == TORXM_MSG_STAGE)
+        return 0; /* rendezvous data, matched already: no scout to send */
     switch (m->proto) {
     case TORX_PROTO_ONEPKT:
         return 1;
@@ -352,6 +354,8 @@ static inline int passes_staged(const torx_ctx_t *ctx, const torxm_peer_t *peer,
 static inline int waits_for_area(const torx_ctx_t *ctx, const torxm_peer_t *peer,
                                  const torxm_msg_t *m)
 {
+    if (m->state == TORXM_MSG_STAGE) /* rendezvous data through the area */
+        return !m->piece;
     return m->state == TORXM_MSG_MORE && !m->piece &&
            (m->proto == TORX_PROTO_VN ||
             (m->proto == TORX_PROTO_EAGER && torxm_stages(ctx, peer, TORX_PROTO_EAGER, m->len)));

@@ -8,6 +8,15 @@
  *                   {cookie, rcookie, want} -> the sender streams want bytes
  *                   as adaptive packets {rcookie, data} at offsets -> done
  *                   once they are injected; the receiver counts bytes.
+ *   staged          scout (flag TORXM_SCOUT_STAGED: the sender can) -> the
+ *                   receiver chooses: a bulk get as above, or a clear-to-send
+ *                   with TORXM_CTS_STAGED -> the sender streams want bytes
+ *                   through the staging area, a piece per deterministic
+ *                   packet {rcookie, ref} (proto_stage.c) -> done once they
+ *                   are out. Two copies and no system call, as a staged
+ *                   eager message, but the receive is matched, so nothing
+ *                   is buffered (MPICH's old shared-memory LMT has this
+ *                   shape). Rendezvous and vn scouts alike.
  *   virtual node    the bulk variant between the two tasks of one node
  *                   (VN_SCOUT / VN_ACK), counted as its own protocol.
  *
@@ -85,20 +94,43 @@ static torx_status_t stream_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_
     return TORX_OK;
 }
 
+/* Streams the data a staged clear-to-send asked for through the staging
+ * area, a piece per packet (proto_stage.c); done once all are out. */
+static torx_status_t stage_stream_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m)
+{
+    const torx_status_t rc =
+        torxm_stage_pieces(ctx, peer, m, m->want, TORXM_PKT_RZV_PIECE, &m->rcookie, m->proto);
+    if (rc == TORX_OK)
+        awaiting_done(ctx, peer, m);
+    return rc;
+}
+
+/* What a scout offers its receiver: a clear-to-send and packets
+ * (TORX_RZV_DATA=packets), or the choice of the staging area, or nothing
+ * (a bulk get). */
+static unsigned scout_flags(const torx_ctx_t *ctx, const torxm_peer_t *peer, const torxm_msg_t *m)
+{
+    return torxm_rzv_streams(ctx, m)                ? TORXM_SCOUT_PACKETS
+           : torxm_rzv_offers_stage(ctx, peer, m) ? TORXM_SCOUT_STAGED
+                                                    : 0;
+}
+
 torx_status_t torxm_rzv_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m)
 {
     if (m->state == TORXM_MSG_STREAM)
         return stream_push(ctx, peer, m);
-    const unsigned flags = torxm_rzv_streams(ctx, m) ? TORXM_SCOUT_PACKETS : 0;
-    return scout_push(ctx, peer, m, TORXM_PKT_RZV_SCOUT, TORX_PROTO_RZV, flags);
+    if (m->state == TORXM_MSG_STAGE)
+        return stage_stream_push(ctx, peer, m);
+    return scout_push(ctx, peer, m, TORXM_PKT_RZV_SCOUT, TORX_PROTO_RZV, scout_flags(ctx, peer, m));
 }
 
 torx_status_t torxm_scout_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m)
 {
     assert(m->proto == TORX_PROTO_VN || !torxm_rzv_streams(ctx, m));
+    const unsigned flags = scout_flags(ctx, peer, m);
     return m->proto == TORX_PROTO_VN
-               ? scout_push(ctx, peer, m, TORXM_PKT_VN_SCOUT, TORX_PROTO_VN, 0)
-               : scout_push(ctx, peer, m, TORXM_PKT_RZV_SCOUT, TORX_PROTO_RZV, 0);
+               ? scout_push(ctx, peer, m, TORXM_PKT_VN_SCOUT, TORX_PROTO_VN, flags)
+               : scout_push(ctx, peer, m, TORXM_PKT_RZV_SCOUT, TORX_PROTO_RZV, flags);
 }
 
 torx_status_t torxm_vn_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m)
@@ -109,12 +141,14 @@ torx_status_t torxm_vn_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m)
      * up to the idle limit when the pair is idle. The choice holds once the
      * first piece is staged (m is the peer's head here, so nothing is
      * queued ahead of it). */
+    if (m->state == TORXM_MSG_STAGE)
+        return stage_stream_push(ctx, peer, m);
     if (m->piece || m->state == TORXM_MSG_MORE)
         return torxm_staged_push(ctx, peer, m, TORX_PROTO_VN);
     if (torxm_stages(ctx, peer, TORX_PROTO_VN, m->len) ? !torxm_slow_unstages(ctx, peer, m->len)
                                                        : torxm_idle_stages(ctx, peer, m->len))
         return torxm_staged_push(ctx, peer, m, TORX_PROTO_VN);
-    return scout_push(ctx, peer, m, TORXM_PKT_VN_SCOUT, TORX_PROTO_VN, 0);
+    return scout_push(ctx, peer, m, TORXM_PKT_VN_SCOUT, TORX_PROTO_VN, scout_flags(ctx, peer, m));
 }
 
 /* The send a cookie from peer names, if it waits for the receiver. */
@@ -161,10 +195,16 @@ void torxm_cts_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt
         awaiting_done(ctx, peer, m);
         return;
     }
+    const int staged = torxm_sw_word(pkt) & TORXM_CTS_STAGED;
+    if (TORXM_UNLIKELY(staged && !torxm_rzv_offers_stage(ctx, peer, m))) {
+        torxm_bad_packet(ctx, (int)(peer - ctx->peers),
+                         "a clear-to-send asking for staging that was not offered");
+        return;
+    }
     m->rcookie = torxm_ld64(p + 8);
     m->want = want;
     m->off = 0;
-    m->state = TORXM_MSG_STREAM;
+    m->state = staged ? TORXM_MSG_STAGE : TORXM_MSG_STREAM;
     /* The data joins the queue like a message (already matched, so it does
      * not wait for tokens) and never interleaves with others. */
     torxm_enqueue(ctx, peer, m);
@@ -196,7 +236,9 @@ typedef struct scout {
 static const uint8_t nothing[1];
 
 /* Moves the data of the scout s into the buffer recv chose: a clear-to-send
- * for rzv_packets, else a bulk get (the communication thread's in co mode);
+ * for packets, or for staging where the scout offers it and this receiver
+ * takes it (torxm_rzv_takes_stage), else a bulk get (the communication
+ * thread's in co mode);
  * with nothing to move (want 0), only the reply that lets the sender
  * complete and the status. rx: the record of a deferred scout, which
  * torx_accept continues (its done then runs in a later advance); NULL from
@@ -210,7 +252,9 @@ static void scout_start(torx_ctx_t *ctx, const scout_t *s, const torx_recv_t *re
         rx->pooled = 1;
         rx->later = 1;
     }
-    if (s->flags & TORXM_SCOUT_PACKETS) {
+    const int staged =
+        (s->flags & TORXM_SCOUT_STAGED) && torxm_rzv_takes_stage(ctx, &ctx->peers[s->src]);
+    if ((s->flags & TORXM_SCOUT_PACKETS) || staged) {
         uint64_t cts[3] = {s->scookie, 0, want};
         if (want == 0) {
             torxm_ctrl_send(ctx, s->src, TORXM_PKT_RZV_CTS, 0, cts, sizeof cts, s->proto);
@@ -234,7 +278,8 @@ static void scout_start(torx_ctx_t *ctx, const scout_t *s, const torx_recv_t *re
             return;
         }
         cts[1] = rx->rcookie;
-        torxm_ctrl_send(ctx, s->src, TORXM_PKT_RZV_CTS, 0, cts, sizeof cts, s->proto);
+        torxm_ctrl_send(ctx, s->src, TORXM_PKT_RZV_CTS, staged ? TORXM_CTS_STAGED : 0, cts,
+                        sizeof cts, s->proto);
         ctx->inflight_rx++;
         return;
     }

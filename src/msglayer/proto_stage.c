@@ -25,12 +25,14 @@ static inline torx_stage_ref_t ref_unpack(uint64_t v)
     return (torx_stage_ref_t){.off = (uint32_t)(v >> 32), .len = (uint32_t)v};
 }
 
-/* Stages m's next piece unless one waits for its packet already. */
-static inline torx_status_t stage_next(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m)
+/* Stages m's next piece (of the bytes up to end) unless one waits for its
+ * packet already. */
+static inline torx_status_t stage_next(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m,
+                                       uint64_t end)
 {
     if (m->piece)
         return TORX_OK;
-    const uint64_t left = m->len - m->off;
+    const uint64_t left = end - m->off;
     const size_t n = (size_t)(left < ctx->stage_chunk ? left : ctx->stage_chunk);
     torx_stage_ref_t ref;
     const torx_status_t rc = torx_stage_put(ctx->dev, peer->coord, m->data + m->off, n, &ref);
@@ -64,10 +66,8 @@ torx_status_t torxm_staged_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t
                                 unsigned proto)
 {
     const int vn = proto == TORX_PROTO_VN;
-    torx_pkt_hdr_t h;
-    torx_pkt_hdr_init(&h, peer->coord, 0);
     if (m->state == TORXM_MSG_FIRST) {
-        torx_status_t rc = stage_next(ctx, peer, m);
+        torx_status_t rc = stage_next(ctx, peer, m, m->len);
         if (rc != TORX_OK)
             return rc;
         rc = torxm_staged_first(ctx, peer, proto, m->handler, m->hdr, m->hdr_len, m->len,
@@ -77,21 +77,39 @@ torx_status_t torxm_staged_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t
         m->piece = 0;
         m->state = TORXM_MSG_MORE;
     }
-    const unsigned type = vn ? TORXM_PKT_VN_PIECE : TORXM_PKT_EAGER_PIECE;
-    while (m->off < m->len || m->piece) {
-        torx_status_t rc = stage_next(ctx, peer, m);
+    const torx_status_t rc = torxm_stage_pieces(
+        ctx, peer, m, m->len, vn ? TORXM_PKT_VN_PIECE : TORXM_PKT_EAGER_PIECE, NULL, proto);
+    if (rc == TORX_OK)
+        torxm_complete(ctx, m);
+    return rc;
+}
+
+torx_status_t torxm_stage_pieces(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m,
+                                 uint64_t end, unsigned type, const uint64_t *rcookie,
+                                 unsigned proto)
+{
+    torx_pkt_hdr_t h;
+    torx_pkt_hdr_init(&h, peer->coord, 0);
+    uint8_t d[TORXM_RZV_PIECE_BYTES];
+    size_t n = 0;
+    if (rcookie) {
+        memcpy(d, rcookie, 8);
+        n = 8;
+    }
+    const struct iovec iov = {d, n + TORXM_PIECE_BYTES};
+    while (m->off < end || m->piece) {
+        torx_status_t rc = stage_next(ctx, peer, m, end);
         if (rc != TORX_OK)
             return rc;
         const torx_stage_ref_t ref = ref_unpack(m->piece);
         torxm_sw_set(&h, type, (uint32_t)ctx->rank, (uint32_t)(m->off - ref.len));
-        const uint32_t d[2] = {ref.off, ref.len};
-        const struct iovec iov = {(void *)d, sizeof d};
+        const uint32_t r[2] = {ref.off, ref.len};
+        memcpy(d + n, r, sizeof r);
         rc = torxm_inject(ctx, &h, &iov, 1, proto);
         if (rc != TORX_OK)
             return rc;
         m->piece = 0;
     }
-    torxm_complete(ctx, m);
     return TORX_OK;
 }
 
@@ -178,6 +196,36 @@ void torxm_piece_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *p
     ctx->staged_pieces++;
     if (rx->arrived == rx->want) {
         peer->eager = NULL;
+        torxm_rx_finish(ctx, rx);
+    }
+}
+
+void torxm_rzv_piece_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt)
+{
+    const int src = (int)(peer - ctx->peers);
+    if (TORXM_UNLIKELY(pkt->payload_len != TORXM_RZV_PIECE_BYTES)) {
+        torxm_bad_packet(ctx, src, "a short staged rendezvous piece");
+        return;
+    }
+    const uint8_t *p = torx_pkt_payload(pkt);
+    torxm_rx_t *rx = torxm_cookie_get(ctx, torxm_ld64(p), 1);
+    const uint64_t off = torxm_sw_word(pkt);
+    const torx_stage_ref_t ref = ref_at(p + 8);
+    /* A source's pieces come in order: each is the next of its transfer. */
+    const void *data = rx && rx->src == src && off == rx->arrived && off + ref.len <= rx->want
+                           ? torx_stage_data(ctx->dev, peer->coord, ref)
+                           : NULL;
+    if (TORXM_UNLIKELY(!data)) {
+        torxm_bad_packet(ctx, src, "a staged rendezvous piece that is not the next one of its "
+                                   "transfer");
+        return;
+    }
+    torxm_rx_put(rx, off, data, ref.len);
+    torx_stage_release(ctx->dev, peer->coord, ref);
+    ctx->staged_pieces++;
+    if (rx->arrived == rx->want) {
+        torxm_cookie_free(ctx, rx->rcookie);
+        ctx->inflight_rx--;
         torxm_rx_finish(ctx, rx);
     }
 }

@@ -234,6 +234,11 @@ unsigned torx_stage_cost(const torx_pkt_dev_t *dev, torx_coord_t dest)
     return dev->ops->stage_cost(dev, dest);
 }
 
+unsigned torx_bulk_cost(const torx_pkt_dev_t *dev, torx_coord_t peer)
+{
+    return dev->ops->bulk_cost ? dev->ops->bulk_cost(dev, peer) : 0;
+}
+
 size_t torx_mstage_max(const torx_pkt_dev_t *dev)
 {
     return dev->ops->mstage_max ? dev->ops->mstage_max(dev) : 0;

@@ -41,6 +41,7 @@ typedef struct torxp_dev_ops {
                               const void *local, size_t len);
     torx_status_t (*bulk_test)(torx_pkt_dev_t *dev, torx_bulk_t *op);
     const char *(*bulk_path)(const torx_pkt_dev_t *dev);
+    unsigned (*bulk_cost)(const torx_pkt_dev_t *dev, torx_coord_t peer); /* NULL: 0 */
     size_t (*stage_max)(const torx_pkt_dev_t *dev);
     int (*stage_reaches)(const torx_pkt_dev_t *dev, torx_coord_t dest);
     torx_status_t (*stage_put)(torx_pkt_dev_t *dev, torx_coord_t dest, const void *data, size_t len,

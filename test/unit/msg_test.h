@@ -363,6 +363,17 @@ static inline int proto_task(torx_boot_t *boot, void *argp)
                    ctx->staged_pieces == 0,
                "%s: TORX_STAGE_MIN=0 and still %llu staged pieces", v->name,
                (unsigned long long)ctx->staged_pieces);
+    /* Rendezvous data: staged when asked for (a forced rendezvous stages
+     * nothing else), and by bulk get, never staged, when that is asked. */
+    const int rzv_staged = v->rzv_data && !strcmp(v->rzv_data, "staged");
+    const int rzv_bulk = v->rzv_data && !strcmp(v->rzv_data, "bulk");
+    const int rzv_reaches =
+        torx_stage_reaches(torx_ctx_device(ctx), torx_map_coord(torx_ctx_map(ctx), r->src));
+    TASK_CHECK(!rzv_staged || !rzv_reaches || ctx->staged_pieces > 0,
+               "%s: no rendezvous piece came through staging", v->name);
+    TASK_CHECK(!(rzv_bulk && proto == TORX_PROTO_RZV) || ctx->staged_pieces == 0,
+               "%s: TORX_RZV_DATA=bulk and still %llu staged pieces", v->name,
+               (unsigned long long)ctx->staged_pieces);
     TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
     for (size_t i = 0; i < r->nsizes; i++)
         free(bufs[i]);

@@ -351,6 +351,13 @@ static unsigned hybrid_stage_cost(const torx_pkt_dev_t *dev, torx_coord_t dest)
     return sub->ops->stage_cost(sub, dest);
 }
 
+/* The bulk path toward peer is the sub-device's (on the host, shm's). */
+static unsigned hybrid_bulk_cost(const torx_pkt_dev_t *dev, torx_coord_t peer)
+{
+    const torx_pkt_dev_t *sub = stage_dev(hybrid_of_const(dev), peer);
+    return sub->ops->bulk_cost ? sub->ops->bulk_cost(sub, peer) : 0;
+}
+
 static void hybrid_close(torx_pkt_dev_t *dev)
 {
     hybrid_dev_t *h = hybrid_of(dev);
@@ -381,6 +388,7 @@ static const torxp_dev_ops_t hybrid_ops = {
     .bulk_put = hybrid_bulk_put,
     .bulk_test = hybrid_bulk_test,
     .bulk_path = hybrid_bulk_path,
+    .bulk_cost = hybrid_bulk_cost,
     .stage_max = hybrid_stage_max,
     .stage_reaches = hybrid_stage_reaches,
     .stage_put = hybrid_stage_put,

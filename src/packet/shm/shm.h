@@ -250,6 +250,7 @@ struct torxp_shm_dev {
 
     /* bulk (shm_bulk.c) */
     int bulk_cma;                  /* 1: process_vm_readv/writev; 0: FIFO streaming */
+    unsigned bulk_cost;            /* torx_bulk_cost, measured at setup (cma); 0: not */
     struct torxp_shm_serve *serve; /* fifo path: get requests being streamed */
     unsigned bulk_jobs;            /* jobs on serve's list: poll resumes them when non-zero */
     uint64_t probe_word;
@@ -308,6 +309,7 @@ torx_status_t torxp_shm_gi_poll(torx_pkt_dev_t *dev);
 /* Chooses the bulk path (TORX_BULK) and, on cma, offers gets of share_min
  * bytes or more to be shared (TORX_BULK_SHARE_MIN; 0: none). */
 torx_status_t torxp_shm_bulk_setup(torxp_shm_dev_t *d, int bulk_mode, long share_min);
+unsigned torxp_shm_bulk_cost(const torx_pkt_dev_t *dev, torx_coord_t peer);
 torx_status_t torxp_shm_bulk_get(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
                                  const void *remote, void *local, size_t len, unsigned flags);
 torx_status_t torxp_shm_bulk_put(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,

@@ -1033,7 +1033,58 @@ const char *torxp_shm_bulk_path(const torx_pkt_dev_t *dev)
     return ((const torxp_shm_dev_t *)dev)->bulk_cma ? "cma" : "fifo";
 }
 
+unsigned torxp_shm_bulk_cost(const torx_pkt_dev_t *dev, torx_coord_t peer)
+{
+    (void)peer; /* one host: the same path to every task */
+    return ((const torxp_shm_dev_t *)dev)->bulk_cost;
+}
+
 /* ---- Set-up ------------------------------------------------------------------------ */
+
+/* torx_bulk_cost: a copy of COST_BYTES by process_vm_readv from this task
+ * itself (the same kernel path as from a peer: every page pinned, then
+ * copied) against a memcpy of the same buffers, the best of COST_TRIES
+ * each, so that a preempted try does not count. 1 MiB: past the caches
+ * that hold one core's copies, as the messages that take a bulk get are;
+ * the whole measurement takes about a millisecond once per task. */
+#define COST_BYTES ((size_t)1 << 20)
+#define COST_TRIES 3
+
+static unsigned bulk_measure_cost(void)
+{
+    uint8_t *a = malloc(COST_BYTES), *b = malloc(COST_BYTES);
+    unsigned pct = 0;
+    if (!a || !b)
+        goto out;
+    memset(a, 1, COST_BYTES);
+    memset(b, 2, COST_BYTES);
+    double best_copy = 0, best_cma = 0;
+    const pid_t self = getpid();
+    for (int i = 0; i < COST_TRIES; i++) {
+        double t0 = torxp_mono_s();
+        memcpy(b, a, COST_BYTES);
+        const double copy = torxp_mono_s() - t0;
+        /* the copy must happen: b is read below */
+        const struct iovec l = {b, COST_BYTES}, r = {a, COST_BYTES};
+        t0 = torxp_mono_s();
+        const ssize_t got = process_vm_readv(self, &l, 1, &r, 1, 0);
+        const double cma = torxp_mono_s() - t0;
+        if (got != (ssize_t)COST_BYTES)
+            goto out;
+        if (i == 0 || copy < best_copy)
+            best_copy = copy;
+        if (i == 0 || cma < best_cma)
+            best_cma = cma;
+    }
+    if (best_copy > 0 && b[COST_BYTES - 1] == 1) {
+        const double p = 100 * best_cma / best_copy;
+        pct = p < 1 ? 1 : p > 100000 ? 100000 : (unsigned)p;
+    }
+out:
+    free(a);
+    free(b);
+    return pct;
+}
 
 /* Yama's ptrace_scope, or 0 when Yama is absent. */
 static int bulk_yama_scope(void)
@@ -1167,6 +1218,14 @@ torx_status_t torxp_shm_bulk_setup(torxp_shm_dev_t *d, int bulk_mode, long share
         else
             torxp_log(&d->base, 1, "bulk path: cma (process_vm_readv single copy%s)",
                       share_min ? "; gets not shared: more tasks than cores" : "");
+        /* Not measured with more tasks than cores: every task's copies
+         * would time the others' time slices. */
+        d->bulk_cost = cpus > 0 && d->base.size > cpus ? 0 : bulk_measure_cost();
+        if (d->bulk_cost)
+            torxp_log(&d->base, 1,
+                      "bulk path: a 1 MiB process_vm_readv takes %u%% of a 1 MiB memcpy's "
+                      "time (torx_bulk_cost)",
+                      d->bulk_cost);
         return TORX_OK;
     }
     if (bulk_mode == TORXP_BULK_CMA) {

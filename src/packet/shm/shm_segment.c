@@ -267,6 +267,7 @@ static const torxp_dev_ops_t shm_ops = {
     .bulk_put = torxp_shm_bulk_put,
     .bulk_test = torxp_shm_bulk_test,
     .bulk_path = torxp_shm_bulk_path,
+    .bulk_cost = torxp_shm_bulk_cost,
     .stage_max = torxp_shm_stage_max,
     .stage_reaches = torxp_shm_stage_reaches,
     .stage_put = torxp_shm_stage_put,
