@@ -131,8 +131,11 @@ typedef enum torx_protocol {
  * and no unexpected-message buffer, since the receive is matched already. */
 typedef enum torx_rzv_data {
     TORX_RZV_DATA_AUTO = 0, /* staged where a bulk get costs more than two
-                               copies (torx_bulk_cost above 200 percent),
-                               neither in co mode nor oversubscribed; else bulk */
+                               copies (torx_bulk_cost above 200 percent)
+                               and copies into the area toward the peer are
+                               not slow (torx_stage_cost at most 3/4 of
+                               stage_cost_max, but one scout in 64), neither
+                               in co mode nor oversubscribed; else bulk */
     TORX_RZV_DATA_BULK,     /* the receiver's bulk get (torx_bulk_get) */
     TORX_RZV_DATA_PACKETS,  /* adaptive packets */
     TORX_RZV_DATA_STAGED    /* through the staging area wherever it reaches */

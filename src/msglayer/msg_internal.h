@@ -493,10 +493,12 @@ static inline int torxm_rzv_offers_stage(const torx_ctx_t *ctx, const torxm_peer
 /* A bulk get costing more than this, in percent of a memcpy
  * (torx_bulk_cost), loses to staging: a staged byte is copied twice (into
  * the area, out of it), on two cores at once one way and on each core both
- * ways. Two machines of the same VM type measured 170 (bulk won both ways
- * from 64 KiB: the 2026-11-25 calibration) and 330 (staged won 1.4-2.8x
- * one way and both ways at 64 KiB-4 MiB: bench/RESULTS.md, twelfth
- * session). */
+ * ways. On one machine of this VM type the floors were memcpy 59 GB/s and
+ * process_vm_readv 33-36 (about 170; ../shared/BENCHMARKING.md), and the
+ * bulk get beat staging both ways from 64 KiB (the 2026-11-25
+ * calibration); on another, 31 and 9 GB/s, torx_bulk_cost 205-454, and
+ * staging beat the bulk get 1.3-2.8x one way and both ways at 64 KiB-4 MiB
+ * (bench/RESULTS.md, twelfth session). */
 #define TORXM_RZV_STAGE_COST 200u
 /* The receiver's choice for a scout that offers staging: TORX_RZV_DATA=
  * staged, or auto where a bulk get from peer costs more than two copies.
@@ -545,6 +547,17 @@ static inline int torxm_copies_measured_slow(torx_ctx_t *ctx, const torxm_peer_t
 static inline int torxm_copies_slow(torx_ctx_t *ctx, torxm_peer_t *peer)
 {
     return torxm_copies_measured_slow(ctx, peer) && ++peer->stage_probe % TORXM_STAGE_PROBE != 0;
+}
+/* The same for a staged rendezvous (TORX_RZV_DATA=auto), at three quarters
+ * of limits.stage_cost_max (112 ns per KiB by default): both ways at 1 MiB
+ * ran at 22-26 GB/s while copies toward the peer cost 45-94 ns per KiB, and
+ * at 6.6-7.1 GB/s at 119-153 (the cores far apart), where a bulk get gives
+ * 12-17 (bench/RESULTS.md, twelfth session). */
+static inline int torxm_rzv_copies_slow(torx_ctx_t *ctx, torxm_peer_t *peer)
+{
+    return !ctx->oversubscribed &&
+           torx_stage_cost(ctx->dev, peer->coord) > ctx->limits.stage_cost_max / 4 * 3 &&
+           ++peer->stage_probe % TORXM_STAGE_PROBE != 0;
 }
 /* Whether a staged eager or vn message of len bytes takes the rendezvous
  * (vn: the bulk get) instead, for slow copies. */

@@ -107,15 +107,17 @@ static torx_status_t stage_stream_push(torx_ctx_t *ctx, torxm_peer_t *peer, torx
 
 /* What a scout offers its receiver: a clear-to-send and packets
  * (TORX_RZV_DATA=packets), or the choice of the staging area, or nothing
- * (a bulk get). Not the area while copies into it toward peer run slow
- * (the two cores far apart: a staged byte crosses between them twice;
- * both ways at 64 KiB-4 MiB then fell from 21-25 to 5-7 GB/s), except one
- * scout in TORXM_STAGE_PROBE, whose pieces measure again. */
+ * (a bulk get). Under auto, not the area while copies into it toward peer
+ * run slow (the two cores far apart: a staged byte crosses between them
+ * twice), except one scout in TORXM_STAGE_PROBE, whose pieces measure
+ * again. */
 static unsigned scout_flags(torx_ctx_t *ctx, torxm_peer_t *peer, const torxm_msg_t *m)
 {
     if (torxm_rzv_streams(ctx, m))
         return TORXM_SCOUT_PACKETS;
-    return torxm_rzv_offers_stage(ctx, peer, m) && !torxm_copies_slow(ctx, peer)
+    if (!torxm_rzv_offers_stage(ctx, peer, m))
+        return 0;
+    return ctx->limits.rzv_data == TORX_RZV_DATA_STAGED || !torxm_rzv_copies_slow(ctx, peer)
                ? TORXM_SCOUT_STAGED
                : 0;
 }
