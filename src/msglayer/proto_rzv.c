@@ -106,15 +106,15 @@ static torx_status_t stage_stream_push(torx_ctx_t *ctx, torxm_peer_t *peer, torx
 }
 
 /* What a scout offers its receiver: a clear-to-send and packets
- * (TORX_RZV_DATA=packets), or the choice of the staging area, or nothing
+ * (TORX_RZV_DATA=packets, rendezvous only), or the choice of the staging area, or nothing
  * (a bulk get). Under auto, not the area while copies into it toward peer
  * run slow (the two cores far apart: a staged byte crosses between them
  * twice), except one scout in TORXM_STAGE_PROBE, whose pieces measure
  * again. */
 static unsigned scout_flags(torx_ctx_t *ctx, torxm_peer_t *peer, const torxm_msg_t *m)
 {
-    if (torxm_rzv_streams(ctx, m))
-        return TORXM_SCOUT_PACKETS;
+    if (m->proto == TORX_PROTO_RZV && torxm_rzv_streams(ctx, m))
+        return TORXM_SCOUT_PACKETS; /* vn data never comes as packets */
     if (!torxm_rzv_offers_stage(ctx, peer, m))
         return 0;
     return ctx->limits.rzv_data == TORX_RZV_DATA_STAGED || !torxm_rzv_copies_slow(ctx, peer)
@@ -203,9 +203,11 @@ void torxm_cts_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt
         return;
     }
     const int staged = torxm_sw_word(pkt) & TORXM_CTS_STAGED;
-    if (TORXM_UNLIKELY(staged && !torxm_rzv_offers_stage(ctx, peer, m))) {
+    if (TORXM_UNLIKELY(staged ? !torxm_rzv_offers_stage(ctx, peer, m)
+                              : m->proto != TORX_PROTO_RZV)) {
         torxm_bad_packet(ctx, (int)(peer - ctx->peers),
-                         "a clear-to-send asking for staging that was not offered");
+                         staged ? "a clear-to-send asking for staging that was not offered"
+                                : "a clear-to-send asking a vn message for packets");
         return;
     }
     m->rcookie = torxm_ld64(p + 8);

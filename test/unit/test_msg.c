@@ -52,6 +52,8 @@ static const variant_t variants[] = {
      NULL},
     {"auto-rzv-staged-3", TORX_PROTO_AUTO, "1000", NULL, "staged", NULL, NULL, 0, 0, 3, NULL, NULL,
      NULL},
+    /* vn data is never streamed as packets, whatever TORX_RZV_DATA says */
+    {"vn-rzv-packets", TORX_PROTO_VN, "1000", NULL, "packets", "vn", NULL, 0, 0, 2, NULL, NULL, NULL},
 };
 #define NVARIANTS ((int)(sizeof variants / sizeof variants[0]))
 
