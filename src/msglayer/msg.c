@@ -82,10 +82,11 @@ static const char *const mode_names[] = {"heater", "co", "vn", NULL};
 static const char *const rzv_data_names[] = {"auto", "bulk", "packets", "staged", NULL};
 
 /* TORX_VERBOSE's words for how rendezvous data moves to a task on this
- * host (auto: what torxm_rzv_takes_stage answers here). */
+ * host (auto: what torxm_rzv_takes_stage answers here, and why). */
 static void rzv_data_describe(const torx_ctx_t *ctx, char *buf, size_t len)
 {
     const unsigned cost = torx_bulk_cost(ctx->dev, ctx->self);
+    const char *choice = torxm_rzv_takes_stage(ctx, &ctx->peers[ctx->rank]) ? "staging" : "bulk get";
     switch (ctx->limits.rzv_data) {
     case TORX_RZV_DATA_BULK:
         snprintf(buf, len, "bulk get");
@@ -94,17 +95,13 @@ static void rzv_data_describe(const torx_ctx_t *ctx, char *buf, size_t len)
         snprintf(buf, len, "packets");
         break;
     case TORX_RZV_DATA_STAGED:
-        snprintf(buf, len, "staging%s", ctx->co_net ? " (bulk get: co mode)" : "");
+        snprintf(buf, len, "%s%s", choice, ctx->co_net ? " (co mode)" : "");
         break;
     default:
         if (!cost)
             snprintf(buf, len, "bulk get (auto: its cost not measured)");
         else
-            snprintf(buf, len, "%s (auto: a bulk get takes %u%% of a copy's time%s)",
-                     ctx->co_net || ctx->oversubscribed || cost <= TORXM_RZV_STAGE_COST
-                         ? "bulk get"
-                         : "staging",
-                     cost,
+            snprintf(buf, len, "%s (auto: a bulk get takes %u%% of a copy's time%s)", choice, cost,
                      ctx->co_net            ? "; co mode"
                      : ctx->oversubscribed ? "; oversubscribed"
                                            : "");

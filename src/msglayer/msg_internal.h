@@ -536,17 +536,26 @@ static inline int torxm_stages(const torx_ctx_t *ctx, const torxm_peer_t *peer, 
  * (torx_stage_cost above limits.stage_cost_max). Never in an oversubscribed
  * job: there a copy is slow because its task lost its core, which a
  * rendezvous, needing both tasks scheduled, does not mend. */
+static inline int torxm_copies_measured_slow_at(torx_ctx_t *ctx, const torxm_peer_t *peer,
+                                                unsigned max)
+{
+    return !ctx->oversubscribed && torx_stage_cost(ctx->dev, peer->coord) > max;
+}
 static inline int torxm_copies_measured_slow(torx_ctx_t *ctx, const torxm_peer_t *peer)
 {
-    return !ctx->oversubscribed &&
-           torx_stage_cost(ctx->dev, peer->coord) > ctx->limits.stage_cost_max;
+    return torxm_copies_measured_slow_at(ctx, peer, ctx->limits.stage_cost_max);
 }
 /* The same, as a message's choice: a message that could go either way
- * leaves the area while copies run slow, except one in TORXM_STAGE_PROBE,
- * which measures again. */
+ * leaves the area while copies cost more than max, except one in
+ * TORXM_STAGE_PROBE, which measures again. */
+static inline int torxm_copies_slow_at(torx_ctx_t *ctx, torxm_peer_t *peer, unsigned max)
+{
+    return torxm_copies_measured_slow_at(ctx, peer, max) &&
+           ++peer->stage_probe % TORXM_STAGE_PROBE != 0;
+}
 static inline int torxm_copies_slow(torx_ctx_t *ctx, torxm_peer_t *peer)
 {
-    return torxm_copies_measured_slow(ctx, peer) && ++peer->stage_probe % TORXM_STAGE_PROBE != 0;
+    return torxm_copies_slow_at(ctx, peer, ctx->limits.stage_cost_max);
 }
 /* The same for a staged rendezvous (TORX_RZV_DATA=auto), at three quarters
  * of limits.stage_cost_max (112 ns per KiB by default): both ways at 1 MiB
@@ -555,9 +564,7 @@ static inline int torxm_copies_slow(torx_ctx_t *ctx, torxm_peer_t *peer)
  * 12-17 (bench/RESULTS.md, twelfth session). */
 static inline int torxm_rzv_copies_slow(torx_ctx_t *ctx, torxm_peer_t *peer)
 {
-    return !ctx->oversubscribed &&
-           torx_stage_cost(ctx->dev, peer->coord) > ctx->limits.stage_cost_max / 4 * 3 &&
-           ++peer->stage_probe % TORXM_STAGE_PROBE != 0;
+    return torxm_copies_slow_at(ctx, peer, ctx->limits.stage_cost_max / 4 * 3);
 }
 /* Whether a staged eager or vn message of len bytes takes the rendezvous
  * (vn: the bulk get) instead, for slow copies. */
@@ -599,6 +606,9 @@ torx_status_t torxm_stage_pieces(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_
                                  uint64_t end, unsigned type, const uint64_t *rcookie,
                                  unsigned proto);
 void torxm_rzv_piece_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
+/* A rendezvous transfer after a clear-to-send (packets or staged pieces)
+ * whose bytes all arrived: its cookie goes and the receive finishes. */
+void torxm_rzv_stream_done(torx_ctx_t *ctx, torxm_rx_t *rx);
 /* Injects the first packet of a staged message whose first piece is ref
  * (and counts the message as sent under proto). */
 torx_status_t torxm_staged_first(torx_ctx_t *ctx, torxm_peer_t *peer, unsigned proto,

@@ -478,9 +478,13 @@ void torxm_rzv_data_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t
         return;
     }
     torxm_rx_put(rx, off, p + TORXM_RZV_DATA_PREFIX, n);
-    if (rx->arrived == rx->want) {
-        torxm_cookie_free(ctx, rx->rcookie);
-        ctx->inflight_rx--;
-        torxm_rx_finish(ctx, rx);
-    }
+    if (rx->arrived == rx->want)
+        torxm_rzv_stream_done(ctx, rx);
+}
+
+void torxm_rzv_stream_done(torx_ctx_t *ctx, torxm_rx_t *rx)
+{
+    torxm_cookie_free(ctx, rx->rcookie);
+    ctx->inflight_rx--;
+    torxm_rx_finish(ctx, rx);
 }

@@ -223,9 +223,6 @@ void torxm_rzv_piece_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_
     torxm_rx_put(rx, off, data, ref.len);
     torx_stage_release(ctx->dev, peer->coord, ref);
     ctx->staged_pieces++;
-    if (rx->arrived == rx->want) {
-        torxm_cookie_free(ctx, rx->rcookie);
-        ctx->inflight_rx--;
-        torxm_rx_finish(ctx, rx);
-    }
+    if (rx->arrived == rx->want)
+        torxm_rzv_stream_done(ctx, rx);
 }
