@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,8 +44,55 @@ static inline torx_coord_t test_coord_of(torx_shape_t s, int r)
     return c;
 }
 
+/* The pids of the tasks this test binary's jobs ran, in memory the tasks
+ * share with it: a shm segment is named after the pid of the task that
+ * created it, so the segment checks count only this binary's segments and
+ * not those of another test binary that `make -j check` runs beside it.
+ * Mapped before main, so every forked test and task inherits it. */
+enum { TEST_TASK_PIDS_MAX = 1 << 14 };
+typedef struct test_task_pids {
+    unsigned n;
+    pid_t pid[TEST_TASK_PIDS_MAX];
+} test_task_pids_t;
+static test_task_pids_t *test_task_pids;
+
+__attribute__((constructor)) static void test_task_pids_map(void)
+{
+    void *p = mmap(NULL, sizeof *test_task_pids, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        perror("test harness: mmap of the task pid table");
+        exit(EXIT_FAILURE);
+    }
+    test_task_pids = p;
+}
+
+/* A task records itself before it may create a segment. */
+static inline void test_record_task(void)
+{
+    const unsigned i = __atomic_fetch_add(&test_task_pids->n, 1, __ATOMIC_RELAXED);
+    if (i >= TEST_TASK_PIDS_MAX) {
+        fprintf(stderr, "test harness: more than %d tasks; raise TEST_TASK_PIDS_MAX\n",
+                TEST_TASK_PIDS_MAX);
+        abort();
+    }
+    __atomic_store_n(&test_task_pids->pid[i], getpid(), __ATOMIC_RELEASE);
+}
+
+static inline int test_is_our_task(pid_t pid)
+{
+    unsigned n = __atomic_load_n(&test_task_pids->n, __ATOMIC_ACQUIRE);
+    if (n > TEST_TASK_PIDS_MAX)
+        n = TEST_TASK_PIDS_MAX;
+    for (unsigned i = 0; i < n; i++)
+        if (__atomic_load_n(&test_task_pids->pid[i], __ATOMIC_ACQUIRE) == pid)
+            return 1;
+    return 0;
+}
+
 static inline torx_status_t test_open(torx_boot_t *boot, torx_shape_t shape, torx_pkt_dev_t **dev)
 {
+    test_record_task();
     torx_pkt_attr_t attr = {.boot = boot, .shape = shape, .self = test_coord_of(shape, boot->rank)};
     return torx_pkt_open(&attr, dev);
 }
@@ -130,7 +178,8 @@ static inline int test_env_mismatch_task(torx_boot_t *boot, void *arg)
     return 0;
 }
 
-/* Number of this user's torx shared segments named in /dev/shm. */
+/* Number of torx shared segments named in /dev/shm that a task of this
+ * test binary created (names are torx-<uid>-<creator pid>-<salt>). */
 static inline int test_count_segments(void)
 {
     char prefix[32];
@@ -138,7 +187,8 @@ static inline int test_count_segments(void)
     DIR *dir = opendir("/dev/shm");
     int n = 0;
     for (struct dirent *e; dir && (e = readdir(dir));)
-        n += !strncmp(e->d_name, prefix, strlen(prefix));
+        if (!strncmp(e->d_name, prefix, strlen(prefix)))
+            n += test_is_our_task((pid_t)strtol(e->d_name + strlen(prefix), NULL, 10));
     if (dir)
         closedir(dir);
     return n;

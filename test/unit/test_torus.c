@@ -610,7 +610,8 @@ static int mode_task(torx_boot_t *boot, void *argp)
         while (!found && test_now() < deadline) {
             DIR *dir = opendir("/dev/shm");
             for (struct dirent *e; dir && (e = readdir(dir));)
-                if (!strncmp(e->d_name, prefix, strlen(prefix))) {
+                if (!strncmp(e->d_name, prefix, strlen(prefix)) &&
+                    test_is_our_task((pid_t)strtol(e->d_name + strlen(prefix), NULL, 10))) {
                     char path[300];
                     snprintf(path, sizeof path, "/dev/shm/%s", e->d_name);
                     struct stat st;
