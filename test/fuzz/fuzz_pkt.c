@@ -24,6 +24,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static torx_ctx_t *ctx;
 static torxp_shm_dev_t *shm;
@@ -74,6 +75,9 @@ static void drain(void)
         /* Whatever peek hands out must be a sane packet: the layer above
          * reads payload_len bytes of it. */
         if (p->payload_len > TORX_PKT_MAX_PAYLOAD || torxp_hdr_invalid(p, ctx->dev->shape))
+            abort();
+        /* and addressed to this task, unless it passes through on a line */
+        if (!(p->ctl & TORX_PKT_DEPOSIT) && memcmp(&p->dest, &ctx->dev->self, sizeof p->dest))
             abort();
         torx_pkt_read(p, buf, 0, p->payload_len);
         torx_pkt_consume(ctx->dev);

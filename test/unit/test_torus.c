@@ -725,6 +725,69 @@ START_TEST(peek_next_one_queue_then_fair)
 }
 END_TEST
 
+/* ---- What a reception FIFO may hand out --------------------------------------- */
+
+/* Writes a raw slot into this task's reception FIFO 0, as a producer would,
+ * with whatever header h says. */
+static int put_raw_slot(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *h, const char *payload)
+{
+    torxp_shm_dev_t *d = torxp_shm_of(dev);
+    torxp_fifo_t *f = torxp_shm_fifo(d, d->self_index, 0);
+    uint64_t *cached = &d->cached_head[d->self_index * TORXP_SHM_FIFOS_PER_TASK];
+    uint64_t pos;
+    if (!torxp_fifo_reserve(f, d->geom, cached, &pos))
+        return 0;
+    torx_pkt_hdr_t *slot = torxp_fifo_slot(f, d->geom, pos);
+    torxp_fifo_write_hdr(slot, h, h->chunks, h->payload_len);
+    memcpy(slot + 1, payload, strlen(payload) + 1 < TORX_PKT_MAX_PAYLOAD ? strlen(payload) + 1 : 0);
+    torxp_fifo_publish(slot, pos, d->geom);
+    return 1;
+}
+
+/* Rank 0 finds in its FIFO a packet addressed to rank 1, one whose chunk
+ * count disagrees with its length, one off the torus, and a good one: peek
+ * hands out only the good one, and each other is named and counted. */
+static int misaddressed_task(torx_boot_t *boot, void *argp)
+{
+    (void)argp;
+    const torx_shape_t shape = {2, 1, 1, 1};
+    torx_pkt_dev_t *dev;
+    TASK_CHECK(test_open(boot, shape, &dev) == TORX_OK, "%s", torx_last_error());
+    if (boot->rank == 0) {
+        setenv("TORX_VERBOSE", "-1", 1);
+        const char *text = "good";
+        torx_pkt_hdr_t h;
+        torx_pkt_hdr_init(&h, test_coord_of(shape, 1), 0); /* rank 1's */
+        h.payload_len = (uint8_t)(strlen(text) + 1);
+        h.chunks = (uint8_t)torx_pkt_chunks_for(h.payload_len);
+        TASK_CHECK(put_raw_slot(dev, &h, "bad"), "FIFO full");
+        h.dest = test_coord_of(shape, 0);
+        h.chunks++;
+        TASK_CHECK(put_raw_slot(dev, &h, "bad"), "FIFO full");
+        h.chunks--;
+        h.dest.y = 1;
+        TASK_CHECK(put_raw_slot(dev, &h, "bad"), "FIFO full");
+        h.dest.y = 0;
+        TASK_CHECK(put_raw_slot(dev, &h, text), "FIFO full");
+        const uint64_t before = torxp_shm_of(dev)->base.malformed;
+        const torx_pkt_hdr_t *p = torx_pkt_peek(dev);
+        TASK_CHECK(p != NULL && !strcmp(torx_pkt_payload(p), text), "the good packet is lost");
+        TASK_CHECK(torxp_shm_of(dev)->base.malformed == before + 3, "%llu malformed, not 3",
+                   (unsigned long long)(torxp_shm_of(dev)->base.malformed - before));
+        torx_pkt_consume(dev);
+        TASK_CHECK(torx_pkt_peek(dev) == NULL, "a packet after the good one");
+    }
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    torx_pkt_close(dev);
+    return 0;
+}
+
+START_TEST(only_packets_for_this_task_handed_out)
+{
+    RUN_JOB(2, misaddressed_task, NULL);
+}
+END_TEST
+
 typedef struct {
     int ntasks;
     int chaos_rank; /* this rank sets TORX_CHAOS; -1: none */
@@ -844,6 +907,7 @@ int main(void)
     tcase_add_test(seg, stale_segment_removed);
     tcase_add_test(seg, segment_mode_0600);
     tcase_add_test(seg, peek_next_one_queue_then_fair);
+    tcase_add_test(seg, only_packets_for_this_task_handed_out);
     tcase_add_test(seg, sole_producer_only_when_safe);
     tcase_add_test(seg, fifos_mapped_at_open);
     suite_add_tcase(s, seg);

@@ -398,36 +398,77 @@ drop_malformed(torxp_shm_dev_t *d, unsigned fi, const torx_pkt_hdr_t *pkt, const
     torxp_log(&d->base, 0, "%s", torx_last_error() + sizeof "torx: " - 1);
 }
 
-/* A packet the scan found at the front of FIFO fi: checked, and made the
- * peeked packet (returned); or, malformed or device-internal, dealt with
- * and popped (NULL: scan again). Out of line, so that the scan, which
- * mostly finds nothing, stays small: no registers to save, four loads and
- * compares. */
+/* Makes pkt, checked, the peeked packet of FIFO fi. */
+static inline const torx_pkt_hdr_t *take_checked(torxp_shm_dev_t *d, unsigned fi,
+                                                 const torx_pkt_hdr_t *pkt)
+{
+    /* The packet's other lines: their transfers from the sender's core
+     * start now and overlap the dispatch, instead of waiting for the
+     * receiver's copy to ask for them one by one (on a VM whose
+     * cache-line handoff costs 200 ns this is most of a second line's
+     * cost). A slot is four lines; unrolled, as the loop cost a dozen
+     * instructions a packet. */
+    _Static_assert(TORX_PKT_MAX_BYTES == 4 * TORXP_CACHELINE, "a slot is four lines");
+    const unsigned end = (unsigned)pkt->chunks * TORX_PKT_CHUNK;
+    const char *lines = (const char *)pkt;
+    if (end > TORXP_CACHELINE)
+        __builtin_prefetch(lines + TORXP_CACHELINE);
+    if (end > 2 * TORXP_CACHELINE)
+        __builtin_prefetch(lines + 2 * TORXP_CACHELINE);
+    if (end > 3 * TORXP_CACHELINE)
+        __builtin_prefetch(lines + 3 * TORXP_CACHELINE);
+    torxp_rx_burst(&d->next_fifo, &d->burst, fi, TORXP_SHM_FIFOS_PER_TASK);
+    d->cur_fifo = (int)fi;
+    return pkt;
+}
+
+static inline uint32_t coord_bits(torx_coord_t c)
+{
+    uint32_t v;
+    memcpy(&v, &c, sizeof v);
+    return v;
+}
+
+/* The packets take's quick test does not pass: deposit packets (whose
+ * destination is a line's end, not this task), device-internal ones, and
+ * malformed ones (named, counted and dropped). NULL: popped, scan again. */
 static const torx_pkt_hdr_t *__attribute__((noinline))
-take(torxp_shm_dev_t *d, unsigned fi, torx_pkt_hdr_t *pkt)
+take_rare(torxp_shm_dev_t *d, unsigned fi, torx_pkt_hdr_t *pkt)
 {
     const char *bad = torxp_hdr_invalid(pkt, d->base.shape);
+    if (!bad && !(pkt->ctl & TORX_PKT_DEPOSIT) && coord_bits(pkt->dest) != coord_bits(d->base.self))
+        bad = "destination is another task";
     if (TORXP_UNLIKELY(bad != NULL)) {
         drop_malformed(d, fi, pkt, bad);
         rx_pop(d, fi);
         return NULL;
     }
-    if (TORXP_UNLIKELY(pkt->ctl & TORX_PKT_SYS)) {
+    if (pkt->ctl & TORX_PKT_SYS) {
         torxp_shm_bulk_on_sys(d, pkt);
         rx_pop(d, fi);
         return NULL;
     }
-    /* The packet's other lines: their transfers from the sender's core
-     * start now and overlap the dispatch, instead of waiting for the
-     * receiver's copy to ask for them one by one (on a VM whose
-     * cache-line handoff costs 200 ns this is most of a second line's
-     * cost). */
-    for (unsigned off = TORXP_CACHELINE; off < pkt->chunks * TORX_PKT_CHUNK;
-         off += TORXP_CACHELINE)
-        __builtin_prefetch((const char *)pkt + off);
-    torxp_rx_burst(&d->next_fifo, &d->burst, fi, TORXP_SHM_FIFOS_PER_TASK);
-    d->cur_fifo = (int)fi;
-    return pkt;
+    return take_checked(d, fi, pkt);
+}
+
+/* A packet the scan found at the front of FIFO fi: checked, and made the
+ * peeked packet (returned); or, malformed or device-internal, dealt with
+ * and popped (NULL: scan again). Out of line, so that the scan, which
+ * mostly finds nothing, stays small: no registers to save, four loads and
+ * compares. The usual packet, addressed to this task, passes one quick
+ * test and take saves no registers: a reception FIFO only holds packets
+ * for its task, so the destination must be this task (torxp_hdr_invalid's
+ * check of it against the torus, and of a deposit's dimension, is for the
+ * deposit packets that take_rare sees). */
+static const torx_pkt_hdr_t *__attribute__((noinline))
+take(torxp_shm_dev_t *d, unsigned fi, torx_pkt_hdr_t *pkt)
+{
+    const unsigned len = pkt->payload_len;
+    if (TORXP_UNLIKELY(len > TORX_PKT_MAX_PAYLOAD || pkt->chunks != torx_pkt_chunks_for(len) ||
+                       (pkt->ctl & (TORX_PKT_SYS | TORX_PKT_DEPOSIT)) ||
+                       coord_bits(pkt->dest) != coord_bits(d->base.self)))
+        return take_rare(d, fi, pkt);
+    return take_checked(d, fi, pkt);
 }
 
 const torx_pkt_hdr_t *torxp_shm_peek(torx_pkt_dev_t *dev)
