@@ -193,6 +193,16 @@ struct torxp_shm_dev {
      * it, so a poll in the other thread takes the lock only when needed. */
     uint32_t stash_active;
     uint64_t chaos; /* xorshift state of pick_fifo; 0 = chaos off */
+    /* The destination of the last packet that took its FIFO by sender
+     * (pick_fifo without chaos), checked, with that FIFO and its cached
+     * head: a packet to it again skips the checks and the lookups. */
+    struct {
+        uint32_t dest;     /* the coordinate's bytes; UINT32_MAX: none */
+        unsigned ctl_mask; /* packets with these ctl bits do not use it */
+        unsigned slot;
+        torxp_fifo_t *fifo;
+        uint64_t *cached_head;
+    } tx_memo;
     struct {
         unsigned next_hop, hops;
         torx_pkt_hdr_t hdr;
@@ -209,7 +219,7 @@ struct torxp_shm_dev {
     /* staging (shm_stage.c): this task's write position and its view of the
      * receiver's release count, per destination rank; its read position,
      * per source rank. Positions count bytes since the start of the job. */
-    uint32_t stage_bytes; /* per ring, 0 when off */
+    uint32_t stage_bytes;      /* per ring, 0 when off */
     uint32_t stage_rewind_max; /* pieces up to this long rewind (TORX_STAGE_REWIND_MAX) */
     /* the last coordinate the staging (tx) and the receiving (rx) thread
      * named, packed, and its rank: a pair's calls skip the translation */
@@ -224,7 +234,7 @@ struct torxp_shm_dev {
         uint32_t cost_skip; /* pieces long enough to time, timed or not */
         /* the last samples, ns per KiB; 0: none */
         uint16_t cost[TORXP_SHM_STAGE_COSTS];
-        uint8_t mapped;     /* its pages are in this task's page tables */
+        uint8_t mapped; /* its pages are in this task's page tables */
         /* pieces from that rank read since the last put toward it, up to
          * 2 (written by the receiving thread: atomic) */
         uint8_t heard;

@@ -52,6 +52,9 @@ void torxp_shm_chaos_seed(torxp_shm_dev_t *d, long seed)
     d->chaos_rx = d->chaos ? d->chaos ^ 0xD1B54A32D192ED03ULL : 0;
     if (d->chaos && !d->chaos_rx)
         d->chaos_rx = 1;
+    /* Deposit packets go down a line; adaptive ones scatter under chaos. */
+    d->tx_memo.ctl_mask = TORX_PKT_DEPOSIT | (d->chaos ? TORX_PKT_ADAPTIVE : 0);
+    d->tx_memo.dest = UINT32_MAX;
 }
 
 /* ---- Doorbell ------------------------------------------------------------------ */
@@ -151,6 +154,14 @@ static inline void set_stash_active(torxp_shm_dev_t *d, uint32_t v)
     __atomic_store_n(&d->stash_active, v, __ATOMIC_RELAXED);
 }
 
+/* A coordinate as one word, for equality. */
+static inline uint32_t coord_bits(torx_coord_t c)
+{
+    uint32_t v;
+    memcpy(&v, &c, sizeof v);
+    return v;
+}
+
 /* The reception FIFO a packet from this task takes at its destination:
  * deterministic packets are pinned by sender, which is what keeps them in
  * order; adaptive ones scatter when chaos is on. */
@@ -161,12 +172,12 @@ static inline unsigned pick_fifo(torxp_shm_dev_t *d, unsigned ctl)
     return d->self_index % TORXP_SHM_FIFOS_PER_TASK;
 }
 
+/* Writes the packet into FIFO f of the task in slot, whose head this task
+ * last saw in *cached_head. */
 static inline __attribute__((always_inline)) torx_status_t
-deliver(torxp_shm_dev_t *d, unsigned slot, unsigned fifo, const torx_pkt_hdr_t *hdr,
-        const struct iovec *iov, int iovcnt, size_t len)
+deliver_to(torxp_shm_dev_t *d, unsigned slot, torxp_fifo_t *f, uint64_t *cached_head,
+           const torx_pkt_hdr_t *hdr, const struct iovec *iov, int iovcnt, size_t len)
 {
-    torxp_fifo_t *f = torxp_shm_fifo(d, slot, fifo);
-    uint64_t *cached_head = &d->cached_head[slot * TORXP_SHM_FIFOS_PER_TASK + fifo];
     uint64_t pos;
     if (!(d->sole_producer ? torxp_fifo_reserve_sole(f, d->geom, cached_head, &pos)
                            : torxp_fifo_reserve(f, d->geom, cached_head, &pos)))
@@ -181,6 +192,15 @@ deliver(torxp_shm_dev_t *d, unsigned slot, unsigned fifo, const torx_pkt_hdr_t *
     torxp_fifo_publish(s, pos, d->geom);
     ring_if_sleeping(d, slot);
     return TORX_OK;
+}
+
+static inline __attribute__((always_inline)) torx_status_t
+deliver(torxp_shm_dev_t *d, unsigned slot, unsigned fifo, const torx_pkt_hdr_t *hdr,
+        const struct iovec *iov, int iovcnt, size_t len)
+{
+    return deliver_to(d, slot, torxp_shm_fifo(d, slot, fifo),
+                      &d->cached_head[slot * TORXP_SHM_FIFOS_PER_TASK + fifo], hdr, iov, iovcnt,
+                      len);
 }
 
 /* Whether a task sits in slot: the private copy of the task table
@@ -266,6 +286,11 @@ inject_body(torxp_shm_dev_t *d, const torx_pkt_hdr_t *hdr, const struct iovec *i
     if (TORXP_UNLIKELY(len > TORX_PKT_MAX_PAYLOAD))
         return torxp_error(TORX_ERR_INVAL, "torx: packet payload of %zu bytes exceeds %d", len,
                            TORX_PKT_MAX_PAYLOAD);
+    /* The destination of the last deterministic packet again (a ping-pong,
+     * a message's packets, a stream): checked then, its FIFO known. */
+    if (TORXP_LIKELY(coord_bits(hdr->dest) == d->tx_memo.dest && !(hdr->ctl & d->tx_memo.ctl_mask)))
+        return deliver_to(d, d->tx_memo.slot, d->tx_memo.fifo, d->tx_memo.cached_head, hdr, iov,
+                          iovcnt, len);
     if (TORXP_UNLIKELY(!torx_coord_in_shape(dev->shape, hdr->dest)))
         return torxp_error(TORX_ERR_INVAL, "torx: destination (%u,%u,%u,%u) is outside the torus",
                            hdr->dest.x, hdr->dest.y, hdr->dest.z, hdr->dest.t);
@@ -275,6 +300,13 @@ inject_body(torxp_shm_dev_t *d, const torx_pkt_hdr_t *hdr, const struct iovec *i
                            hdr->dest.x, hdr->dest.y, hdr->dest.z, hdr->dest.t);
     if (TORXP_UNLIKELY(hdr->ctl & TORX_PKT_DEPOSIT))
         return inject_deposit(d, hdr, iov, iovcnt, len);
+    if (!(hdr->ctl & d->tx_memo.ctl_mask)) {
+        const unsigned fifo = d->self_index % TORXP_SHM_FIFOS_PER_TASK;
+        d->tx_memo.dest = coord_bits(hdr->dest);
+        d->tx_memo.slot = slot;
+        d->tx_memo.fifo = torxp_shm_fifo(d, slot, fifo);
+        d->tx_memo.cached_head = &d->cached_head[slot * TORXP_SHM_FIFOS_PER_TASK + fifo];
+    }
     return deliver(d, slot, pick_fifo(d, hdr->ctl), hdr, iov, iovcnt, len);
 }
 
@@ -325,6 +357,9 @@ torx_status_t torxp_shm_tx_setup(torxp_shm_dev_t *d)
             sole = 0;
     }
     d->sole_producer = sole;
+    /* No coordinate has a byte of 255 (extents are at most 255): no memo
+     * until a packet fills it, after every slot's task is known. */
+    d->tx_memo.dest = UINT32_MAX;
     return TORX_OK;
 }
 
@@ -420,13 +455,6 @@ static inline const torx_pkt_hdr_t *take_checked(torxp_shm_dev_t *d, unsigned fi
     torxp_rx_burst(&d->next_fifo, &d->burst, fi, TORXP_SHM_FIFOS_PER_TASK);
     d->cur_fifo = (int)fi;
     return pkt;
-}
-
-static inline uint32_t coord_bits(torx_coord_t c)
-{
-    uint32_t v;
-    memcpy(&v, &c, sizeof v);
-    return v;
 }
 
 /* The packets take's quick test does not pass: deposit packets (whose
