@@ -150,6 +150,25 @@ static torx_status_t staged_now(torx_ctx_t *ctx, torxm_peer_t *peer, unsigned pr
     return TORX_OK;
 }
 
+/* torx_send_inject of a message larger than one packet: staged now, or
+ * TORX_AGAIN. Out of line, so that the one-packet path saves no registers
+ * for it. */
+static torx_status_t __attribute__((noinline))
+inject_larger(torx_ctx_t *ctx, int dest, int handler, const void *hdr, size_t hdr_len,
+              const void *data, size_t len)
+{
+    if (len > ctx->stage_chunk)
+        return TORX_AGAIN;
+    const torx_protocol_t p = torx_choose_protocol(ctx, dest, hdr_len, len);
+    torxm_peer_t *peer = &ctx->peers[dest];
+    /* Slow copies may send it by rendezvous: torx_send decides (and counts
+     * the probe). */
+    if (torxm_stages(ctx, peer, p, len) &&
+        (len < TORXM_SLOW_RZV_MIN || !torxm_copies_measured_slow(ctx, peer)))
+        return staged_now(ctx, peer, p, handler, hdr ? hdr : nothing, hdr_len, data, len);
+    return TORX_AGAIN;
+}
+
 torx_status_t torx_send_inject(torx_ctx_t *ctx, int dest, int handler, const void *hdr,
                                size_t hdr_len, const void *data, size_t len)
 {
@@ -157,18 +176,8 @@ torx_status_t torx_send_inject(torx_ctx_t *ctx, int dest, int handler, const voi
                        (unsigned)handler >= TORX_MSG_HANDLERS || hdr_len > TORX_MSG_MAX_HDR ||
                        (hdr_len && !hdr) || (len && !data)))
         return args_check("torx_send_inject", ctx, dest, handler, hdr, hdr_len, data, len);
-    if (!onepkt_fits(ctx, hdr_len + len)) {
-        if (len > ctx->stage_chunk)
-            return TORX_AGAIN;
-        const torx_protocol_t p = torx_choose_protocol(ctx, dest, hdr_len, len);
-        torxm_peer_t *peer = &ctx->peers[dest];
-        /* Slow copies may send it by rendezvous: torx_send decides (and
-         * counts the probe). */
-        if (torxm_stages(ctx, peer, p, len) &&
-            (len < TORXM_SLOW_RZV_MIN || !torxm_copies_measured_slow(ctx, peer)))
-            return staged_now(ctx, peer, p, handler, hdr ? hdr : nothing, hdr_len, data, len);
-        return TORX_AGAIN;
-    }
+    if (!onepkt_fits(ctx, hdr_len + len))
+        return inject_larger(ctx, dest, handler, hdr, hdr_len, data, len);
     const torx_status_t rc = onepkt_now(ctx, &ctx->peers[dest], handler, hdr ? hdr : nothing,
                                         hdr_len, data ? data : nothing, len);
     return rc == TORX_NO_ROOM ? TORX_AGAIN : rc;
@@ -181,10 +190,9 @@ torx_status_t torx_line_init(torx_ctx_t *ctx, torx_line_t *line, int dim, int di
 {
     if (!ctx || !line || dim < TORX_DIM_X || dim > TORX_DIM_Z || (dir != 1 && dir != -1) ||
         (unsigned)handler >= TORX_MSG_HANDLERS || hdr_len > TORX_MSG_MAX_HDR)
-        return torxp_error(TORX_ERR_INVAL,
-                           "torx: torx_line_init: %s (dim %d, dir %d, handler %d, hdr_len %zu)",
-                           !ctx || !line ? "NULL argument" : "argument out of range", dim, dir,
-                           handler, hdr_len);
+        return torxp_error(
+            TORX_ERR_INVAL, "torx: torx_line_init: %s (dim %d, dir %d, handler %d, hdr_len %zu)",
+            !ctx || !line ? "NULL argument" : "argument out of range", dim, dir, handler, hdr_len);
     const torx_shape_t s = torx_pkt_shape(ctx->dev);
     const unsigned ext = dim == TORX_DIM_X ? s.x : dim == TORX_DIM_Y ? s.y : s.z;
     if (hops < 1 || (unsigned)hops >= ext)
@@ -207,8 +215,7 @@ torx_status_t torx_line_init(torx_ctx_t *ctx, torx_line_t *line, int dim, int di
     return TORX_OK;
 }
 
-torx_status_t torx_line_send(const torx_line_t *line, const void *hdr, const void *data,
-                             size_t len)
+torx_status_t torx_line_send(const torx_line_t *line, const void *hdr, const void *data, size_t len)
 {
     const struct iovec iov[2] = {{(void *)hdr, line->hdr_len}, {(void *)data, len}};
     const torx_status_t rc = torx_pkt_inject(line->dev, &line->pkt, iov, len ? 2 : 1);
@@ -456,8 +463,8 @@ static torx_status_t ctrl_inject(torx_ctx_t *ctx, int dest, unsigned type, uint3
     return torxm_inject(ctx, &h, &iov, len ? 1 : 0, proto);
 }
 
-void torxm_ctrl_send(torx_ctx_t *ctx, int dest, unsigned type, uint32_t word,
-                     const void *payload, size_t len, unsigned proto)
+void torxm_ctrl_send(torx_ctx_t *ctx, int dest, unsigned type, uint32_t word, const void *payload,
+                     size_t len, unsigned proto)
 {
     if (!ctx->ctrl_head) {
         const torx_status_t rc = ctrl_inject(ctx, dest, type, word, payload, len, proto);
@@ -482,8 +489,11 @@ void torxm_ctrl_send(torx_ctx_t *ctx, int dest, unsigned type, uint32_t word,
         return;
     }
     assert(len <= sizeof c->payload);
-    *c = (torxm_ctrl_t){.dest = dest, .type = (uint8_t)type, .proto = (uint8_t)proto,
-                        .len = (uint8_t)len, .word = word};
+    *c = (torxm_ctrl_t){.dest = dest,
+                        .type = (uint8_t)type,
+                        .proto = (uint8_t)proto,
+                        .len = (uint8_t)len,
+                        .word = word};
     if (len)
         memcpy(c->payload, payload, len);
     if (!ctx->ctrl_head)
@@ -498,8 +508,8 @@ int torxm_ctrl_drain(torx_ctx_t *ctx)
     int n = 0;
     torxm_ctrl_t *c;
     while ((c = ctx->ctrl_head)) {
-        const torx_status_t rc = ctrl_inject(ctx, c->dest, c->type, c->word, c->payload, c->len,
-                                             c->proto);
+        const torx_status_t rc =
+            ctrl_inject(ctx, c->dest, c->type, c->word, c->payload, c->len, c->proto);
         if (rc == TORX_NO_ROOM)
             break;
         if (rc < 0)

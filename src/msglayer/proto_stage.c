@@ -62,8 +62,7 @@ torx_status_t torxm_staged_first(torx_ctx_t *ctx, torxm_peer_t *peer, unsigned p
     return rc;
 }
 
-torx_status_t torxm_staged_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m,
-                                unsigned proto)
+torx_status_t torxm_staged_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m, unsigned proto)
 {
     const int vn = proto == TORX_PROTO_VN;
     if (m->state == TORXM_MSG_FIRST) {
@@ -84,9 +83,8 @@ torx_status_t torxm_staged_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t
     return rc;
 }
 
-torx_status_t torxm_stage_pieces(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m,
-                                 uint64_t end, unsigned type, const uint64_t *rcookie,
-                                 unsigned proto)
+torx_status_t torxm_stage_pieces(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m, uint64_t end,
+                                 unsigned type, const uint64_t *rcookie, unsigned proto)
 {
     torx_pkt_hdr_t h;
     torx_pkt_hdr_init(&h, peer->coord, 0);
@@ -120,9 +118,11 @@ torx_status_t torxm_stage_pieces(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_
 #define PREFETCH_BYTES 1024u
 static inline void prefetch_piece(const void *data, uint32_t len)
 {
-    const uint32_t n = len < PREFETCH_BYTES ? len : PREFETCH_BYTES;
-    for (uint32_t off = 0; off < n; off += TORXP_CACHELINE)
-        __builtin_prefetch((const char *)data + off);
+    const char *p = data;
+    const char *const end = p + (len < PREFETCH_BYTES ? len : PREFETCH_BYTES);
+    do
+        __builtin_prefetch(p);
+    while ((p += TORXP_CACHELINE) < end);
 }
 
 static inline torx_stage_ref_t ref_at(const uint8_t *p)
@@ -139,8 +139,9 @@ void torxm_staged_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *
     const unsigned hl = (w >> 8) & 0xffu;
     const uint8_t *p = torx_pkt_payload(pkt);
     if (TORXM_UNLIKELY(TORXM_STAGED_PREFIX + hl > pkt->payload_len || peer->eager)) {
-        torxm_bad_packet(ctx, src, peer->eager ? "a staged message starting inside another"
-                                               : "a short staged first packet");
+        torxm_bad_packet(ctx, src,
+                         peer->eager ? "a staged message starting inside another"
+                                     : "a short staged first packet");
         return;
     }
     const uint64_t total = torxm_ld32(p);
@@ -153,8 +154,8 @@ void torxm_staged_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *
     prefetch_piece(data, ref.len);
     torx_recv_t recv;
     const int all = ref.len == total;
-    torxm_match(ctx, src, w & 0xffu, p + TORXM_STAGED_PREFIX, hl, (size_t)total,
-                all ? data : NULL, proto, 0, &recv);
+    torxm_match(ctx, src, w & 0xffu, p + TORXM_STAGED_PREFIX, hl, (size_t)total, all ? data : NULL,
+                proto, 0, &recv);
     if (all) {
         torxm_matched(ctx, peer);
         ctx->staged_pieces++; /* before the done callback, which may read it */
@@ -179,8 +180,8 @@ void torxm_piece_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *p
     const int src = (int)(peer - ctx->peers);
     if (TORXM_UNLIKELY(!rx || !(rx->flags & TORXM_RX_STAGED) ||
                        pkt->payload_len != TORXM_PIECE_BYTES)) {
-        torxm_bad_packet(ctx, src, rx ? "a staged piece out of place"
-                                      : "a staged piece without a message");
+        torxm_bad_packet(ctx, src,
+                         rx ? "a staged piece out of place" : "a staged piece without a message");
         return;
     }
     const torx_stage_ref_t ref = ref_at(torx_pkt_payload(pkt));
@@ -216,8 +217,9 @@ void torxm_rzv_piece_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_
                            ? torx_stage_data(ctx->dev, peer->coord, ref)
                            : NULL;
     if (TORXM_UNLIKELY(!data)) {
-        torxm_bad_packet(ctx, src, "a staged rendezvous piece that is not the next one of its "
-                                   "transfer");
+        torxm_bad_packet(ctx, src,
+                         "a staged rendezvous piece that is not the next one of its "
+                         "transfer");
         return;
     }
     torxm_rx_put(rx, off, data, ref.len);
