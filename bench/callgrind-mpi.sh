@@ -21,6 +21,12 @@
 #   TORX_PREFIX  torx MPICH install prefix (default: ~/.cache/torx/current-prefix)
 #   TORX_ENV     extra environment for the torx runs, as VAR=VALUE words
 #                (e.g. "TORX_MODE=vn"; LD_LIBRARY_PATH=DIR compares libtorx builds)
+#   CG_DETAIL    1: also each function's own instructions per round trip
+#                (the same difference, function by function; top 40). The
+#                total moves by a few dozen between runs with the polls
+#                that find nothing (torx_advance, torxp_shm_peek,
+#                MPID_Progress_wait); the functions that do a message's
+#                work give the same count every run.
 # Prints "IMPL S bytes: X instructions/round trip" per MPI.
 set -u -o pipefail
 
@@ -73,6 +79,16 @@ count() {
         echo "callgrind-mpi: $impl: no callgrind summary in $out" >&2; exit 1; }
 }
 
+# functions IMPL ROUNDTRIPS: "function instructions" of that run, own cost
+# (callgrind_annotate's function table; a name in several files adds up).
+functions() {
+    callgrind_annotate --threshold=100 --auto=no "$work/$1.$2.cg" 2>/dev/null |
+        awk '/^ *[0-9,]+ \(/ { v = $1; gsub(",", "", v); f = $0
+                 sub(/^ *[0-9,]+ \([ 0-9.%]+\) +/, "", f); sub(/ \[.*/, "", f); sub(/.*:/, "", f)
+                 a[f] += v }
+             END { for (k in a) print k, a[k] }' | sort
+}
+
 echo "# valgrind $(valgrind --version 2>/dev/null); bench/mpi_latency -s $size, rank 1 counted;" \
     "N = $n round trips (and 2N)"
 # mpi_latency adds a warm-up of a tenth of the iterations (at least 2).
@@ -92,4 +108,9 @@ for impl in $impls; do
     c2=$(count "$impl" $((2 * n))) || exit 1
     awk -v i="$impl" -v s="$size" -v a="$c1" -v b="$c2" -v r="$((rt2 - rt1))" \
         'BEGIN { printf "%s %s bytes: %.0f instructions/round trip\n", i, s, (b - a) / r }'
+    if [ "${CG_DETAIL:-0}" = 1 ]; then
+        join -a1 -a2 -e0 -o 0,1.2,2.2 <(functions "$impl" "$n") <(functions "$impl" $((2 * n))) |
+            awk -v r="$((rt2 - rt1))" '{ d = ($3 - $2) / r; if (d >= 1) printf "  %-44s %7.1f\n", $1, d }' |
+            sort -k2 -g -r | head -40
+    fi
 done
