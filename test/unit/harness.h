@@ -67,9 +67,13 @@ __attribute__((constructor)) static void test_task_pids_map(void)
     test_task_pids = p;
 }
 
-/* A task records itself before it may create a segment. */
+/* A task records itself (once) before it may create a segment. */
 static inline void test_record_task(void)
 {
+    static pid_t recorded; /* a forked child inherits its parent's pid here */
+    if (recorded == getpid())
+        return;
+    recorded = getpid();
     const unsigned i = __atomic_fetch_add(&test_task_pids->n, 1, __ATOMIC_RELAXED);
     if (i >= TEST_TASK_PIDS_MAX) {
         fprintf(stderr, "test harness: more than %d tasks; raise TEST_TASK_PIDS_MAX\n",

@@ -52,9 +52,6 @@ void torxp_shm_chaos_seed(torxp_shm_dev_t *d, long seed)
     d->chaos_rx = d->chaos ? d->chaos ^ 0xD1B54A32D192ED03ULL : 0;
     if (d->chaos && !d->chaos_rx)
         d->chaos_rx = 1;
-    /* Deposit packets go down a line; adaptive ones scatter under chaos. */
-    d->tx_memo.ctl_mask = TORX_PKT_DEPOSIT | (d->chaos ? TORX_PKT_ADAPTIVE : 0);
-    d->tx_memo.dest = UINT32_MAX;
 }
 
 /* ---- Doorbell ------------------------------------------------------------------ */
@@ -300,14 +297,15 @@ inject_body(torxp_shm_dev_t *d, const torx_pkt_hdr_t *hdr, const struct iovec *i
                            hdr->dest.x, hdr->dest.y, hdr->dest.z, hdr->dest.t);
     if (TORXP_UNLIKELY(hdr->ctl & TORX_PKT_DEPOSIT))
         return inject_deposit(d, hdr, iov, iovcnt, len);
-    if (!(hdr->ctl & d->tx_memo.ctl_mask)) {
-        const unsigned fifo = d->self_index % TORXP_SHM_FIFOS_PER_TASK;
-        d->tx_memo.dest = coord_bits(hdr->dest);
-        d->tx_memo.slot = slot;
-        d->tx_memo.fifo = torxp_shm_fifo(d, slot, fifo);
-        d->tx_memo.cached_head = &d->cached_head[slot * TORXP_SHM_FIFOS_PER_TASK + fifo];
-    }
-    return deliver(d, slot, pick_fifo(d, hdr->ctl), hdr, iov, iovcnt, len);
+    if (hdr->ctl & d->tx_memo.ctl_mask)
+        return deliver(d, slot, pick_fifo(d, hdr->ctl), hdr, iov, iovcnt, len);
+    /* Pinned by sender (pick_fifo's answer without chaos): remember it. */
+    const unsigned fifo = d->self_index % TORXP_SHM_FIFOS_PER_TASK;
+    d->tx_memo.dest = coord_bits(hdr->dest);
+    d->tx_memo.slot = slot;
+    d->tx_memo.fifo = torxp_shm_fifo(d, slot, fifo);
+    d->tx_memo.cached_head = &d->cached_head[slot * TORXP_SHM_FIFOS_PER_TASK + fifo];
+    return deliver_to(d, slot, d->tx_memo.fifo, d->tx_memo.cached_head, hdr, iov, iovcnt, len);
 }
 
 static torx_status_t __attribute__((noinline))
@@ -358,8 +356,10 @@ torx_status_t torxp_shm_tx_setup(torxp_shm_dev_t *d)
     }
     d->sole_producer = sole;
     /* No coordinate has a byte of 255 (extents are at most 255): no memo
-     * until a packet fills it, after every slot's task is known. */
+     * until a packet fills it. Deposit packets go down a line, and adaptive
+     * ones scatter under chaos (seeded before this): never memoized. */
     d->tx_memo.dest = UINT32_MAX;
+    d->tx_memo.ctl_mask = TORX_PKT_DEPOSIT | (d->chaos ? TORX_PKT_ADAPTIVE : 0);
     return TORX_OK;
 }
 
