@@ -162,6 +162,11 @@ enum torxm_pkt_type {
  * receiver chooses (torxm_rzv_takes_stage) and says so in its
  * clear-to-send's word (TORXM_CTS_STAGED), or gets the data in bulk. */
 #define TORXM_SCOUT_STAGED 0x2u
+/* Scout flag, with TORXM_SCOUT_STAGED: the sender's copies toward the
+ * receiver run slow and this scout is the one in TORXM_STAGE_PROBE that
+ * measures them again; the receiver takes the offer whatever its own
+ * verdict (torxm_peer_t.rzv_hold). */
+#define TORXM_SCOUT_PROBE 0x4u
 #define TORXM_CTS_STAGED 0x1u
 
 #define TORXM_EAGER_FIRST_PREFIX 4u /* u32 total */
@@ -329,6 +334,12 @@ typedef struct torxm_peer {
     /* messages kept off the staging area for slow copies (torxm_copies_slow),
      * and rx_seq when the last message torxm_idle_stages weighed left */
     uint8_t stage_probe;
+    /* The staged rendezvous is a pair's choice: while this task's own
+     * scouts to peer go without the staging offer for slow copies, it
+     * declines peer's offers too (but probes), for the next rzv_hold
+     * scouts from peer. A window where one direction stages and the other
+     * takes bulk gets runs slower than either alone (proto_rzv.c). */
+    uint8_t rzv_hold;
     uint32_t rx_seq_at_long;
     /* receive */
     uint32_t rx_seq;      /* messages matched from this peer */
@@ -562,9 +573,9 @@ static inline int torxm_copies_slow(torx_ctx_t *ctx, torxm_peer_t *peer)
  * ran at 22-26 GB/s while copies toward the peer cost 45-94 ns per KiB, and
  * at 6.6-7.1 GB/s at 119-153 (the cores far apart), where a bulk get gives
  * 12-17 (bench/RESULTS.md, twelfth session). */
-static inline int torxm_rzv_copies_slow(torx_ctx_t *ctx, torxm_peer_t *peer)
+static inline int torxm_rzv_copies_slow(torx_ctx_t *ctx, const torxm_peer_t *peer)
 {
-    return torxm_copies_slow_at(ctx, peer, ctx->limits.stage_cost_max / 4 * 3);
+    return torxm_copies_measured_slow_at(ctx, peer, ctx->limits.stage_cost_max / 4 * 3);
 }
 /* Whether a staged eager or vn message of len bytes takes the rendezvous
  * (vn: the bulk get) instead, for slow copies. */

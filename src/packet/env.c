@@ -236,6 +236,10 @@ torx_status_t torxp_env_read(torxp_env_t *env)
                            "torx: TORX_BULK_SHARE_MIN='%s' is neither 0 (gets not shared) nor at "
                            "least two pieces of %u bytes",
                            getenv("TORX_BULK_SHARE_MIN"), TORXP_BULK_SHARE_PIECE);
+    /* torx_bulk_cost given instead of measured: the same choice on every
+     * run, and tests that do not depend on this machine's copy speeds. */
+    if ((rc = torx_env_int("TORX_BULK_COST", 0, 100000, 0, &e.bulk_cost)) != TORX_OK)
+        return rc;
     *env = e;
     return TORX_OK;
 }

@@ -187,6 +187,7 @@ typedef struct torxp_env {
     long stage_rewind_max; /* TORX_STAGE_REWIND_MAX; 0 = pieces never rewind */
     long mstage_bytes; /* TORX_MSTAGE_BYTES; 0 = no multi-reader staging */
     long bulk_share_min; /* TORX_BULK_SHARE_MIN; 0 = gets not shared */
+    long bulk_cost;      /* TORX_BULK_COST; 0 = measured at start-up */
 } torxp_env_t;
 
 enum { TORXP_BULK_AUTO, TORXP_BULK_CMA, TORXP_BULK_FIFO };

@@ -619,6 +619,153 @@ START_TEST(rzv_shares_with_idle_sender)
 }
 END_TEST
 
+
+/* ---- A pair's rendezvous data moves one way in both directions ------------------- */
+
+/* Rank 0's copies into the staging area count as slow as soon as one is
+ * measured (TORX_STAGE_COST_MAX=0), rank 1's never; TORX_BULK_COST makes a
+ * bulk get cost more than two copies, so auto would stage. PAIR_ROUNDS
+ * rounds exchange a rendezvous message each way. Round 0, before any
+ * measurement, stages both ways. From round 1 on rank 0's scouts go
+ * without the staging offer, and rank 0 declines rank 1's offers too: both
+ * directions take bulk gets, but rank 0's probe (its 64th slow scout, round
+ * 64), which rank 1 stages. Then rank 1 alone sends PAIR_AFTER messages:
+ * rank 0's hold lapses within 64 of them and the rest are staged. Before
+ * the pair rule, rank 1's messages were all staged while rank 0's took
+ * bulk gets. */
+#define PAIR_SIZE 65536u /* four 16 KiB pieces */
+#define PAIR_ROUNDS 70
+#define PAIR_AFTER 80
+#define PAIR_PROBE_ROUND 64
+#define PAIR_HANDLER 12
+
+typedef struct pair_state {
+    int errors;
+    volatile int received, sent;
+    uint64_t pieces_at_match;
+    uint64_t pieces[PAIR_ROUNDS + PAIR_AFTER]; /* staged pieces each received message took */
+    torx_protocol_t proto;
+    uint8_t *buf;
+} pair_state_t;
+
+static void pair_recv_done(torx_ctx_t *ctx, void *arg, torx_status_t status, size_t received)
+{
+    pair_state_t *st = arg;
+    if (status != TORX_OK || received != PAIR_SIZE)
+        st->errors++;
+    if (test_pattern_wrong(st->buf, PAIR_SIZE, 7, (uint32_t)st->received) != SIZE_MAX)
+        st->errors++;
+    st->pieces[st->received++] = ctx->staged_pieces - st->pieces_at_match;
+}
+
+static void pair_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info,
+                         torx_recv_t *recv)
+{
+    pair_state_t *st = harg;
+    if (info->protocol != st->proto || st->received >= PAIR_ROUNDS + PAIR_AFTER)
+        st->errors++;
+    st->pieces_at_match = ctx->staged_pieces;
+    recv->buf = st->buf;
+    recv->len = PAIR_SIZE;
+    recv->done = pair_recv_done;
+    recv->arg = st;
+}
+
+static void pair_send_done(torx_ctx_t *ctx, torx_msg_t *msg, void *arg)
+{
+    (void)ctx;
+    (void)msg;
+    ((pair_state_t *)arg)->sent++;
+}
+
+static int pair_task(torx_boot_t *boot, void *argp)
+{
+    (void)argp;
+    setenv("TORX_STAGE_COST_MAX", boot->rank == 0 ? "0" : "65535", 1);
+    torx_ctx_t *ctx;
+    torx_init_attr_t attr = {.boot = boot, .mode = -1};
+    TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
+    static pair_state_t st;
+    static uint8_t out[PAIR_ROUNDS + PAIR_AFTER][PAIR_SIZE];
+    static torx_msg_t msgs[PAIR_ROUNDS + PAIR_AFTER];
+    st = (pair_state_t){.buf = malloc(PAIR_SIZE),
+                        .proto = torx_mode(ctx) == TORX_MODE_VN ? TORX_PROTO_VN : TORX_PROTO_RZV};
+    TASK_CHECK(st.buf, "out of memory");
+    for (int m = 0; m < PAIR_ROUNDS + PAIR_AFTER; m++)
+        for (size_t i = 0; i < PAIR_SIZE; i++)
+            out[m][i] = test_pattern(7, (uint32_t)m, i);
+    TASK_CHECK(torx_register(ctx, PAIR_HANDLER, pair_handler, &st) == TORX_OK, "%s",
+               torx_last_error());
+    const int peer = 1 - boot->rank;
+    /* Auto stages only where the device's bulk get costs more than two
+     * copies: TORX_BULK_COST says so on the cma path, and elsewhere
+     * nothing may stage. */
+    const int stages = torx_bulk_cost(torx_ctx_device(ctx), ctx->peers[peer].coord) > 200;
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+
+    for (int r = 0; r < PAIR_ROUNDS; r++) {
+        TASK_CHECK(torx_send(ctx, &msgs[r], peer, PAIR_HANDLER, NULL, 0, out[r], PAIR_SIZE,
+                             TORX_PROTO_AUTO, pair_send_done, &st) == TORX_OK,
+                   "%s", torx_last_error());
+        TASK_CHECK(idle_wait(ctx, &st.received, r + 1) == 0, "round %d: nothing came", r);
+        TASK_CHECK(idle_wait(ctx, &st.sent, r + 1) == 0, "round %d: send incomplete", r);
+        /* each round's scouts see the verdicts of the round's sends */
+        TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    }
+    if (boot->rank == 1)
+        for (int i = PAIR_ROUNDS; i < PAIR_ROUNDS + PAIR_AFTER; i++) {
+            TASK_CHECK(torx_send(ctx, &msgs[i], peer, PAIR_HANDLER, NULL, 0, out[i], PAIR_SIZE,
+                                 TORX_PROTO_AUTO, pair_send_done, &st) == TORX_OK,
+                       "%s", torx_last_error());
+            TASK_CHECK(idle_wait(ctx, &st.sent, i + 1) == 0, "one way: send %d incomplete", i);
+        }
+    else
+        TASK_CHECK(idle_wait(ctx, &st.received, PAIR_ROUNDS + PAIR_AFTER) == 0,
+                   "one way: %d of %d came", st.received, PAIR_ROUNDS + PAIR_AFTER);
+    TASK_CHECK(st.errors == 0, "rank %d: %d errors", boot->rank, st.errors);
+
+    const uint64_t whole = PAIR_SIZE / 16384;
+    for (int r = 0; r < PAIR_ROUNDS; r++) {
+        const int staged = stages && (r == 0 || (boot->rank == 1 && r == PAIR_PROBE_ROUND));
+        TASK_CHECK(st.pieces[r] == (staged ? whole : 0),
+                   "round %d: rank %d's message from rank %d took %llu staged pieces, expected "
+                   "%llu",
+                   r, boot->rank, peer, (unsigned long long)st.pieces[r],
+                   (unsigned long long)(staged ? whole : 0));
+    }
+    if (boot->rank == 0) {
+        /* one way: a prefix of held (bulk) messages, then staged ones */
+        int held = 0;
+        while (held < PAIR_AFTER && st.pieces[PAIR_ROUNDS + held] == 0)
+            held++;
+        for (int i = held; i < PAIR_AFTER; i++)
+            TASK_CHECK(st.pieces[PAIR_ROUNDS + i] == whole,
+                       "one way: message %d took %llu staged pieces after %d held", i,
+                       (unsigned long long)st.pieces[PAIR_ROUNDS + i], held);
+        TASK_CHECK(stages ? held >= 1 && held <= 64 : held == PAIR_AFTER,
+                   "one way: %d of %d messages held on bulk gets", held, PAIR_AFTER);
+    }
+    free(st.buf);
+    TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
+    return 0;
+}
+
+static const char *const pair_modes[] = {"heater", "vn"};
+
+START_TEST(rzv_pair_moves_data_one_way)
+{
+    setenv("TORX_MODE", pair_modes[_i], 1);
+    setenv("TORX_EAGER_IDLE_LIMIT", "0", 1);
+    setenv("TORX_RZV_DATA", "auto", 1);
+    setenv("TORX_BULK_COST", "1000", 1);
+    RUN_JOB(2, pair_task, NULL);
+    unsetenv("TORX_BULK_COST");
+    unsetenv("TORX_RZV_DATA");
+    unsetenv("TORX_EAGER_IDLE_LIMIT");
+    unsetenv("TORX_MODE");
+}
+END_TEST
+
 /* ---- API checks ----------------------------------------------------------------- */
 
 static int api_task(torx_boot_t *boot, void *argp)
@@ -726,7 +873,8 @@ START_TEST(init_rejects_bad_environment)
                                           {"TORX_EAGER_LIMIT", "12k", NULL},
                                           {"TORX_RZV_DATA", "dma", NULL},
                                           {"TORX_EAGER_IDLE_LIMIT", "-1", NULL},
-                                          {"TORX_STAGE_COST_MAX", "70000", NULL}};
+                                          {"TORX_STAGE_COST_MAX", "70000", NULL},
+                                          {"TORX_BULK_COST", "lots", NULL}};
     for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         setenv(bad[i].var, bad[i].value, 1);
         RUN_JOB(1, init_fail_task, (void *)bad[i].var);
@@ -755,6 +903,8 @@ Suite *msg_suite(void)
                         (int)(sizeof pass_modes / sizeof pass_modes[0]));
     tcase_add_loop_test(idle, rzv_shares_with_idle_sender, 0,
                         (int)(sizeof share_rzv_modes / sizeof share_rzv_modes[0]));
+    tcase_add_loop_test(idle, rzv_pair_moves_data_one_way, 0,
+                        (int)(sizeof pair_modes / sizeof pair_modes[0]));
     suite_add_tcase(s, idle);
     TCase *api = tcase_create("api");
     tcase_set_timeout(api, 60);

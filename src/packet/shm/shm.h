@@ -318,7 +318,8 @@ torx_status_t torxp_shm_gi_poll(torx_pkt_dev_t *dev);
 /* Bulk transfer (shm_bulk.c). */
 /* Chooses the bulk path (TORX_BULK) and, on cma, offers gets of share_min
  * bytes or more to be shared (TORX_BULK_SHARE_MIN; 0: none). */
-torx_status_t torxp_shm_bulk_setup(torxp_shm_dev_t *d, int bulk_mode, long share_min);
+torx_status_t torxp_shm_bulk_setup(torxp_shm_dev_t *d, int bulk_mode, long share_min,
+                                   long cost);
 unsigned torxp_shm_bulk_cost(const torx_pkt_dev_t *dev, torx_coord_t peer);
 torx_status_t torxp_shm_bulk_get(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
                                  const void *remote, void *local, size_t len, unsigned flags);

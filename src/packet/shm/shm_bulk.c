@@ -1183,7 +1183,7 @@ static void bulk_allow_readers(torxp_shm_dev_t *d, int yama)
                   others == 1 ? "" : " tasks (PR_SET_PTRACER_ANY)");
 }
 
-torx_status_t torxp_shm_bulk_setup(torxp_shm_dev_t *d, int bulk_mode, long share_min)
+torx_status_t torxp_shm_bulk_setup(torxp_shm_dev_t *d, int bulk_mode, long share_min, long cost)
 {
     /* Every task helps the others' shared gets, whatever its own setting. */
     d->share = torxp_shm_at(d, d->seg->share_off);
@@ -1220,8 +1220,13 @@ torx_status_t torxp_shm_bulk_setup(torxp_shm_dev_t *d, int bulk_mode, long share
                       share_min ? "; gets not shared: more tasks than cores" : "");
         /* Not measured with more tasks than cores: every task's copies
          * would time the others' time slices. */
-        d->bulk_cost = cpus > 0 && d->base.size > cpus ? 0 : bulk_measure_cost();
-        if (d->bulk_cost)
+        d->bulk_cost = cost                                 ? (unsigned)cost
+                       : cpus > 0 && d->base.size > cpus ? 0
+                                                         : bulk_measure_cost();
+        if (cost)
+            torxp_log(&d->base, 1, "bulk path: torx_bulk_cost %u%% (TORX_BULK_COST)",
+                      d->bulk_cost);
+        else if (d->bulk_cost)
             torxp_log(&d->base, 1,
                       "bulk path: a 1 MiB process_vm_readv takes %u%% of a 1 MiB memcpy's "
                       "time (torx_bulk_cost)",

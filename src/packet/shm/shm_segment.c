@@ -377,7 +377,7 @@ torx_status_t torxp_shm_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
         rc = torxp_shm_tx_setup(d);
         torxp_shm_bell_setup(d);
         if (rc == TORX_OK)
-            rc = torxp_shm_bulk_setup(d, env->bulk_mode, env->bulk_share_min);
+            rc = torxp_shm_bulk_setup(d, env->bulk_mode, env->bulk_share_min, env->bulk_cost);
         if (rc == TORX_OK)
             rc = torxp_shm_stage_setup(d, env->stage_rewind_max);
         torxp_shm_mstage_setup(d);
