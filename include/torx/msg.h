@@ -135,7 +135,10 @@ typedef enum torx_rzv_data {
                                and copies into the area toward the peer are
                                not slow (torx_stage_cost at most 3/4 of
                                stage_cost_max, but one scout in 64), neither
-                               in co mode nor oversubscribed; else bulk */
+                               in co mode nor oversubscribed; else bulk. A
+                               task whose own offers are off for slow
+                               copies declines the peer's too (but its
+                               probes), so both directions move alike */
     TORX_RZV_DATA_BULK,     /* the receiver's bulk get (torx_bulk_get) */
     TORX_RZV_DATA_PACKETS,  /* adaptive packets */
     TORX_RZV_DATA_STAGED    /* through the staging area wherever it reaches */

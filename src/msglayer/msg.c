@@ -101,7 +101,10 @@ static void rzv_data_describe(const torx_ctx_t *ctx, char *buf, size_t len)
         if (!cost)
             snprintf(buf, len, "bulk get (auto: its cost not measured)");
         else
-            snprintf(buf, len, "%s (auto: a bulk get takes %u%% of a copy's time%s)", choice, cost,
+            snprintf(buf, len,
+                     "%s (auto: a bulk get takes %u%% of a copy's time here; a pair goes by the "
+                     "mean of its two tasks' figures%s)",
+                     choice, cost,
                      ctx->co_net            ? "; co mode"
                      : ctx->oversubscribed ? "; oversubscribed"
                                            : "");

@@ -89,6 +89,7 @@ typedef struct torxp_shm_task {
     uint64_t probe_word; /* address in the task of a known word, for the CMA probe */
     uint32_t doorbell;   /* futex word: bumped by every wake */
     uint32_t flags;      /* TORXP_SHM_TASK_F_* */
+    uint32_t bulk_cost;  /* torx_bulk_cost as this task measured it; 0: not (yet) */
 } torxp_shm_task_t;
 
 /* torxp_shm_task_t.flags: registered for membarrier(GLOBAL_EXPEDITED), so a
@@ -260,7 +261,7 @@ struct torxp_shm_dev {
 
     /* bulk (shm_bulk.c) */
     int bulk_cma;                  /* 1: process_vm_readv/writev; 0: FIFO streaming */
-    unsigned bulk_cost;            /* torx_bulk_cost, measured at setup (cma); 0: not */
+    unsigned bulk_cost;            /* this task's torx_bulk_cost, measured at setup (cma); 0: not */
     struct torxp_shm_serve *serve; /* fifo path: get requests being streamed */
     unsigned bulk_jobs;            /* jobs on serve's list: poll resumes them when non-zero */
     uint64_t probe_word;

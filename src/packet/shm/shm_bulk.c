@@ -1033,10 +1033,21 @@ const char *torxp_shm_bulk_path(const torx_pkt_dev_t *dev)
     return ((const torxp_shm_dev_t *)dev)->bulk_cma ? "cma" : "fifo";
 }
 
+/* The mean of this task's measurement and peer's, once peer has published
+ * one: both ends of a pair then answer the same, so a choice made on it at
+ * either end (TORX_RZV_DATA=auto) is the same choice. One task's 1 MiB
+ * timing ranged 174-337% between starts on one VM, around the line the
+ * message layer draws at 200, and a pair that disagreed staged one
+ * direction and took bulk gets the other (bench/RESULTS.md, fourteenth
+ * session). */
 unsigned torxp_shm_bulk_cost(const torx_pkt_dev_t *dev, torx_coord_t peer)
 {
-    (void)peer; /* one host: the same path to every task */
-    return ((const torxp_shm_dev_t *)dev)->bulk_cost;
+    const torxp_shm_dev_t *d = (const torxp_shm_dev_t *)dev;
+    if (!d->bulk_cost || !torx_coord_in_shape(dev->shape, peer))
+        return d->bulk_cost;
+    const unsigned theirs =
+        __atomic_load_n(&d->tasks[bulk_peer_index(d, peer)].bulk_cost, __ATOMIC_RELAXED);
+    return theirs ? (d->bulk_cost + theirs + 1) / 2 : d->bulk_cost;
 }
 
 /* ---- Set-up ------------------------------------------------------------------------ */
@@ -1223,6 +1234,7 @@ torx_status_t torxp_shm_bulk_setup(torxp_shm_dev_t *d, int bulk_mode, long share
         d->bulk_cost = cost                                 ? (unsigned)cost
                        : cpus > 0 && d->base.size > cpus ? 0
                                                          : bulk_measure_cost();
+        __atomic_store_n(&d->tasks[d->self_index].bulk_cost, d->bulk_cost, __ATOMIC_RELAXED);
         if (cost)
             torxp_log(&d->base, 1, "bulk path: torx_bulk_cost %u%% (TORX_BULK_COST)",
                       d->bulk_cost);
