@@ -389,7 +389,7 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
     ctx->oversubscribed = cpus > 0 && ctx->size > cpus;
     if (ctx->mode == TORX_MODE_CO && (rc = torxm_co_start(ctx)) != TORX_OK)
         goto fail;
-    char rzv[96];
+    char rzv[160];
     rzv_data_describe(ctx, rzv, sizeof rzv);
     torxp_log(ctx->dev, 1,
               "message layer: mode %s, %d task(s) per node, one-packet limit %zu, eager limit "
