@@ -105,7 +105,7 @@ static void rzv_data_describe(const torx_ctx_t *ctx, char *buf, size_t len)
                      "%s (auto: a bulk get takes %u%% of a copy's time here; a pair goes by the "
                      "mean of its two tasks' figures%s)",
                      choice, cost,
-                     ctx->co_net            ? "; co mode"
+                     ctx->co_net           ? "; co mode"
                      : ctx->oversubscribed ? "; oversubscribed"
                                            : "");
         break;

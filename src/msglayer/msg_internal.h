@@ -125,6 +125,13 @@
 #define TORXM_STAGE_COST_MAX 150
 #define TORXM_SLOW_RZV_MIN 8192
 #define TORXM_STAGE_PROBE 64
+/* How many scouts from a peer a task's slow-copies verdict holds for it
+ * when none of its own go between (torxm_peer_t.rzv_hold): four windows of
+ * a 64-message bandwidth test. A peer that finishes its window first
+ * sends the next one's scouts while this task still waits on its own, so
+ * one window's worth would lapse mid-exchange (traced: a rank took 186
+ * offers while its own scouts were off). */
+#define TORXM_RZV_HOLD 256
 
 /* Offsets and totals of packet-streamed messages are 32-bit on the wire. */
 #define TORXM_STREAM_MAX ((uint64_t)UINT32_MAX)
@@ -339,7 +346,7 @@ typedef struct torxm_peer {
      * declines peer's offers too (but probes), for the next rzv_hold
      * scouts from peer. A window where one direction stages and the other
      * takes bulk gets runs slower than either alone (proto_rzv.c). */
-    uint8_t rzv_hold;
+    uint16_t rzv_hold;
     uint32_t rx_seq_at_long;
     /* receive */
     uint32_t rx_seq;      /* messages matched from this peer */

@@ -124,7 +124,7 @@ static unsigned scout_flags(torx_ctx_t *ctx, torxm_peer_t *peer, const torxm_msg
         peer->rzv_hold = 0;
         return TORXM_SCOUT_STAGED;
     }
-    peer->rzv_hold = TORXM_STAGE_PROBE;
+    peer->rzv_hold = TORXM_RZV_HOLD;
     return ++peer->stage_probe % TORXM_STAGE_PROBE ? 0 : TORXM_SCOUT_STAGED | TORXM_SCOUT_PROBE;
 }
 
@@ -255,7 +255,7 @@ typedef struct scout {
  * against 19.6 all staged and 14.0 all bulk (bench/RESULTS.md, thirteenth
  * session): the task doing a bulk get also fills the area the other way,
  * so one core makes two of the three copies. The hold lapses after
- * TORXM_STAGE_PROBE scouts from peer with none of ours between: this
+ * TORXM_RZV_HOLD scouts from peer with none of ours between: this
  * task's verdict was measured on its own traffic, which has stopped. */
 static int takes_offer(torx_ctx_t *ctx, torxm_peer_t *peer, unsigned flags)
 {

@@ -1231,13 +1231,12 @@ torx_status_t torxp_shm_bulk_setup(torxp_shm_dev_t *d, int bulk_mode, long share
                       share_min ? "; gets not shared: more tasks than cores" : "");
         /* Not measured with more tasks than cores: every task's copies
          * would time the others' time slices. */
-        d->bulk_cost = cost                                 ? (unsigned)cost
+        d->bulk_cost = cost                              ? (unsigned)cost
                        : cpus > 0 && d->base.size > cpus ? 0
                                                          : bulk_measure_cost();
         __atomic_store_n(&d->tasks[d->self_index].bulk_cost, d->bulk_cost, __ATOMIC_RELAXED);
         if (cost)
-            torxp_log(&d->base, 1, "bulk path: torx_bulk_cost %u%% (TORX_BULK_COST)",
-                      d->bulk_cost);
+            torxp_log(&d->base, 1, "bulk path: torx_bulk_cost %u%% (TORX_BULK_COST)", d->bulk_cost);
         else if (d->bulk_cost)
             torxp_log(&d->base, 1,
                       "bulk path: a 1 MiB process_vm_readv takes %u%% of a 1 MiB memcpy's "
