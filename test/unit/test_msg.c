@@ -738,7 +738,9 @@ static int pair_task(torx_boot_t *boot, void *argp)
     const int peer = 1 - boot->rank;
     TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
     /* Both tasks have given theirs by the barrier: each answers the mean. */
-    const int cma = !strcmp(torx_bulk_path(torx_ctx_device(ctx)), "cma");
+    /* "cma", or on the hybrid ofi device "cma on this host, ..." (a host
+     * is two consecutive ranks there) */
+    const int cma = !strncmp(torx_bulk_path(torx_ctx_device(ctx)), "cma", 3);
     const unsigned mean =
         (unsigned)(strtoul(v->bulk_cost[0], NULL, 10) + strtoul(v->bulk_cost[1], NULL, 10) + 1) / 2;
     const unsigned cost = torx_bulk_cost(torx_ctx_device(ctx), ctx->peers[peer].coord);
