@@ -125,7 +125,7 @@ static unsigned scout_flags(torx_ctx_t *ctx, torxm_peer_t *peer, const torxm_msg
         return TORXM_SCOUT_STAGED;
     }
     peer->rzv_hold = TORXM_RZV_HOLD;
-    return ++peer->stage_probe % TORXM_STAGE_PROBE ? 0 : TORXM_SCOUT_STAGED | TORXM_SCOUT_PROBE;
+    return torxm_stage_probes(peer) ? TORXM_SCOUT_STAGED | TORXM_SCOUT_PROBE : 0;
 }
 
 torx_status_t torxm_rzv_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m)

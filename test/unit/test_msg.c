@@ -718,6 +718,17 @@ static int pair_expected(const pair_variant_t *v, int stages, int rank, int i)
     return i == 0 || (rank == 1 && i == PAIR_PROBE_ROUND);
 }
 
+/* Sends message seq to peer from out, its pattern written first: one send
+ * at a time, each complete before the next is written. */
+static torx_status_t pair_send(torx_ctx_t *ctx, int peer, int seq, uint8_t *out, torx_msg_t *msg,
+                               pair_state_t *st)
+{
+    for (size_t i = 0; i < PAIR_SIZE; i++)
+        out[i] = test_pattern(7, (uint32_t)seq, i);
+    return torx_send(ctx, msg, peer, PAIR_HANDLER, NULL, 0, out, PAIR_SIZE, TORX_PROTO_AUTO,
+                     pair_send_done, st);
+}
+
 static int pair_task(torx_boot_t *boot, void *argp)
 {
     const pair_variant_t *v = argp;
@@ -727,8 +738,7 @@ static int pair_task(torx_boot_t *boot, void *argp)
     torx_init_attr_t attr = {.boot = boot, .mode = -1};
     TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
     static pair_state_t st;
-    /* one send at a time: each completes before the next is written */
-    static uint8_t out[PAIR_SIZE];
+    static uint8_t out[PAIR_SIZE]; /* pair_send's */
     static torx_msg_t msg;
     st = (pair_state_t){.buf = malloc(PAIR_SIZE),
                         .proto = torx_mode(ctx) == TORX_MODE_VN ? TORX_PROTO_VN : TORX_PROTO_RZV};
@@ -749,22 +759,14 @@ static int pair_task(torx_boot_t *boot, void *argp)
     const int stages = cma && mean > 200;
 
     for (int r = 0; r < PAIR_ROUNDS; r++) {
-        for (size_t i = 0; i < PAIR_SIZE; i++)
-            out[i] = test_pattern(7, (uint32_t)r, i);
-        TASK_CHECK(torx_send(ctx, &msg, peer, PAIR_HANDLER, NULL, 0, out, PAIR_SIZE,
-                             TORX_PROTO_AUTO, pair_send_done, &st) == TORX_OK,
-                   "%s", torx_last_error());
+        TASK_CHECK(pair_send(ctx, peer, r, out, &msg, &st) == TORX_OK, "%s", torx_last_error());
         TASK_CHECK(idle_wait(ctx, &st.received, r + 1) == 0, "round %d: nothing came", r);
         TASK_CHECK(idle_wait(ctx, &st.sent, r + 1) == 0, "round %d: send incomplete", r);
         TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
     }
     if (boot->rank == 1)
         for (int i = PAIR_ROUNDS; i < PAIR_ROUNDS + PAIR_AFTER; i++) {
-            for (size_t b = 0; b < PAIR_SIZE; b++)
-                out[b] = test_pattern(7, (uint32_t)i, b);
-            TASK_CHECK(torx_send(ctx, &msg, peer, PAIR_HANDLER, NULL, 0, out, PAIR_SIZE,
-                                 TORX_PROTO_AUTO, pair_send_done, &st) == TORX_OK,
-                       "%s", torx_last_error());
+            TASK_CHECK(pair_send(ctx, peer, i, out, &msg, &st) == TORX_OK, "%s", torx_last_error());
             TASK_CHECK(idle_wait(ctx, &st.sent, i + 1) == 0, "one way: send %d incomplete", i);
         }
     else
