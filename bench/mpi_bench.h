@@ -22,6 +22,14 @@
  *   -b B       iterations per timed batch (default: N / 20, between 1 and 100)
  *   -w W       warm-up iterations per size, untimed (default N / 10, at least 2)
  *   -W WIN     messages in flight per window (bandwidth programs; default 64)
+ *   -i         interleave: after every size's warm-up, take the timed batches
+ *              of all sizes in turn (each size's spread evenly over the run,
+ *              a few untimed iterations before each), instead of one size
+ *              after the other. A size's median then spans the whole run:
+ *              on these VMs the vCPU placement, which moves small-message
+ *              figures two- to three-fold, changes within a second, and
+ *              one after the other a size sees whichever placement held
+ *              during its few milliseconds (../shared/BENCHMARKING.md).
  *   -h         help
  *
  * Output: lines starting with "# " are for people (library version, the
@@ -65,6 +73,7 @@ typedef struct mb_opts {
     long batch;                 /* -b, 0: default */
     long warmup;                /* -w, -1: default */
     int window;                 /* -W */
+    int interleave;             /* -i */
 } mb_opts_t;
 
 typedef struct mb_stats {
@@ -165,13 +174,14 @@ static inline long mb_parse_count(const mb_opts_t *o, const char *opt, const cha
 static inline void mb_usage(const mb_opts_t *o, FILE *f)
 {
     fprintf(f,
-            "usage: mpiexec -n 2 %s [-s SIZE[,SIZE...]] [-m MAX] [-n N] [-b BATCH] [-w WARMUP]%s\n"
+            "usage: mpiexec -n 2 %s [-s SIZE[,SIZE...]] [-m MAX] [-n N] [-b BATCH] [-w WARMUP] [-i]%s\n"
             "  -s  sizes in bytes (K/M/G suffixes); default: powers of two up to -m\n"
             "  -m  largest size of the default sweep (default 4M)\n"
             "  -n  iterations for sizes up to 8K (%s, default %ld); larger sizes get\n"
             "      N*8K/size, at least max(10, N/50)\n"
             "  -b  iterations per timed batch (default N/20, 1..100)\n"
             "  -w  untimed warm-up iterations per size (default N/10, at least 2)\n"
+            "  -i  interleave the sizes' timed batches over the whole run\n"
             "%s",
             o->prog, o->window ? " [-W WINDOW]" : "",
             o->window ? "windows" : "round trips", o->base_iters,
@@ -194,7 +204,7 @@ static inline void mb_parse(mb_opts_t *o, int argc, char **argv, const char *pro
     o->base_iters = base_iters;
     o->warmup = -1;
     o->window = window;
-    while ((opt = getopt(argc, argv, window ? "s:m:n:b:w:W:h" : "s:m:n:b:w:h")) != -1) {
+    while ((opt = getopt(argc, argv, window ? "s:m:n:b:w:W:ih" : "s:m:n:b:w:ih")) != -1) {
         switch (opt) {
         case 's': list = optarg; break;
         case 'm':
@@ -207,6 +217,7 @@ static inline void mb_parse(mb_opts_t *o, int argc, char **argv, const char *pro
         case 'b': o->batch = mb_parse_count(o, "-b", optarg, 1); break;
         case 'w': o->warmup = mb_parse_count(o, "-w", optarg, 0); break;
         case 'W': o->window = (int)mb_parse_count(o, "-W", optarg, 1); break;
+        case 'i': o->interleave = 1; break;
         case 'h': mb_usage(o, stdout); exit(0);
         default: mb_usage(o, stderr); exit(2);
         }
@@ -402,6 +413,88 @@ static inline void mb_plan_free(mb_plan_t *p)
     p->samples = NULL;
 }
 
+/* ---- The sweep over the sizes ----------------------------------------------- */
+
+/* What the three programs share while they run: the buffers, the requests
+ * of a window (bandwidth) and who is who. */
+typedef struct mb_ctx {
+    const mb_opts_t *o;
+    int rank, peer;
+    unsigned char *sbuf, *rbuf;
+    MPI_Request *req;
+} mb_ctx_t;
+
+/* A program's part of one size; mb_sweep calls each on both ranks alike. */
+typedef struct mb_prog {
+    /* reps iterations of the program's exchange at p's size */
+    void (*run)(mb_ctx_t *c, const mb_plan_t *p, long reps);
+    /* rank 0's sample of a timed batch of reps iterations that took ns */
+    double (*sample)(const mb_ctx_t *c, const mb_plan_t *p, long reps, double ns);
+    /* after the timed batches: the verified exchange, then rank 0's row */
+    void (*finish)(mb_ctx_t *c, mb_plan_t *p);
+} mb_prog_t;
+
+static inline void mb_timed_batch(mb_ctx_t *c, const mb_prog_t *g, mb_plan_t *p, long b)
+{
+    const double t0 = mb_now_ns();
+    g->run(c, p, p->batch);
+    p->samples[b] = g->sample(c, p, p->batch, mb_now_ns() - t0);
+}
+
+/* Untimed iterations before an interleaved batch, which follows another
+ * size's: they bring this size's buffers and the library's state for it
+ * (protocol, staging, windows) back before the clock starts. */
+static inline long mb_switch_warmup(const mb_plan_t *p)
+{
+    long w = p->batch / 10 > 2 ? p->batch / 10 : 2;
+    return w < p->warm ? w : p->warm;
+}
+
+/* Every size of c->o: warm-up, timed batches (one size after the other, or
+ * with -i interleaved: every size's warm-up first, then pass t of T takes
+ * a batch of each size whose nb batches spread evenly over the T passes),
+ * then each size's finish. */
+static inline void mb_sweep(mb_ctx_t *c, const mb_prog_t *g)
+{
+    const mb_opts_t *o = c->o;
+    if (!o->interleave) {
+        for (int i = 0; i < o->nsizes; i++) {
+            mb_plan_t p = mb_plan(o, i, c->rank, c->sbuf);
+            g->run(c, &p, p.warm);
+            for (long b = 0; b < p.nb; b++)
+                mb_timed_batch(c, g, &p, b);
+            g->finish(c, &p);
+            mb_plan_free(&p);
+        }
+        return;
+    }
+    mb_plan_t *plans = calloc((size_t)o->nsizes, sizeof *plans);
+    long passes = 0;
+    if (!plans)
+        mb_die(o, "out of memory");
+    for (int i = 0; i < o->nsizes; i++) {
+        plans[i] = mb_plan(o, i, c->rank, c->sbuf);
+        g->run(c, &plans[i], plans[i].warm);
+        if (plans[i].nb > passes)
+            passes = plans[i].nb;
+    }
+    for (long t = 0; t < passes; t++)
+        for (int i = 0; i < o->nsizes; i++) {
+            mb_plan_t *p = &plans[i];
+            const long b = t * p->nb / passes; /* batches this size has taken */
+            if ((t + 1) * p->nb / passes == b)
+                continue; /* not this size's turn in pass t */
+            if (o->nsizes > 1)
+                g->run(c, p, mb_switch_warmup(p));
+            mb_timed_batch(c, g, p, b);
+        }
+    for (int i = 0; i < o->nsizes; i++) {
+        g->finish(c, &plans[i]);
+        mb_plan_free(&plans[i]);
+    }
+    free(plans);
+}
+
 /* ---- Statistics ----------------------------------------------------------- */
 
 static inline int mb_cmp_double(const void *a, const void *b)
@@ -478,7 +571,9 @@ static inline void mb_init(mb_opts_t *o, int *argc, char ***argv, int *rank)
         printf(" (-w %ld)", o->warmup);
     if (o->window)
         printf("; window: %d messages", o->window);
-    printf("\n");
+    printf("\n# order: %s\n", o->interleave ? "interleaved (-i): every size's warm-up, then the sizes' "
+                                               "batches in turn, each size's spread over the run"
+                                             : "one size after the other");
     fflush(stdout);
 }
 

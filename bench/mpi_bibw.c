@@ -6,7 +6,8 @@
  * buffer, then WINDOW MPI_Isend from another, and waits for all of them;
  * both directions run at once. Each size: warm-up windows (untimed), then
  * batches of windows, each timed by rank 0 as one sample (the bytes of both
- * directions / time); then a verified window of 4 messages each way, each
+ * directions / time; with -i the sizes' batches interleaved, mpi_bench.h);
+ * then a verified window of 4 messages each way, each
  * with its own pattern and buffer slice, checked byte by byte by both ranks.
  *
  * Pure MPI-3.1 C (mpi_bench.h): built unchanged by the mpicc of torx MPICH,
@@ -21,6 +22,32 @@
  */
 #include "mpi_bench.h"
 
+static void bibw_run(mb_ctx_t *c, const mb_plan_t *p, long reps)
+{
+    const mb_opts_t *o = c->o;
+    for (long k = 0; k < reps; k++) {
+        for (int w = 0; w < o->window; w++)
+            MB_CALL(o, MPI_Irecv(c->rbuf, p->n, MPI_BYTE, c->peer, MB_TAG, MPI_COMM_WORLD,
+                                 &c->req[w]));
+        for (int w = 0; w < o->window; w++)
+            MB_CALL(o, MPI_Isend(c->sbuf, p->n, MPI_BYTE, c->peer, MB_TAG, MPI_COMM_WORLD,
+                                 &c->req[o->window + w]));
+        mb_waitall(o, 2 * o->window, c->req);
+    }
+}
+
+static double bibw_sample(const mb_ctx_t *c, const mb_plan_t *p, long reps, double ns)
+{
+    return 2.0 * (double)reps * c->o->window * (double)p->size / ns;
+}
+
+static void bibw_finish(mb_ctx_t *c, mb_plan_t *p)
+{
+    mb_verify(c->o, c->rank, p->size, c->sbuf, c->rbuf, MB_CHECK_MSGS, 1, 1, 2, "bibw");
+    if (c->rank == 0)
+        mb_bw_row("bibw", p->size, p->iters, c->o->window, p->batch, p->samples, p->nb);
+}
+
 int main(int argc, char **argv)
 {
     mb_opts_t o;
@@ -32,41 +59,18 @@ int main(int argc, char **argv)
         mb_bw_header("both ways: each rank sends a window and receives a window at once; "
                      "the sum of the two directions");
 
-    unsigned char *sbuf = mb_alloc(&o, (size_t)MB_CHECK_MSGS * o.max_size);
-    unsigned char *rbuf = mb_alloc(&o, (size_t)MB_CHECK_MSGS * o.max_size);
-    MPI_Request *req = malloc(2 * (size_t)o.window * sizeof *req);
-    int peer = 1 - rank;
-    if (!req)
+    mb_ctx_t c = {.o = &o, .rank = rank, .peer = 1 - rank};
+    c.sbuf = mb_alloc(&o, (size_t)MB_CHECK_MSGS * o.max_size);
+    c.rbuf = mb_alloc(&o, (size_t)MB_CHECK_MSGS * o.max_size);
+    c.req = malloc(2 * (size_t)o.window * sizeof *c.req);
+    if (!c.req)
         mb_die(&o, "out of memory");
+    const mb_prog_t prog = {bibw_run, bibw_sample, bibw_finish};
+    mb_sweep(&c, &prog);
 
-    for (int i = 0; i < o.nsizes; i++) {
-        mb_plan_t p = mb_plan(&o, i, rank, sbuf);
-        for (long b = -1; b < p.nb; b++) { /* b == -1: the warm-up */
-            long reps = b < 0 ? p.warm : p.batch;
-            double t0 = mb_now_ns();
-            for (long k = 0; k < reps; k++) {
-                for (int w = 0; w < o.window; w++)
-                    MB_CALL(&o, MPI_Irecv(rbuf, p.n, MPI_BYTE, peer, MB_TAG, MPI_COMM_WORLD,
-                                          &req[w]));
-                for (int w = 0; w < o.window; w++)
-                    MB_CALL(&o, MPI_Isend(sbuf, p.n, MPI_BYTE, peer, MB_TAG, MPI_COMM_WORLD,
-                                          &req[o.window + w]));
-                mb_waitall(&o, 2 * o.window, req);
-            }
-            if (b >= 0)
-                p.samples[b] = 2.0 * (double)reps * o.window * (double)p.size / (mb_now_ns() - t0);
-        }
-
-        mb_verify(&o, rank, p.size, sbuf, rbuf, MB_CHECK_MSGS, 1, 1, 2, "bibw");
-
-        if (rank == 0)
-            mb_bw_row("bibw", p.size, p.iters, o.window, p.batch, p.samples, p.nb);
-        mb_plan_free(&p);
-    }
-
-    free(req);
-    free(sbuf);
-    free(rbuf);
+    free(c.req);
+    free(c.sbuf);
+    free(c.rbuf);
     MPI_Finalize();
     return 0;
 }

@@ -6,7 +6,8 @@
  * buffer and waits for them; rank 1 posts as many MPI_Irecv into one buffer,
  * waits for them, and sends a 1-byte acknowledgement, which rank 0 receives.
  * Each size: warm-up windows (untimed), then batches of windows, each timed
- * by rank 0 as one sample (bytes / time); then a verified window of 4
+ * by rank 0 as one sample (bytes / time; with -i the sizes' batches
+ * interleaved, mpi_bench.h); then a verified window of 4
  * messages, each with its own pattern and its own buffer slice, checked
  * byte by byte by rank 1.
  *
@@ -21,6 +22,41 @@
  */
 #include "mpi_bench.h"
 
+static void bw_run(mb_ctx_t *c, const mb_plan_t *p, long reps)
+{
+    const mb_opts_t *o = c->o;
+    unsigned char ack = 0;
+    for (long k = 0; k < reps; k++) {
+        if (c->rank == 0) {
+            for (int w = 0; w < o->window; w++)
+                MB_CALL(o, MPI_Isend(c->sbuf, p->n, MPI_BYTE, c->peer, MB_TAG, MPI_COMM_WORLD,
+                                     &c->req[w]));
+            mb_waitall(o, o->window, c->req);
+            MB_CALL(o, MPI_Recv(&ack, 1, MPI_BYTE, c->peer, MB_ACK_TAG, MPI_COMM_WORLD,
+                                MPI_STATUS_IGNORE));
+        } else {
+            for (int w = 0; w < o->window; w++)
+                MB_CALL(o, MPI_Irecv(c->rbuf, p->n, MPI_BYTE, c->peer, MB_TAG, MPI_COMM_WORLD,
+                                     &c->req[w]));
+            mb_waitall(o, o->window, c->req);
+            MB_CALL(o, MPI_Send(&ack, 1, MPI_BYTE, c->peer, MB_ACK_TAG, MPI_COMM_WORLD));
+        }
+    }
+}
+
+static double bw_sample(const mb_ctx_t *c, const mb_plan_t *p, long reps, double ns)
+{
+    return (double)reps * c->o->window * (double)p->size / ns;
+}
+
+static void bw_finish(mb_ctx_t *c, mb_plan_t *p)
+{
+    mb_verify(c->o, c->rank, p->size, c->sbuf, c->rbuf, MB_CHECK_MSGS, c->rank == 0,
+              c->rank == 1, 2, "bw");
+    if (c->rank == 0)
+        mb_bw_row("bw", p->size, p->iters, c->o->window, p->batch, p->samples, p->nb);
+}
+
 int main(int argc, char **argv)
 {
     mb_opts_t o;
@@ -31,49 +67,18 @@ int main(int argc, char **argv)
     if (rank == 0)
         mb_bw_header("one way: rank 0 sends windows, rank 1 acknowledges each window with 1 byte");
 
-    unsigned char *sbuf = mb_alloc(&o, (size_t)MB_CHECK_MSGS * o.max_size);
-    unsigned char *rbuf = mb_alloc(&o, (size_t)MB_CHECK_MSGS * o.max_size);
-    MPI_Request *req = malloc((size_t)o.window * sizeof *req);
-    unsigned char ack = 0;
-    int peer = 1 - rank;
-    if (!req)
+    mb_ctx_t c = {.o = &o, .rank = rank, .peer = 1 - rank};
+    c.sbuf = mb_alloc(&o, (size_t)MB_CHECK_MSGS * o.max_size);
+    c.rbuf = mb_alloc(&o, (size_t)MB_CHECK_MSGS * o.max_size);
+    c.req = malloc((size_t)o.window * sizeof *c.req);
+    if (!c.req)
         mb_die(&o, "out of memory");
+    const mb_prog_t prog = {bw_run, bw_sample, bw_finish};
+    mb_sweep(&c, &prog);
 
-    for (int i = 0; i < o.nsizes; i++) {
-        mb_plan_t p = mb_plan(&o, i, rank, sbuf);
-        for (long b = -1; b < p.nb; b++) { /* b == -1: the warm-up */
-            long reps = b < 0 ? p.warm : p.batch;
-            double t0 = mb_now_ns();
-            for (long k = 0; k < reps; k++) {
-                if (rank == 0) {
-                    for (int w = 0; w < o.window; w++)
-                        MB_CALL(&o, MPI_Isend(sbuf, p.n, MPI_BYTE, peer, MB_TAG, MPI_COMM_WORLD,
-                                              &req[w]));
-                    mb_waitall(&o, o.window, req);
-                    MB_CALL(&o, MPI_Recv(&ack, 1, MPI_BYTE, peer, MB_ACK_TAG, MPI_COMM_WORLD,
-                                         MPI_STATUS_IGNORE));
-                } else {
-                    for (int w = 0; w < o.window; w++)
-                        MB_CALL(&o, MPI_Irecv(rbuf, p.n, MPI_BYTE, peer, MB_TAG, MPI_COMM_WORLD,
-                                              &req[w]));
-                    mb_waitall(&o, o.window, req);
-                    MB_CALL(&o, MPI_Send(&ack, 1, MPI_BYTE, peer, MB_ACK_TAG, MPI_COMM_WORLD));
-                }
-            }
-            if (b >= 0)
-                p.samples[b] = (double)reps * o.window * (double)p.size / (mb_now_ns() - t0);
-        }
-
-        mb_verify(&o, rank, p.size, sbuf, rbuf, MB_CHECK_MSGS, rank == 0, rank == 1, 2, "bw");
-
-        if (rank == 0)
-            mb_bw_row("bw", p.size, p.iters, o.window, p.batch, p.samples, p.nb);
-        mb_plan_free(&p);
-    }
-
-    free(req);
-    free(sbuf);
-    free(rbuf);
+    free(c.req);
+    free(c.sbuf);
+    free(c.rbuf);
     MPI_Finalize();
     return 0;
 }

@@ -5,7 +5,8 @@
  * and sends them back; rank 0's MPI_Recv ends the round trip. Each size:
  * warm-up round trips (untimed), then batches of round trips, each timed by
  * rank 0 as one sample (ns per half round trip = batch time / 2 / round
- * trips); then a verified exchange: rank 0 sends its pattern, rank 1 checks
+ * trips; with -i the sizes' batches interleaved, mpi_bench.h); then a
+ * verified exchange: rank 0 sends its pattern, rank 1 checks
  * every byte, answers with its own pattern, rank 0 checks it. Separate send
  * and receive buffers, as osu_latency.
  *
@@ -19,6 +20,37 @@
  */
 #include "mpi_bench.h"
 
+static void lat_run(mb_ctx_t *c, const mb_plan_t *p, long reps)
+{
+    const mb_opts_t *o = c->o;
+    for (long k = 0; k < reps; k++) {
+        if (c->rank == 0) {
+            MB_CALL(o, MPI_Send(c->sbuf, p->n, MPI_BYTE, c->peer, MB_TAG, MPI_COMM_WORLD));
+            MB_CALL(o, MPI_Recv(c->rbuf, p->n, MPI_BYTE, c->peer, MB_TAG, MPI_COMM_WORLD,
+                                MPI_STATUS_IGNORE));
+        } else {
+            MB_CALL(o, MPI_Recv(c->rbuf, p->n, MPI_BYTE, c->peer, MB_TAG, MPI_COMM_WORLD,
+                                MPI_STATUS_IGNORE));
+            MB_CALL(o, MPI_Send(c->sbuf, p->n, MPI_BYTE, c->peer, MB_TAG, MPI_COMM_WORLD));
+        }
+    }
+}
+
+static double lat_sample(const mb_ctx_t *c, const mb_plan_t *p, long reps, double ns)
+{
+    (void)c, (void)p;
+    return ns / (2.0 * (double)reps);
+}
+
+static void lat_finish(mb_ctx_t *c, mb_plan_t *p)
+{
+    /* There and back, each direction checked by its receiver. */
+    mb_verify(c->o, c->rank, p->size, c->sbuf, c->rbuf, 1, c->rank == 0, c->rank == 1, 2, "ping");
+    mb_verify(c->o, c->rank, p->size, c->sbuf, c->rbuf, 1, c->rank == 1, c->rank == 0, 3, "pong");
+    if (c->rank == 0)
+        mb_lat_row(p->size, p->iters, p->batch, p->samples, p->nb);
+}
+
 int main(int argc, char **argv)
 {
     mb_opts_t o;
@@ -29,43 +61,14 @@ int main(int argc, char **argv)
     if (rank == 0)
         mb_lat_header();
 
-    unsigned char *sbuf = mb_alloc(&o, o.max_size);
-    unsigned char *rbuf = mb_alloc(&o, o.max_size);
-    int peer = 1 - rank;
+    mb_ctx_t c = {.o = &o, .rank = rank, .peer = 1 - rank};
+    c.sbuf = mb_alloc(&o, o.max_size);
+    c.rbuf = mb_alloc(&o, o.max_size);
+    const mb_prog_t prog = {lat_run, lat_sample, lat_finish};
+    mb_sweep(&c, &prog);
 
-    for (int i = 0; i < o.nsizes; i++) {
-        mb_plan_t p = mb_plan(&o, i, rank, sbuf);
-        for (long b = -1; b < p.nb; b++) { /* b == -1: the warm-up */
-            long reps = b < 0 ? p.warm : p.batch;
-            double t0 = mb_now_ns();
-            if (rank == 0) {
-                for (long k = 0; k < reps; k++) {
-                    MB_CALL(&o, MPI_Send(sbuf, p.n, MPI_BYTE, peer, MB_TAG, MPI_COMM_WORLD));
-                    MB_CALL(&o, MPI_Recv(rbuf, p.n, MPI_BYTE, peer, MB_TAG, MPI_COMM_WORLD,
-                                         MPI_STATUS_IGNORE));
-                }
-            } else {
-                for (long k = 0; k < reps; k++) {
-                    MB_CALL(&o, MPI_Recv(rbuf, p.n, MPI_BYTE, peer, MB_TAG, MPI_COMM_WORLD,
-                                         MPI_STATUS_IGNORE));
-                    MB_CALL(&o, MPI_Send(sbuf, p.n, MPI_BYTE, peer, MB_TAG, MPI_COMM_WORLD));
-                }
-            }
-            if (b >= 0)
-                p.samples[b] = (mb_now_ns() - t0) / (2.0 * (double)reps);
-        }
-
-        /* There and back, each direction checked by its receiver. */
-        mb_verify(&o, rank, p.size, sbuf, rbuf, 1, rank == 0, rank == 1, 2, "ping");
-        mb_verify(&o, rank, p.size, sbuf, rbuf, 1, rank == 1, rank == 0, 3, "pong");
-
-        if (rank == 0)
-            mb_lat_row(p.size, p.iters, p.batch, p.samples, p.nb);
-        mb_plan_free(&p);
-    }
-
-    free(sbuf);
-    free(rbuf);
+    free(c.sbuf);
+    free(c.rbuf);
     MPI_Finalize();
     return 0;
 }

@@ -50,6 +50,15 @@
 #   RESULTS_DIR   where the report, the PNGs and mpi-section.md go (default
 #                 bench/results)
 #   MPI_BW_MAX    largest bandwidth size (default 4M; e.g. 16M)
+#   LAT_ITERS     mpi_latency's -n, round trips per size up to 8 KiB
+#                 (default the program's 20000)
+#   BW_ITERS      mpi_bw's and mpi_bibw's -n, windows per size up to 8 KiB
+#                 (default the program's 1000)
+#   INTERLEAVE    1 (default): the MPI programs run with -i, each size's timed
+#                 batches spread over the whole run among the other sizes'
+#                 (bench/mpi_bench.h), so that a change of vCPU placement
+#                 during a run reaches every size alike instead of deciding
+#                 a few sizes' figures; 0: one size after the other
 #   OMPI_ARGS     extra mpirun.openmpi arguments (default none; e.g.
 #                 "--mca btl self,vader")
 #   RUN_TIMEOUT_S a run taking longer is killed and counts as failed
@@ -80,6 +89,8 @@ bench_name=run-mpi-bench
 quick=${QUICK:-0}
 [[ $quick == 1 ]] || quick=0
 rounds=${ROUNDS:-$((quick ? 2 : 5))}
+interleave=${INTERLEAVE:-1}
+[[ $interleave == 0 ]] || interleave=1
 build=${TORX_BUILD:-$root/build}
 case $build in /*) ;; *) build=$root/$build ;; esac
 mbuild=${MPI_BENCH_BUILD:-$root/build/mpi-bench}
@@ -98,6 +109,12 @@ if ! [[ $bw_max =~ ^[0-9]+[KMG]?$ ]]; then
     echo "$bench_name: MPI_BW_MAX='$bw_max' is not a size such as 4M or 16M" >&2
     exit 2
 fi
+for var in LAT_ITERS BW_ITERS; do
+    if [[ -n ${!var:-} ]] && ! [[ ${!var} =~ ^[1-9][0-9]*$ ]]; then
+        echo "$bench_name: $var='${!var}' is not a positive count" >&2
+        exit 2
+    fi
+done
 
 # torx runs twice: in the default (heater) mode and in vn mode, where the two
 # ranks are the two tasks of one node (TORX_MODE=vn).
@@ -138,11 +155,15 @@ if ((quick)); then
     floors_env=(FLOORS_PINGPONG_ITERS=20000 FLOORS_STREAM_PACKETS=32768 FLOORS_STREAM_REPS=3)
     msg_env=(MSG_PP_ITERS=5000)
 else
-    lat_args=""
-    bw_args="-m $bw_max"
+    lat_args=${LAT_ITERS:+-n $LAT_ITERS}
+    bw_args="-m $bw_max${BW_ITERS:+ -n $BW_ITERS}"
     proto_args="-s 1 -n 50000"
     floors_env=()
     msg_env=()
+fi
+if ((interleave)); then
+    lat_args+=" -i"
+    bw_args+=" -i"
 fi
 
 from=${FROM_REPORT:-}
@@ -155,6 +176,9 @@ mkdir -p "$results" || exit 2
 bench_machine
 cmd="ROUNDS=$rounds QUICK=$quick bench/run-mpi-bench.sh"
 [[ -n ${MPI_BW_MAX:-} ]] && cmd="MPI_BW_MAX=$bw_max $cmd"
+[[ -n ${BW_ITERS:-} ]] && cmd="BW_ITERS=$BW_ITERS $cmd"
+[[ -n ${LAT_ITERS:-} ]] && cmd="LAT_ITERS=$LAT_ITERS $cmd"
+((interleave)) || cmd="INTERLEAVE=0 $cmd"
 [[ -n $ompi_args ]] && cmd="OMPI_ARGS='$ompi_args' $cmd"
 work=$(mktemp -d "${TMPDIR:-/tmp}/torx-mpibench.XXXXXX") || exit 2
 trap 'rm -rf "$work"' EXIT
@@ -691,7 +715,10 @@ summary=$work/summary.md
     echo "- MPIs: torx MPICH ($ver_torx; ${prefix/#$HOME/\~}; ${libs_torx//$HOME/\~}), Debian MPICH ($ver_mpich), $ver_ompi;" \
          "2 ranks, one per core (\`mpiexec -n 2 -bind-to core\`, \`mpirun.openmpi -n 2 --bind-to core\`)"
     echo "- $rounds rounds, interleaved (round r: floors, message layer, torx per protocol, then each program" \
-         "with torx, MPICH, Open MPI). Figures: the median over rounds of each run's median over timed batches." \
+         "with torx, MPICH, Open MPI). Figures: the median over rounds of each run's median over timed batches" \
+         "($(if grep -qs '^# order: interleaved' "$work"/round*-lat_*.out; then
+                 echo "the sizes' batches interleaved over each run, \`-i\`"
+             else echo "one size after the other"; fi))." \
          "Other processes' CPU load during runs: up to ${max_other}%; load average ${la_start:-?} at the start," \
          "${la_end:-?} at the end; ${total_s:-?} s in all."
     [[ $quick == 1 ]] && echo "- **QUICK=1: a smoke test (few sizes and iterations), not a measurement**"
