@@ -34,7 +34,13 @@
 #                 row says WARNING.
 #
 # Usage: bench/run-mpi-bench.sh
-#   ROUNDS        rounds (default 5; with QUICK=1, 2)
+#   ROUNDS        rounds (default 15; with QUICK=1, 2). Many short rounds
+#                 rather than a few long ones: a run's figures follow the
+#                 vCPU placement it drew, which changes within a second, and
+#                 a median over 5 rounds of a figure that is slow in a
+#                 third of the runs lands on the slow side one time in
+#                 five, over 15 one time in eleven (bench/RESULTS.md,
+#                 fifteenth session)
 #   QUICK=1       smoke test, under a minute: a few sizes (0/1, 8, 64, 1K,
 #                 8K, 64K, 1M, 4M), few iterations, short floors
 #   FROM_REPORT   a report this script wrote (mpi-<stamp>.txt): run nothing,
@@ -51,9 +57,9 @@
 #                 bench/results)
 #   MPI_BW_MAX    largest bandwidth size (default 4M; e.g. 16M)
 #   LAT_ITERS     mpi_latency's -n, round trips per size up to 8 KiB
-#                 (default the program's 20000)
+#                 (default 7000, a third of the program's 20000)
 #   BW_ITERS      mpi_bw's and mpi_bibw's -n, windows per size up to 8 KiB
-#                 (default the program's 1000)
+#                 (default 330, a third of the program's 1000)
 #   INTERLEAVE    1 (default): the MPI programs run with -i, each size's timed
 #                 batches spread over the whole run among the other sizes'
 #                 (bench/mpi_bench.h), so that a change of vCPU placement
@@ -88,8 +94,10 @@ bench_name=run-mpi-bench
 
 quick=${QUICK:-0}
 [[ $quick == 1 ]] || quick=0
-rounds=${ROUNDS:-$((quick ? 2 : 5))}
+rounds=${ROUNDS:-$((quick ? 2 : 15))}
 interleave=${INTERLEAVE:-1}
+lat_iters=${LAT_ITERS:-7000}
+bw_iters=${BW_ITERS:-330}
 [[ $interleave == 0 ]] || interleave=1
 build=${TORX_BUILD:-$root/build}
 case $build in /*) ;; *) build=$root/$build ;; esac
@@ -109,9 +117,9 @@ if ! [[ $bw_max =~ ^[0-9]+[KMG]?$ ]]; then
     echo "$bench_name: MPI_BW_MAX='$bw_max' is not a size such as 4M or 16M" >&2
     exit 2
 fi
-for var in LAT_ITERS BW_ITERS; do
-    if [[ -n ${!var:-} ]] && ! [[ ${!var} =~ ^[1-9][0-9]*$ ]]; then
-        echo "$bench_name: $var='${!var}' is not a positive count" >&2
+for var in lat_iters bw_iters; do
+    if ! [[ ${!var} =~ ^[1-9][0-9]*$ ]]; then
+        echo "$bench_name: ${var^^}='${!var}' is not a positive count" >&2
         exit 2
     fi
 done
@@ -155,8 +163,8 @@ if ((quick)); then
     floors_env=(FLOORS_PINGPONG_ITERS=20000 FLOORS_STREAM_PACKETS=32768 FLOORS_STREAM_REPS=3)
     msg_env=(MSG_PP_ITERS=5000)
 else
-    lat_args=${LAT_ITERS:+-n $LAT_ITERS}
-    bw_args="-m $bw_max${BW_ITERS:+ -n $BW_ITERS}"
+    lat_args="-n $lat_iters"
+    bw_args="-m $bw_max -n $bw_iters"
     proto_args="-s 1 -n 50000"
     floors_env=()
     msg_env=()
