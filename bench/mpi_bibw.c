@@ -27,8 +27,8 @@ static void bibw_run(mb_ctx_t *c, const mb_plan_t *p, long reps)
     const mb_opts_t *o = c->o;
     for (long k = 0; k < reps; k++) {
         for (int w = 0; w < o->window; w++)
-            MB_CALL(o, MPI_Irecv(c->rbuf, p->n, MPI_BYTE, c->peer, MB_TAG, MPI_COMM_WORLD,
-                                 &c->req[w]));
+            MB_CALL(
+                o, MPI_Irecv(c->rbuf, p->n, MPI_BYTE, c->peer, MB_TAG, MPI_COMM_WORLD, &c->req[w]));
         for (int w = 0; w < o->window; w++)
             MB_CALL(o, MPI_Isend(c->sbuf, p->n, MPI_BYTE, c->peer, MB_TAG, MPI_COMM_WORLD,
                                  &c->req[o->window + w]));

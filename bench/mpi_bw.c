@@ -51,8 +51,8 @@ static double bw_sample(const mb_ctx_t *c, const mb_plan_t *p, long reps, double
 
 static void bw_finish(mb_ctx_t *c, mb_plan_t *p)
 {
-    mb_verify(c->o, c->rank, p->size, c->sbuf, c->rbuf, MB_CHECK_MSGS, c->rank == 0,
-              c->rank == 1, 2, "bw");
+    mb_verify(c->o, c->rank, p->size, c->sbuf, c->rbuf, MB_CHECK_MSGS, c->rank == 0, c->rank == 1,
+              2, "bw");
     if (c->rank == 0)
         mb_bw_row("bw", p->size, p->iters, c->o->window, p->batch, p->samples, p->nb);
 }
