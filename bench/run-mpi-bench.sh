@@ -96,9 +96,9 @@ quick=${QUICK:-0}
 [[ $quick == 1 ]] || quick=0
 rounds=${ROUNDS:-$((quick ? 2 : 15))}
 interleave=${INTERLEAVE:-1}
+[[ $interleave == 0 ]] || interleave=1
 lat_iters=${LAT_ITERS:-7000}
 bw_iters=${BW_ITERS:-330}
-[[ $interleave == 0 ]] || interleave=1
 build=${TORX_BUILD:-$root/build}
 case $build in /*) ;; *) build=$root/$build ;; esac
 mbuild=${MPI_BENCH_BUILD:-$root/build/mpi-bench}

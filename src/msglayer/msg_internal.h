@@ -563,15 +563,15 @@ static inline int torxm_copies_measured_slow(torx_ctx_t *ctx, const torxm_peer_t
 {
     return torxm_copies_measured_slow_at(ctx, peer, ctx->limits.stage_cost_max);
 }
-/* The same, as a message's choice: a message that could go either way
- * leaves the area while copies cost more than max, except one in
- * TORXM_STAGE_PROBE, which measures again. */
 /* Whether this message, one kept off the area for slow copies, is the one
  * in TORXM_STAGE_PROBE that goes staged anyway to measure again. */
 static inline int torxm_stage_probes(torxm_peer_t *peer)
 {
     return ++peer->stage_probe % TORXM_STAGE_PROBE == 0;
 }
+/* The same, as a message's choice: a message that could go either way
+ * leaves the area while copies cost more than max, except one in
+ * TORXM_STAGE_PROBE, which measures again. */
 static inline int torxm_copies_slow_at(torx_ctx_t *ctx, torxm_peer_t *peer, unsigned max)
 {
     return torxm_copies_measured_slow_at(ctx, peer, max) && !torxm_stage_probes(peer);
