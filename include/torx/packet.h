@@ -288,6 +288,39 @@ static inline torx_status_t torx_pkt_inject1(torx_pkt_dev_t *dev, const torx_pkt
     return torx_pkt_inject(dev, hdr, &iov, len ? 1 : 0);
 }
 
+/* NAME     torx_pkt_inject_batch - send a message's packets together, all or none
+ * SYNOPSIS
+ *   typedef struct { const torx_pkt_hdr_t *hdr; const struct iovec *iov;
+ *                    int iovcnt; } torx_pkt_out_t;
+ * DESCRIPTION
+ *   Injects pkts[0..n-1], each as torx_pkt_inject would, as one unit: all
+ *   of them, in order, or none. They must go to one destination and be
+ *   deterministic (no TORX_PKT_ADAPTIVE, no TORX_PKT_DEPOSIT). A message
+ *   layer sends a message of several packets this way when it must not
+ *   leave it half sent (a send that completes at once); on the shm device
+ *   the batch also takes one reservation of n FIFO slots. 1 <= n <=
+ *   TORX_PKT_BATCH_MAX.
+ * RETURN VALUE
+ *   TORX_OK          all accepted, in order.
+ *   TORX_NO_ROOM     nothing taken: the FIFO has room for fewer than n, a
+ *                    deposit line is still being delivered, or the device
+ *                    cannot promise all or none (ofi, where the provider may
+ *                    refuse any one packet: there only n == 1); send them
+ *                    one by one with torx_pkt_inject.
+ *   TORX_ERR_INVAL   n out of range, mixed destinations, adaptive or
+ *                    deposit packets, or what torx_pkt_inject rejects.
+ * NOTES
+ *   As torx_pkt_inject.
+ * SEE ALSO torx_pkt_inject
+ */
+#define TORX_PKT_BATCH_MAX 8
+typedef struct torx_pkt_out {
+    const torx_pkt_hdr_t *hdr;
+    const struct iovec *iov;
+    int iovcnt;
+} torx_pkt_out_t;
+torx_status_t torx_pkt_inject_batch(torx_pkt_dev_t *dev, const torx_pkt_out_t *pkts, int n);
+
 /* NAME     torx_pkt_poll - advance the device and look for a packet
  * DESCRIPTION
  *   Moves the device's own work on (the rest of a deposit line, bulk

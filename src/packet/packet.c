@@ -104,6 +104,31 @@ torx_status_t torx_pkt_inject(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
     return dev->ops->inject(dev, hdr, iov, iovcnt);
 }
 
+torx_status_t torx_pkt_inject_batch(torx_pkt_dev_t *dev, const torx_pkt_out_t *pkts, int n)
+{
+    if (n < 1 || n > TORX_PKT_BATCH_MAX || !pkts)
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: torx_pkt_inject_batch: %d packets (1..%d, from a non-NULL "
+                           "array)",
+                           n, TORX_PKT_BATCH_MAX);
+    uint32_t dest0;
+    memcpy(&dest0, &pkts[0].hdr->dest, sizeof dest0);
+    for (int i = 0; i < n; i++) {
+        uint32_t dest;
+        memcpy(&dest, &pkts[i].hdr->dest, sizeof dest);
+        if (TORXP_UNLIKELY(dest != dest0 ||
+                           (pkts[i].hdr->ctl & (TORX_PKT_ADAPTIVE | TORX_PKT_DEPOSIT))))
+            return torxp_error(TORX_ERR_INVAL, "torx: torx_pkt_inject_batch: packet %d of %d is %s",
+                               i, n,
+                               dest != dest0 ? "for another destination than packet 0"
+                                             : "adaptive or a deposit line's");
+    }
+    if (TORXP_FAULT(TORXP_FAULT_INJECT))
+        return torxp_error(TORX_ERR_SYS, "torx: packet injection failed (fault injection, "
+                                         "TORX_FAULT_INJECT)");
+    return torxp_inject_batch(dev, pkts, n);
+}
+
 int torx_pkt_poll(torx_pkt_dev_t *dev)
 {
     return dev->ops->poll(dev);

@@ -21,6 +21,9 @@ typedef struct torxp_dev_ops {
     const char *name;
     torx_status_t (*inject)(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr, const struct iovec *iov,
                             int iovcnt);
+    /* NULL: batches of one packet only (torx_pkt_inject_batch). Called
+     * with packets checked to share a destination and be deterministic. */
+    torx_status_t (*inject_batch)(torx_pkt_dev_t *dev, const torx_pkt_out_t *pkts, int n);
     int (*poll)(torx_pkt_dev_t *dev);
     const torx_pkt_hdr_t *(*peek)(torx_pkt_dev_t *dev);
     void (*consume)(torx_pkt_dev_t *dev);
@@ -155,6 +158,16 @@ static inline const char *torxp_hdr_invalid(const torx_pkt_hdr_t *h, torx_shape_
     return NULL;
 }
 
+/* dev's inject_batch, or where it has none the one batch it can take: a
+ * single packet (torx_pkt_inject_batch, packets already checked). */
+static inline torx_status_t torxp_inject_batch(torx_pkt_dev_t *dev, const torx_pkt_out_t *pkts,
+                                               int n)
+{
+    if (dev->ops->inject_batch)
+        return dev->ops->inject_batch(dev, pkts, n);
+    return n == 1 ? dev->ops->inject(dev, pkts[0].hdr, pkts[0].iov, pkts[0].iovcnt) : TORX_NO_ROOM;
+}
+
 /* Deposit lines, the same on every device. torxp_deposit_hops checks that
  * hdr (TORX_PKT_DEPOSIT set) names a line through dev's node: a dimension
  * 0..2, a destination on that line and not the sender's own node; it sets
@@ -179,15 +192,15 @@ const char *torxp_cn_type_name(unsigned type);
 /* Options every device reads from the environment, parsed once in
  * torx_pkt_open so the errors are uniform. */
 typedef struct torxp_env {
-    long chaos_seed;   /* TORX_CHAOS; 0 = off */
-    long fifo_packets; /* TORX_FIFO_PACKETS */
-    int bulk_mode;     /* TORX_BULK: TORXP_BULK_* */
-    long verbose;      /* TORX_VERBOSE */
-    long stage_bytes;  /* TORX_STAGE_BYTES; 0 = no staging area */
+    long chaos_seed;       /* TORX_CHAOS; 0 = off */
+    long fifo_packets;     /* TORX_FIFO_PACKETS */
+    int bulk_mode;         /* TORX_BULK: TORXP_BULK_* */
+    long verbose;          /* TORX_VERBOSE */
+    long stage_bytes;      /* TORX_STAGE_BYTES; 0 = no staging area */
     long stage_rewind_max; /* TORX_STAGE_REWIND_MAX; 0 = pieces never rewind */
-    long mstage_bytes; /* TORX_MSTAGE_BYTES; 0 = no multi-reader staging */
-    long bulk_share_min; /* TORX_BULK_SHARE_MIN; 0 = gets not shared */
-    long bulk_cost;      /* TORX_BULK_COST; 0 = measured at start-up */
+    long mstage_bytes;     /* TORX_MSTAGE_BYTES; 0 = no multi-reader staging */
+    long bulk_share_min;   /* TORX_BULK_SHARE_MIN; 0 = gets not shared */
+    long bulk_cost;        /* TORX_BULK_COST; 0 = measured at start-up */
 } torxp_env_t;
 
 enum { TORXP_BULK_AUTO, TORXP_BULK_CMA, TORXP_BULK_FIFO };

@@ -1,6 +1,7 @@
 /* Deferred rendezvous (torx_recv_t.defer, torx_accept) in heater, co and vn
  * mode, with bulk and packet data; torx_send_inject (delivery, counters,
- * order against queued sends and owed tokens, bad arguments); and
+ * order against queued sends and owed tokens, bad arguments, eager
+ * messages as one batch of packets, all or none); and
  * TORX_ONEPKT_LIMIT (protocol choice, inject, bad values). */
 #include "harness.h"
 #include "msg_test.h" /* test_pattern, RUN_CHECK; msg_internal.h for tx_seq, tokens_owed */
@@ -128,16 +129,20 @@ static int inject_task(torx_boot_t *boot, void *argp)
             TASK_CHECK(p == TORX_PROTO_ONEPKT || st[p].sent == 0, "%s sent %llu",
                        torx_protocol_name((torx_protocol_t)p), (unsigned long long)st[p].sent);
 
-        /* Too big for one packet and too small to stage, or too big for
-         * one staged piece: nothing happens. */
+        /* Too big for one packet and too small to stage in vn mode (where
+         * it takes a scout; heater and co send it as a batch of eager
+         * packets, inject_eager_batches), or too big for one staged piece:
+         * nothing happens. */
         const uint32_t tx_seq = peer->tx_seq;
         uint8_t big[TORX_MSG_MAX_HDR + TORX_MSG_ONEPKT_MAX] = {0};
-        TASK_CHECK(torx_send_inject(ctx, 0, H_DATA, big, 16, big, TORXM_STAGE_MIN - 1) ==
-                       TORX_AGAIN,
-                   "16 + %d bytes injected", TORXM_STAGE_MIN - 1);
-        TASK_CHECK(torx_send_inject(ctx, 0, H_DATA, big, TORX_MSG_MAX_HDR, big,
-                                    TORX_MSG_ONEPKT_MAX - TORX_MSG_MAX_HDR + 1) == TORX_AGAIN,
-                   "64 + 177 bytes injected");
+        if (torx_mode(ctx) == TORX_MODE_VN) {
+            TASK_CHECK(torx_send_inject(ctx, 0, H_DATA, big, 16, big, TORXM_STAGE_MIN - 1) ==
+                           TORX_AGAIN,
+                       "16 + %d bytes injected", TORXM_STAGE_MIN - 1);
+            TASK_CHECK(torx_send_inject(ctx, 0, H_DATA, big, TORX_MSG_MAX_HDR, big,
+                                        TORX_MSG_ONEPKT_MAX - TORX_MSG_MAX_HDR + 1) == TORX_AGAIN,
+                       "64 + 177 bytes injected");
+        }
         TASK_CHECK(torx_send_inject(ctx, 0, H_DATA, NULL, 0, big, 1u << 20) == TORX_AGAIN,
                    "1 MiB injected");
         /* Bad arguments. */
@@ -199,6 +204,173 @@ START_TEST(inject_delivers_and_counts)
 {
     setenv("TORX_MODE", modes[_i], 1);
     RUN_JOB(2, inject_task, NULL);
+}
+END_TEST
+
+/* ---- torx_send_inject: eager messages as one batch of packets --------------------- */
+
+/* With TORX_STAGE_MIN=2048 and a 16-packet FIFO: messages of 2..8 eager
+ * packets go whole or not at all. The first EB_FILL messages are 1000
+ * bytes, 5 packets: three fill 15 slots, and the fourth must find too
+ * little room. */
+#define EB_FIFO 16
+#define EB_FILL_PKTS 5
+#define EB_FILL (EB_FIFO / EB_FILL_PKTS)
+#define EB_N 400
+
+static size_t eb_len(uint32_t seq)
+{
+    /* With the 8-byte header: 2 packets from 233 bytes (one-packet up to
+     * 232), 3 from 469, 8 up to 1908. */
+    static const size_t lens[] = {233, 300, 468, 469, 700, 1000, 1500, 1907, 1908};
+    return seq < EB_FILL ? 1000 : lens[seq % (sizeof lens / sizeof lens[0])];
+}
+
+static uint64_t eb_pkts(size_t len)
+{
+    const size_t first = TORX_PKT_MAX_PAYLOAD - TORXM_EAGER_FIRST_PREFIX - sizeof(test_hdr_t);
+    return 1 + (len - first + TORX_PKT_MAX_PAYLOAD - 1) / TORX_PKT_MAX_PAYLOAD;
+}
+
+typedef struct eb {
+    uint32_t next; /* the seq due */
+    volatile int got;
+    int errors;
+    size_t want_len;
+    uint8_t buf[2048];
+} eb_t;
+
+static void eb_done(torx_ctx_t *ctx, void *arg, torx_status_t st, size_t len)
+{
+    (void)ctx;
+    eb_t *s = arg;
+    RUN_CHECK(s, st == TORX_OK && len == s->want_len, "seq %u: status %d, %zu of %zu bytes",
+              s->next, st, len, s->want_len);
+    for (size_t i = 0; i < len && i < s->want_len; i++)
+        if (s->buf[i] != test_pattern(1, s->next, i)) {
+            RUN_CHECK(s, 0, "seq %u: byte %zu wrong", s->next, i);
+            break;
+        }
+    s->next++;
+    s->got++;
+}
+
+static void eb_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info, torx_recv_t *recv)
+{
+    (void)ctx;
+    eb_t *s = harg;
+    test_hdr_t h = {0};
+    if (info->hdr_len == sizeof h)
+        memcpy(&h, info->hdr, sizeof h);
+    RUN_CHECK(s,
+              info->protocol == TORX_PROTO_EAGER && info->src == 1 && h.seq == s->next &&
+                  info->data_len == eb_len(h.seq),
+              "protocol %s from %d, seq %u of %zu bytes, expected seq %u of %zu",
+              torx_protocol_name(info->protocol), info->src, h.seq, info->data_len, s->next,
+              eb_len(s->next));
+    s->want_len = info->data_len;
+    recv->buf = s->buf;
+    recv->len = sizeof s->buf;
+    recv->done = eb_done;
+    recv->arg = s;
+}
+
+/* Sends seq by torx_send_inject, once; its status. */
+static torx_status_t eb_send(torx_ctx_t *ctx, uint32_t seq)
+{
+    static uint8_t data[2048];
+    const size_t len = eb_len(seq);
+    for (size_t i = 0; i < len; i++)
+        data[i] = test_pattern(1, seq, i);
+    const test_hdr_t h = {.sender = 1, .seq = seq};
+    const torx_status_t rc = torx_send_inject(ctx, 0, H_DATA, &h, sizeof h, data, len);
+    memset(data, 0xEE, len); /* reusable at once: the packets have their copy */
+    return rc;
+}
+
+static int eager_batch_task(torx_boot_t *boot, void *argp)
+{
+    (void)argp;
+    static eb_t s;
+    memset(&s, 0, sizeof s);
+    torx_ctx_t *ctx;
+    torx_init_attr_t attr = {.boot = boot, .mode = -1};
+    TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
+    TASK_CHECK(torx_register(ctx, H_DATA, eb_handler, &s) == TORX_OK, "register");
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    if (boot->rank == 1) {
+        torxm_peer_t *peer = &ctx->peers[0];
+        torx_proto_stats_t st[TORX_PROTO_COUNT], st2[TORX_PROTO_COUNT];
+        /* Rank 0 sits in the barrier and reads nothing. */
+        for (uint32_t seq = 0; seq < EB_FILL; seq++)
+            TASK_CHECK(eb_send(ctx, seq) == TORX_OK, "seq %u: %s", seq, torx_last_error());
+        TASK_CHECK(eb_send(ctx, EB_FILL) == TORX_AGAIN,
+                   "a %d-packet message injected into %d free slots", (int)eb_pkts(eb_len(EB_FILL)),
+                   EB_FIFO - EB_FILL * EB_FILL_PKTS);
+        torx_stats(ctx, st);
+        TASK_CHECK(st[TORX_PROTO_EAGER].sent == EB_FILL &&
+                       st[TORX_PROTO_EAGER].packets_sent == EB_FILL * EB_FILL_PKTS &&
+                       st[TORX_PROTO_EAGER].bytes_sent == EB_FILL * 1000 && peer->tx_seq == EB_FILL,
+                   "eager counters sent=%llu packets=%llu bytes=%llu, tx_seq %u",
+                   (unsigned long long)st[TORX_PROTO_EAGER].sent,
+                   (unsigned long long)st[TORX_PROTO_EAGER].packets_sent,
+                   (unsigned long long)st[TORX_PROTO_EAGER].bytes_sent, peer->tx_seq);
+        /* Nine packets: more than a batch, left to torx_send. */
+        uint8_t big[1901] = {0};
+        TASK_CHECK(torx_send_inject(ctx, 0, H_DATA, big, 16, big, sizeof big) == TORX_AGAIN,
+                   "a 9-packet message injected");
+        torx_stats(ctx, st2);
+        TASK_CHECK(!memcmp(st, st2, sizeof st) && peer->tx_seq == EB_FILL,
+                   "a refused inject changed the counters or tx_seq");
+    }
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    if (boot->rank == 1) {
+        /* Rank 0 reads now: the rest, of every length, as the FIFO frees. */
+        uint64_t pkts = EB_FILL * EB_FILL_PKTS;
+        for (uint32_t seq = EB_FILL; seq < EB_N; seq++) {
+            torx_status_t rc;
+            const double deadline = test_now() + 30;
+            while ((rc = eb_send(ctx, seq)) == TORX_AGAIN && test_now() < deadline)
+                torx_advance(ctx);
+            TASK_CHECK(rc == TORX_OK, "seq %u (%zu bytes): %s (%s)", seq, eb_len(seq),
+                       torx_status_str(rc), torx_last_error());
+            pkts += eb_pkts(eb_len(seq));
+        }
+        torx_proto_stats_t st[TORX_PROTO_COUNT];
+        torx_stats(ctx, st);
+        TASK_CHECK(st[TORX_PROTO_EAGER].sent == EB_N && st[TORX_PROTO_EAGER].packets_sent == pkts,
+                   "%llu eager messages in %llu packets, expected %d in %llu",
+                   (unsigned long long)st[TORX_PROTO_EAGER].sent,
+                   (unsigned long long)st[TORX_PROTO_EAGER].packets_sent, EB_N,
+                   (unsigned long long)pkts);
+    } else {
+        TASK_CHECK(wait_count(ctx, &s.got, EB_N) == 0 && s.errors == 0,
+                   "received %d of %d, %d errors", s.got, EB_N, s.errors);
+        torx_proto_stats_t st[TORX_PROTO_COUNT];
+        torx_stats(ctx, st);
+        TASK_CHECK(st[TORX_PROTO_EAGER].received == EB_N && ctx->malformed == 0,
+                   "eager received %llu of %d, %llu malformed",
+                   (unsigned long long)st[TORX_PROTO_EAGER].received, EB_N,
+                   (unsigned long long)ctx->malformed);
+    }
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
+    return 0;
+}
+
+/* heater and co (shared injection); vn sends these by scout. The second
+ * pair runs with chaos. */
+START_TEST(inject_eager_batches)
+{
+    setenv("TORX_MODE", modes[_i % 2], 1);
+    setenv("TORX_STAGE_MIN", "2048", 1);
+    setenv("TORX_FIFO_PACKETS", "16", 1);
+    if (_i >= 2)
+        setenv("TORX_CHAOS", "7", 1);
+    RUN_JOB(2, eager_batch_task, NULL);
+    unsetenv("TORX_CHAOS");
+    unsetenv("TORX_FIFO_PACKETS");
+    unsetenv("TORX_STAGE_MIN");
 }
 END_TEST
 
@@ -513,8 +685,8 @@ static void d_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info,
                                                   : TORX_PROTO_ONEPKT;
     /* 1000 eager bytes do not fit the first packet (they may all be in one
      * staged piece); the others are all here. None may be deferred. */
-    RUN_CHECK(st, info->protocol == want && (seq == D_EAGER || info->data != NULL) &&
-                      !info->deferrable,
+    RUN_CHECK(st,
+              info->protocol == want && (seq == D_EAGER || info->data != NULL) && !info->deferrable,
               "seq %d: protocol %s, data %p, deferrable %d", seq,
               torx_protocol_name(info->protocol), info->data, info->deferrable);
 }
@@ -985,6 +1157,7 @@ Suite *msg_defer_suite(void)
     tcase_set_timeout(inj, 90);
     tcase_add_loop_test(inj, inject_delivers_and_counts, 0, 3);
     tcase_add_test(inj, inject_keeps_order);
+    tcase_add_loop_test(inj, inject_eager_batches, 0, 4);
     suite_add_tcase(s, inj);
     TCase *def = tcase_create("defer");
     tcase_set_timeout(def, 90);

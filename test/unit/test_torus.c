@@ -1,7 +1,7 @@
 /* The shm device's torus: ordering of deterministic packets under many
  * producers (one per FIFO, and FIFOs shared), real reordering of adaptive
  * packets under chaos with exactly-once delivery, deposit-bit lines,
- * backpressure without loss, start-up checks, torx_pkt_peek_next, when
+ * backpressure without loss, batches taken all or none, start-up checks, torx_pkt_peek_next, when
  * producers may reserve slots without a compare-and-swap, FIFOs mapped at
  * open, and no segment left in /dev/shm after a crash. */
 #include "harness.h"
@@ -466,6 +466,153 @@ START_TEST(backpressure_no_loss)
 }
 END_TEST
 
+/* ---- batches: all or none, in order --------------------------------------- */
+
+#define BATCH_FIFO 16u
+#define BATCH_PER_SENDER (3000u / SCALE)
+
+/* Packet k of the batch starting at seq, into h/iov/out; payload lengths
+ * cycle through 0..240, the bytes name sender, seq and position. */
+static void batch_fill(torx_pkt_hdr_t *h, struct iovec *iov, torx_pkt_out_t *out,
+                       uint8_t (*payload)[TORX_PKT_MAX_PAYLOAD], int n, torx_coord_t dest,
+                       uint32_t sender, uint32_t seq)
+{
+    for (int k = 0; k < n; k++) {
+        const uint32_t q = seq + (uint32_t)k;
+        torx_pkt_hdr_init(&h[k], dest, 0);
+        stamp(&h[k], sender, q);
+        const size_t len = (q * 7u) % (TORX_PKT_MAX_PAYLOAD + 1);
+        for (size_t i = 0; i < len; i++)
+            payload[k][i] = (uint8_t)(q + i + sender);
+        iov[k] = (struct iovec){payload[k], len};
+        out[k] = (torx_pkt_out_t){&h[k], &iov[k], 1};
+    }
+}
+
+static int batch_task(torx_boot_t *boot, void *argp)
+{
+    (void)argp;
+    torx_pkt_dev_t *dev;
+    const torx_shape_t shape = {(uint8_t)boot->size, 1, 1, 1};
+    TASK_CHECK(test_open(boot, shape, &dev) == TORX_OK, "%s", torx_last_error());
+    const int batches = strcmp(torx_pkt_device_name(dev), "ofi") != 0;
+    const torx_coord_t r0 = {0, 0, 0, 0};
+    torx_pkt_hdr_t h[TORX_PKT_BATCH_MAX + 1];
+    struct iovec iov[TORX_PKT_BATCH_MAX + 1];
+    torx_pkt_out_t out[TORX_PKT_BATCH_MAX + 1];
+    static uint8_t payload[TORX_PKT_BATCH_MAX + 1][TORX_PKT_MAX_PAYLOAD];
+    const uint32_t me = (uint32_t)boot->rank;
+    uint32_t seq = 0;
+    if (boot->rank != 0) {
+        /* Rank 0 reads nothing yet: batches of 1..8 fill its FIFO until one
+         * is refused, which must find less room than it needs, and take
+         * nothing (rank 0 checks every packet's number). Where the device
+         * takes no batches, only batches of one go. */
+        for (unsigned k = 0;; k++) {
+            const int n = batches ? 1 + (int)(k % TORX_PKT_BATCH_MAX) : 1 + (int)(k % 2);
+            batch_fill(h, iov, out, payload, n, r0, me, seq);
+            const torx_status_t rc = torx_pkt_inject_batch(dev, out, n);
+            TASK_CHECK(rc == TORX_OK || rc == TORX_NO_ROOM, "batch of %d: %s", n,
+                       torx_last_error());
+            if (rc == TORX_NO_ROOM) {
+                if (n > 1 && !batches)
+                    continue;
+                TASK_CHECK(torx_pkt_room(dev, r0) < n, "a batch of %d refused with room for %d", n,
+                           torx_pkt_room(dev, r0));
+                break;
+            }
+            seq += (uint32_t)n;
+            TASK_CHECK(seq <= BATCH_FIFO, "%u packets in a %u-packet FIFO", seq, BATCH_FIFO);
+        }
+        TASK_CHECK(!batches || seq > BATCH_FIFO - TORX_PKT_BATCH_MAX,
+                   "only %u packets taken before a refusal", seq);
+        /* Bad batches: refused, named, nothing taken. */
+        batch_fill(h, iov, out, payload, 2, r0, me, seq);
+        TASK_CHECK(torx_pkt_inject_batch(dev, out, 0) == TORX_ERR_INVAL &&
+                       strstr(torx_last_error(), "0 packets"),
+                   "empty batch: %s", torx_last_error());
+        TASK_CHECK(torx_pkt_inject_batch(dev, out, TORX_PKT_BATCH_MAX + 1) == TORX_ERR_INVAL,
+                   "batch of %d", TORX_PKT_BATCH_MAX + 1);
+        h[1].dest = test_coord_of(shape, boot->rank == 1 ? 2 : 1);
+        TASK_CHECK(torx_pkt_inject_batch(dev, out, 2) == TORX_ERR_INVAL &&
+                       strstr(torx_last_error(), "another destination"),
+                   "mixed destinations: %s", torx_last_error());
+        batch_fill(h, iov, out, payload, 2, r0, me, seq);
+        h[1].ctl |= TORX_PKT_ADAPTIVE;
+        TASK_CHECK(torx_pkt_inject_batch(dev, out, 2) == TORX_ERR_INVAL &&
+                       strstr(torx_last_error(), "adaptive"),
+                   "adaptive packet: %s", torx_last_error());
+    }
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    if (boot->rank != 0) {
+        /* Rank 0 drains now: the rest, retried as the FIFO frees. */
+        for (unsigned k = 0; seq < BATCH_PER_SENDER; k++) {
+            int n = batches ? 1 + (int)(k % TORX_PKT_BATCH_MAX) : 1;
+            if (seq + (uint32_t)n > BATCH_PER_SENDER)
+                n = (int)(BATCH_PER_SENDER - seq);
+            batch_fill(h, iov, out, payload, n, r0, me, seq);
+            torx_status_t rc;
+            unsigned spins = 0;
+            while ((rc = torx_pkt_inject_batch(dev, out, n)) == TORX_NO_ROOM) {
+                torx_pkt_poll(dev);
+                test_relax(&spins);
+            }
+            TASK_CHECK(rc == TORX_OK, "%s", torx_last_error());
+            seq += (uint32_t)n;
+        }
+    } else {
+        uint32_t next[8] = {0};
+        const uint64_t total = (uint64_t)(boot->size - 1) * BATCH_PER_SENDER;
+        const double deadline = test_now() + 100;
+        unsigned spins = 0;
+        uint8_t got_bytes[TORX_PKT_MAX_PAYLOAD];
+        for (uint64_t got = 0; got < total;) {
+            const torx_pkt_hdr_t *p = torx_pkt_peek(dev);
+            if (!p) {
+                TASK_CHECK(test_now() < deadline, "only %llu of %llu packets arrived",
+                           (unsigned long long)got, (unsigned long long)total);
+                test_relax(&spins);
+                continue;
+            }
+            uint32_t sender, q;
+            unstamp(p, &sender, &q);
+            TASK_CHECK(sender >= 1 && sender < (uint32_t)boot->size, "bad sender %u", sender);
+            TASK_CHECK(q == next[sender], "sender %u: packet %u arrived when %u was due", sender, q,
+                       next[sender]);
+            const size_t len = (q * 7u) % (TORX_PKT_MAX_PAYLOAD + 1);
+            TASK_CHECK(p->payload_len == len, "length %u, expected %zu", p->payload_len, len);
+            torx_pkt_read(p, got_bytes, 0, len);
+            for (size_t i = 0; i < len; i++)
+                TASK_CHECK(got_bytes[i] == (uint8_t)(q + i + sender), "packet %u byte %zu", q, i);
+            next[sender]++;
+            got++;
+            torx_pkt_consume(dev);
+        }
+    }
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    TASK_CHECK(torx_pkt_peek(dev) == NULL, "extra packets");
+    torx_pkt_close(dev);
+    return 0;
+}
+
+/* Two senders, each the only producer of its FIFO (no compare-and-swap). */
+START_TEST(batch_all_or_none)
+{
+    setenv("TORX_FIFO_PACKETS", "16", 1);
+    RUN_JOB(3, batch_task, NULL);
+}
+END_TEST
+
+/* The same with chaos on: every FIFO is reserved by compare-and-swap. */
+START_TEST(batch_all_or_none_shared)
+{
+    setenv("TORX_FIFO_PACKETS", "16", 1);
+    setenv("TORX_CHAOS", "7", 1);
+    RUN_JOB(3, batch_task, NULL);
+    unsetenv("TORX_CHAOS");
+}
+END_TEST
+
 /* ---- start-up checks ------------------------------------------------------ */
 
 typedef struct {
@@ -897,6 +1044,8 @@ int main(void)
     tcase_add_test(tc, adaptive_in_order_without_chaos);
     tcase_add_test(tc, deposit_lines);
     tcase_add_test(tc, backpressure_no_loss);
+    tcase_add_test(tc, batch_all_or_none);
+    tcase_add_test(tc, batch_all_or_none_shared);
     tcase_add_test(tc, startup_rejects_bad_jobs);
     tcase_set_timeout(tc, 300);
     suite_add_tcase(s, tc);

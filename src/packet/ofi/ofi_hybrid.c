@@ -116,6 +116,11 @@ static torx_status_t hybrid_inject(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hd
     return sub->ops->inject(sub, hdr, iov, iovcnt);
 }
 
+static torx_status_t hybrid_inject_batch(torx_pkt_dev_t *dev, const torx_pkt_out_t *pkts, int n)
+{
+    return torxp_inject_batch(route(hybrid_of(dev), pkts[0].hdr), pkts, n);
+}
+
 static int hybrid_poll(torx_pkt_dev_t *dev)
 {
     hybrid_dev_t *h = hybrid_of(dev);
@@ -374,6 +379,7 @@ static void hybrid_close(torx_pkt_dev_t *dev)
 static const torxp_dev_ops_t hybrid_ops = {
     .name = "ofi",
     .inject = hybrid_inject,
+    .inject_batch = hybrid_inject_batch,
     .poll = hybrid_poll,
     .peek = hybrid_peek,
     .consume = hybrid_consume,

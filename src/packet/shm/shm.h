@@ -319,8 +319,7 @@ torx_status_t torxp_shm_gi_poll(torx_pkt_dev_t *dev);
 /* Bulk transfer (shm_bulk.c). */
 /* Chooses the bulk path (TORX_BULK) and, on cma, offers gets of share_min
  * bytes or more to be shared (TORX_BULK_SHARE_MIN; 0: none). */
-torx_status_t torxp_shm_bulk_setup(torxp_shm_dev_t *d, int bulk_mode, long share_min,
-                                   long cost);
+torx_status_t torxp_shm_bulk_setup(torxp_shm_dev_t *d, int bulk_mode, long share_min, long cost);
 unsigned torxp_shm_bulk_cost(const torx_pkt_dev_t *dev, torx_coord_t peer);
 torx_status_t torxp_shm_bulk_get(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
                                  const void *remote, void *local, size_t len, unsigned flags);
@@ -391,6 +390,7 @@ void torxp_shm_mstage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_
  * through torxp_shm_inject too. */
 torx_status_t torxp_shm_inject(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
                                const struct iovec *iov, int iovcnt);
+torx_status_t torxp_shm_inject_batch(torx_pkt_dev_t *dev, const torx_pkt_out_t *pkts, int n);
 /* Aims the reception cursors at the FIFOs (after the segment is mapped). */
 void torxp_shm_rx_setup(torxp_shm_dev_t *d);
 /* Doorbell: registration at open (before the start-up vote; sets the task's

@@ -73,17 +73,17 @@ static inline bool torxp_fifo_free_at(torxp_fifo_t *f, torxp_fifo_geom_t g, uint
     return pos - *cached_head < g.packets;
 }
 
-/* Producer: reserves the next position, or returns false when the FIFO is
- * full. */
-static inline bool torxp_fifo_reserve(torxp_fifo_t *f, torxp_fifo_geom_t g, uint64_t *cached_head,
-                                      uint64_t *pos_out)
+/* Producer: reserves the next n positions (*pos_out and on), or returns
+ * false, reserving nothing, when the FIFO has room for fewer. */
+static inline bool torxp_fifo_reserve_n(torxp_fifo_t *f, torxp_fifo_geom_t g, uint64_t *cached_head,
+                                        unsigned n, uint64_t *pos_out)
 {
     /* relaxed: the tail only hands out unique positions; it carries no data. */
     uint64_t pos = __atomic_load_n(&f->tail, __ATOMIC_RELAXED);
     for (;;) {
-        if (!torxp_fifo_free_at(f, g, cached_head, pos))
+        if (!torxp_fifo_free_at(f, g, cached_head, pos + n - 1))
             return false;
-        if (__atomic_compare_exchange_n(&f->tail, &pos, pos + 1, true, __ATOMIC_RELAXED,
+        if (__atomic_compare_exchange_n(&f->tail, &pos, pos + n, true, __ATOMIC_RELAXED,
                                         __ATOMIC_RELAXED)) {
             *pos_out = pos;
             return true;
@@ -91,19 +91,31 @@ static inline bool torxp_fifo_reserve(torxp_fifo_t *f, torxp_fifo_geom_t g, uint
     }
 }
 
-/* Producer that is the FIFO's only one: torxp_fifo_reserve without the
+static inline bool torxp_fifo_reserve(torxp_fifo_t *f, torxp_fifo_geom_t g, uint64_t *cached_head,
+                                      uint64_t *pos_out)
+{
+    return torxp_fifo_reserve_n(f, g, cached_head, 1, pos_out);
+}
+
+/* Producer that is the FIFO's only one: torxp_fifo_reserve_n without the
  * compare-and-swap, whose locked instruction is a fence on the path of every
  * packet. Only for FIFOs no other task or thread ever writes. */
-static inline bool torxp_fifo_reserve_sole(torxp_fifo_t *f, torxp_fifo_geom_t g,
-                                           uint64_t *cached_head, uint64_t *pos_out)
+static inline bool torxp_fifo_reserve_sole_n(torxp_fifo_t *f, torxp_fifo_geom_t g,
+                                             uint64_t *cached_head, unsigned n, uint64_t *pos_out)
 {
     /* relaxed: only this producer writes tail; it is read for room only. */
     const uint64_t pos = __atomic_load_n(&f->tail, __ATOMIC_RELAXED);
-    if (!torxp_fifo_free_at(f, g, cached_head, pos))
+    if (!torxp_fifo_free_at(f, g, cached_head, pos + n - 1))
         return false;
-    __atomic_store_n(&f->tail, pos + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&f->tail, pos + n, __ATOMIC_RELAXED);
     *pos_out = pos;
     return true;
+}
+
+static inline bool torxp_fifo_reserve_sole(torxp_fifo_t *f, torxp_fifo_geom_t g,
+                                           uint64_t *cached_head, uint64_t *pos_out)
+{
+    return torxp_fifo_reserve_sole_n(f, g, cached_head, 1, pos_out);
 }
 
 /* Producer: fills the reserved slot's header. dev_tag is left alone: it is

@@ -252,6 +252,7 @@ static void shm_close(torx_pkt_dev_t *dev)
 static const torxp_dev_ops_t shm_ops = {
     .name = "shm",
     .inject = torxp_shm_inject,
+    .inject_batch = torxp_shm_inject_batch,
     .poll = torxp_shm_poll,
     .peek = torxp_shm_peek,
     .consume = torxp_shm_consume,

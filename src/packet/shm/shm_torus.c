@@ -169,6 +169,21 @@ static inline unsigned pick_fifo(torxp_shm_dev_t *d, unsigned ctl)
     return d->self_index % TORXP_SHM_FIFOS_PER_TASK;
 }
 
+/* Writes the packet into position pos of FIFO f, reserved, and publishes it. */
+static inline __attribute__((always_inline)) void
+write_slot(torxp_shm_dev_t *d, torxp_fifo_t *f, uint64_t pos, const torx_pkt_hdr_t *hdr,
+           const struct iovec *iov, int iovcnt, size_t len)
+{
+    torx_pkt_hdr_t *s = torxp_fifo_slot(f, d->geom, pos);
+    torxp_fifo_write_hdr(s, hdr, (uint8_t)torx_pkt_chunks_for(len), (uint8_t)len);
+    char *p = (char *)(s + 1);
+    for (int i = 0; i < iovcnt; i++) {
+        memcpy(p, iov[i].iov_base, iov[i].iov_len);
+        p += iov[i].iov_len;
+    }
+    torxp_fifo_publish(s, pos, d->geom);
+}
+
 /* Writes the packet into FIFO f of the task in slot, whose head this task
  * last saw in *cached_head. */
 static inline __attribute__((always_inline)) torx_status_t
@@ -179,14 +194,7 @@ deliver_to(torxp_shm_dev_t *d, unsigned slot, torxp_fifo_t *f, uint64_t *cached_
     if (!(d->sole_producer ? torxp_fifo_reserve_sole(f, d->geom, cached_head, &pos)
                            : torxp_fifo_reserve(f, d->geom, cached_head, &pos)))
         return TORX_NO_ROOM;
-    torx_pkt_hdr_t *s = torxp_fifo_slot(f, d->geom, pos);
-    torxp_fifo_write_hdr(s, hdr, (uint8_t)torx_pkt_chunks_for(len), (uint8_t)len);
-    char *p = (char *)(s + 1);
-    for (int i = 0; i < iovcnt; i++) {
-        memcpy(p, iov[i].iov_base, iov[i].iov_len);
-        p += iov[i].iov_len;
-    }
-    torxp_fifo_publish(s, pos, d->geom);
+    write_slot(d, f, pos, hdr, iov, iovcnt, len);
     ring_if_sleeping(d, slot);
     return TORX_OK;
 }
@@ -266,11 +274,34 @@ static torx_status_t inject_deposit(torxp_shm_dev_t *d, const torx_pkt_hdr_t *hd
     return TORX_OK;
 }
 
+/* The slot of destination dest, checked: inside the torus, a task there. */
+static torx_status_t dest_slot(const torxp_shm_dev_t *d, torx_coord_t dest, unsigned *slot)
+{
+    if (TORXP_UNLIKELY(!torx_coord_in_shape(d->base.shape, dest)))
+        return torxp_error(TORX_ERR_INVAL, "torx: destination (%u,%u,%u,%u) is outside the torus",
+                           dest.x, dest.y, dest.z, dest.t);
+    *slot = torx_coord_index(d->base.shape, dest);
+    if (TORXP_UNLIKELY(!task_present(d, *slot)))
+        return torxp_error(TORX_ERR_INVAL, "torx: no task at destination (%u,%u,%u,%u)", dest.x,
+                           dest.y, dest.z, dest.t);
+    return TORX_OK;
+}
+
+/* Remembers the FIFO this task's deterministic packets take at dest, in
+ * slot (pick_fifo's answer without chaos: pinned by sender). */
+static void memo_pin(torxp_shm_dev_t *d, torx_coord_t dest, unsigned slot)
+{
+    const unsigned fifo = d->self_index % TORXP_SHM_FIFOS_PER_TASK;
+    d->tx_memo.dest = coord_bits(dest);
+    d->tx_memo.slot = slot;
+    d->tx_memo.fifo = torxp_shm_fifo(d, slot, fifo);
+    d->tx_memo.cached_head = &d->cached_head[slot * TORXP_SHM_FIFOS_PER_TASK + fifo];
+}
+
 /* The injection proper; the caller holds tx_lock when injection is shared. */
 static inline __attribute__((always_inline)) torx_status_t
 inject_body(torxp_shm_dev_t *d, const torx_pkt_hdr_t *hdr, const struct iovec *iov, int iovcnt)
 {
-    torx_pkt_dev_t *dev = &d->base;
     if (TORXP_UNLIKELY(stash_active(d))) {
         /* Everything queues behind a partly delivered deposit line. */
         drain_stash(d);
@@ -288,24 +319,58 @@ inject_body(torxp_shm_dev_t *d, const torx_pkt_hdr_t *hdr, const struct iovec *i
     if (TORXP_LIKELY(coord_bits(hdr->dest) == d->tx_memo.dest && !(hdr->ctl & d->tx_memo.ctl_mask)))
         return deliver_to(d, d->tx_memo.slot, d->tx_memo.fifo, d->tx_memo.cached_head, hdr, iov,
                           iovcnt, len);
-    if (TORXP_UNLIKELY(!torx_coord_in_shape(dev->shape, hdr->dest)))
-        return torxp_error(TORX_ERR_INVAL, "torx: destination (%u,%u,%u,%u) is outside the torus",
-                           hdr->dest.x, hdr->dest.y, hdr->dest.z, hdr->dest.t);
-    const unsigned slot = torx_coord_index(dev->shape, hdr->dest);
-    if (TORXP_UNLIKELY(!task_present(d, slot)))
-        return torxp_error(TORX_ERR_INVAL, "torx: no task at destination (%u,%u,%u,%u)",
-                           hdr->dest.x, hdr->dest.y, hdr->dest.z, hdr->dest.t);
+    unsigned slot;
+    const torx_status_t bad = dest_slot(d, hdr->dest, &slot);
+    if (TORXP_UNLIKELY(bad != TORX_OK))
+        return bad;
     if (TORXP_UNLIKELY(hdr->ctl & TORX_PKT_DEPOSIT))
         return inject_deposit(d, hdr, iov, iovcnt, len);
     if (hdr->ctl & d->tx_memo.ctl_mask)
         return deliver(d, slot, pick_fifo(d, hdr->ctl), hdr, iov, iovcnt, len);
-    /* Pinned by sender (pick_fifo's answer without chaos): remember it. */
-    const unsigned fifo = d->self_index % TORXP_SHM_FIFOS_PER_TASK;
-    d->tx_memo.dest = coord_bits(hdr->dest);
-    d->tx_memo.slot = slot;
-    d->tx_memo.fifo = torxp_shm_fifo(d, slot, fifo);
-    d->tx_memo.cached_head = &d->cached_head[slot * TORXP_SHM_FIFOS_PER_TASK + fifo];
+    memo_pin(d, hdr->dest, slot);
     return deliver_to(d, slot, d->tx_memo.fifo, d->tx_memo.cached_head, hdr, iov, iovcnt, len);
+}
+
+/* torx_pkt_inject_batch proper (the caller holds tx_lock when injection is
+ * shared): one reservation of n slots, filled and published in order, so
+ * that the receiver works on the first while the next are written (filled
+ * from the last to the first, a 512-byte ping-pong took 1.2x as long, 1 KiB
+ * 1.3x: the receiver waited for the whole message). Packets checked
+ * deterministic, one destination. */
+static torx_status_t inject_batch_body(torxp_shm_dev_t *d, const torx_pkt_out_t *pkts, int n)
+{
+    if (TORXP_UNLIKELY(stash_active(d))) {
+        drain_stash(d);
+        if (stash_active(d))
+            return TORX_NO_ROOM;
+    }
+    size_t len[TORX_PKT_BATCH_MAX];
+    for (int k = 0; k < n; k++) {
+        len[k] = 0;
+        for (int i = 0; i < pkts[k].iovcnt; i++)
+            len[k] += pkts[k].iov[i].iov_len;
+        if (TORXP_UNLIKELY(len[k] > TORX_PKT_MAX_PAYLOAD))
+            return torxp_error(TORX_ERR_INVAL, "torx: packet payload of %zu bytes exceeds %d",
+                               len[k], TORX_PKT_MAX_PAYLOAD);
+    }
+    const torx_coord_t dest = pkts[0].hdr->dest;
+    if (TORXP_UNLIKELY(coord_bits(dest) != d->tx_memo.dest)) {
+        unsigned slot;
+        const torx_status_t bad = dest_slot(d, dest, &slot);
+        if (TORXP_UNLIKELY(bad != TORX_OK))
+            return bad;
+        memo_pin(d, dest, slot);
+    }
+    torxp_fifo_t *const f = d->tx_memo.fifo;
+    uint64_t pos;
+    if (!(d->sole_producer
+              ? torxp_fifo_reserve_sole_n(f, d->geom, d->tx_memo.cached_head, (unsigned)n, &pos)
+              : torxp_fifo_reserve_n(f, d->geom, d->tx_memo.cached_head, (unsigned)n, &pos)))
+        return TORX_NO_ROOM;
+    for (int k = 0; k < n; k++)
+        write_slot(d, f, pos + (unsigned)k, pkts[k].hdr, pkts[k].iov, pkts[k].iovcnt, len[k]);
+    ring_if_sleeping(d, d->tx_memo.slot);
+    return TORX_OK;
 }
 
 static torx_status_t __attribute__((noinline))
@@ -324,6 +389,18 @@ torx_status_t torxp_shm_inject(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
     if (TORXP_UNLIKELY(d->shared_inject))
         return inject_shared(d, hdr, iov, iovcnt);
     return inject_body(d, hdr, iov, iovcnt);
+}
+
+torx_status_t torxp_shm_inject_batch(torx_pkt_dev_t *dev, const torx_pkt_out_t *pkts, int n)
+{
+    torxp_shm_dev_t *d = torxp_shm_of(dev);
+    if (TORXP_UNLIKELY(d->shared_inject)) {
+        tx_lock(d);
+        const torx_status_t rc = inject_batch_body(d, pkts, n);
+        tx_unlock(d);
+        return rc;
+    }
+    return inject_batch_body(d, pkts, n);
 }
 
 /* What the task table, which the start-up vote has made complete, says
