@@ -2,12 +2,15 @@
 # Places torx's protocol boundaries from measurements on this machine: the
 # size from which eager (and vn) messages go through the staging area
 # (TORX_STAGE_MIN), the staged piece (TORX_STAGE_CHUNK), and where eager
-# hands over to rendezvous (TORX_EAGER_LIMIT).
+# hands over to rendezvous (TORX_EAGER_LIMIT), and up to which size a
+# message to an idle pair goes staged instead (TORX_EAGER_IDLE_LIMIT).
+# INSTALL=1 writes them into the tuning file libtorx reads at start-up.
 #
 # Runs torx MPICH's mpi_latency, mpi_bw and mpi_bibw (bench/mpi_*.c),
 # 2 ranks bound one per core, under each candidate in interleaved rounds:
 #   packets      eager by 240-byte packets      TORX_STAGE_MIN=0
 #   staged-C     eager staged in pieces of C     TORX_STAGE_MIN=1 TORX_STAGE_CHUNK=C
+#                (and up to 4 MiB to an idle pair: TORX_EAGER_IDLE_LIMIT=4194304)
 #   rzv          rendezvous (bulk get)          TORX_EAGER_LIMIT=0 TORX_EAGER_IDLE_LIMIT=0
 # (eager limit 1 MiB for the first two, so each covers every size), in
 # heater mode, and in vn mode (where "packets" and "rzv" are both the vn
@@ -16,9 +19,13 @@
 #   stage_min the smallest eager size (above 228 bytes: one packet holds 240
 #             bytes, the MPI envelope takes 12) from which staged-C's
 #             latency is never above packets' by more than 2%
-#   eager     the largest size up to which staged-C is no worse than rzv on
-#             latency and on one-way and bidirectional bandwidth (2%
-#             tolerance), rounded down to a power of two
+#   eager     the largest size (up to 1 MiB) up to which staged-C is no
+#             worse than rzv on latency and on one-way and bidirectional
+#             bandwidth (2% tolerance), rounded down to a power of two
+#   idle      the largest size above that up to which staged-C's latency
+#             stays no worse than rzv's (2%), rounded down to a power of
+#             two: an idle pair's messages stage that far; 0 (off) when
+#             staged-C already lost on latency where eager stopped
 # MPI messages up to 228 bytes go one-packet under every candidate: they
 # are in the table as a check of the noise, not in the decisions.
 # and prints the table and the recommended environment.
@@ -31,6 +38,10 @@
 #   RESULTS_DIR  where calibrate-<stamp>.txt goes (default bench/results)
 #   FROM_RAW     a raw file of an earlier run (build/calibrate/raw-*.txt):
 #                analyse it again, run nothing
+#   INSTALL      1: write the first mode's recommendation (heater by default)
+#                to PREFIX/etc/torx.conf, the tuning file torx MPICH's libtorx
+#                reads (README, "Message-layer environment"); the
+#                environment still wins over it
 # Exit status 0 when every run worked, 1 when one failed, 2 when something
 # is missing.
 set -u -o pipefail
@@ -59,7 +70,7 @@ if [[ -z $from_raw ]]; then
     done
 fi
 
-sizes=64,128,192,229,232,248,256,384,512,768,1K,1536,2K,3K,4K,6K,8K,12K,16K,24K,32K,48K,64K,128K,256K
+sizes=64,128,192,229,232,248,256,384,512,768,1K,1536,2K,3K,4K,6K,8K,12K,16K,24K,32K,48K,64K,128K,256K,512K,1M,2M,4M
 stamp=$(date -u +%Y%m%d-%H%M%S)
 raw=$bdir/raw-$stamp.txt
 report=$results/calibrate-$stamp.txt
@@ -78,7 +89,7 @@ env_of() {
     case $1 in
     packets) echo "TORX_STAGE_MIN=0 TORX_EAGER_LIMIT=1048576 TORX_EAGER_IDLE_LIMIT=0" ;;
     rzv) echo "TORX_EAGER_LIMIT=0 TORX_EAGER_IDLE_LIMIT=0" ;;
-    staged-*) echo "TORX_STAGE_MIN=1 TORX_STAGE_CHUNK=${1#staged-} TORX_EAGER_LIMIT=1048576 TORX_EAGER_IDLE_LIMIT=0" ;;
+    staged-*) echo "TORX_STAGE_MIN=1 TORX_STAGE_CHUNK=${1#staged-} TORX_EAGER_LIMIT=1048576 TORX_EAGER_IDLE_LIMIT=4194304" ;;
     esac
 }
 
@@ -148,6 +159,7 @@ done
             smin = 0
             for (i = ns; i >= 1 && sz[i] > 228; i--) {
                 z = sz[i]
+                if (z > 262144) continue
                 if (median(m SUBSEP st SUBSEP "lat" SUBSEP z) > 1.02 * median(m SUBSEP "packets" SUBSEP "lat" SUBSEP z)) break
                 smin = z
             }
@@ -155,16 +167,43 @@ done
             for (i = 1; i <= ns; i++) {
                 z = sz[i]
                 if (z <= 228) continue
-                if (median(m SUBSEP st SUBSEP "lat" SUBSEP z) > 1.02 * median(m SUBSEP "rzv" SUBSEP "lat" SUBSEP z) || \
+                if (z > 1048576 || \
+                    median(m SUBSEP st SUBSEP "lat" SUBSEP z) > 1.02 * median(m SUBSEP "rzv" SUBSEP "lat" SUBSEP z) || \
                     median(m SUBSEP st SUBSEP "bw" SUBSEP z) < 0.98 * median(m SUBSEP "rzv" SUBSEP "bw" SUBSEP z) || \
                     median(m SUBSEP st SUBSEP "bibw" SUBSEP z) < 0.98 * median(m SUBSEP "rzv" SUBSEP "bibw" SUBSEP z)) break
                 eager = z
             }
+            # An idle pair (one message at a time): latency only, from the
+            # size where eager stopped on; none when staging lost latency there.
+            idle = eager
+            for (; i <= ns; i++) {
+                z = sz[i]
+                if (median(m SUBSEP st SUBSEP "lat" SUBSEP z) > 1.02 * median(m SUBSEP "rzv" SUBSEP "lat" SUBSEP z)) break
+                idle = z
+            }
             p = 1; while (p * 2 <= eager) p *= 2
-            printf "\nmode %s: chunk %s (best 8-256 KiB bandwidth); staged beats packets from %d B; staged beats rendezvous up to %d B (power of two: %d)\n", m, best, smin, eager, p
-            printf "recommend %s TORX_STAGE_CHUNK=%s TORX_STAGE_MIN=%d TORX_EAGER_LIMIT=%d\n", m, best, smin, p
+            q = 1; while (q * 2 <= idle) q *= 2
+            if (q <= p) q = 0
+            printf "\nmode %s: chunk %s (best 8-256 KiB bandwidth); staged beats packets from %d B; staged beats rendezvous up to %d B (power of two: %d), to an idle pair up to %d B (%d; 0: off)\n", m, best, smin, eager, p, idle, q
+            printf "recommend %s TORX_STAGE_CHUNK=%s TORX_STAGE_MIN=%d TORX_EAGER_LIMIT=%d TORX_EAGER_IDLE_LIMIT=%d\n", m, best, smin, p, q
         }
     }' "$raw"
 } | tee "$report"
 echo "run-calibrate: report $report" >&2
+if [[ ${INSTALL:-0} == 1 ]]; then
+    rec=$(awk '/^recommend / { $1 = ""; $2 = ""; print; exit }' "$report")
+    if [[ $failed != 0 || -z $rec ]]; then
+        echo "run-calibrate: INSTALL=1: no complete recommendation; $prefix/etc/torx.conf left as it was" >&2
+        exit 1
+    fi
+    mkdir -p "$prefix/etc"
+    {
+        echo "# torx tuning file: protocol boundaries measured on $(uname -n) by bench/run-calibrate.sh"
+        echo "# ($(date -u '+%F %T') UTC, mode ${modes%% *}, report ${report#"$root"/})."
+        echo "# The environment wins over these; TORX_CONF names another file (\"\" for none)."
+        for kv in $rec; do echo "$kv"; done
+    } >"$prefix/etc/torx.conf.tmp" && mv "$prefix/etc/torx.conf.tmp" "$prefix/etc/torx.conf"
+    echo "run-calibrate: wrote $prefix/etc/torx.conf:" >&2
+    sed 's/^/    /' "$prefix/etc/torx.conf" >&2
+fi
 exit $failed

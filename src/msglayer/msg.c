@@ -7,8 +7,10 @@
 
 #include "msg_internal.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,7 +88,8 @@ static const char *const rzv_data_names[] = {"auto", "bulk", "packets", "staged"
 static void rzv_data_describe(const torx_ctx_t *ctx, char *buf, size_t len)
 {
     const unsigned cost = torx_bulk_cost(ctx->dev, ctx->self);
-    const char *choice = torxm_rzv_takes_stage(ctx, &ctx->peers[ctx->rank]) ? "staging" : "bulk get";
+    const char *choice =
+        torxm_rzv_takes_stage(ctx, &ctx->peers[ctx->rank]) ? "staging" : "bulk get";
     switch (ctx->limits.rzv_data) {
     case TORX_RZV_DATA_BULK:
         snprintf(buf, len, "bulk get");
@@ -112,8 +115,149 @@ static void rzv_data_describe(const torx_ctx_t *ctx, char *buf, size_t len)
     }
 }
 
-static torx_status_t read_limits(const torx_init_attr_t *attr, torx_mode_t mode, torx_limits_t *lim)
+/* ---- The tuning file ------------------------------------------------------------ */
+
+/* Defaults for the protocol boundaries, measured on the machine at hand by
+ * bench/run-calibrate.sh (INSTALL=1 writes the file). The built-in ones
+ * were measured on the development machine, where two copies through the
+ * staging area beat one cross-memory copy; on other machines the opposite
+ * holds (bench/RESULTS.md, sixteenth session), and a tuning file puts the
+ * boundaries where they belong there. The environment wins over the file,
+ * the file over the built-in defaults. TORX_CONF names the file ("": none);
+ * without it, etc/torx.conf beside the lib/ directory libtorx was loaded
+ * from (an install prefix), which need not exist. Lines NAME=VALUE, '#'
+ * comments and blank lines; the names in tuning_names only. */
+static const char *const tuning_names[] = {"TORX_EAGER_LIMIT", "TORX_EAGER_IDLE_LIMIT",
+                                           "TORX_STAGE_MIN", "TORX_STAGE_CHUNK",
+                                           "TORX_STAGE_COST_MAX"};
+#define TUNING_N (sizeof tuning_names / sizeof tuning_names[0])
+
+typedef struct tuning {
+    char path[512];
+    char value[TUNING_N][24];
+    int line[TUNING_N]; /* 0: not in the file */
+    int used;           /* a boundary was taken from the file */
+} tuning_t;
+
+/* etc/torx.conf of the prefix libtorx was loaded from; "" when unknown. */
+static void tuning_default_path(char *path, size_t len)
 {
+    Dl_info info;
+    path[0] = '\0';
+    if (!dladdr((void *)tuning_default_path, &info) || !info.dli_fname)
+        return;
+    const char *slash = strrchr(info.dli_fname, '/');
+    if (!slash)
+        return;
+    snprintf(path, len, "%.*s/../etc/torx.conf", (int)(slash - info.dli_fname), info.dli_fname);
+}
+
+static char *trim(char *p)
+{
+    while (*p == ' ' || *p == '\t')
+        p++;
+    char *e = p + strlen(p);
+    while (e > p && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'))
+        *--e = '\0';
+    return p;
+}
+
+static torx_status_t tuning_read(tuning_t *t)
+{
+    memset(t, 0, sizeof *t);
+    const char *named = getenv("TORX_CONF");
+    if (named)
+        snprintf(t->path, sizeof t->path, "%s", named);
+    else
+        tuning_default_path(t->path, sizeof t->path);
+    if (!t->path[0])
+        return TORX_OK;
+    FILE *f = fopen(t->path, "r");
+    if (!f) {
+        if (!named && errno == ENOENT)
+            return TORX_OK;
+        return torxp_error(TORX_ERR_ENV, "torx: tuning file %s%s: %s", t->path,
+                           named ? " (TORX_CONF)" : "", strerror(errno));
+    }
+    /* PREFIX/etc/torx.conf, not PREFIX/lib/../etc/torx.conf, in messages. */
+    char real[PATH_MAX];
+    if (!named && realpath(t->path, real) && strlen(real) < sizeof t->path)
+        snprintf(t->path, sizeof t->path, "%s", real);
+    char buf[256];
+    torx_status_t rc = TORX_OK;
+    for (int ln = 1; rc == TORX_OK && fgets(buf, sizeof buf, f); ln++) {
+        const size_t n = strlen(buf);
+        if (n == sizeof buf - 1 && buf[n - 1] != '\n' && !feof(f)) {
+            rc = torxp_error(TORX_ERR_ENV, "torx: tuning file %s line %d: longer than %zu bytes",
+                             t->path, ln, sizeof buf - 2);
+            break;
+        }
+        char *p = trim(buf);
+        if (!*p || *p == '#')
+            continue;
+        char *eq = strchr(p, '=');
+        if (!eq) {
+            rc = torxp_error(TORX_ERR_ENV, "torx: tuning file %s line %d: '%s' is not NAME=VALUE",
+                             t->path, ln, p);
+            break;
+        }
+        *eq = '\0';
+        const char *name = trim(p), *value = trim(eq + 1);
+        size_t i = 0;
+        while (i < TUNING_N && strcmp(name, tuning_names[i]) != 0)
+            i++;
+        if (i == TUNING_N)
+            rc = torxp_error(TORX_ERR_ENV,
+                             "torx: tuning file %s line %d: %s is not one of the boundaries it "
+                             "may set (TORX_EAGER_LIMIT, TORX_EAGER_IDLE_LIMIT, TORX_STAGE_MIN, "
+                             "TORX_STAGE_CHUNK, TORX_STAGE_COST_MAX)",
+                             t->path, ln, name);
+        else if (t->line[i])
+            rc = torxp_error(TORX_ERR_ENV,
+                             "torx: tuning file %s line %d: %s set again (first on line %d)",
+                             t->path, ln, name, t->line[i]);
+        else if (!*value || strlen(value) >= sizeof t->value[i])
+            rc = torxp_error(TORX_ERR_ENV, "torx: tuning file %s line %d: %s has %s value", t->path,
+                             ln, name, *value ? "too long a" : "no");
+        else {
+            snprintf(t->value[i], sizeof t->value[i], "%s", value);
+            t->line[i] = ln;
+        }
+    }
+    if (rc == TORX_OK && ferror(f))
+        rc = torxp_error(TORX_ERR_ENV, "torx: tuning file %s: read error", t->path);
+    fclose(f);
+    return rc;
+}
+
+/* torx_env_int, falling back to the tuning file's value before def. */
+static torx_status_t limit_int(tuning_t *t, const char *name, long lo, long hi, long def, long *out)
+{
+    const char *env = getenv(name);
+    for (size_t i = 0; i < TUNING_N && !(env && *env); i++) {
+        if (!t->line[i] || strcmp(name, tuning_names[i]) != 0)
+            continue;
+        char *end = NULL;
+        errno = 0;
+        const long v = strtol(t->value[i], &end, 10);
+        if (end == t->value[i] || *end != '\0' || errno == ERANGE || v < lo || v > hi)
+            return torxp_error(TORX_ERR_ENV,
+                               "torx: tuning file %s line %d: %s=%s is not an integer in "
+                               "%ld..%ld",
+                               t->path, t->line[i], name, t->value[i], lo, hi);
+        *out = v;
+        t->used = 1;
+        return TORX_OK;
+    }
+    return torx_env_int(name, lo, hi, def, out);
+}
+
+/* *lim from attr, or from the environment, the tuning file and the defaults;
+ * tuning_used gets the tuning file's path when it set a boundary. */
+static torx_status_t read_limits(const torx_init_attr_t *attr, torx_mode_t mode, torx_limits_t *lim,
+                                 char *tuning_used, size_t len)
+{
+    tuning_used[0] = '\0';
     if (attr && attr->limits) {
         *lim = *attr->limits;
         if (lim->onepkt_limit > TORX_MSG_ONEPKT_MAX)
@@ -143,20 +287,25 @@ static torx_status_t read_limits(const torx_init_attr_t *attr, torx_mode_t mode,
     }
     long onepkt, eager, adaptive, stage_min, stage_chunk, idle, cost_max;
     int rzv;
+    tuning_t t;
+    tuning_t no_tuning = {0};
     torx_status_t rc;
-    if ((rc = torx_env_int("TORX_ONEPKT_LIMIT", 0, TORX_MSG_ONEPKT_MAX, TORX_MSG_ONEPKT_MAX,
+    if ((rc = tuning_read(&t)) ||
+        (rc = torx_env_int("TORX_ONEPKT_LIMIT", 0, TORX_MSG_ONEPKT_MAX, TORX_MSG_ONEPKT_MAX,
                            &onepkt)) ||
-        (rc = torx_env_int("TORX_EAGER_LIMIT", 0, (long)TORXM_STREAM_MAX, TORXM_EAGER_LIMIT,
-                           &eager)) ||
+        (rc = limit_int(&t, "TORX_EAGER_LIMIT", 0, (long)TORXM_STREAM_MAX, TORXM_EAGER_LIMIT,
+                        &eager)) ||
         (rc = torx_env_int("TORX_ADAPTIVE_LIMIT", 0, (long)TORXM_STREAM_MAX, 0, &adaptive)) ||
         (rc = torx_env_choice("TORX_RZV_DATA", rzv_data_names, 0, &rzv)) ||
-        (rc = torx_env_int("TORX_STAGE_MIN", 0, (long)TORXM_STREAM_MAX, TORXM_STAGE_MIN,
-                           &stage_min)) ||
-        (rc = torx_env_int("TORX_STAGE_CHUNK", 256, 1L << 24, TORXM_STAGE_CHUNK, &stage_chunk)) ||
-        (rc = torx_env_int("TORX_EAGER_IDLE_LIMIT", 0, (long)TORXM_STREAM_MAX,
-                           mode == TORX_MODE_CO ? 0 : TORXM_EAGER_IDLE_LIMIT, &idle)) ||
-        (rc = torx_env_int("TORX_STAGE_COST_MAX", 0, UINT16_MAX, TORXM_STAGE_COST_MAX,
-                           &cost_max)))
+        (rc = limit_int(&t, "TORX_STAGE_MIN", 0, (long)TORXM_STREAM_MAX, TORXM_STAGE_MIN,
+                        &stage_min)) ||
+        (rc = limit_int(&t, "TORX_STAGE_CHUNK", 256, 1L << 24, TORXM_STAGE_CHUNK, &stage_chunk)) ||
+        /* co mode keeps the idle rule off unless the environment turns it
+         * on: the file's figure was measured without a communication thread. */
+        (rc = limit_int(mode == TORX_MODE_CO ? &no_tuning : &t, "TORX_EAGER_IDLE_LIMIT", 0,
+                        (long)TORXM_STREAM_MAX, mode == TORX_MODE_CO ? 0 : TORXM_EAGER_IDLE_LIMIT,
+                        &idle)) ||
+        (rc = limit_int(&t, "TORX_STAGE_COST_MAX", 0, UINT16_MAX, TORXM_STAGE_COST_MAX, &cost_max)))
         return rc;
     *lim = (torx_limits_t){.onepkt_limit = (size_t)onepkt,
                            .eager_limit = (size_t)eager,
@@ -166,6 +315,8 @@ static torx_status_t read_limits(const torx_init_attr_t *attr, torx_mode_t mode,
                            .stage_chunk = (size_t)stage_chunk,
                            .idle_limit = (size_t)idle,
                            .stage_cost_max = (unsigned)cost_max};
+    if (t.used)
+        snprintf(tuning_used, len, "%s", t.path);
     return TORX_OK;
 }
 
@@ -341,7 +492,8 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
 
     long stats;
     if ((rc = read_mode(attr, &ctx->mode, &ctx->tasks_per_node, &ctx->cores_per_node)) != TORX_OK ||
-        (rc = read_limits(attr, ctx->mode, &ctx->limits)) != TORX_OK ||
+        (rc = read_limits(attr, ctx->mode, &ctx->limits, ctx->tuning_file,
+                          sizeof ctx->tuning_file)) != TORX_OK ||
         (rc = torx_env_int("TORX_STATS", 0, 1, 0, &stats)) != TORX_OK)
         goto fail;
     ctx->stats_print = (int)stats;
@@ -394,14 +546,15 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
     torxp_log(ctx->dev, 1,
               "message layer: mode %s, %d task(s) per node, one-packet limit %zu, eager limit "
               "%zu (%zu to an idle pair), adaptive limit %zu, rendezvous data by %s, staged "
-              "from %zu bytes in pieces of %u%s",
+              "from %zu bytes in pieces of %u%s%s%s",
               mode_names[ctx->mode], ctx->tasks_per_node, ctx->limits.onepkt_limit,
               ctx->limits.eager_limit,
               ctx->stage_chunk && ctx->limits.idle_limit > ctx->limits.eager_limit
                   ? ctx->limits.idle_limit
                   : ctx->limits.eager_limit,
-              ctx->limits.adaptive_limit, rzv,
-              ctx->limits.stage_min, ctx->stage_chunk, ctx->stage_chunk ? "" : " (staging off)");
+              ctx->limits.adaptive_limit, rzv, ctx->limits.stage_min, ctx->stage_chunk,
+              ctx->stage_chunk ? "" : " (staging off)",
+              ctx->tuning_file[0] ? "; boundaries from the tuning file " : "", ctx->tuning_file);
     *out = ctx;
     return TORX_OK;
 

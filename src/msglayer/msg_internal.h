@@ -397,6 +397,7 @@ struct torx_ctx {
     uint64_t warned_handlers; /* bit per id: an unregistered-id warning printed */
 
     torx_limits_t limits;
+    char tuning_file[512];               /* the tuning file that set boundaries (msg.c), or "" */
     uint32_t stage_chunk;                /* bytes per staged piece; 0 when staging is off */
     torxm_peer_t *busy;                  /* peers with a non-empty queue */
     torxm_msg_t *done_head, **done_tail; /* sends whose done is due */
@@ -625,9 +626,8 @@ torx_status_t torxm_staged_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t
  * piece's ref), counted under proto. TORX_NO_ROOM: the area or the FIFO is
  * full, call again (a staged piece whose packet is not out stays in
  * m->piece); TORX_OK: all are out. */
-torx_status_t torxm_stage_pieces(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m,
-                                 uint64_t end, unsigned type, const uint64_t *rcookie,
-                                 unsigned proto);
+torx_status_t torxm_stage_pieces(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m, uint64_t end,
+                                 unsigned type, const uint64_t *rcookie, unsigned proto);
 void torxm_rzv_piece_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
 /* A rendezvous transfer after a clear-to-send (packets or staged pieces)
  * whose bytes all arrived: its cookie goes and the receive finishes. */
