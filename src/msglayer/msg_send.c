@@ -219,7 +219,8 @@ inject_larger(torx_ctx_t *ctx, int dest, int handler, const void *hdr, size_t hd
         return TORX_AGAIN;
     }
     if (p == TORX_PROTO_EAGER)
-        return eager_now(ctx, peer, handler, hdr ? hdr : nothing, hdr_len, data, len);
+        return eager_now(ctx, peer, handler, hdr ? hdr : nothing, hdr_len, data ? data : nothing,
+                         len);
     return TORX_AGAIN;
 }
 
