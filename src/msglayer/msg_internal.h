@@ -186,6 +186,13 @@ enum torxm_pkt_type {
 #define TORXM_RZV_PIECE_BYTES 16u   /* u64 rcookie, u32 ref off, u32 ref len */
 
 static_assert(TORX_MSG_ONEPKT_MAX == TORX_PKT_MAX_PAYLOAD, "one-packet uses the whole payload");
+/* Data bytes the first packet of a message of len data bytes and hdr_len
+ * header bytes carries after its prefix and the header (eager, adaptive). */
+static inline uint64_t torxm_first_chunk(unsigned prefix, size_t hdr_len, uint64_t len)
+{
+    const uint64_t room = TORX_PKT_MAX_PAYLOAD - prefix - hdr_len;
+    return len < room ? len : room;
+}
 static_assert(TORXM_SCOUT_PREFIX + TORX_MSG_MAX_HDR <= TORX_PKT_MAX_PAYLOAD,
               "a scout carries the largest header");
 static_assert(TORXM_ADAPT_FIRST_PREFIX + TORX_MSG_MAX_HDR < TORX_PKT_MAX_PAYLOAD,

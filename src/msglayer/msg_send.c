@@ -163,8 +163,7 @@ static torx_status_t staged_now(torx_ctx_t *ctx, torxm_peer_t *peer, unsigned pr
 static torx_status_t eager_now(torx_ctx_t *ctx, torxm_peer_t *peer, int handler, const void *hdr,
                                size_t hdr_len, const void *data, size_t len)
 {
-    const size_t room = TORX_PKT_MAX_PAYLOAD - TORXM_EAGER_FIRST_PREFIX - hdr_len;
-    const size_t first = len < room ? len : room;
+    const size_t first = (size_t)torxm_first_chunk(TORXM_EAGER_FIRST_PREFIX, hdr_len, len);
     const size_t npkts = 1 + (len - first + TORX_PKT_MAX_PAYLOAD - 1) / TORX_PKT_MAX_PAYLOAD;
     if (peer->head || peer->tokens_owed || npkts > TORX_PKT_BATCH_MAX)
         return TORX_AGAIN;

@@ -14,13 +14,6 @@
 
 #include <stdlib.h>
 
-/* Data bytes a first packet carries after its prefix and the header. */
-static inline uint64_t first_chunk(const torxm_msg_t *m, unsigned prefix)
-{
-    const uint64_t room = TORX_PKT_MAX_PAYLOAD - prefix - m->hdr_len;
-    return m->len < room ? m->len : room;
-}
-
 /* Injects m's data packets from m->off on; seq_prefix adds the u32 seq in
  * front of the data (adaptive). TORX_OK when all are out. */
 static torx_status_t push_more(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m,
@@ -56,7 +49,7 @@ torx_status_t torxm_eager_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t 
         torxm_sw_set(&h, TORXM_PKT_EAGER_FIRST, (uint32_t)ctx->rank,
                      torxm_first_word(m->handler, m->hdr_len, 0));
         const uint32_t total = (uint32_t)m->len;
-        const uint64_t n = first_chunk(m, TORXM_EAGER_FIRST_PREFIX);
+        const uint64_t n = torxm_first_chunk(TORXM_EAGER_FIRST_PREFIX, m->hdr_len, m->len);
         const struct iovec iov[3] = {
             {(void *)&total, 4}, {m->hdr, m->hdr_len}, {(void *)m->data, (size_t)n}};
         const torx_status_t rc = torxm_inject(ctx, &h, iov, 3, TORX_PROTO_EAGER);
@@ -79,7 +72,7 @@ torx_status_t torxm_adapt_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t 
         torxm_sw_set(&h, TORXM_PKT_ADAPT_FIRST, (uint32_t)ctx->rank,
                      torxm_first_word(m->handler, m->hdr_len, 0));
         const uint32_t pre[2] = {(uint32_t)m->len, m->seq};
-        const uint64_t n = first_chunk(m, TORXM_ADAPT_FIRST_PREFIX);
+        const uint64_t n = torxm_first_chunk(TORXM_ADAPT_FIRST_PREFIX, m->hdr_len, m->len);
         const struct iovec iov[3] = {
             {(void *)pre, sizeof pre}, {m->hdr, m->hdr_len}, {(void *)m->data, (size_t)n}};
         const torx_status_t rc = torxm_inject(ctx, &h, iov, 3, TORX_PROTO_ADAPTIVE);

@@ -184,6 +184,15 @@ write_slot(torxp_shm_dev_t *d, torxp_fifo_t *f, uint64_t pos, const torx_pkt_hdr
     torxp_fifo_publish(s, pos, d->geom);
 }
 
+/* Reserves n slots of FIFO f: without a compare-and-swap where this task is
+ * its only producer. */
+static inline __attribute__((always_inline)) bool
+reserve(torxp_shm_dev_t *d, torxp_fifo_t *f, uint64_t *cached_head, unsigned n, uint64_t *pos)
+{
+    return d->sole_producer ? torxp_fifo_reserve_sole_n(f, d->geom, cached_head, n, pos)
+                            : torxp_fifo_reserve_n(f, d->geom, cached_head, n, pos);
+}
+
 /* Writes the packet into FIFO f of the task in slot, whose head this task
  * last saw in *cached_head. */
 static inline __attribute__((always_inline)) torx_status_t
@@ -191,8 +200,7 @@ deliver_to(torxp_shm_dev_t *d, unsigned slot, torxp_fifo_t *f, uint64_t *cached_
            const torx_pkt_hdr_t *hdr, const struct iovec *iov, int iovcnt, size_t len)
 {
     uint64_t pos;
-    if (!(d->sole_producer ? torxp_fifo_reserve_sole(f, d->geom, cached_head, &pos)
-                           : torxp_fifo_reserve(f, d->geom, cached_head, &pos)))
+    if (!reserve(d, f, cached_head, 1, &pos))
         return TORX_NO_ROOM;
     write_slot(d, f, pos, hdr, iov, iovcnt, len);
     ring_if_sleeping(d, slot);
@@ -274,6 +282,29 @@ static torx_status_t inject_deposit(torxp_shm_dev_t *d, const torx_pkt_hdr_t *hd
     return TORX_OK;
 }
 
+/* Whether injection must wait: everything queues behind a partly
+ * delivered deposit line, which this delivers as far as the FIFOs allow. */
+static inline int stash_blocks(torxp_shm_dev_t *d)
+{
+    if (TORXP_LIKELY(!stash_active(d)))
+        return 0;
+    drain_stash(d);
+    return stash_active(d);
+}
+
+/* *len: the payload iov gathers, checked against a packet's payload. */
+static inline torx_status_t payload_len(const struct iovec *iov, int iovcnt, size_t *len)
+{
+    size_t n = 0;
+    for (int i = 0; i < iovcnt; i++)
+        n += iov[i].iov_len;
+    *len = n;
+    if (TORXP_UNLIKELY(n > TORX_PKT_MAX_PAYLOAD))
+        return torxp_error(TORX_ERR_INVAL, "torx: packet payload of %zu bytes exceeds %d", n,
+                           TORX_PKT_MAX_PAYLOAD);
+    return TORX_OK;
+}
+
 /* The slot of destination dest, checked: inside the torus, a task there. */
 static torx_status_t dest_slot(const torxp_shm_dev_t *d, torx_coord_t dest, unsigned *slot)
 {
@@ -302,18 +333,12 @@ static void memo_pin(torxp_shm_dev_t *d, torx_coord_t dest, unsigned slot)
 static inline __attribute__((always_inline)) torx_status_t
 inject_body(torxp_shm_dev_t *d, const torx_pkt_hdr_t *hdr, const struct iovec *iov, int iovcnt)
 {
-    if (TORXP_UNLIKELY(stash_active(d))) {
-        /* Everything queues behind a partly delivered deposit line. */
-        drain_stash(d);
-        if (stash_active(d))
-            return TORX_NO_ROOM;
-    }
-    size_t len = 0;
-    for (int i = 0; i < iovcnt; i++)
-        len += iov[i].iov_len;
-    if (TORXP_UNLIKELY(len > TORX_PKT_MAX_PAYLOAD))
-        return torxp_error(TORX_ERR_INVAL, "torx: packet payload of %zu bytes exceeds %d", len,
-                           TORX_PKT_MAX_PAYLOAD);
+    if (TORXP_UNLIKELY(stash_blocks(d)))
+        return TORX_NO_ROOM;
+    size_t len;
+    const torx_status_t too_long = payload_len(iov, iovcnt, &len);
+    if (TORXP_UNLIKELY(too_long != TORX_OK))
+        return too_long;
     /* The destination of the last deterministic packet again (a ping-pong,
      * a message's packets, a stream): checked then, its FIFO known. */
     if (TORXP_LIKELY(coord_bits(hdr->dest) == d->tx_memo.dest && !(hdr->ctl & d->tx_memo.ctl_mask)))
@@ -339,19 +364,13 @@ inject_body(torxp_shm_dev_t *d, const torx_pkt_hdr_t *hdr, const struct iovec *i
  * deterministic, one destination. */
 static torx_status_t inject_batch_body(torxp_shm_dev_t *d, const torx_pkt_out_t *pkts, int n)
 {
-    if (TORXP_UNLIKELY(stash_active(d))) {
-        drain_stash(d);
-        if (stash_active(d))
-            return TORX_NO_ROOM;
-    }
+    if (TORXP_UNLIKELY(stash_blocks(d)))
+        return TORX_NO_ROOM;
     size_t len[TORX_PKT_BATCH_MAX];
     for (int k = 0; k < n; k++) {
-        len[k] = 0;
-        for (int i = 0; i < pkts[k].iovcnt; i++)
-            len[k] += pkts[k].iov[i].iov_len;
-        if (TORXP_UNLIKELY(len[k] > TORX_PKT_MAX_PAYLOAD))
-            return torxp_error(TORX_ERR_INVAL, "torx: packet payload of %zu bytes exceeds %d",
-                               len[k], TORX_PKT_MAX_PAYLOAD);
+        const torx_status_t too_long = payload_len(pkts[k].iov, pkts[k].iovcnt, &len[k]);
+        if (TORXP_UNLIKELY(too_long != TORX_OK))
+            return too_long;
     }
     const torx_coord_t dest = pkts[0].hdr->dest;
     if (TORXP_UNLIKELY(coord_bits(dest) != d->tx_memo.dest)) {
@@ -363,9 +382,7 @@ static torx_status_t inject_batch_body(torxp_shm_dev_t *d, const torx_pkt_out_t 
     }
     torxp_fifo_t *const f = d->tx_memo.fifo;
     uint64_t pos;
-    if (!(d->sole_producer
-              ? torxp_fifo_reserve_sole_n(f, d->geom, d->tx_memo.cached_head, (unsigned)n, &pos)
-              : torxp_fifo_reserve_n(f, d->geom, d->tx_memo.cached_head, (unsigned)n, &pos)))
+    if (!reserve(d, f, d->tx_memo.cached_head, (unsigned)n, &pos))
         return TORX_NO_ROOM;
     for (int k = 0; k < n; k++)
         write_slot(d, f, pos + (unsigned)k, pkts[k].hdr, pkts[k].iov, pkts[k].iovcnt, len[k]);
