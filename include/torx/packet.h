@@ -634,7 +634,7 @@ const char *torx_bulk_path(const torx_pkt_dev_t *dev);
  *   The time of a single copy by the bulk path toward peer, in percent of a
  *   memcpy of the same bytes, as the device measured it when it opened
  *   (shm, cma path: a 1 MiB process_vm_readv against a 1 MiB memcpy, the
- *   best of three each, or TORX_BULK_COST). The shm device answers the mean
+ *   best of twelve each, or TORX_BULK_COST). The shm device answers the mean
  *   of this task's figure and peer's, once peer has one, so that both ends
  *   of a pair answer the same. Cross-memory attach pins every page it copies, so
  *   on some machines it runs at a third of memcpy's speed and on others at
