@@ -1056,13 +1056,13 @@ unsigned torxp_shm_bulk_cost(const torx_pkt_dev_t *dev, torx_coord_t peer)
  * itself (the same kernel path as from a peer: every page pinned, then
  * copied) against a memcpy of the same buffers, the best of COST_TRIES
  * each, so that a preempted or not yet steady try does not count. The
- * first few copies of fresh buffers run up to 3x slow, and at 3 tries the
- * figure ranged 104-414% from start to start on one VM, where the steady
- * state is about 450% (best of 10: 451-519%); a pair on each side of the
- * line at 200 then moved its rendezvous data at 17-19 or 38-50 GB/s both
- * ways at 64 KiB (bench/RESULTS.md, seventeenth session). 1 MiB: past the
- * caches that hold one core's copies, as the messages that take a bulk get
- * are; the whole measurement takes about 1.5 ms once per task. */
+ * first few copies of fresh buffers run up to 3x slow: over 16 MPI starts
+ * on one VM the figure ranged 137-468% at 3 tries and 254-509% at 12, and
+ * a pair on each side of the line at 200 moved its rendezvous data at
+ * 17-19 or 38-51 GB/s both ways at 64 KiB (bench/RESULTS.md, seventeenth
+ * session). 1 MiB: past the caches that hold one core's copies, as the
+ * messages that take a bulk get are; the whole measurement takes about
+ * 1.5 ms once per task. */
 #define COST_BYTES ((size_t)1 << 20)
 #define COST_TRIES 12
 
