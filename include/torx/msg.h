@@ -130,14 +130,20 @@ typedef enum torx_protocol {
  * a staged eager message, torx_stage_put), two copies with no system call
  * and no unexpected-message buffer, since the receive is matched already. */
 typedef enum torx_rzv_data {
-    TORX_RZV_DATA_AUTO = 0, /* staged where a bulk get costs more than two
-                               copies (torx_bulk_cost above 200 percent)
-                               and copies into the area toward the peer are
-                               not slow (torx_stage_cost at most 3/4 of
-                               stage_cost_max, but one scout in 64), neither
-                               in co mode nor oversubscribed; else bulk. A
-                               task whose own offers are off for slow
-                               copies declines the peer's too (but its
+    TORX_RZV_DATA_AUTO = 0, /* neither in co mode nor oversubscribed:
+                               from 64 KiB, the way the pair measures
+                               faster as it runs, both directions alike
+                               (its lower rank times epochs of each way,
+                               per size class, and keeps exploring the
+                               other; TORX_VERBOSE=2 prints the rates at
+                               finalize). Shorter: staged where a bulk get
+                               costs more than two copies (torx_bulk_cost
+                               above 200 percent) and copies into the area
+                               toward the peer are not slow
+                               (torx_stage_cost at most 3/4 of
+                               stage_cost_max, but one scout in 64); else
+                               bulk. A task whose own offers are off for
+                               slow copies declines the peer's too (but its
                                probes), so both directions move alike */
     TORX_RZV_DATA_BULK,     /* the receiver's bulk get (torx_bulk_get) */
     TORX_RZV_DATA_PACKETS,  /* adaptive packets */

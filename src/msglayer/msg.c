@@ -440,6 +440,7 @@ static void ctx_free(torx_ctx_t *ctx)
                 free(e);
             }
             free_rx_list(p->adapt);
+            free(p->way);
         }
     }
     /* Receive records still waiting for rendezvous packets live only in
@@ -906,6 +907,7 @@ torx_status_t torx_finalize(torx_ctx_t *ctx)
         print_stats(ctx, rc == TORX_OK);
     if (ctx->stats_fd >= 0)
         stats_write_row(ctx);
+    torxm_rzv_way_log(ctx);
     ctx_free(ctx);
     return rc;
 }

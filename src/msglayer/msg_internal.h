@@ -81,6 +81,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #define TORXM_LIKELY TORXP_LIKELY
 #define TORXM_UNLIKELY TORXP_UNLIKELY
@@ -314,6 +315,7 @@ typedef struct torxm_rx {
                               reassembly: TORXM_RX_STAGED for staged pieces */
     uint8_t deferred;      /* on ctx->deferred, waiting for torx_accept */
     uint8_t later;         /* continued by torx_accept: finish through ctx->rx_done */
+    uint8_t way_counted;   /* rendezvous, vn: torxm_rzv_way_done counts it */
     struct torxm_rx *prev; /* ctx->deferred is doubly linked: accept unlinks any */
     uint64_t scookie;      /* rendezvous, vn: the sender's cookie */
     uint64_t rcookie;      /* rendezvous packets: ours */
@@ -333,6 +335,8 @@ typedef struct torxm_early {
 static_assert(offsetof(torxm_early_t, payload) ==
                   offsetof(torxm_early_t, pkt) + sizeof(torx_pkt_hdr_t),
               "payload follows the copied header, as torx_pkt_payload expects");
+
+struct torxm_rzv_way; /* rzv_way.c */
 
 /* Per-peer state: both directions. */
 typedef struct torxm_peer {
@@ -355,6 +359,9 @@ typedef struct torxm_peer {
      * takes bulk gets runs slower than either alone (proto_rzv.c). */
     uint16_t rzv_hold;
     uint32_t rx_seq_at_long;
+    /* the pair's way for long rendezvous data, kept by its lower rank
+     * (torxm_rzv_way_staged); NULL until the first such transfer */
+    struct torxm_rzv_way *way;
     /* receive */
     uint32_t rx_seq;      /* messages matched from this peer */
     torxm_rx_t *eager;    /* the eager message being reassembled, or NULL */
@@ -539,6 +546,48 @@ static inline int torxm_rzv_takes_stage(const torx_ctx_t *ctx, const torxm_peer_
     return ctx->limits.rzv_data == TORX_RZV_DATA_AUTO && !ctx->oversubscribed &&
            torx_bulk_cost(ctx->dev, peer->coord) > TORXM_RZV_STAGE_COST;
 }
+/* Long rendezvous data goes the way the pair measured faster (rzv_way.c).
+ * Whether two copies through the staging area beat one bulk get depends on
+ * where the hypervisor put the two cores, and it moves them: near (one
+ * L3) staging moved 64 KiB-1 MiB at 2.0-2.5x a bulk get both ways; in one
+ * far placement staging lost to the peers' single copy (0.49-0.85x at
+ * 256 KiB-1 MiB both ways), in another it still beat it 1.3-2x one way
+ * (bench/RESULTS.md, seventeenth and eighteenth sessions), with the same
+ * cache-line handoff time. Neither a copy-time line nor the handoff told
+ * the cases apart, so under TORX_RZV_DATA=auto the pair tries both. One
+ * task decides for both directions (the lower rank, torxm_rzv_way_leads):
+ * a window where one direction staged while the other took bulk gets ran
+ * slower than either (proto_rzv.c, takes_offer), and so would any
+ * measurement of it. The other task offers staging on every long scout and
+ * takes every offer. */
+#define TORXM_RZV_WAY_MIN 65536
+static inline int torxm_rzv_way_measured(const torx_ctx_t *ctx, const torxm_peer_t *peer,
+                                         uint64_t len)
+{
+    return ctx->limits.rzv_data == TORX_RZV_DATA_AUTO && !ctx->co_net && !ctx->oversubscribed &&
+           peer->staged && len >= TORXM_RZV_WAY_MIN && len <= TORXM_STREAM_MAX &&
+           peer != &ctx->peers[ctx->rank];
+}
+static inline int torxm_rzv_way_leads(const torx_ctx_t *ctx, const torxm_peer_t *peer)
+{
+    return ctx->rank < (int)(peer - ctx->peers);
+}
+/* The leader's answer: whether the pair's long transfers of len bytes go
+ * staged now. */
+int torxm_rzv_way_staged(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len);
+/* The leader counts each long transfer of the pair as it completes, either
+ * direction: len bytes, staged or by bulk get, finished at when
+ * (torxm_now_ns; 0: now). */
+void torxm_rzv_way_done(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len, int staged,
+                        uint64_t when);
+static inline uint64_t torxm_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+/* TORX_VERBOSE=2, at finalize: what the pairs measured. */
+void torxm_rzv_way_log(const torx_ctx_t *ctx);
 /* The scout of a rendezvous (bulk get) or vn message, never staged: for a
  * message that goes ahead of a staged one waiting for room (msg_send.c). */
 torx_status_t torxm_scout_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m);

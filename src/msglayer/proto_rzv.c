@@ -64,13 +64,20 @@ static torx_status_t scout_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t
 /* A rendezvous send its receiver is done with (acked, or all the data it
  * asked for streamed): the cookie goes, the send stops waiting, and it
  * completes. */
-static void awaiting_done(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m)
+static void awaiting_done_at(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m, uint64_t when)
 {
+    if (torxm_rzv_way_measured(ctx, peer, m->len) && torxm_rzv_way_leads(ctx, peer))
+        torxm_rzv_way_done(ctx, peer, m->len, m->state == TORXM_MSG_STAGE, when);
     torxm_cookie_free(ctx, m->cookie);
     m->cookie = 0;
     ctx->awaiting--;
     peer->awaiting--;
     torxm_complete(ctx, m);
+}
+
+static void awaiting_done(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m)
+{
+    awaiting_done_at(ctx, peer, m, 0);
 }
 
 /* Streams the data the clear-to-send asked for. */
@@ -107,7 +114,9 @@ static torx_status_t stage_stream_push(torx_ctx_t *ctx, torxm_peer_t *peer, torx
 
 /* What a scout offers its receiver: a clear-to-send and packets
  * (TORX_RZV_DATA=packets, rendezvous only), or the choice of the staging area, or nothing
- * (a bulk get). Under auto, not the area while copies into it toward peer
+ * (a bulk get). Under auto, a long message offers what the pair's leader
+ * chose (torxm_rzv_way_staged; the other task always offers). A shorter one
+ * not the area while copies into it toward peer
  * run slow (the two cores far apart: a staged byte crosses between them
  * twice), except one scout in TORXM_STAGE_PROBE, whose pieces measure
  * again. While they run slow this task also declines peer's offers
@@ -120,6 +129,10 @@ static unsigned scout_flags(torx_ctx_t *ctx, torxm_peer_t *peer, const torxm_msg
         return 0;
     if (ctx->limits.rzv_data == TORX_RZV_DATA_STAGED)
         return TORXM_SCOUT_STAGED;
+    if (torxm_rzv_way_measured(ctx, peer, m->len)) /* the leader's choice (rzv_way.c) */
+        return !torxm_rzv_way_leads(ctx, peer) || torxm_rzv_way_staged(ctx, peer, m->len)
+                   ? TORXM_SCOUT_STAGED
+                   : 0;
     if (!torxm_rzv_copies_slow(ctx, peer)) {
         peer->rzv_hold = 0;
         return TORXM_SCOUT_STAGED;
@@ -183,10 +196,12 @@ void torxm_ack_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt
         torxm_bad_packet(ctx, (int)(peer - ctx->peers), "a short rendezvous ack");
         return;
     }
-    torxm_msg_t *m = awaiting_msg(ctx, peer, torxm_ld64(torx_pkt_payload(pkt)));
+    const uint8_t *p = torx_pkt_payload(pkt);
+    torxm_msg_t *m = awaiting_msg(ctx, peer, torxm_ld64(p));
     if (!m)
         return;
-    awaiting_done(ctx, peer, m);
+    /* the receiver's clock when its get finished, for the pair's way */
+    awaiting_done_at(ctx, peer, m, pkt->payload_len >= 16 ? torxm_ld64(p + 8) : 0);
 }
 
 void torxm_cts_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt)
@@ -235,8 +250,22 @@ void torxm_bulk_done(torx_ctx_t *ctx, torxm_rx_t *rx, torx_status_t st)
         rx->status = st;
     else
         rx->arrived = rx->want;
-    /* Ack even after a failed get: the sender's buffer is free either way. */
-    torxm_ctrl_send(ctx, rx->src, rx->ack_type, 0, &rx->scookie, 8, rx->proto);
+    torxm_peer_t *peer = &ctx->peers[rx->src];
+    /* Ack even after a failed get: the sender's buffer is free either way.
+     * When the sender leads the pair's way (rzv_way.c), the ack says when
+     * the get finished: acks queue while a task copies, and the time one
+     * is read at would bunch the gets' completions. */
+    uint64_t ack[2] = {rx->scookie, 0};
+    size_t ack_len = 8;
+    if (rx->way_counted) {
+        if (st >= 0)
+            torxm_rzv_way_done(ctx, peer, rx->total, 0, 0);
+    } else if (st >= 0 && torxm_rzv_way_measured(ctx, peer, rx->total) &&
+               !torxm_rzv_way_leads(ctx, peer)) {
+        ack[1] = torxm_now_ns();
+        ack_len = sizeof ack;
+    }
+    torxm_ctrl_send(ctx, rx->src, rx->ack_type, 0, ack, ack_len, rx->proto);
     torxm_rx_finish(ctx, rx);
 }
 
@@ -257,13 +286,16 @@ typedef struct scout {
  * so one core makes two of the three copies. The hold lapses after
  * TORXM_RZV_HOLD scouts from peer with none of ours between: this
  * task's verdict was measured on its own traffic, which has stopped. */
-static int takes_offer(torx_ctx_t *ctx, torxm_peer_t *peer, unsigned flags)
+static int takes_offer(torx_ctx_t *ctx, torxm_peer_t *peer, unsigned flags, uint64_t total)
 {
     const int hold = peer->rzv_hold != 0;
     if (hold)
         peer->rzv_hold--;
-    return (flags & TORXM_SCOUT_STAGED) && torxm_rzv_takes_stage(ctx, peer) &&
-           (!hold || (flags & TORXM_SCOUT_PROBE));
+    if (!(flags & TORXM_SCOUT_STAGED))
+        return 0;
+    if (torxm_rzv_way_measured(ctx, peer, total)) /* long: as the leader chose (rzv_way.c) */
+        return !torxm_rzv_way_leads(ctx, peer) || torxm_rzv_way_staged(ctx, peer, total);
+    return torxm_rzv_takes_stage(ctx, peer) && (!hold || (flags & TORXM_SCOUT_PROBE));
 }
 
 /* The source torxm_recv_now never reads when want is 0 (it must not be NULL). */
@@ -286,7 +318,9 @@ static void scout_start(torx_ctx_t *ctx, const scout_t *s, const torx_recv_t *re
         rx->pooled = 1;
         rx->later = 1;
     }
-    const int staged = takes_offer(ctx, &ctx->peers[s->src], s->flags);
+    torxm_peer_t *peer = &ctx->peers[s->src];
+    const int staged = takes_offer(ctx, peer, s->flags, total);
+    const int counted = torxm_rzv_way_measured(ctx, peer, total) && torxm_rzv_way_leads(ctx, peer);
     if ((s->flags & TORXM_SCOUT_PACKETS) || staged) {
         uint64_t cts[3] = {s->scookie, 0, want};
         if (want == 0) {
@@ -302,6 +336,7 @@ static void scout_start(torx_ctx_t *ctx, const scout_t *s, const torx_recv_t *re
         }
         rx->want = want;
         rx->scookie = s->scookie;
+        rx->way_counted = (uint8_t)(staged && counted);
         const torx_status_t rc = torxm_cookie_new(ctx, rx, 1, &rx->rcookie);
         if (rc != TORX_OK) { /* tell the sender to send nothing; fail this receive */
             cts[2] = 0;
@@ -328,6 +363,7 @@ static void scout_start(torx_ctx_t *ctx, const scout_t *s, const torx_recv_t *re
     rx->want = want;
     rx->scookie = s->scookie;
     rx->ack_type = (uint8_t)s->ack_type;
+    rx->way_counted = (uint8_t)counted;
     if (ctx->co_net) { /* co mode: the communication thread moves the data */
         rx->raddr = s->addr;
         torxm_co_get(ctx, rx);
@@ -510,5 +546,7 @@ void torxm_rzv_stream_done(torx_ctx_t *ctx, torxm_rx_t *rx)
 {
     torxm_cookie_free(ctx, rx->rcookie);
     ctx->inflight_rx--;
+    if (rx->way_counted)
+        torxm_rzv_way_done(ctx, &ctx->peers[rx->src], rx->total, 1, 0);
     torxm_rx_finish(ctx, rx);
 }

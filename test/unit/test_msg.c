@@ -644,7 +644,9 @@ END_TEST
  *
  * Auto stages only on the cma path (elsewhere torx_bulk_cost is 0, and
  * nothing may stage). */
-#define PAIR_SIZE 65536u /* four 16 KiB pieces */
+/* three 16 KiB pieces: shorter than TORXM_RZV_WAY_MIN, where these rules hold */
+#define PAIR_SIZE 49152u
+static_assert(PAIR_SIZE < TORXM_RZV_WAY_MIN, "the pair rules are for shorter rendezvous");
 #define PAIR_ROUNDS 70
 #define PAIR_AFTER 300 /* more than TORXM_RZV_HOLD */
 #define PAIR_PROBE_ROUND 64
@@ -815,6 +817,77 @@ START_TEST(rzv_pair_moves_data_one_way)
 }
 END_TEST
 
+/* ---- The pair's way for long rendezvous data (rzv_way.c) ---------------------- */
+
+/* Rank 0 leads its pair with rank 1. It reports to torxm_rzv_way_done
+ * transfers of WAY_LEN bytes that went the way torxm_rzv_way_staged chose
+ * and took WAY_FAST_NS or ten times that, by spinning: the pair must settle
+ * on the fast way, and follow when the two trade places. */
+#define WAY_LEN (1u << 20)
+#define WAY_FAST_NS 20000u
+
+static void spin_ns(uint64_t ns)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    const double end = (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec + (double)ns;
+    do
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+    while ((double)ts.tv_sec * 1e9 + (double)ts.tv_nsec < end);
+}
+
+/* n transfers with staging fast or not; how many of the last n/4 went the
+ * fast way. */
+static int way_phase(torx_ctx_t *ctx, torxm_peer_t *peer, int staging_fast, int n)
+{
+    int fast = 0;
+    for (int i = 0; i < n; i++) {
+        const int staged = torxm_rzv_way_staged(ctx, peer, WAY_LEN);
+        spin_ns(staged == staging_fast ? WAY_FAST_NS : 10 * WAY_FAST_NS);
+        torxm_rzv_way_done(ctx, peer, WAY_LEN, staged, 0);
+        if (i >= n - n / 4 && staged == staging_fast)
+            fast++;
+    }
+    return fast;
+}
+
+static int way_task(torx_boot_t *boot, void *argp)
+{
+    (void)argp;
+    torx_ctx_t *ctx;
+    torx_init_attr_t attr = {.boot = boot, .mode = -1};
+    TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
+    if (boot->rank == 0) {
+        torxm_peer_t *peer = &ctx->peers[1];
+        TASK_CHECK(torxm_rzv_way_leads(ctx, peer) && !torxm_rzv_way_leads(ctx, &ctx->peers[0]),
+                   "the lower rank leads");
+        /* bulk gets fast: the first epochs explore, then the pair keeps them */
+        int fast = way_phase(ctx, peer, 0, 600);
+        TASK_CHECK(!torxm_rzv_way_staged(ctx, peer, WAY_LEN) && fast >= 150 * 3 / 4,
+                   "bulk gets ten times faster: the pair takes %s, %d of the last 150 went "
+                   "fast",
+                   torxm_rzv_way_staged(ctx, peer, WAY_LEN) ? "staging" : "bulk gets", fast);
+        /* another size class is measured apart: still the default way */
+        TASK_CHECK(torxm_rzv_way_staged(ctx, peer, TORXM_RZV_WAY_MIN) ==
+                       torxm_rzv_takes_stage(ctx, peer),
+                   "64 KiB took the 1 MiB class's way");
+        /* the placement changes: staging now fast; an exploring epoch finds it */
+        fast = way_phase(ctx, peer, 1, 1600);
+        TASK_CHECK(torxm_rzv_way_staged(ctx, peer, WAY_LEN) && fast >= 400 * 3 / 4,
+                   "staging now ten times faster: the pair takes %s, %d of the last 400 went "
+                   "fast",
+                   torxm_rzv_way_staged(ctx, peer, WAY_LEN) ? "staging" : "bulk gets", fast);
+    }
+    TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
+    return 0;
+}
+
+START_TEST(rzv_way_follows_the_faster)
+{
+    RUN_JOB(2, way_task, NULL);
+}
+END_TEST
+
 /* ---- API checks ----------------------------------------------------------------- */
 
 static int api_task(torx_boot_t *boot, void *argp)
@@ -952,6 +1025,7 @@ Suite *msg_suite(void)
                         (int)(sizeof pass_modes / sizeof pass_modes[0]));
     tcase_add_loop_test(idle, rzv_shares_with_idle_sender, 0,
                         (int)(sizeof share_rzv_modes / sizeof share_rzv_modes[0]));
+    tcase_add_test(idle, rzv_way_follows_the_faster);
     tcase_add_loop_test(idle, rzv_pair_moves_data_one_way, 0,
                         (int)(sizeof pair_variants / sizeof pair_variants[0]));
     suite_add_tcase(s, idle);
