@@ -535,8 +535,11 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
         ctx->stage_chunk =
             (uint32_t)(ctx->limits.stage_chunk < max ? ctx->limits.stage_chunk : max);
     }
-    for (int i = 0; ctx->stage_chunk && i < ctx->size; i++)
-        ctx->peers[i].staged = (uint8_t)torx_stage_reaches(ctx->dev, ctx->peers[i].coord);
+    for (int i = 0; ctx->stage_chunk && i < ctx->size; i++) {
+        torxm_peer_t *p = &ctx->peers[i];
+        p->staged = (uint8_t)torx_stage_reaches(ctx->dev, p->coord);
+        p->way_host = p->staged && i != ctx->rank && torx_bulk_cost(ctx->dev, p->coord) != 0;
+    }
     /* The shm device runs every task on this host. */
     const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     ctx->oversubscribed = cpus > 0 && ctx->size > cpus;

@@ -349,6 +349,10 @@ typedef struct torxm_peer {
     uint32_t awaiting;    /* rendezvous sends whose scout is out (ctx->awaiting's share) */
     torx_coord_t coord;
     uint8_t staged; /* the staging area reaches this peer (torx_stage_reaches) */
+    /* another task of this host that the staging area reaches and whose
+     * bulk gets the device measured (torx_bulk_cost): the pair measures its
+     * ways (rzv_way.c), and their clocks are one */
+    uint8_t way_host;
     /* messages kept off the staging area for slow copies (torxm_copies_slow),
      * and rx_seq when the last message torxm_idle_stages weighed left */
     uint8_t stage_probe;
@@ -565,8 +569,7 @@ static inline int torxm_rzv_way_measured(const torx_ctx_t *ctx, const torxm_peer
                                          uint64_t len)
 {
     return ctx->limits.rzv_data == TORX_RZV_DATA_AUTO && !ctx->co_net && !ctx->oversubscribed &&
-           peer->staged && len >= TORXM_RZV_WAY_MIN && len <= TORXM_STREAM_MAX &&
-           peer != &ctx->peers[ctx->rank];
+           peer->way_host && len >= TORXM_RZV_WAY_MIN && len <= TORXM_STREAM_MAX;
 }
 static inline int torxm_rzv_way_leads(const torx_ctx_t *ctx, const torxm_peer_t *peer)
 {
