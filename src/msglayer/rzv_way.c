@@ -25,7 +25,11 @@
 
 #define CLASSES 4 /* 64-256 KiB, 256 KiB-1 MiB, 1-4 MiB, 4 MiB on */
 #define EPOCH_TRANSFERS 16
-#define EPOCH_BYTES ((uint64_t)8 << 20)
+/* 64 MiB: an epoch of bulk gets after staging starts with source buffers
+ * the receiver has not read lately. Far apart, 8 MiB epochs read 12.5-15.6
+ * GB/s for them at 256 KiB and 64 MiB ones 21.9-23.9, where a steady
+ * stream of them ran at 29 (bench/RESULTS.md, eighteenth session). */
+#define EPOCH_BYTES ((uint64_t)64 << 20)
 #define EPOCH_NS 200000u
 #define EXPLORE_NEAR 8
 #define EXPLORE_FAR 32
