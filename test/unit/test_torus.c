@@ -188,7 +188,11 @@ static int chaos_task(torx_boot_t *boot, void *argp)
         free(seen);
         fprintf(stderr, "chaos: %llu inversions in %llu adaptive packets\n",
                 (unsigned long long)inversions, (unsigned long long)total);
-        TASK_CHECK(inversions > total / 100, "chaos reordered only %llu of %llu packets",
+        /* Without chaos a sender's packets arrive in order (none). How many
+         * inversions chaos makes depends on how far the root lags: 483 of
+         * 60000 in a ThreadSanitizer run where it kept up, thousands
+         * otherwise; 1 in 1000 is a floor only broken scattering misses. */
+        TASK_CHECK(inversions > total / 1000, "chaos reordered only %llu of %llu packets",
                    (unsigned long long)inversions, (unsigned long long)total);
     }
     TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
