@@ -81,7 +81,6 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
-#include <time.h>
 
 #define TORXM_LIKELY TORXP_LIKELY
 #define TORXM_UNLIKELY TORXP_UNLIKELY
@@ -580,15 +579,9 @@ static inline int torxm_rzv_way_leads(const torx_ctx_t *ctx, const torxm_peer_t 
 int torxm_rzv_way_staged(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len);
 /* The leader counts each long transfer of the pair as it completes, either
  * direction: len bytes, staged or by bulk get, finished at when
- * (torxm_now_ns; 0: now). */
+ * (torxp_mono_ns; 0: now). */
 void torxm_rzv_way_done(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len, int staged,
                         uint64_t when);
-static inline uint64_t torxm_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 /* TORX_VERBOSE=2, at finalize: what the pairs measured. */
 void torxm_rzv_way_log(const torx_ctx_t *ctx);
 /* The scout of a rendezvous (bulk get) or vn message, never staged: for a

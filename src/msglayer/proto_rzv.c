@@ -262,7 +262,7 @@ void torxm_bulk_done(torx_ctx_t *ctx, torxm_rx_t *rx, torx_status_t st)
             torxm_rzv_way_done(ctx, peer, rx->total, 0, 0);
     } else if (st >= 0 && torxm_rzv_way_measured(ctx, peer, rx->total) &&
                !torxm_rzv_way_leads(ctx, peer)) {
-        ack[1] = torxm_now_ns();
+        ack[1] = torxp_mono_ns();
         ack_len = sizeof ack;
     }
     torxm_ctrl_send(ctx, rx->src, rx->ack_type, 0, ack, ack_len, rx->proto);
@@ -373,9 +373,8 @@ static void scout_start(torx_ctx_t *ctx, const scout_t *s, const torx_recv_t *re
      * only waits for this transfer's ack: it may take half the copy
      * (torx_bulk_get_shared). In a both-ways exchange both cores copy
      * already. */
-    const torxm_peer_t *from = &ctx->peers[s->src];
-    torx_status_t rc = (from->awaiting || from->head ? torx_bulk_get : torx_bulk_get_shared)(
-        ctx->dev, &rx->bulk, from->coord, (const void *)(uintptr_t)s->addr, rx->buf, (size_t)want);
+    torx_status_t rc = (peer->awaiting || peer->head ? torx_bulk_get : torx_bulk_get_shared)(
+        ctx->dev, &rx->bulk, peer->coord, (const void *)(uintptr_t)s->addr, rx->buf, (size_t)want);
     if (rc == TORX_OK)
         rc = torx_bulk_test(ctx->dev, &rx->bulk); /* cross-memory attach is done already */
     if (rc != TORX_AGAIN) {

@@ -137,7 +137,7 @@ void torxm_rzv_way_done(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len, int s
         return;
     }
     /* Times come from both tasks' clocks (an ack's), not in order. */
-    const uint64_t t = when ? when : torxm_now_ns();
+    const uint64_t t = when ? when : torxp_mono_ns();
     if (!k->first) {
         k->first = k->last = t;
         k->transfers = 1;

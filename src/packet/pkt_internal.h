@@ -81,6 +81,14 @@ static inline double torxp_mono_s(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+/* The same clock in whole nanoseconds: one clock for every task of a host,
+ * so one task's reading can travel to another (rzv_way.c's acks). */
+static inline uint64_t torxp_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* Fault injection (configure --enable-fault-injection, tests only):
  * TORX_FAULT_ALLOC=N makes the Nth allocation through torxp_malloc,

@@ -828,12 +828,9 @@ END_TEST
 
 static void spin_ns(uint64_t ns)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    const double end = (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec + (double)ns;
-    do
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-    while ((double)ts.tv_sec * 1e9 + (double)ts.tv_nsec < end);
+    const double end = test_now() + (double)ns * 1e-9;
+    while (test_now() < end)
+        ;
 }
 
 /* n transfers with staging fast or not; how many of the last n/4 went the
