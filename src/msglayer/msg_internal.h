@@ -314,7 +314,7 @@ typedef struct torxm_rx {
                               reassembly: TORXM_RX_STAGED for staged pieces */
     uint8_t deferred;      /* on ctx->deferred, waiting for torx_accept */
     uint8_t later;         /* continued by torx_accept: finish through ctx->rx_done */
-    uint8_t way_counted;   /* rendezvous, vn: torxm_rzv_way_done counts it */
+    uint8_t way_counted;   /* rendezvous, vn: torxm_rzv_way_received counts it */
     struct torxm_rx *prev; /* ctx->deferred is doubly linked: accept unlinks any */
     uint64_t scookie;      /* rendezvous, vn: the sender's cookie */
     uint64_t rcookie;      /* rendezvous packets: ours */
@@ -577,11 +577,13 @@ static inline int torxm_rzv_way_leads(const torx_ctx_t *ctx, const torxm_peer_t 
 /* The leader's answer: whether the pair's long transfers of len bytes go
  * staged now. */
 int torxm_rzv_way_staged(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len);
-/* The leader counts each long transfer of the pair as it completes, either
- * direction: len bytes, staged or by bulk get, finished at when
- * (torxp_mono_ns; 0: now). */
-void torxm_rzv_way_done(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len, int staged,
+/* The leader counts each long transfer of the pair as it completes, staged
+ * or by bulk get, one of its sends or of its receives, finished at when
+ * (torxp_mono_ns of the receiving task: a get's ack carries it; 0: now). */
+void torxm_rzv_way_sent(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len, int staged,
                         uint64_t when);
+void torxm_rzv_way_received(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len, int staged,
+                            uint64_t when);
 /* TORX_VERBOSE=2, at finalize: what the pairs measured. */
 void torxm_rzv_way_log(const torx_ctx_t *ctx);
 /* The scout of a rendezvous (bulk get) or vn message, never staged: for a

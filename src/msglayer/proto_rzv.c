@@ -67,7 +67,7 @@ static torx_status_t scout_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t
 static void awaiting_done_at(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m, uint64_t when)
 {
     if (torxm_rzv_way_measured(ctx, peer, m->len) && torxm_rzv_way_leads(ctx, peer))
-        torxm_rzv_way_done(ctx, peer, m->len, m->state == TORXM_MSG_STAGE, when);
+        torxm_rzv_way_sent(ctx, peer, m->len, m->state == TORXM_MSG_STAGE, when);
     torxm_cookie_free(ctx, m->cookie);
     m->cookie = 0;
     ctx->awaiting--;
@@ -259,7 +259,7 @@ void torxm_bulk_done(torx_ctx_t *ctx, torxm_rx_t *rx, torx_status_t st)
     size_t ack_len = 8;
     if (rx->way_counted) {
         if (st >= 0)
-            torxm_rzv_way_done(ctx, peer, rx->total, 0, 0);
+            torxm_rzv_way_received(ctx, peer, rx->total, 0, 0);
     } else if (st >= 0 && torxm_rzv_way_measured(ctx, peer, rx->total) &&
                !torxm_rzv_way_leads(ctx, peer)) {
         ack[1] = torxp_mono_ns();
@@ -546,6 +546,6 @@ void torxm_rzv_stream_done(torx_ctx_t *ctx, torxm_rx_t *rx)
     torxm_cookie_free(ctx, rx->rcookie);
     ctx->inflight_rx--;
     if (rx->way_counted)
-        torxm_rzv_way_done(ctx, &ctx->peers[rx->src], rx->total, 1, 0);
+        torxm_rzv_way_received(ctx, &ctx->peers[rx->src], rx->total, 1, 0);
     torxm_rx_finish(ctx, rx);
 }

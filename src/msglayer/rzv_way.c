@@ -3,32 +3,44 @@
  *
  * The leader (the pair's lower rank) keeps, per size class, the way now
  * and the pair's rate in each: the bytes of its long transfers, both
- * directions, over the time they took to complete, in epochs of at least
- * EPOCH_TRANSFERS transfers, EPOCH_BYTES bytes and EPOCH_NS. A transfer
- * completes when its receiver has the data: a get's end comes in its ack
- * (CLOCK_MONOTONIC is one clock for the host's tasks). An epoch counts only
- * transfers that went its way: after a switch the transfers whose scouts
- * were out already complete the old way first, and the epoch's clock
- * starts at the first one of the new way. The first epoch goes the
- * default way (staged where a bulk get costs more than two copies) and is
- * not counted: its buffers are fresh and fault their pages in (a first
- * staged epoch read 6-13 GB/s where later ones read 50-68). The second
- * goes the default way, the third the other; from then on the faster,
- * with one epoch the other way after every EXPLORE_NEAR chosen ones for
- * the first EXPLORE_EARLY explorations and while the two are within a
- * factor of CLEAR, after every EXPLORE_FAR when they are not, so that a
- * placement that changes is noticed. The choice flips when the other way
- * measured SWITCH faster: at once after an exploring epoch, or after two
- * epochs of the chosen way in a row (one slow epoch is a preempted task as
- * often as a placement). */
+ * directions, that completed within an epoch, over the epoch's time. A
+ * transfer completes when its receiver has the data: a get's end comes in
+ * its ack (CLOCK_MONOTONIC is one clock for the host's tasks). An epoch is
+ * an interval of that clock. It ends once it holds more than
+ * EPOCH_TRANSFERS transfers, EPOCH_BYTES bytes and EPOCH_NS; its figure is
+ * taken once every transfer that completed before its end has reported:
+ * the acks of the leader's sends wait in its FIFO behind the scouts of a
+ * whole window of its receives (each a bulk get run in the handler), so
+ * they report up to a window late. Epochs counted in the order reports
+ * arrived read bulk gets at half their rate (13.8 GB/s in epochs of a
+ * stream that ran at 28; bench/RESULTS.md, nineteenth session), and the
+ * pair kept staging where the two ways ran level.
+ *
+ * An epoch counts only transfers that went its way: after a switch the
+ * transfers whose scouts were out already complete the old way, and the
+ * epoch starts after the last of them. The first epoch goes the default
+ * way (staged where a bulk get costs more than two copies) and is not
+ * counted: its buffers are fresh and fault their pages in (a first staged
+ * epoch read 6-13 GB/s where later ones read 50-68). The second goes the
+ * default way, the third the other; from then on the faster, with one
+ * epoch the other way after every EXPLORE_NEAR chosen ones for the first
+ * EXPLORE_EARLY explorations and while the two are within a factor of
+ * CLEAR, after every EXPLORE_FAR when they are not, so that a placement
+ * that changes is noticed. The choice flips when the other way measured
+ * SWITCH faster: at once after an exploring epoch, or after two epochs of
+ * the chosen way in a row (one slow epoch is a preempted task as often as
+ * a placement). */
 #include "msg_internal.h"
+
+#include <string.h>
 
 #define CLASSES 4 /* 64-256 KiB, 256 KiB-1 MiB, 1-4 MiB, 4 MiB on */
 #define EPOCH_TRANSFERS 16
-/* 64 MiB: an epoch of bulk gets after staging starts with source buffers
- * the receiver has not read lately. Far apart, 8 MiB epochs read 12.5-15.6
- * GB/s for them at 256 KiB and 64 MiB ones 21.9-23.9, where a steady
- * stream of them ran at 29 (bench/RESULTS.md, eighteenth session). */
+/* 64 MiB: chosen while epochs were counted in the order reports arrived,
+ * when far apart 8 MiB epochs read bulk gets at 256 KiB at 12.5-15.6 GB/s
+ * and 64 MiB ones at 21.9-23.9, where a steady stream of them ran at 29
+ * (bench/RESULTS.md, eighteenth session): a longer epoch diluted the late
+ * acks. Epochs by the clock do not need it; it is kept, not measured again. */
 #define EPOCH_BYTES ((uint64_t)64 << 20)
 #define EPOCH_NS 200000u
 #define EXPLORE_NEAR 8
@@ -37,18 +49,28 @@
 #define CLEAR 1.5
 #define SWITCH 1.1
 
+/* The completions of an epoch: [start, end) of the host's clock, in ns. */
+typedef struct way_epoch {
+    uint64_t start; /* 0: no transfer yet */
+    uint64_t end;   /* 0: open (it needs more) */
+    uint64_t last;  /* the latest completion so far */
+    uint64_t bytes; /* completed in it; a fresh epoch starts at its first
+                       completion, whose bytes moved before and are left out */
+    uint32_t transfers;
+} way_epoch_t;
+
 typedef struct way_class {
-    uint8_t bulk;         /* the way now: 1 bulk gets, 0 staging */
-    uint8_t exploring;    /* this epoch goes the other way */
-    uint8_t measured;     /* bit 1 << way: rate[way] is a measurement */
-    uint8_t epochs;       /* chosen-way epochs since the last exploring one */
-    uint8_t warm;         /* the first epoch ended (it is not counted) */
-    uint8_t explored;     /* exploring epochs so far, up to EXPLORE_EARLY */
-    uint8_t strikes;      /* chosen-way epochs in a row that lost to the other's figure */
-    uint32_t transfers;   /* this epoch's */
-    uint64_t first, last; /* ns: its earliest and latest completion; first 0: none yet */
-    uint64_t bytes;       /* its bytes but the first transfer's */
-    double rate[2];       /* bytes per ns, by way (0 staged, 1 bulk) */
+    uint8_t bulk;      /* the way now: 1 bulk gets, 0 staging */
+    uint8_t exploring; /* this epoch goes the other way */
+    uint8_t measured;  /* bit 1 << way: rate[way] is a measurement */
+    uint8_t epochs;    /* chosen-way epochs since the last exploring one */
+    uint8_t warm;      /* the first epoch ended (it is not counted) */
+    uint8_t explored;  /* exploring epochs so far, up to EXPLORE_EARLY */
+    uint8_t strikes;   /* chosen-way epochs in a row that lost to the other's figure */
+    way_epoch_t now;   /* the epoch being measured */
+    way_epoch_t next;  /* completions from now.end on, while now waits for late ones */
+    uint64_t floor;    /* the last old-way completion or ended epoch: later ones start after it */
+    double rate[2];    /* bytes per ns, by way (0 staged, 1 bulk) */
 } way_class_t;
 
 struct torxm_rzv_way {
@@ -124,35 +146,78 @@ static void epoch_end(way_class_t *k, unsigned way, double rate)
     }
 }
 
-void torxm_rzv_way_done(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len, int staged,
-                        uint64_t when)
+static void epoch_add(way_epoch_t *e, uint64_t len, uint64_t t)
+{
+    if (!e->start) {
+        e->start = e->last = t;
+    } else {
+        e->start = t < e->start ? t : e->start;
+        e->last = t > e->last ? t : e->last;
+        e->bytes += len;
+    }
+    e->transfers++;
+}
+
+/* A long transfer of len bytes finished at when (0: now), staged or by bulk
+ * get; sent: one of this task's sends. */
+static void way_done(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len, int staged, int sent,
+                     uint64_t when)
 {
     struct torxm_rzv_way *w = way_of(ctx, peer);
     if (!w)
         return;
     way_class_t *k = &w->c[class_of(len)];
     const unsigned way = k->bulk ^ k->exploring;
-    if ((unsigned)!staged != way) { /* one from before a switch: the epoch starts after it */
-        k->first = 0;
-        return;
-    }
-    /* Times come from both tasks' clocks (an ack's), not in order. */
     const uint64_t t = when ? when : torxp_mono_ns();
-    if (!k->first) {
-        k->first = k->last = t;
-        k->transfers = 1;
-        k->bytes = 0;
+    if ((unsigned)!staged != way) { /* one from before a switch: the epoch starts after it */
+        k->floor = t > k->floor ? t : k->floor;
+        memset(&k->now, 0, sizeof k->now);
+        memset(&k->next, 0, sizeof k->next);
         return;
     }
-    k->first = t < k->first ? t : k->first;
-    k->last = t > k->last ? t : k->last;
-    k->transfers++;
-    k->bytes += len;
-    if (k->transfers <= EPOCH_TRANSFERS || k->bytes < EPOCH_BYTES || k->last - k->first < EPOCH_NS)
+    if (t <= k->floor) /* it ran beside an old-way transfer, or its epoch has ended */
         return;
-    const double rate = (double)k->bytes / (double)(k->last - k->first);
-    k->first = 0;
-    epoch_end(k, way, rate);
+    way_epoch_t *e = &k->now;
+    if (e->end && t >= e->end)
+        e = &k->next;
+    if (e == &k->next && !e->start) { /* it follows on: all its bytes count */
+        e->start = e->last = k->now.end;
+        e->bytes = len;
+        e->transfers = 1;
+        e->last = t;
+    } else {
+        epoch_add(e, len, t);
+    }
+    e = &k->now;
+    if (!e->end && e->transfers > EPOCH_TRANSFERS && e->bytes >= EPOCH_BYTES &&
+        e->last - e->start >= EPOCH_NS)
+        e->end = e->last + 1;
+    /* Everything before the end has reported once a later send has (acks
+     * come in order) or none of ours waits; receives report at once. */
+    if (!e->end || !(sent ? t >= e->end || peer->awaiting <= 1 : peer->awaiting == 0))
+        return;
+    epoch_end(k, way, (double)e->bytes / (double)(e->end - e->start));
+    k->floor = e->end - 1 > k->floor ? e->end - 1 : k->floor; /* what is still to come is late */
+    if ((k->bulk ^ k->exploring) == way) {
+        k->now = k->next;
+    } else { /* the next epoch starts after the transfers of this way */
+        if (k->next.start)
+            k->floor = k->next.last > k->floor ? k->next.last : k->floor;
+        memset(&k->now, 0, sizeof k->now);
+    }
+    memset(&k->next, 0, sizeof k->next);
+}
+
+void torxm_rzv_way_sent(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len, int staged,
+                        uint64_t when)
+{
+    way_done(ctx, peer, len, staged, 1, when);
+}
+
+void torxm_rzv_way_received(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len, int staged,
+                            uint64_t when)
+{
+    way_done(ctx, peer, len, staged, 0, when);
 }
 
 void torxm_rzv_way_log(const torx_ctx_t *ctx)

@@ -819,8 +819,8 @@ END_TEST
 
 /* ---- The pair's way for long rendezvous data (rzv_way.c) ---------------------- */
 
-/* Rank 0 leads its pair with rank 1. It reports to torxm_rzv_way_done
- * transfers of WAY_LEN bytes that went the way torxm_rzv_way_staged chose
+/* Rank 0 leads its pair with rank 1. It reports transfers of WAY_LEN bytes,
+ * sent and received in turn, that went the way torxm_rzv_way_staged chose
  * and took WAY_FAST_NS or ten times that, by spinning: the pair must settle
  * on the fast way, and follow when the two trade places. */
 #define WAY_LEN (1u << 20)
@@ -841,7 +841,10 @@ static int way_phase(torx_ctx_t *ctx, torxm_peer_t *peer, int staging_fast, int 
     for (int i = 0; i < n; i++) {
         const int staged = torxm_rzv_way_staged(ctx, peer, WAY_LEN);
         spin_ns(staged == staging_fast ? WAY_FAST_NS : 10 * WAY_FAST_NS);
-        torxm_rzv_way_done(ctx, peer, WAY_LEN, staged, 0);
+        if (i & 1)
+            torxm_rzv_way_sent(ctx, peer, WAY_LEN, staged, 0);
+        else
+            torxm_rzv_way_received(ctx, peer, WAY_LEN, staged, 0);
         if (i >= n - n / 4 && staged == staging_fast)
             fast++;
     }
@@ -882,6 +885,83 @@ static int way_task(torx_boot_t *boot, void *argp)
 START_TEST(rzv_way_follows_the_faster)
 {
     RUN_JOB(2, way_task, NULL);
+}
+END_TEST
+
+/* Windows as mpi_bibw runs them: WAY_WINDOW transfers each way, the next
+ * window once the last is done, times on a clock of the test's own (ns,
+ * WAY_FAST_NS a MiB). Staged, both directions run side by side in
+ * period_staged and report at once. By bulk get, the peer's gets of
+ * rank 0's sends run first and its own gets half a window later, and the
+ * acks of the sends report after all its receives, as they do behind the
+ * scouts in its FIFO; a window takes 1.5 times period_bulk. How many of
+ * the last n/4 windows went staged. */
+#define WAY_WINDOW 64
+static int way_windows(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t *clock, double period_staged,
+                       double period_bulk, int n)
+{
+    int staged_windows = 0;
+    for (int i = 0; i < n; i++) {
+        const uint64_t t0 = *clock;
+        const int staged = torxm_rzv_way_staged(ctx, peer, WAY_LEN);
+        if (i >= n - n / 4)
+            staged_windows += staged;
+        peer->awaiting = WAY_WINDOW;
+        if (staged) {
+            const double d = period_staged / WAY_WINDOW;
+            for (int j = 1; j <= WAY_WINDOW; j++) {
+                const uint64_t t = t0 + (uint64_t)(j * d);
+                torxm_rzv_way_received(ctx, peer, WAY_LEN, 1, t);
+                torxm_rzv_way_sent(ctx, peer, WAY_LEN, 1, t);
+                peer->awaiting--;
+            }
+            *clock = t0 + (uint64_t)period_staged + 1000;
+            continue;
+        }
+        const double d = period_bulk / WAY_WINDOW;
+        for (int j = 1; j <= WAY_WINDOW; j++)
+            torxm_rzv_way_received(ctx, peer, WAY_LEN, 0, t0 + (uint64_t)(period_bulk / 2 + j * d));
+        for (int j = 1; j <= WAY_WINDOW; j++) {
+            torxm_rzv_way_sent(ctx, peer, WAY_LEN, 0, t0 + (uint64_t)(j * d));
+            peer->awaiting--;
+        }
+        *clock = t0 + (uint64_t)(1.5 * period_bulk) + 1000;
+    }
+    return staged_windows;
+}
+
+static int way_late_task(torx_boot_t *boot, void *argp)
+{
+    (void)argp;
+    torx_ctx_t *ctx;
+    torx_init_attr_t attr = {.boot = boot, .mode = -1};
+    TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
+    if (boot->rank == 0) {
+        torxm_peer_t *peer = &ctx->peers[1];
+        uint64_t clock = 1000000000;
+        const double bulk = WAY_WINDOW * (double)WAY_FAST_NS;
+        /* bulk gets move the pair's bytes 1.4x as fast as staging (a window
+         * 1.5 * bulk against 2.1 * bulk), but their sends report late:
+         * counted in the order they report, they read at half their rate */
+        int staged = way_windows(ctx, peer, &clock, 2.1 * bulk, bulk, 200);
+        TASK_CHECK(!torxm_rzv_way_staged(ctx, peer, WAY_LEN) && staged <= 50 / 4,
+                   "bulk gets 1.4x faster, their acks late: the pair takes %s, %d of the last "
+                   "50 windows staged",
+                   torxm_rzv_way_staged(ctx, peer, WAY_LEN) ? "staging" : "bulk gets", staged);
+        /* staging now twice as fast: it must still be found */
+        staged = way_windows(ctx, peer, &clock, 0.75 * bulk, bulk, 400);
+        TASK_CHECK(torxm_rzv_way_staged(ctx, peer, WAY_LEN) && staged >= 100 * 3 / 4,
+                   "staging twice as fast: the pair takes %s, %d of the last 100 windows staged",
+                   torxm_rzv_way_staged(ctx, peer, WAY_LEN) ? "staging" : "bulk gets", staged);
+        peer->awaiting = 0;
+    }
+    TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
+    return 0;
+}
+
+START_TEST(rzv_way_waits_for_late_acks)
+{
+    RUN_JOB(2, way_late_task, NULL);
 }
 END_TEST
 
@@ -1023,6 +1103,7 @@ Suite *msg_suite(void)
     tcase_add_loop_test(idle, rzv_shares_with_idle_sender, 0,
                         (int)(sizeof share_rzv_modes / sizeof share_rzv_modes[0]));
     tcase_add_test(idle, rzv_way_follows_the_faster);
+    tcase_add_test(idle, rzv_way_waits_for_late_acks);
     tcase_add_loop_test(idle, rzv_pair_moves_data_one_way, 0,
                         (int)(sizeof pair_variants / sizeof pair_variants[0]));
     suite_add_tcase(s, idle);
