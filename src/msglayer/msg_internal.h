@@ -574,8 +574,17 @@ static inline int torxm_rzv_way_leads(const torx_ctx_t *ctx, const torxm_peer_t 
 {
     return ctx->rank < (int)(peer - ctx->peers);
 }
-/* The leader's answer: whether the pair's long transfers of len bytes go
- * staged now. */
+/* Whether this task counts a measured transfer of len bytes with peer
+ * (torxm_rzv_way_sent, torxm_rzv_way_received): it leads the pair. */
+static inline int torxm_rzv_way_counts(const torx_ctx_t *ctx, const torxm_peer_t *peer,
+                                       uint64_t len)
+{
+    return torxm_rzv_way_measured(ctx, peer, len) && torxm_rzv_way_leads(ctx, peer);
+}
+/* For a measured transfer of len bytes with peer, either direction: whether
+ * this task offers staging on its scout, and takes the peer's offer. The
+ * leader answers its choice; the other task always does, so the choice
+ * holds for both directions. */
 int torxm_rzv_way_staged(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len);
 /* The leader counts each long transfer of the pair as it completes, staged
  * or by bulk get, one of its sends or of its receives, finished at when

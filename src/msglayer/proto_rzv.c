@@ -66,7 +66,7 @@ static torx_status_t scout_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t
  * completes. */
 static void awaiting_done_at(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m, uint64_t when)
 {
-    if (torxm_rzv_way_measured(ctx, peer, m->len) && torxm_rzv_way_leads(ctx, peer))
+    if (torxm_rzv_way_counts(ctx, peer, m->len))
         torxm_rzv_way_sent(ctx, peer, m->len, m->state == TORXM_MSG_STAGE, when);
     torxm_cookie_free(ctx, m->cookie);
     m->cookie = 0;
@@ -130,9 +130,7 @@ static unsigned scout_flags(torx_ctx_t *ctx, torxm_peer_t *peer, const torxm_msg
     if (ctx->limits.rzv_data == TORX_RZV_DATA_STAGED)
         return TORXM_SCOUT_STAGED;
     if (torxm_rzv_way_measured(ctx, peer, m->len)) /* the leader's choice (rzv_way.c) */
-        return !torxm_rzv_way_leads(ctx, peer) || torxm_rzv_way_staged(ctx, peer, m->len)
-                   ? TORXM_SCOUT_STAGED
-                   : 0;
+        return torxm_rzv_way_staged(ctx, peer, m->len) ? TORXM_SCOUT_STAGED : 0;
     if (!torxm_rzv_copies_slow(ctx, peer)) {
         peer->rzv_hold = 0;
         return TORXM_SCOUT_STAGED;
@@ -294,7 +292,7 @@ static int takes_offer(torx_ctx_t *ctx, torxm_peer_t *peer, unsigned flags, uint
     if (!(flags & TORXM_SCOUT_STAGED))
         return 0;
     if (torxm_rzv_way_measured(ctx, peer, total)) /* long: as the leader chose (rzv_way.c) */
-        return !torxm_rzv_way_leads(ctx, peer) || torxm_rzv_way_staged(ctx, peer, total);
+        return torxm_rzv_way_staged(ctx, peer, total);
     return torxm_rzv_takes_stage(ctx, peer) && (!hold || (flags & TORXM_SCOUT_PROBE));
 }
 
@@ -320,7 +318,7 @@ static void scout_start(torx_ctx_t *ctx, const scout_t *s, const torx_recv_t *re
     }
     torxm_peer_t *peer = &ctx->peers[s->src];
     const int staged = takes_offer(ctx, peer, s->flags, total);
-    const int counted = torxm_rzv_way_measured(ctx, peer, total) && torxm_rzv_way_leads(ctx, peer);
+    const int counted = torxm_rzv_way_counts(ctx, peer, total);
     if ((s->flags & TORXM_SCOUT_PACKETS) || staged) {
         uint64_t cts[3] = {s->scookie, 0, want};
         if (want == 0) {

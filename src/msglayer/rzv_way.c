@@ -101,6 +101,8 @@ static struct torxm_rzv_way *way_of(torx_ctx_t *ctx, torxm_peer_t *peer)
 
 int torxm_rzv_way_staged(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len)
 {
+    if (!torxm_rzv_way_leads(ctx, peer))
+        return 1; /* the follower offers and takes; the leader decides */
     const struct torxm_rzv_way *w = way_of(ctx, peer);
     if (!w)
         return torxm_rzv_takes_stage(ctx, peer);
