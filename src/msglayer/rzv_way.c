@@ -183,10 +183,10 @@ static void way_done(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len, int stag
     if (e->end && t >= e->end)
         e = &k->next;
     if (e == &k->next && !e->start) { /* it follows on: all its bytes count */
-        e->start = e->last = k->now.end;
+        e->start = k->now.end;
+        e->last = t;
         e->bytes = len;
         e->transfers = 1;
-        e->last = t;
     } else {
         epoch_add(e, len, t);
     }
