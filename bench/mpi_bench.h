@@ -6,7 +6,7 @@
  * line): no torx header, so the same source builds with the mpicc of torx
  * MPICH, Debian's MPICH and Debian's Open MPI (bench/run-mpi-bench.sh).
  *
- * Method (../shared/BENCHMARKING.md): a single operation costs about as
+ * Method (docs/benchmarking.md): a single operation costs about as
  * much as a clock read on these VMs, so rank 0 times batches of consecutive
  * operations, and each batch gives one sample; min, median and max are taken
  * over the samples. Exactly two ranks.
@@ -29,7 +29,7 @@
  *              on these VMs the vCPU placement, which moves small-message
  *              figures two- to three-fold, changes within a second, and
  *              one after the other a size sees whichever placement held
- *              during its few milliseconds (../shared/BENCHMARKING.md).
+ *              during its few milliseconds.
  *   -h         help
  *
  * Output: lines starting with "# " are for people (library version, the

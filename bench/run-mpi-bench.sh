@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# MPI-level benchmarks, run the way ../shared/BENCHMARKING.md says: the
+# MPI-level benchmarks, run the way docs/benchmarking.md describes: the
 # same benchmark source (bench/mpi_latency.c, mpi_bw.c, mpi_bibw.c) built
 # with the mpicc of each of three MPIs, run with 2 ranks bound one per core,
 # in interleaved rounds (round r: floors, message layer, torx per protocol,
@@ -39,8 +39,7 @@
 #                 vCPU placement it drew, which changes within a second, and
 #                 a median over 5 rounds of a figure that is slow in a
 #                 third of the runs lands on the slow side one time in
-#                 five, over 15 one time in eleven (bench/RESULTS.md,
-#                 fifteenth session)
+#                 five, over 15 one time in eleven
 #   QUICK=1       smoke test, under a minute: a few sizes (0/1, 8, 64, 1K,
 #                 8K, 64K, 1M, 4M), few iterations, short floors
 #   FROM_REPORT   a report this script wrote (mpi-<stamp>.txt): run nothing,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Message-layer benchmarks of torx, run the way ../shared/BENCHMARKING.md
-# says: the programs interleaved in rounds (pingpong, bw heater, bw packets,
+# Message-layer benchmarks of torx, run the way docs/benchmarking.md
+# describes: the programs interleaved in rounds (pingpong, bw heater, bw packets,
 # bw co, overlap, pingpong, ...), every figure next to its reference measured
 # in the same program run between the same two tasks, the best of each figure
 # over the rounds, and the ratios.

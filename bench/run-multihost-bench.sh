@@ -2,7 +2,7 @@
 # MPI latency and bandwidth between two emulated hosts (test/multihost/
 # hosts.sh: own network, UTS, IPC, mount and PID namespaces and CPUs each,
 # joined by veths on a bridge), one rank per host, for each MPI in IMPLS,
-# run the way ../shared/BENCHMARKING.md says: the same source
+# run the way docs/benchmarking.md describes: the same source
 # (bench/mpi_latency.c, bench/mpi_bw.c) built with each MPI's mpicc, in
 # interleaved rounds (round r: the TCP floor, latency of every MPI, then
 # bandwidth of every MPI; then round r+1). Every figure is the median over

@@ -112,7 +112,7 @@ for m in $modes; do
     case $m in heater | co | vn) ;; *) die "MODES: '$m' is not one of heater co vn" ;; esac
 done
 [[ -f $npb_dir/Makefile && -d $npb_dir/common ]] ||
-    die "NPB_DIR='$npb_dir' is not an NPB3.4-MPI source tree (see ../shared/npb/README.md)"
+    die "NPB_DIR='$npb_dir' is not an NPB3.4-MPI source tree (set NPB_DIR)"
 npb_dir=$(cd "$npb_dir" && pwd)
 case $results in /*) ;; *) results=$PWD/$results ;; esac
 
@@ -147,7 +147,7 @@ command -v timeout >/dev/null 2>&1 || die "'timeout' not found (coreutils)"
 
 # ---- Build: one copy of the source per MPI, cached --------------------------------------
 
-# make.def for an MPI (see ../shared/npb/README.md for the gfortran 12 flags).
+# make.def for an MPI (gfortran 12 needs -fallow-argument-mismatch and -fallow-invalid-boz).
 make_def() {
     cat <<EOF
 # written by torx bench/run-npb.sh

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Packet-layer benchmarks of torx, run the way ../shared/BENCHMARKING.md
-# says: the floors and the candidates interleaved in rounds (floors,
+# Packet-layer benchmarks of torx, run the way docs/benchmarking.md
+# describes: the floors and the candidates interleaved in rounds (floors,
 # pingpong, stream, cn, floors, pingpong, ...), the best of each figure over
 # the rounds, and every torx figure printed next to its floor from the same
 # run, with the ratio.
