@@ -3,8 +3,9 @@
  * cache-line handoff and a plain ring). Header-only so that bench/floors.c,
  * which must not depend on libtorx (it measures the machine, not torx), can
  * use it too. Prefix: bench_. The bench_torx_* helpers at the end exist
- * only when <torx/packet.h> is included before this header; such programs
- * must define _GNU_SOURCE before their first system header.
+ * only when <torx/packet.h> is included before this header, and the
+ * bench_msg_* ones only when <torx/msg.h> is; such programs must define
+ * _GNU_SOURCE before their first system header.
  *
  * Output format. Every figure is printed twice:
  *   - one machine-readable line "<group> <metric>=<number>", e.g.
@@ -463,6 +464,47 @@ static inline uint64_t bench_torx_seq(const torx_pkt_hdr_t *h)
     memcpy(&seq, h->sw, sizeof seq);
     return seq;
 }
+
+/* Runs task_main in a job of two forked tasks (torx_boot_fork_run with
+ * timeout_s and cpus_per_task) and, when tasks fail, says so on stderr as
+ * "WHAT: N task(s) failed: <torx's last error>". Returns the number of
+ * tasks that failed (0: the job ran). */
+static inline int bench_torx_job(const char *what, torx_task_main_fn task_main, void *arg,
+                                 double timeout_s, int cpus_per_task)
+{
+    const int failed = torx_boot_fork_run(2, task_main, arg, timeout_s, cpus_per_task);
+    if (failed)
+        fprintf(stderr, "%s: %d task(s) failed: %s\n", what, failed, torx_last_error());
+    return failed;
+}
 #endif /* TORX_PACKET_H */
+
+/* ---- Message-layer helpers (only for programs that include <torx/msg.h> first) */
+
+#ifdef TORX_MSG_H
+/* Advances ctx until cond() holds: spinning on torx_advance (heater mode or
+ * packets: each task owns its CPU), or with use_wait through torx_wait (co
+ * mode, oversubscribed: waiting must yield the CPU to the communication
+ * threads). Every condition must be made true by a callback that also sets
+ * *wake. Returns 0, or -1 when torx_wait failed. */
+static inline int bench_msg_wait_for(torx_ctx_t *ctx, int use_wait, volatile int *wake,
+                                     int (*cond)(void))
+{
+    if (!use_wait) {
+        while (!cond())
+            if (!torx_advance(ctx))
+                bench_relax();
+        return 0;
+    }
+    while (!cond()) {
+        *wake = 0;
+        if (cond())
+            break;
+        if (torx_wait(ctx, wake) != TORX_OK)
+            return -1;
+    }
+    return 0;
+}
+#endif /* TORX_MSG_H */
 
 #endif /* TORX_BENCH_UTIL_H */

@@ -198,10 +198,5 @@ int main(void)
                "figure",
                job.iters);
     bench_kv("cn", "oversubscribed", bench_oversubscribed);
-    int failed = torx_boot_fork_run(2, cn_task, &job, JOB_TIMEOUT_S, 1);
-    if (failed) {
-        fprintf(stderr, "cn_bench: %d task(s) failed: %s\n", failed, torx_last_error());
-        return 1;
-    }
-    return 0;
+    return bench_torx_job("cn_bench", cn_task, &job, JOB_TIMEOUT_S, 1) ? 1 : 0;
 }

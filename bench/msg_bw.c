@@ -168,27 +168,13 @@ static void send_done(torx_ctx_t *ctx, torx_msg_t *msg, void *arg)
 
 /* ---- Progress ------------------------------------------------------------------ */
 
-/* Advances until cond() holds: spinning on torx_advance (heater, packets:
- * each task owns its CPU), or through torx_wait (co: oversubscribed, so
- * waiting must yield the CPU to the communication threads). Every condition
- * here is made true by a callback, and every callback sets g.wake. */
+/* Advances until cond() holds (bench_msg_wait_for: spinning, or through
+ * torx_wait in co mode). Every condition here is made true by a callback,
+ * and every callback sets g.wake. */
 static void wait_for(int (*cond)(void))
 {
-    if (!g.use_wait) {
-        while (!cond())
-            if (!torx_advance(g.ctx))
-                bench_relax();
-        return;
-    }
-    while (!cond()) {
-        g.wake = 0;
-        if (cond())
-            break;
-        if (torx_wait(g.ctx, &g.wake) != TORX_OK) {
-            g.bad = 1;
-            return;
-        }
-    }
+    if (bench_msg_wait_for(g.ctx, g.use_wait, &g.wake, cond) != 0)
+        g.bad = 1;
 }
 
 static long want_rx, want_go, want_done, want_sync;
@@ -564,11 +550,7 @@ int main(int argc, char **argv)
     bench_kv("bw", "oversubscribed", bench_oversubscribed);
     unsetenv("TORX_CHAOS");
     job.sh = bench_shared_alloc(sizeof *job.sh);
-    const int failed = torx_boot_fork_run(2, bw_task, &job, JOB_TIMEOUT_S, cfg == CFG_CO ? 0 : 1);
-    if (failed) {
-        fprintf(stderr, "msg_bw %s: %d task(s) failed: %s\n", cfg_name[cfg], failed,
-                torx_last_error());
-        return 1;
-    }
-    return 0;
+    char what[64];
+    snprintf(what, sizeof what, "msg_bw %s", cfg_name[cfg]);
+    return bench_torx_job(what, bw_task, &job, JOB_TIMEOUT_S, cfg == CFG_CO ? 0 : 1) ? 1 : 0;
 }

@@ -131,24 +131,13 @@ static void send_done(torx_ctx_t *ctx, torx_msg_t *msg, void *arg)
     g.wake = 1;
 }
 
-/* As in msg_bw.c: spin (heater) or torx_wait (co), until cond(). */
+/* Advances until cond() holds (bench_msg_wait_for: spinning, or through
+ * torx_wait in co mode). Every condition here is made true by a callback,
+ * and every callback sets g.wake. */
 static void wait_for(int (*cond)(void))
 {
-    if (!g.use_wait) {
-        while (!cond())
-            if (!torx_advance(g.ctx))
-                bench_relax();
-        return;
-    }
-    while (!cond()) {
-        g.wake = 0;
-        if (cond())
-            break;
-        if (torx_wait(g.ctx, &g.wake) != TORX_OK) {
-            g.bad = 1;
-            return;
-        }
-    }
+    if (bench_msg_wait_for(g.ctx, g.use_wait, &g.wake, cond) != 0)
+        g.bad = 1;
 }
 
 static int have_matched(void) { return g.matched >= g.want_matched; }
@@ -375,12 +364,9 @@ int main(void)
     setenv("TORX_CO_THREAD", "own", 0);
     for (long p = 0; p < 2 * pairs; p++) {
         job.co = (int)(p % 2);
-        const int failed = torx_boot_fork_run(2, ov_task, &job, JOB_TIMEOUT_S, job.co ? 0 : 1);
-        if (failed) {
-            fprintf(stderr, "msg_overlap: %s job: %d task(s) failed: %s\n",
-                    job.co ? "co" : "heater", failed, torx_last_error());
+        if (bench_torx_job(job.co ? "msg_overlap: co job" : "msg_overlap: heater job", ov_task,
+                           &job, JOB_TIMEOUT_S, job.co ? 0 : 1))
             return 1;
-        }
     }
     return 0;
 }

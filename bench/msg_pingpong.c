@@ -322,13 +322,11 @@ int main(void)
     unsetenv("TORX_CHAOS");
     for (int vn = 0; vn <= 1; vn++) {
         job_t job = {.iters = iters, .vn = vn, .ref = bench_ref_alloc()};
-        const int failed = torx_boot_fork_run(2, pp_task, &job, JOB_TIMEOUT_S, 1);
+        const int failed = bench_torx_job(vn ? "msg_pingpong: vn job" : "msg_pingpong: heater job",
+                                          pp_task, &job, JOB_TIMEOUT_S, 1);
         munmap(job.ref, sizeof *job.ref);
-        if (failed) {
-            fprintf(stderr, "msg_pingpong: %s job: %d task(s) failed: %s\n", vn ? "vn" : "heater",
-                    failed, torx_last_error());
+        if (failed)
             return 1;
-        }
     }
     return 0;
 }

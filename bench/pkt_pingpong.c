@@ -232,12 +232,8 @@ int main(void)
             unsetenv("TORX_CHAOS");
         job.chaos = chaos;
         job.ref = bench_ref_alloc(); /* fresh: both tasks start at zero */
-        failed = torx_boot_fork_run(2, pp_task, &job, JOB_TIMEOUT_S, 1);
+        failed = bench_torx_job("pkt_pingpong", pp_task, &job, JOB_TIMEOUT_S, 1);
         munmap(job.ref, sizeof *job.ref);
     }
-    if (failed) {
-        fprintf(stderr, "pkt_pingpong: %d task(s) failed: %s\n", failed, torx_last_error());
-        return 1;
-    }
-    return 0;
+    return failed ? 1 : 0;
 }

@@ -184,10 +184,5 @@ int main(void)
                "samples per payload size, 4 MiB source and destination",
                job.packets, job.reps);
     bench_kv("pkt", "oversubscribed", bench_oversubscribed);
-    int failed = torx_boot_fork_run(2, st_task, &job, JOB_TIMEOUT_S, 1);
-    if (failed) {
-        fprintf(stderr, "pkt_stream: %d task(s) failed: %s\n", failed, torx_last_error());
-        return 1;
-    }
-    return 0;
+    return bench_torx_job("pkt_stream", st_task, &job, JOB_TIMEOUT_S, 1) ? 1 : 0;
 }
