@@ -495,6 +495,28 @@ static inline void mb_sweep(mb_ctx_t *c, const mb_prog_t *g)
     free(plans);
 }
 
+/* A program's run after mb_init: send and receive buffers of bufs messages
+ * of the largest size each, nreq requests (none when 0), the sweep of g,
+ * then MPI_Finalize. Returns main's exit status. */
+static inline int mb_run(const mb_opts_t *o, int rank, int bufs, int nreq, const mb_prog_t *g)
+{
+    mb_ctx_t c = {.o = o, .rank = rank, .peer = 1 - rank};
+    c.sbuf = mb_alloc(o, (size_t)bufs * o->max_size);
+    c.rbuf = mb_alloc(o, (size_t)bufs * o->max_size);
+    if (nreq > 0) {
+        c.req = malloc((size_t)nreq * sizeof *c.req);
+        if (!c.req)
+            mb_die(o, "out of memory");
+    }
+    mb_sweep(&c, g);
+
+    free(c.req);
+    free(c.sbuf);
+    free(c.rbuf);
+    MPI_Finalize();
+    return 0;
+}
+
 /* ---- Statistics ----------------------------------------------------------- */
 
 static inline int mb_cmp_double(const void *a, const void *b)

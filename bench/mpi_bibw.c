@@ -59,18 +59,6 @@ int main(int argc, char **argv)
         mb_bw_header("both ways: each rank sends a window and receives a window at once; "
                      "the sum of the two directions");
 
-    mb_ctx_t c = {.o = &o, .rank = rank, .peer = 1 - rank};
-    c.sbuf = mb_alloc(&o, (size_t)MB_CHECK_MSGS * o.max_size);
-    c.rbuf = mb_alloc(&o, (size_t)MB_CHECK_MSGS * o.max_size);
-    c.req = malloc(2 * (size_t)o.window * sizeof *c.req);
-    if (!c.req)
-        mb_die(&o, "out of memory");
     const mb_prog_t prog = {bibw_run, bibw_sample, bibw_finish};
-    mb_sweep(&c, &prog);
-
-    free(c.req);
-    free(c.sbuf);
-    free(c.rbuf);
-    MPI_Finalize();
-    return 0;
+    return mb_run(&o, rank, MB_CHECK_MSGS, 2 * o.window, &prog);
 }

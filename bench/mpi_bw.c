@@ -67,18 +67,6 @@ int main(int argc, char **argv)
     if (rank == 0)
         mb_bw_header("one way: rank 0 sends windows, rank 1 acknowledges each window with 1 byte");
 
-    mb_ctx_t c = {.o = &o, .rank = rank, .peer = 1 - rank};
-    c.sbuf = mb_alloc(&o, (size_t)MB_CHECK_MSGS * o.max_size);
-    c.rbuf = mb_alloc(&o, (size_t)MB_CHECK_MSGS * o.max_size);
-    c.req = malloc((size_t)o.window * sizeof *c.req);
-    if (!c.req)
-        mb_die(&o, "out of memory");
     const mb_prog_t prog = {bw_run, bw_sample, bw_finish};
-    mb_sweep(&c, &prog);
-
-    free(c.req);
-    free(c.sbuf);
-    free(c.rbuf);
-    MPI_Finalize();
-    return 0;
+    return mb_run(&o, rank, MB_CHECK_MSGS, o.window, &prog);
 }

@@ -61,14 +61,6 @@ int main(int argc, char **argv)
     if (rank == 0)
         mb_lat_header();
 
-    mb_ctx_t c = {.o = &o, .rank = rank, .peer = 1 - rank};
-    c.sbuf = mb_alloc(&o, o.max_size);
-    c.rbuf = mb_alloc(&o, o.max_size);
     const mb_prog_t prog = {lat_run, lat_sample, lat_finish};
-    mb_sweep(&c, &prog);
-
-    free(c.sbuf);
-    free(c.rbuf);
-    MPI_Finalize();
-    return 0;
+    return mb_run(&o, rank, 1, 0, &prog);
 }
