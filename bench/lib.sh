@@ -123,6 +123,11 @@ ratio() {
     awk -v a="$1" -v b="$2" -v d="${3:-2}" 'BEGIN {
         if (a == "NaN" || b == "NaN" || b + 0 == 0) print "n/a"; else printf "%.*f\n", d, a / b }'
 }
+# human BYTES: a size for people: "512 B", "4 KiB", "1 MiB".
+human() { awk -v s="$1" 'BEGIN { if (s >= 1048576) printf "%g MiB\n", s / 1048576; else if (s >= 1024) printf "%g KiB\n", s / 1024; else printf "%d B\n", s }'; }
+# lookup KEY FILE [COLUMN]: column COLUMN (default 2) of FILE's lines whose
+# first field is KEY, or "NaN" when there is none.
+lookup() { awk -v k="$1" -v c="${3:-2}" '$1 == k { print $c; f = 1 } END { if (!f) print "NaN" }' "$2"; }
 # fmt X [digits]: X rounded, or "-" when NaN or empty.
 fmt() { awk -v x="$1" -v d="${2:-1}" 'BEGIN { if (x == "NaN" || x == "") print "-"; else printf "%.*f\n", d, x }'; }
 # verdict RATIO LIMIT [ge|le]: "met" when RATIO >= LIMIT (ge, the default)

@@ -464,7 +464,7 @@ awk '{ k = $2; v = $3 + 0; n[k]++; vals[k, n[k]] = v
     "$work/all.txt" | sort >"$work/agg.txt"
 
 # m KEY: median over rounds, or NaN.  vr ROUND KEY: one round's value, or NaN.
-m() { awk -v k="$1" '$1 == k { print $2; f = 1 } END { if (!f) print "NaN" }' "$work/agg.txt"; }
+m() { lookup "$1" "$work/agg.txt"; }
 vr() { awk -v r="$1" -v k="$2" '$1 == r && $2 == k { print $3; f = 1; exit } END { if (!f) print "NaN" }' "$work/all.txt"; }
 # better LOWER A B: the better of two figures (NaN-aware); LOWER=1 for latency.
 better() {
@@ -482,7 +482,6 @@ better_name() { # LOWER A B: "Debian MPICH" or "Open MPI" (the better of A, B), 
 # num X: a figure with as many decimals as it needs (2 below 10, 1 below 100).
 num() { awk -v x="$1" 'BEGIN { if (x == "NaN" || x == "") print "-"; else if (x < 10) printf "%.2f\n", x;
                                else if (x < 100) printf "%.1f\n", x; else printf "%.0f\n", x }'; }
-human() { awk -v s="$1" 'BEGIN { if (s >= 1048576) printf "%g MiB\n", s / 1048576; else if (s >= 1024) printf "%g KiB\n", s / 1024; else printf "%d B\n", s }'; }
 # per_round KIND SIZE FIELD LOWER: torx / better peer in each round.
 per_round() { per_round_of torx "$@"; }
 sizes_of() { awk -v k="$1" '{ split($1, p, ".") } p[1] == k && p[4] == "med" { print p[3] }' "$work/agg.txt" | sort -n -u; }

@@ -198,11 +198,11 @@ awk '{ k = $3; v = $4 + 0; n[k]++; vals[k, n[k]] = v
              printf "%s %.6g %.6g %d\n", k, b[k], med, m } }' "$work/all.txt" | sort >"$work/agg.txt"
 
 # v KEY: best of rounds, or NaN.  vm KEY: median of all values, or NaN.
-v() { awk -v k="$1" '$1 == k { print $2; f = 1 } END { if (!f) print "NaN" }' "$work/agg.txt"; }
-vm() { awk -v k="$1" '$1 == k { print $3; f = 1 } END { if (!f) print "NaN" }' "$work/agg.txt"; }
+v() { lookup "$1" "$work/agg.txt"; }
+vm() { lookup "$1" "$work/agg.txt" 3; }
 # vr ROUND KEY: the value in one round (first occurrence), or NaN.
 vr() { awk -v r="$1" -v k="$2" '$1 == r && $3 == k { print $4; f = 1; exit } END { if (!f) print "NaN" }' "$work/all.txt"; }
-# (ratio, fmt and verdict come from lib.sh.)
+# (ratio, fmt, verdict, human and lookup come from lib.sh.)
 # per_round KEY_A KEY_B: A/B within each round (same program run).
 per_round() {
     local r out=""
@@ -252,7 +252,6 @@ done
 sizes=$(awk '$3 ~ /^bw\.heater_memcpy_uni_[0-9]+_gbs_max$/ { split($3, p, "_"); print p[4] }' "$work/all.txt" | sort -n -u)
 bw_cols=(heater_memcpy heater_cma heater_cmabusy heater_onepkt heater_eager heater_rzv packets_rzv co_rzv co_cma)
 bw_head=(memcpy cma cma-busy onepkt eager rzv-get rzv-pkts co-rzv co-cma)
-human() { awk -v s="$1" 'BEGIN { if (s >= 1048576) printf "%g MiB\n", s / 1048576; else if (s >= 1024) printf "%g KiB\n", s / 1024; else printf "%d B\n", s }'; }
 bw_table() { # dir
     printf '  %-8s' size
     for h in "${bw_head[@]}"; do printf ' %8s' "$h"; done

@@ -117,8 +117,8 @@ for ((r = 1; r <= rounds; r++)); do
 done
 
 # v KEY [FILE]: the value of KEY (best of rounds), or "NaN" when absent.
-# (ratio, fmt and verdict come from lib.sh.)
-v() { awk -v k="$1" '$1 == k { print $2; found = 1 } END { if (!found) print "NaN" }' "${2:-$work/best.txt}"; }
+# (ratio, fmt, verdict, human and lookup come from lib.sh.)
+v() { lookup "$1" "${2:-$work/best.txt}"; }
 # per_round KEY_A KEY_B [digits]: A/B in each round, space-separated.
 per_round() {
     local r out=""
