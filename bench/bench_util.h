@@ -30,8 +30,8 @@
 #endif
 
 #include <errno.h>
-#include <stdalign.h>
 #include <sched.h>
+#include <stdalign.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -198,8 +198,8 @@ static inline void bench_report_rate(const char *group, const char *metric, cons
                                      const char *unit, bench_stats_t s)
 {
     char key[128];
-    printf("# %-48s best %8.3f %s  median %8.3f %s  (%d samples)\n", what, s.max, unit, s.med,
-           unit, s.n);
+    printf("# %-48s best %8.3f %s  median %8.3f %s  (%d samples)\n", what, s.max, unit, s.med, unit,
+           s.n);
     snprintf(key, sizeof key, "%s_max", metric);
     bench_kv(group, key, s.max);
     snprintf(key, sizeof key, "%s_med", metric);
@@ -276,7 +276,7 @@ typedef struct bench_ring {
 
 /* What the two sides share; mapped MAP_SHARED before fork. */
 typedef struct bench_ref {
-    alignas(BENCH_CACHELINE) uint64_t line; /* the handoff counter, alone on its line */
+    alignas(BENCH_CACHELINE) uint64_t line;        /* the handoff counter, alone on its line */
     alignas(BENCH_CACHELINE) bench_ring_t ring[2]; /* ring[i] carries packets to side i */
 } bench_ref_t;
 
@@ -446,8 +446,7 @@ static inline torx_status_t bench_torx_send(torx_pkt_dev_t *dev, const torx_pkt_
     while ((rc = torx_pkt_inject1(dev, h, payload, len)) == TORX_NO_ROOM)
         bench_relax();
     if (rc != TORX_OK)
-        fprintf(stderr, "bench: torx_pkt_inject: %s: %s\n", torx_status_str(rc),
-                torx_last_error());
+        fprintf(stderr, "bench: torx_pkt_inject: %s: %s\n", torx_status_str(rc), torx_last_error());
     return rc;
 }
 
@@ -482,6 +481,52 @@ static inline int bench_torx_job(const char *what, torx_task_main_fn task_main, 
 /* ---- Message-layer helpers (only for programs that include <torx/msg.h> first) */
 
 #ifdef TORX_MSG_H
+#include <dirent.h>
+#include <sys/syscall.h>
+
+/* Placement in co mode (MSG_CO_PLACEMENT): "cross" (default) pins a task's
+ * main thread to CPU rank and every other thread of the process (the
+ * communication thread torx_init started) to the other CPU, so on a 2-CPU
+ * host each task's communication thread shares the other task's core;
+ * "unbound" pins only the main thread and leaves the communication thread
+ * to the scheduler, which may well put it beside the main thread. */
+static inline int bench_msg_co_cross(void)
+{
+    const char *v = getenv("MSG_CO_PLACEMENT");
+    return !v || strcmp(v, "unbound") != 0;
+}
+
+/* Pins this co-mode task's threads as bench_msg_co_cross says, among the
+ * CPUs of launch (the task's CPUs before torx_init, which binds a task to
+ * one core when the host has a core per task). Returns 0 or an errno. */
+static inline int bench_msg_pin_co_threads(int rank, const cpu_set_t *launch)
+{
+    cpu_set_t all = *launch;
+    const int n = CPU_COUNT(&all);
+    const int mine = bench_nth_cpu(&all, n ? rank % n : 0),
+              other = bench_nth_cpu(&all, n ? (rank + 1) % n : 0);
+    if (mine < 0 || other < 0)
+        return EINVAL;
+    int err = bench_pin_cpu(mine);
+    if (err || !bench_msg_co_cross())
+        return err;
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return errno;
+    const pid_t self = (pid_t)syscall(SYS_gettid);
+    struct dirent *e;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(other, &set);
+    while ((e = readdir(d)) != NULL) {
+        const pid_t tid = (pid_t)atoi(e->d_name);
+        if (tid > 0 && tid != self && sched_setaffinity(tid, sizeof set, &set) != 0)
+            err = errno;
+    }
+    closedir(d);
+    return err;
+}
+
 /* Advances ctx until cond() holds: spinning on torx_advance (heater mode or
  * packets: each task owns its CPU), or with use_wait through torx_wait (co
  * mode, oversubscribed: waiting must yield the CPU to the communication

@@ -55,9 +55,6 @@
 
 #include "bench_util.h"
 
-#include <dirent.h>
-#include <sys/syscall.h>
-
 #include <sys/uio.h>
 
 #define JOB_TIMEOUT_S 600.0
@@ -73,10 +70,9 @@ static const char *const cfg_name[] = {"heater", "packets", "co"};
 enum { C_MEMCPY, C_CMA, C_CMABUSY, C_ONEPKT, C_EAGER, C_RZV, NCELLKINDS };
 static const char *const cell_name[NCELLKINDS] = {"memcpy", "cma",   "cmabusy",
                                                   "onepkt", "eager", "rzv"};
-static const torx_protocol_t cell_proto[NCELLKINDS] = {TORX_PROTO_AUTO,   TORX_PROTO_AUTO,
-                                                       TORX_PROTO_AUTO,
-                                                       TORX_PROTO_ONEPKT, TORX_PROTO_EAGER,
-                                                       TORX_PROTO_RZV};
+static const torx_protocol_t cell_proto[NCELLKINDS] = {TORX_PROTO_AUTO,  TORX_PROTO_AUTO,
+                                                       TORX_PROTO_AUTO,  TORX_PROTO_ONEPKT,
+                                                       TORX_PROTO_EAGER, TORX_PROTO_RZV};
 
 enum { CTRL_GO = 1, CTRL_DONE = 2, CTRL_SYNC = 3 };
 
@@ -178,11 +174,26 @@ static void wait_for(int (*cond)(void))
 }
 
 static long want_rx, want_go, want_done, want_sync;
-static int have_rx(void) { return g.rx_count >= want_rx; }
-static int have_sync(void) { return g.sync_count >= want_sync; }
-static int have_go(void) { return g.go_count >= want_go; }
-static int have_done(void) { return g.done_count >= want_done; }
-static int ctrl_free(void) { return !torx_msg_pending(&g.ctrl); }
+static int have_rx(void)
+{
+    return g.rx_count >= want_rx;
+}
+static int have_sync(void)
+{
+    return g.sync_count >= want_sync;
+}
+static int have_go(void)
+{
+    return g.go_count >= want_go;
+}
+static int have_done(void)
+{
+    return g.done_count >= want_done;
+}
+static int ctrl_free(void)
+{
+    return !torx_msg_pending(&g.ctrl);
+}
 static int all_sent(void)
 {
     for (long i = 0; i < g.job->window; i++)
@@ -234,8 +245,8 @@ static void stream(torx_protocol_t proto, long m)
 static void check_bytes(long rx_before, long m)
 {
     if (g.rx_bytes - rx_before != m * (long)g.cur) {
-        fprintf(stderr, "msg_bw[%d]: %zu-byte messages: received %ld bytes, expected %ld\n",
-                g.rank, g.cur, g.rx_bytes - rx_before, m * (long)g.cur);
+        fprintf(stderr, "msg_bw[%d]: %zu-byte messages: received %ld bytes, expected %ld\n", g.rank,
+                g.cur, g.rx_bytes - rx_before, m * (long)g.cur);
         g.bad = 1;
     }
 }
@@ -362,46 +373,14 @@ static long msgs_for(const job_t *job, int kind, size_t size)
     return m > cap ? cap : m;
 }
 
-/* Placement in co mode (MSG_CO_PLACEMENT): "cross" (default) pins this
- * task's main thread to CPU rank and every other thread of the process (the
- * communication thread torx_init started) to the other CPU, so on a 2-CPU
- * host each task's communication thread shares the other task's core;
- * "unbound" pins only the main thread and leaves the communication thread
- * to the scheduler, which may well put it beside the main thread. */
-static int co_cross(void)
-{
-    const char *v = getenv("MSG_CO_PLACEMENT");
-    return !v || strcmp(v, "unbound") != 0;
-}
-
+/* Placement in co mode: bench_msg_pin_co_threads among the CPUs this task
+ * has now (still the launcher's whole mask). */
 static int pin_co_threads(int rank)
 {
     cpu_set_t all;
-    if (sched_getaffinity(0, sizeof all, &all) != 0) /* still the launcher's whole mask */
+    if (sched_getaffinity(0, sizeof all, &all) != 0)
         return errno;
-    const int n = CPU_COUNT(&all);
-    const int mine = bench_nth_cpu(&all, n ? rank % n : 0),
-              other = bench_nth_cpu(&all, n ? (rank + 1) % n : 0);
-    if (mine < 0 || other < 0)
-        return EINVAL;
-    int err = bench_pin_cpu(mine);
-    if (err || !co_cross())
-        return err;
-    DIR *d = opendir("/proc/self/task");
-    if (!d)
-        return errno;
-    const pid_t self = (pid_t)syscall(SYS_gettid);
-    struct dirent *e;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(other, &set);
-    while ((e = readdir(d)) != NULL) {
-        const pid_t tid = (pid_t)atoi(e->d_name);
-        if (tid > 0 && tid != self && sched_setaffinity(tid, sizeof set, &set) != 0)
-            err = errno;
-    }
-    closedir(d);
-    return err;
+    return bench_msg_pin_co_threads(rank, &all);
 }
 
 static int bw_task(torx_boot_t *boot, void *arg)
@@ -419,9 +398,8 @@ static int bw_task(torx_boot_t *boot, void *arg)
                                .adaptive_limit = 0,
                                .rzv_data = job->cfg == CFG_PACKETS ? TORX_RZV_DATA_PACKETS
                                                                    : TORX_RZV_DATA_BULK};
-    torx_init_attr_t attr = {.boot = boot,
-                             .mode = job->cfg == CFG_CO ? TORX_MODE_CO : TORX_MODE_HEATER,
-                             .limits = &lim};
+    torx_init_attr_t attr = {
+        .boot = boot, .mode = job->cfg == CFG_CO ? TORX_MODE_CO : TORX_MODE_HEATER, .limits = &lim};
     if (torx_init(&attr, &g.ctx) != TORX_OK) {
         fprintf(stderr, "msg_bw: torx_init: %s\n", torx_last_error());
         return 1;
@@ -482,12 +460,13 @@ static int bw_task(torx_boot_t *boot, void *arg)
                     rc = 1;
                     break;
                 }
-                const double t = c.kind <= C_CMABUSY
-                                     ? ref_sample(c.kind != C_MEMCPY, c.kind == C_CMABUSY, c.bi,
-                                                  m, ++seq)
-                                     : torx_sample(cell_proto[c.kind], c.bi, m);
+                const double t =
+                    c.kind <= C_CMABUSY
+                        ? ref_sample(c.kind != C_MEMCPY, c.kind == C_CMABUSY, c.bi, m, ++seq)
+                        : torx_sample(cell_proto[c.kind], c.bi, m);
                 if (b >= 0 && g.rank == 0)
-                    samples[ci][cnt[ci]++] = (c.bi ? 2.0 : 1.0) * (double)m * (double)size / t * 1e-9;
+                    samples[ci][cnt[ci]++] =
+                        (c.bi ? 2.0 : 1.0) * (double)m * (double)size / t * 1e-9;
             }
         }
         if (g.bad)
@@ -540,11 +519,12 @@ int main(int argc, char **argv)
     bench_note("msg_bw %s: 2 tasks, %s; window %ld, %ld bytes (at most %ld messages) per sample, "
                "%ld blocks; sizes %zu B .. %zu B",
                cfg_name[cfg],
-               cfg == CFG_CO ? (co_cross() ? "main threads pinned to CPU 0 and 1, each "
-                                             "communication thread to the other CPU (4 threads: "
-                                             "oversubscribed on 2 CPUs)"
-                                           : "main threads pinned to CPU 0 and 1, communication "
-                                             "threads unbound (4 threads: oversubscribed on 2 CPUs)")
+               cfg == CFG_CO ? (bench_msg_co_cross()
+                                    ? "main threads pinned to CPU 0 and 1, each "
+                                      "communication thread to the other CPU (4 threads: "
+                                      "oversubscribed on 2 CPUs)"
+                                    : "main threads pinned to CPU 0 and 1, communication "
+                                      "threads unbound (4 threads: oversubscribed on 2 CPUs)")
                              : "pinned to CPU 0 and 1",
                job.window, job.bytes, job.max_msgs, job.blocks, job.min, job.max);
     bench_kv("bw", "oversubscribed", bench_oversubscribed);

@@ -52,9 +52,6 @@
 
 #include "bench_util.h"
 
-#include <dirent.h>
-#include <sys/syscall.h>
-
 #define JOB_TIMEOUT_S 300.0
 #define H_DATA 1
 #define H_CTRL 2
@@ -140,11 +137,26 @@ static void wait_for(int (*cond)(void))
         g.bad = 1;
 }
 
-static int have_matched(void) { return g.matched >= g.want_matched; }
-static int have_rx(void) { return g.rx_done >= g.want_rx; }
-static int have_req(void) { return g.reqs >= g.want_req; }
-static int data_free(void) { return !torx_msg_pending(&g.data_msg); }
-static int ctrl_free(void) { return !torx_msg_pending(&g.ctrl_msg); }
+static int have_matched(void)
+{
+    return g.matched >= g.want_matched;
+}
+static int have_rx(void)
+{
+    return g.rx_done >= g.want_rx;
+}
+static int have_req(void)
+{
+    return g.reqs >= g.want_req;
+}
+static int data_free(void)
+{
+    return !torx_msg_pending(&g.data_msg);
+}
+static int ctrl_free(void)
+{
+    return !torx_msg_pending(&g.ctrl_msg);
+}
 
 /* The work: a dependent chain the compiler cannot shorten. */
 static volatile uint64_t work_sink;
@@ -206,48 +218,6 @@ static double measure(int k, long iters)
     return bench_now_ns() - t0;
 }
 
-/* Placement in co mode (MSG_CO_PLACEMENT): "cross" (default) pins this
- * task's main thread to CPU rank and every other thread of the process (the
- * communication thread torx_init started) to the other CPU, so on a 2-CPU
- * host each task's communication thread shares the other task's core;
- * "unbound" pins only the main thread and leaves the communication thread
- * to the scheduler, which may well put it beside the main thread. */
-static int co_cross(void)
-{
-    const char *v = getenv("MSG_CO_PLACEMENT");
-    return !v || strcmp(v, "unbound") != 0;
-}
-
-/* all: the CPUs the task had before torx_init (which binds a task to one
- * core when the host has a core per task). */
-static int pin_co_threads(int rank, const cpu_set_t *launch)
-{
-    cpu_set_t all = *launch;
-    const int n = CPU_COUNT(&all);
-    const int mine = bench_nth_cpu(&all, n ? rank % n : 0),
-              other = bench_nth_cpu(&all, n ? (rank + 1) % n : 0);
-    if (mine < 0 || other < 0)
-        return EINVAL;
-    int err = bench_pin_cpu(mine);
-    if (err || !co_cross())
-        return err;
-    DIR *d = opendir("/proc/self/task");
-    if (!d)
-        return errno;
-    const pid_t self = (pid_t)syscall(SYS_gettid);
-    struct dirent *e;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(other, &set);
-    while ((e = readdir(d)) != NULL) {
-        const pid_t tid = (pid_t)atoi(e->d_name);
-        if (tid > 0 && tid != self && sched_setaffinity(tid, sizeof set, &set) != 0)
-            err = errno;
-    }
-    closedir(d);
-    return err;
-}
-
 static int ov_task(torx_boot_t *boot, void *arg)
 {
     const job_t *job = arg;
@@ -268,7 +238,7 @@ static int ov_task(torx_boot_t *boot, void *arg)
         return 1;
     }
     if (job->co) {
-        const int err = pin_co_threads(g.rank, &launch);
+        const int err = bench_msg_pin_co_threads(g.rank, &launch);
         if (err)
             fprintf(stderr, "msg_overlap[%d]: pinning the co-mode threads: %s\n", g.rank,
                     strerror(err));
@@ -319,7 +289,8 @@ static int ov_task(torx_boot_t *boot, void *arg)
             snprintf(metric, sizeof metric, "%s_%zu_bw_gbs", mode, g.cur);
             snprintf(what, sizeof what, "%s %zu B: rendezvous alone", mode, g.cur);
             bench_report_rate("ov", metric, what, "GB/s", bench_stats(bw, (int)job->reps));
-            const double frac = (st[K_COMM].med + st[K_COMPUTE].med - st[K_BOTH].med) / st[K_COMM].med;
+            const double frac =
+                (st[K_COMM].med + st[K_COMPUTE].med - st[K_BOTH].med) / st[K_COMM].med;
             const bench_stats_t os = bench_stats(ov, (int)job->reps);
             bench_note("%s %zu B: overlap (from medians) %.3f; per repetition min %.3f median %.3f "
                        "max %.3f; work %ld iterations (%.2f ns each)",
