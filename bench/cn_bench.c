@@ -92,8 +92,7 @@ static inline int dsum_once(torx_pkt_dev_t *dev, double in, double expect)
 }
 
 enum { OP_HANDOFF, OP_ALLREDUCE, OP_DSUM, OP_BARRIER, NOPS };
-static const char *const op_metric[NOPS] = {"handoff_ns", "allreduce_ns", "dsum_ns",
-                                            "barrier_ns"};
+static const char *const op_metric[NOPS] = {"handoff_ns", "allreduce_ns", "dsum_ns", "barrier_ns"};
 static const char *const op_what[NOPS] = {
     "one-way cache-line handoff, paired",
     "collective network allreduce (ADD S64, 1 packet)",

@@ -59,21 +59,21 @@
 #include <unistd.h>
 
 #define MB_MAX_SIZES 64
-#define MB_SMALL 8192           /* -n applies as given up to this size */
-#define MB_CHECK_MSGS 4         /* messages of the verified window (bandwidth) */
+#define MB_SMALL 8192   /* -n applies as given up to this size */
+#define MB_CHECK_MSGS 4 /* messages of the verified window (bandwidth) */
 #define MB_TAG 17
 #define MB_ACK_TAG 18
 
 typedef struct mb_opts {
-    const char *prog;           /* program name, for messages */
+    const char *prog; /* program name, for messages */
     size_t sizes[MB_MAX_SIZES];
     int nsizes;
-    size_t max_size;            /* the largest of sizes[] */
-    long base_iters;            /* -n */
-    long batch;                 /* -b, 0: default */
-    long warmup;                /* -w, -1: default */
-    int window;                 /* -W */
-    int interleave;             /* -i */
+    size_t max_size; /* the largest of sizes[] */
+    long base_iters; /* -n */
+    long batch;      /* -b, 0: default */
+    long warmup;     /* -w, -1: default */
+    int window;      /* -W */
+    int interleave;  /* -i */
 } mb_opts_t;
 
 typedef struct mb_stats {
@@ -113,15 +113,15 @@ static inline void mb_die(const mb_opts_t *o, const char *fmt, ...)
 
 /* Checks an MPI return code (the default error handler aborts anyway; this
  * names the call when an implementation returns instead). */
-#define MB_CALL(o, call)                                                          \
-    do {                                                                          \
-        int mb_rc_ = (call);                                                      \
-        if (mb_rc_ != MPI_SUCCESS) {                                              \
-            char mb_s_[MPI_MAX_ERROR_STRING];                                     \
-            int mb_n_ = 0;                                                        \
-            MPI_Error_string(mb_rc_, mb_s_, &mb_n_);                              \
-            mb_die((o), "%s failed at %s:%d: %s", #call, __FILE__, __LINE__, mb_s_); \
-        }                                                                         \
+#define MB_CALL(o, call)                                                                           \
+    do {                                                                                           \
+        int mb_rc_ = (call);                                                                       \
+        if (mb_rc_ != MPI_SUCCESS) {                                                               \
+            char mb_s_[MPI_MAX_ERROR_STRING];                                                      \
+            int mb_n_ = 0;                                                                         \
+            MPI_Error_string(mb_rc_, mb_s_, &mb_n_);                                               \
+            mb_die((o), "%s failed at %s:%d: %s", #call, __FILE__, __LINE__, mb_s_);               \
+        }                                                                                          \
     } while (0)
 
 /* MPI_Waitall without statuses. MPICH defines MPI_STATUSES_IGNORE as
@@ -148,10 +148,23 @@ static inline int mb_parse_size(const char *s, size_t *out)
     if (errno || end == s)
         return -1;
     switch (*end) {
-    case 'k': case 'K': v <<= 10; end++; break;
-    case 'm': case 'M': v <<= 20; end++; break;
-    case 'g': case 'G': v <<= 30; end++; break;
-    default: break;
+    case 'k':
+    case 'K':
+        v <<= 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        v <<= 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        v <<= 30;
+        end++;
+        break;
+    default:
+        break;
     }
     if (*end != '\0' || v > (unsigned long long)INT_MAX)
         return -1; /* MPI counts are int */
@@ -173,19 +186,19 @@ static inline long mb_parse_count(const mb_opts_t *o, const char *opt, const cha
 
 static inline void mb_usage(const mb_opts_t *o, FILE *f)
 {
-    fprintf(f,
-            "usage: mpiexec -n 2 %s [-s SIZE[,SIZE...]] [-m MAX] [-n N] [-b BATCH] [-w WARMUP] [-i]%s\n"
-            "  -s  sizes in bytes (K/M/G suffixes); default: powers of two up to -m\n"
-            "  -m  largest size of the default sweep (default 4M)\n"
-            "  -n  iterations for sizes up to 8K (%s, default %ld); larger sizes get\n"
-            "      N*8K/size, at least max(10, N/50)\n"
-            "  -b  iterations per timed batch (default N/20, 1..100)\n"
-            "  -w  untimed warm-up iterations per size (default N/10, at least 2)\n"
-            "  -i  interleave the sizes' timed batches over the whole run\n"
-            "%s",
-            o->prog, o->window ? " [-W WINDOW]" : "",
-            o->window ? "windows" : "round trips", o->base_iters,
-            o->window ? "  -W  messages in flight per window (default 64)\n" : "");
+    fprintf(
+        f,
+        "usage: mpiexec -n 2 %s [-s SIZE[,SIZE...]] [-m MAX] [-n N] [-b BATCH] [-w WARMUP] [-i]%s\n"
+        "  -s  sizes in bytes (K/M/G suffixes); default: powers of two up to -m\n"
+        "  -m  largest size of the default sweep (default 4M)\n"
+        "  -n  iterations for sizes up to 8K (%s, default %ld); larger sizes get\n"
+        "      N*8K/size, at least max(10, N/50)\n"
+        "  -b  iterations per timed batch (default N/20, 1..100)\n"
+        "  -w  untimed warm-up iterations per size (default N/10, at least 2)\n"
+        "  -i  interleave the sizes' timed batches over the whole run\n"
+        "%s",
+        o->prog, o->window ? " [-W WINDOW]" : "", o->window ? "windows" : "round trips",
+        o->base_iters, o->window ? "  -W  messages in flight per window (default 64)\n" : "");
 }
 
 /* Parses argv into o. first_size: 0 (latency) or 1 (bandwidth), the start
@@ -206,20 +219,36 @@ static inline void mb_parse(mb_opts_t *o, int argc, char **argv, const char *pro
     o->window = window;
     while ((opt = getopt(argc, argv, window ? "s:m:n:b:w:W:ih" : "s:m:n:b:w:ih")) != -1) {
         switch (opt) {
-        case 's': list = optarg; break;
+        case 's':
+            list = optarg;
+            break;
         case 'm':
             if (mb_parse_size(optarg, &max) || max == 0) {
                 fprintf(stderr, "%s: -m '%s': expected a size such as 4M\n", prog, optarg);
                 exit(2);
             }
             break;
-        case 'n': o->base_iters = mb_parse_count(o, "-n", optarg, 1); break;
-        case 'b': o->batch = mb_parse_count(o, "-b", optarg, 1); break;
-        case 'w': o->warmup = mb_parse_count(o, "-w", optarg, 0); break;
-        case 'W': o->window = (int)mb_parse_count(o, "-W", optarg, 1); break;
-        case 'i': o->interleave = 1; break;
-        case 'h': mb_usage(o, stdout); exit(0);
-        default: mb_usage(o, stderr); exit(2);
+        case 'n':
+            o->base_iters = mb_parse_count(o, "-n", optarg, 1);
+            break;
+        case 'b':
+            o->batch = mb_parse_count(o, "-b", optarg, 1);
+            break;
+        case 'w':
+            o->warmup = mb_parse_count(o, "-w", optarg, 0);
+            break;
+        case 'W':
+            o->window = (int)mb_parse_count(o, "-W", optarg, 1);
+            break;
+        case 'i':
+            o->interleave = 1;
+            break;
+        case 'h':
+            mb_usage(o, stdout);
+            exit(0);
+        default:
+            mb_usage(o, stderr);
+            exit(2);
         }
     }
     if (optind < argc) {
@@ -232,8 +261,8 @@ static inline void mb_parse(mb_opts_t *o, int argc, char **argv, const char *pro
         for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
             size_t s;
             if (o->nsizes == MB_MAX_SIZES || mb_parse_size(t, &s)) {
-                fprintf(stderr, "%s: -s: bad size '%s' (at most %d sizes, each < 2 GiB)\n",
-                        prog, t, MB_MAX_SIZES);
+                fprintf(stderr, "%s: -s: bad size '%s' (at most %d sizes, each < 2 GiB)\n", prog, t,
+                        MB_MAX_SIZES);
                 exit(2);
             }
             o->sizes[o->nsizes++] = s;
@@ -332,8 +361,8 @@ static inline void mb_check(const mb_opts_t *o, const unsigned char *buf, size_t
         mb_die(o, "%s: size %zu: received %d bytes, expected %zu", what, n, count, n);
     for (size_t i = 0; i < n; i++)
         if (buf[i] != mb_pattern(seed, i))
-            mb_die(o, "%s: size %zu: wrong byte at offset %zu: 0x%02x, expected 0x%02x", what, n,
-                   i, buf[i], mb_pattern(seed, i));
+            mb_die(o, "%s: size %zu: wrong byte at offset %zu: 0x%02x, expected 0x%02x", what, n, i,
+                   buf[i], mb_pattern(seed, i));
 }
 
 /* The verified exchange of one size: the sending side sends nmsgs messages
@@ -342,8 +371,8 @@ static inline void mb_check(const mb_opts_t *o, const unsigned char *buf, size_t
  * every byte and the length. A rank may do both (bidirectional). The
  * messages go through the same calls and protocols as the timed ones. */
 static inline void mb_verify(const mb_opts_t *o, int rank, size_t size, unsigned char *sbuf,
-                             unsigned char *rbuf, int nmsgs, int do_send, int do_recv,
-                             int round, const char *what)
+                             unsigned char *rbuf, int nmsgs, int do_send, int do_recv, int round,
+                             const char *what)
 {
     MPI_Request req[2 * MB_CHECK_MSGS];
     MPI_Status st[2 * MB_CHECK_MSGS];
@@ -366,8 +395,7 @@ static inline void mb_verify(const mb_opts_t *o, int rank, size_t size, unsigned
     MB_CALL(o, MPI_Waitall(nreq, req, st));
     if (do_recv)
         for (int k = 0; k < nmsgs; k++)
-            mb_check(o, rbuf + (size_t)k * size, size, mb_seed(size, peer, k, round), &st[k],
-                     what);
+            mb_check(o, rbuf + (size_t)k * size, size, mb_seed(size, peer, k, round), &st[k], what);
 }
 
 /* ---- One size --------------------------------------------------------------- */
@@ -375,13 +403,13 @@ static inline void mb_verify(const mb_opts_t *o, int rank, size_t size, unsigned
 /* What every program's loop over the sizes starts with (mb_plan) and ends
  * with (mb_plan_free). */
 typedef struct mb_plan {
-    size_t size;                /* bytes per message */
-    int n;                      /* the same, as an MPI count */
-    long iters;                 /* timed iterations: nb * batch */
-    long batch;                 /* iterations per timed batch */
-    long nb;                    /* timed batches: the samples */
-    long warm;                  /* untimed warm-up iterations */
-    double *samples;            /* nb of them, one per batch, the program's unit */
+    size_t size;     /* bytes per message */
+    int n;           /* the same, as an MPI count */
+    long iters;      /* timed iterations: nb * batch */
+    long batch;      /* iterations per timed batch */
+    long nb;         /* timed batches: the samples */
+    long warm;       /* untimed warm-up iterations */
+    double *samples; /* nb of them, one per batch, the program's unit */
 } mb_plan_t;
 
 /* Size i of o: the counts (mb_iters, mb_batch, mb_warmup; iters rounded
@@ -593,9 +621,10 @@ static inline void mb_init(mb_opts_t *o, int *argc, char ***argv, int *rank)
         printf(" (-w %ld)", o->warmup);
     if (o->window)
         printf("; window: %d messages", o->window);
-    printf("\n# order: %s\n", o->interleave ? "interleaved (-i): every size's warm-up, then the sizes' "
-                                               "batches in turn, each size's spread over the run"
-                                             : "one size after the other");
+    printf("\n# order: %s\n", o->interleave
+                                  ? "interleaved (-i): every size's warm-up, then the sizes' "
+                                    "batches in turn, each size's spread over the run"
+                                  : "one size after the other");
     fflush(stdout);
 }
 

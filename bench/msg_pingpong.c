@@ -48,12 +48,12 @@
 #define JOB_TIMEOUT_S 300.0
 #define NBLOCKS 5
 #define HANDLER 1
-#define RING 8          /* send objects per task: a rendezvous send stays pending until its ack */
-#define RAW_TYPE 0xEEu  /* sw[0] of the raw packets: no message-layer type */
+#define RING 8         /* send objects per task: a rendezvous send stays pending until its ack */
+#define RAW_TYPE 0xEEu /* sw[0] of the raw packets: no message-layer type */
 
 enum { M_HANDOFF, M_PKT, M_ONEPKT, M_EAGER, M_ADAPT, M_RZV, M_VN, NMODES };
-static const char *const mode_name[NMODES] = {"handoff", "pkt",      "onepkt", "eager",
-                                              "adaptive", "rzv",     "vn"};
+static const char *const mode_name[NMODES] = {"handoff",  "pkt", "onepkt", "eager",
+                                              "adaptive", "rzv", "vn"};
 static const torx_protocol_t mode_proto[NMODES] = {
     TORX_PROTO_AUTO,     TORX_PROTO_AUTO, TORX_PROTO_ONEPKT, TORX_PROTO_EAGER,
     TORX_PROTO_ADAPTIVE, TORX_PROTO_RZV,  TORX_PROTO_VN};
@@ -96,8 +96,8 @@ static torx_msg_t *free_msg(void)
 
 static void send_one(void)
 {
-    const torx_status_t rc = torx_send(g.ctx, free_msg(), 1 - g.rank, HANDLER, NULL, 0, &g.out, 1,
-                                       g.proto, NULL, NULL);
+    const torx_status_t rc =
+        torx_send(g.ctx, free_msg(), 1 - g.rank, HANDLER, NULL, 0, &g.out, 1, g.proto, NULL, NULL);
     g.bad |= rc != TORX_OK;
 }
 
@@ -111,8 +111,7 @@ static void pp_done(torx_ctx_t *ctx, void *arg, torx_status_t status, size_t rec
     g.got++;
 }
 
-static void pp_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info,
-                       torx_recv_t *recv)
+static void pp_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info, torx_recv_t *recv)
 {
     (void)ctx;
     (void)harg;

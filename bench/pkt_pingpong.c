@@ -44,7 +44,7 @@ static const char *const mode_name[NMODES] = {"handoff", "ring", "det", "adapt",
 
 typedef struct pp_job {
     long iters;
-    int chaos;       /* 1: TORX_CHAOS is set for this job: modes handoff, det, chaos */
+    int chaos;        /* 1: TORX_CHAOS is set for this job: modes handoff, det, chaos */
     bench_ref_t *ref; /* shared with the other task (mapped before the fork) */
 } pp_job_t;
 
@@ -190,8 +190,10 @@ static int pp_task(torx_boot_t *boot, void *arg)
             }
         }
         if (rc == 0 && c.bad) {
-            fprintf(stderr, "pkt_pingpong: %u-byte: a reply had the wrong sequence number or "
-                            "length\n", len);
+            fprintf(stderr,
+                    "pkt_pingpong: %u-byte: a reply had the wrong sequence number or "
+                    "length\n",
+                    len);
             rc = 1;
         }
         for (int k = 0; k < nmodes && rc == 0; k++) {
