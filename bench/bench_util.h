@@ -527,6 +527,15 @@ static inline int bench_msg_pin_co_threads(int rank, const cpu_set_t *launch)
     return err;
 }
 
+/* A send completion that only wakes the waiting task: arg is the flag its
+ * waits watch (bench_msg_wait_for's wake). */
+static inline void bench_msg_sent_wake(torx_ctx_t *ctx, torx_msg_t *msg, void *arg)
+{
+    (void)ctx;
+    (void)msg;
+    *(volatile int *)arg = 1;
+}
+
 /* Advances ctx until cond() holds: spinning on torx_advance (heater mode or
  * packets: each task owns its CPU), or with use_wait through torx_wait (co
  * mode, oversubscribed: waiting must yield the CPU to the communication

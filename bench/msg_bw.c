@@ -154,14 +154,6 @@ static void ctrl_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *in
     g.wake = 1;
 }
 
-static void send_done(torx_ctx_t *ctx, torx_msg_t *msg, void *arg)
-{
-    (void)ctx;
-    (void)msg;
-    (void)arg;
-    g.wake = 1;
-}
-
 /* ---- Progress ------------------------------------------------------------------ */
 
 /* Advances until cond() holds (bench_msg_wait_for: spinning, or through
@@ -219,7 +211,7 @@ static void send_ctrl(uint8_t type)
     wait_for(ctrl_free);
     g.ctrl_byte = type;
     g.bad |= torx_send(g.ctx, &g.ctrl, 1 - g.rank, H_CTRL, NULL, 0, &g.ctrl_byte, 1,
-                       TORX_PROTO_ONEPKT, send_done, NULL) != TORX_OK;
+                       TORX_PROTO_ONEPKT, bench_msg_sent_wake, (void *)&g.wake) != TORX_OK;
 }
 
 /* Streams m messages of g.cur bytes to the peer with the window, receiving
@@ -230,8 +222,8 @@ static void stream(torx_protocol_t proto, long m)
         wait_for(slot_free);
         torx_msg_t *msg = &g.win[slot_hint];
         slot_hint = (slot_hint + 1) % g.job->window;
-        if (torx_send(g.ctx, msg, 1 - g.rank, H_DATA, NULL, 0, g.src, g.cur, proto, send_done,
-                      NULL) != TORX_OK) {
+        if (torx_send(g.ctx, msg, 1 - g.rank, H_DATA, NULL, 0, g.src, g.cur, proto,
+                      bench_msg_sent_wake, (void *)&g.wake) != TORX_OK) {
             fprintf(stderr, "msg_bw[%d]: torx_send of %zu bytes (%s): %s\n", g.rank, g.cur,
                     torx_protocol_name(proto), torx_last_error());
             g.bad = 1;

@@ -120,14 +120,6 @@ static void ctrl_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *in
     g.wake = 1;
 }
 
-static void send_done(torx_ctx_t *ctx, torx_msg_t *msg, void *arg)
-{
-    (void)ctx;
-    (void)msg;
-    (void)arg;
-    g.wake = 1;
-}
-
 /* Advances until cond() holds (bench_msg_wait_for: spinning, or through
  * torx_wait in co mode). Every condition here is made true by a callback,
  * and every callback sets g.wake. */
@@ -194,7 +186,7 @@ static double measure(int k, long iters)
         wait_for(have_req);
         wait_for(data_free);
         g.bad |= torx_send(g.ctx, &g.data_msg, 0, H_DATA, NULL, 0, g.buf, g.cur, TORX_PROTO_RZV,
-                           send_done, NULL) != TORX_OK;
+                           bench_msg_sent_wake, (void *)&g.wake) != TORX_OK;
         wait_for(data_free); /* rank 0 took it (the ack is in) */
         return 0;
     }
@@ -209,7 +201,7 @@ static double measure(int k, long iters)
     wait_for(ctrl_free);
     g.ctrl_byte = 1;
     g.bad |= torx_send(g.ctx, &g.ctrl_msg, 1, H_CTRL, NULL, 0, &g.ctrl_byte, 1, TORX_PROTO_ONEPKT,
-                       send_done, NULL) != TORX_OK;
+                       bench_msg_sent_wake, (void *)&g.wake) != TORX_OK;
     if (k == K_BOTH) {
         wait_for(have_matched);
         work(iters); /* no torx call meanwhile */
