@@ -36,6 +36,13 @@ bench_check_counts() {
     done
 }
 
+# bench_build_dir: sets build, the torx build directory: TORX_BUILD (relative
+# to the repository $root unless absolute), by default $root/build.
+bench_build_dir() {
+    build=${TORX_BUILD:-$root/build}
+    case $build in /*) ;; *) build=$root/$build ;; esac
+}
+
 # bench_find_prog BUILD PROG HINT: prints BUILD/bench/PROG or BUILD/PROG,
 # whichever is an executable file; otherwise says so (HINT: how to build
 # it) and returns 1.

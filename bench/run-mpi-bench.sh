@@ -98,8 +98,7 @@ interleave=${INTERLEAVE:-1}
 [[ $interleave == 0 ]] || interleave=1
 lat_iters=${LAT_ITERS:-7000}
 bw_iters=${BW_ITERS:-330}
-build=${TORX_BUILD:-$root/build}
-case $build in /*) ;; *) build=$root/$build ;; esac
+bench_build_dir
 mbuild=${MPI_BENCH_BUILD:-$root/build/mpi-bench}
 case $mbuild in /*) ;; *) mbuild=$root/$mbuild ;; esac
 results=${RESULTS_DIR:-$here/results}

@@ -40,8 +40,7 @@ root=$(dirname "$here")
 bench_name=run-packet-bench
 # shellcheck source=bench/lib.sh
 . "$here/lib.sh"
-build=${TORX_BUILD:-$root/build}
-case $build in /*) ;; *) build=$root/$build ;; esac
+bench_build_dir
 rounds=${ROUNDS:-5}
 results=${RESULTS_DIR:-$here/results}
 quiet_wait=${QUIET_WAIT_S:-30}
