@@ -36,6 +36,11 @@ bench_check_counts() {
     done
 }
 
+# bench_torx_prefix: torx MPICH's install prefix: TORX_PREFIX, else the path
+# scripts/build-mpich.sh recorded in ~/.cache/torx/current-prefix; empty when
+# neither is there.
+bench_torx_prefix() { echo "${TORX_PREFIX:-$(cat "$HOME/.cache/torx/current-prefix" 2>/dev/null || true)}"; }
+
 # bench_build_dir: sets build, the torx build directory: TORX_BUILD (relative
 # to the repository $root unless absolute), by default $root/build.
 bench_build_dir() {

@@ -41,7 +41,7 @@ bench_check_counts ROUNDS:rounds QUICK:quick
 results=$root/bench/results
 build=${TORX_BUILD:-$root/build}
 [[ $build == /* ]] || build=$root/$build
-prefix=${TORX_PREFIX:-$(cat "$HOME/.cache/torx/current-prefix" 2>/dev/null)}
+prefix=$(bench_torx_prefix)
 if [[ -z $prefix || ! -x $prefix/bin/mpicc ]]; then
     echo "$bench_name: no torx MPICH (bin/mpicc) in '${prefix:-?}'; run scripts/build-mpich.sh" >&2
     exit 2

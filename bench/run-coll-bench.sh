@@ -80,7 +80,7 @@ fi
 report=$results/coll-$stamp.txt
 
 if [[ -z $from ]]; then
-    prefix=${TORX_PREFIX:-$(cat "$HOME/.cache/torx/current-prefix" 2>/dev/null)}
+    prefix=$(bench_torx_prefix)
     [[ -n $prefix && -x $prefix/bin/mpicc && -x $prefix/bin/mpiexec ]] ||
         { echo "$bench_name: no torx MPICH at '${prefix:-?}' (run scripts/build-mpich.sh)" >&2; exit 1; }
     for t in mpicc.mpich mpiexec.mpich mpicc.openmpi mpirun.openmpi timeout; do

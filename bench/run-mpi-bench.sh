@@ -198,7 +198,7 @@ failed=0
 find_prefix() {
     local t0=$SECONDS said=0
     while :; do
-        prefix=${TORX_PREFIX:-$(cat "$HOME/.cache/torx/current-prefix" 2>/dev/null)}
+        prefix=$(bench_torx_prefix)
         if [[ -n $prefix && -x $prefix/bin/mpicc && -x $prefix/bin/mpiexec && -x $prefix/bin/mpichversion ]]; then
             return 0
         fi

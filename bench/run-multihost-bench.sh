@@ -71,7 +71,7 @@ fabric_provs=${FABRIC_PROVIDERS-net tcp;ofi_rxm}
 run_timeout=${RUN_TIMEOUT_S:-120}
 build=${MH_BUILD:-$root/build/multihost}
 results=${RESULTS_DIR:-$here/results}
-prefix=${TORX_PREFIX:-$(cat "$HOME/.cache/torx/current-prefix" 2>/dev/null || true)}
+prefix=$(bench_torx_prefix)
 bench_check_counts ROUNDS:rounds LAT_ITERS:lat_iters BW_ITERS:bw_iters RUN_TIMEOUT_S:run_timeout
 for s in "$lat_sizes" "$bw_sizes"; do
     [[ $s =~ ^[0-9]+[KM]?(,[0-9]+[KM]?)*$ ]] || { echo "$bench_name: bad size list '$s'" >&2; exit 2; }

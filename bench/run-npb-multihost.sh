@@ -26,7 +26,7 @@ class=${CLASS:-W}
 benches=${BENCHMARKS:-bt cg ft mg}
 rounds=${ROUNDS:-2}
 tmo=${RUN_TIMEOUT_S:-600}
-prefix=${TORX_PREFIX:-$(cat "$HOME/.cache/torx/current-prefix" 2>/dev/null || true)}
+prefix=$(bench_torx_prefix)
 [[ -x $prefix/bin/mpiexec ]] || { echo "run-npb-multihost: no torx MPICH (run scripts/build-mpich.sh)" >&2; exit 2; }
 mh_require
 

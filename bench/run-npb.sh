@@ -128,7 +128,7 @@ prefix=""
 for i in $impls; do
     case $i in
     torx)
-        prefix=${TORX_PREFIX:-$(cat "$HOME/.cache/torx/current-prefix" 2>/dev/null || true)}
+        prefix=$(bench_torx_prefix)
         [[ -n $prefix && -x $prefix/bin/mpif90 && -x $prefix/bin/mpiexec ]] ||
             die "no torx MPICH with mpif90 at '${prefix:-?}'; run scripts/build-mpich.sh, or set TORX_PREFIX"
         "$prefix/bin/mpichversion" 2>/dev/null | grep -q '^MPICH Device:.*ch4:torx' ||

@@ -25,7 +25,7 @@ rounds=${ROUNDS:-3}
 fabric_prov=${FABRIC_PROVIDER:-net}
 lat_sizes=${LAT_SIZES:-8,1K,16K,64K}
 bw_sizes=${BW_SIZES:-64K,1M,4M}
-prefix=${TORX_PREFIX:-$(cat "$HOME/.cache/torx/current-prefix" 2>/dev/null || true)}
+prefix=$(bench_torx_prefix)
 [[ -x $prefix/bin/mpicc ]] || { echo "run-ofi-cost: no torx MPICH (run scripts/build-mpich.sh)" >&2; exit 2; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/torx-oficost.XXXXXX")
 trap 'rm -rf "$work"' EXIT

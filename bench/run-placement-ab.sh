@@ -48,7 +48,7 @@ args=${ARGS:--n 300}
 trials=${TRIALS:-300}
 far_ns=${FAR_NS:-110}
 build=${TORX_BUILD:-$root/build}
-prefix=${TORX_PREFIX:-$(cat "$HOME/.cache/torx/current-prefix" 2>/dev/null)}
+prefix=$(bench_torx_prefix)
 bench_check_counts TRIALS:trials FAR_NS:far_ns
 case $prog in
 mpi_latency | mpi_bw | mpi_bibw) ;;
