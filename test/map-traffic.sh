@@ -1,5 +1,5 @@
 #!/bin/sh
-# Tests of torx-map eval and opt (mapping/torx-map.c, src/msglayer/map_traffic.c):
+# Tests of torx-map eval and opt (mapping/torx-map.c, mapping/map_traffic.c):
 # hop-bytes of known mappings, opt -> check -> eval round trips on several
 # shapes (vn with t > 1 and jobs smaller than the torus included), every
 # bad traffic-matrix fixture (exit 1, "FILE:LINE: reason" on stderr), and

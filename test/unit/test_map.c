@@ -1,4 +1,4 @@
-/* Unit tests of the rank map (src/msglayer/map.c): order strings against
+/* Unit tests of the rank map (mapping/map.c): order strings against
  * hand-computed coordinates, the rank/slot tables, write -> read round trips,
  * every kind of bad mapping file (fixtures in test/maps/, each checked for
  * "torx: path:line: reason"), torus distances with wraparound, and
