@@ -16,4 +16,14 @@ static inline int torxm_is_blank(char c)
     return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f' || c == '\n';
 }
 
+/* Whether a line of len bytes holds data: something other than blanks,
+ * and not a comment ('#' as its first non-blank character). */
+static inline int torxm_line_has_data(const char *buf, size_t len)
+{
+    size_t i = 0;
+    while (i < len && torxm_is_blank(buf[i]))
+        i++;
+    return i < len && buf[i] != '#';
+}
+
 #endif /* TORXM_MAP_INTERNAL_H */
