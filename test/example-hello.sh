@@ -9,7 +9,10 @@
 # TORX_BUILDDIR), else ./examples/msg_hello (the build directory). The
 # sources are found next to this script. Exits nonzero when any check fails.
 
+name=example-hello.sh
 prog=${TORX_BUILDDIR:-.}/examples/msg_hello
+label=msg_hello
+prog_var=TORX_BUILDDIR
 here=$(cd "$(dirname "$0")" && pwd) || exit 1
 top=$here/..
 
@@ -20,36 +23,8 @@ unset TORX_TORUS TORX_MODE TORX_MAPPING TORX_CORES_PER_NODE TORX_EAGER_LIMIT \
 # Not started by mpiexec: no PMI.
 unset PMI_FD PMI_PORT PMI_RANK PMI_SIZE PMI_ID
 
-if [ ! -x "$prog" ]; then
-    echo "example-hello.sh: no msg_hello at '$prog' (set TORX_BUILDDIR)" >&2
-    exit 1
-fi
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/torx-hello-test.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
-
-failures=0
-checks=0
-
-fail() {
-    failures=$((failures + 1))
-    echo "FAIL: $*" >&2
-    echo "  command: $last" >&2
-    echo "  exit status: $rc" >&2
-    sed 's/^/  stdout: /' "$tmp/out" >&2
-    sed 's/^/  stderr: /' "$tmp/err" >&2
-}
-
-# run ARGS...: runs the program, keeping stdout, stderr and the exit status.
-run() {
-    last="msg_hello $*"
-    "$prog" "$@" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
-}
-
-expect_rc() {
-    checks=$((checks + 1))
-    [ "$rc" -eq "$1" ] || fail "expected exit status $1"
-}
+# shellcheck source=test/lib.sh
+. "$here/lib.sh"
 
 # The two lines of a good run, in any order (the tasks print concurrently).
 expect_hello() {
@@ -58,11 +33,6 @@ expect_hello() {
         "rank 1: greeting from rank 0: hello" >"$tmp/want"
     sort "$tmp/out" >"$tmp/got"
     cmp -s "$tmp/want" "$tmp/got" || fail "expected the greeting and the reply on stdout"
-}
-
-expect_err_has() {
-    checks=$((checks + 1))
-    grep -qF -- "$1" "$tmp/err" || fail "stderr lacks: $1"
 }
 
 for mode in heater co vn; do
@@ -114,5 +84,4 @@ if [ ! -s "$tmp/readme.c" ] || [ -s "$tmp/out" ]; then
     fail "README.md must show examples/msg_hello.c verbatim (diff README file on stdout)"
 fi
 
-echo "example-hello.sh: $checks checks, $failures failed"
-[ "$failures" -eq 0 ]
+finish
