@@ -1,9 +1,9 @@
 #!/bin/sh
-# Tests of the example program examples/msg_hello.c (shown in README.md):
+# Tests of the example program examples/msg_hello.c (shown in the docs):
 # fork jobs of 2 and 3 tasks in every mode give the greeting and the reply
 # and exit 0; a job of one task, a singleton run and a bad TORX_MODE fail
-# with a message; a bad command line exits 2. And README.md shows the
-# program exactly as it is.
+# with a message; a bad command line exits 2. And README.md or a page of
+# docs/ shows the program exactly as it is.
 #
 # The program is $TORX_BUILDDIR/examples/msg_hello (make check sets
 # TORX_BUILDDIR), else ./examples/msg_hello (the build directory). The
@@ -72,16 +72,28 @@ run --fork
 expect_rc 2
 expect_err_has "usage: msg_hello [--fork NTASKS]"
 
-# The README's copy (the C block of its "Message layer" section) is the file.
-last="README.md's example vs examples/msg_hello.c"
+# A document shows the program as it is: one ```c block of README.md or of
+# a page of docs/ is examples/msg_hello.c exactly.
+last="README.md's and docs/*.md's C blocks vs examples/msg_hello.c"
 rc=0
-# shellcheck disable=SC2016 # the backquotes are Markdown, not expansions
-sed -n '/^## Message layer/,/^## /p' "$top/README.md" | sed -n '/^```c$/,/^```$/p' |
-    sed '1d;$d' >"$tmp/readme.c"
-diff "$tmp/readme.c" "$top/examples/msg_hello.c" >"$tmp/out" 2>"$tmp/err"
+n=0
+for doc in "$top/README.md" "$top"/docs/*.md; do
+    [ -f "$doc" ] || continue
+    n=$((n + 1))
+    # shellcheck disable=SC2016 # the backquotes are Markdown, not expansions
+    awk -v out="$tmp/block.$n" '/^```c$/ { k++; f = out "." k; printf "" >f; inb = 1; next }
+        inb && /^```$/ { inb = 0; close(f); next }
+        inb { print >f }' "$doc"
+done
 checks=$((checks + 1))
-if [ ! -s "$tmp/readme.c" ] || [ -s "$tmp/out" ]; then
-    fail "README.md must show examples/msg_hello.c verbatim (diff README file on stdout)"
+found=0
+for block in "$tmp"/block.*; do
+    [ -f "$block" ] && cmp -s "$block" "$top/examples/msg_hello.c" && found=1
+done
+: >"$tmp/out"
+: >"$tmp/err"
+if [ "$found" -eq 0 ]; then
+    fail "README.md or a page of docs/ must show examples/msg_hello.c verbatim in a \`\`\`c block"
 fi
 
 finish
