@@ -23,6 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "harness.h"
+
 #define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static const char *maps_dir(void)
@@ -709,9 +711,5 @@ int main(void)
                 maps_dir(), strerror(errno));
         return EXIT_FAILURE;
     }
-    SRunner *sr = srunner_create(map_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return test_run_suite(map_suite());
 }
