@@ -253,6 +253,19 @@ torx_status_t torxm_line_error(const char *path, unsigned long line, const char 
     return torxp_error(TORX_ERR_INVAL, "torx: %s:%lu: %s", path, line, reason);
 }
 
+ssize_t torxm_next_data_line(FILE *f, char **buf, size_t *bufsize, unsigned long *line,
+                             int *any_line)
+{
+    ssize_t len;
+    while ((len = getline(buf, bufsize, f)) >= 0) {
+        ++*line;
+        *any_line = 1;
+        if (torxm_line_has_data(*buf, (size_t)len))
+            break;
+    }
+    return len;
+}
+
 typedef struct {
     const char *p;
     int len;
@@ -385,11 +398,7 @@ static torx_status_t read_map_file(const char *path, torx_shape_t shape, int nta
     int nranks = 0, any_line = 0;
     ssize_t len;
     errno = 0;
-    while ((len = getline(&buf, &bufsize, f)) >= 0) {
-        line++;
-        any_line = 1;
-        if (!torxm_line_has_data(buf, (size_t)len))
-            continue;
+    while ((len = torxm_next_data_line(f, &buf, &bufsize, &line, &any_line)) >= 0) {
         if (ntasks > 0 && nranks >= ntasks) {
             /* Only counted: the count is the error, whatever the lines say. */
             if (!first_extra)

@@ -5,6 +5,9 @@
 
 #include <torx/packet.h>
 
+#include <stdio.h>
+#include <sys/types.h>
+
 /* Records "torx: path:line: reason" for torx_last_error() and returns
  * TORX_ERR_INVAL: the file is wrong. */
 torx_status_t torxm_line_error(const char *path, unsigned long line, const char *fmt, ...)
@@ -25,5 +28,14 @@ static inline int torxm_line_has_data(const char *buf, size_t len)
         i++;
     return i < len && buf[i] != '#';
 }
+
+/* Reads lines of f into *buf (getline's buffer, *bufsize bytes) up to the
+ * next one that holds data, counting each line read in *line and setting
+ * *any_line once a line was read: that line's length, or -1 at the end of
+ * the file or on a read error (ferror tells which; errno as getline left
+ * it). Both readers: the mapping file (map.c), the traffic matrix
+ * (map_traffic.c). */
+ssize_t torxm_next_data_line(FILE *f, char **buf, size_t *bufsize, unsigned long *line,
+                             int *any_line);
 
 #endif /* TORXM_MAP_INTERNAL_H */

@@ -159,11 +159,7 @@ torx_status_t torx_traffic_read(const char *path, torx_traffic_t *t)
     int any_line = 0, rows = 0;
     ssize_t len;
     errno = 0;
-    while ((len = getline(&buf, &bufsize, f)) >= 0) {
-        line++;
-        any_line = 1;
-        if (!torxm_line_has_data(buf, (size_t)len))
-            continue;
+    while ((len = torxm_next_data_line(f, &buf, &bufsize, &line, &any_line)) >= 0) {
         const int at_eof = buf[len - 1] != '\n';
         if (memchr(buf, '#', (size_t)len)) {
             rc = torxm_line_error(path, line,
