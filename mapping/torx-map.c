@@ -347,19 +347,16 @@ static int cmd_check(const options_t *o, torx_shape_t shape)
     return EXIT_SUCCESS;
 }
 
-static int cmd_gen(const options_t *o, torx_shape_t shape, int argc, char **argv)
+/* Opens gen's and opt's output (-o FILE, else stdout) and writes the
+ * command that made the file as its first line, so it can be made again;
+ * NULL (reported) if the file cannot be created. */
+static FILE *open_output(const options_t *o, int argc, char **argv)
 {
-    torx_map_t map;
-    int ntasks = o->ntasks ? (int)o->ntasks : (int)torx_shape_slots(shape);
-    if (torx_map_from_order(o->order ? o->order : "XYZT", shape, ntasks, &map) != TORX_OK)
-        map_error();
     FILE *out = o->output ? fopen(o->output, "w") : stdout;
     if (!out) {
         fprintf(stderr, "%s: cannot create %s: %s\n", prog, o->output, strerror(errno));
-        torx_map_free(&map);
-        return EXIT_BAD_MAP;
+        return NULL;
     }
-    /* The command that made the file, so it can be made again. */
     fputs("# torx-map", out);
     for (int i = 1; i < argc; i++) {
         fputc(' ', out);
@@ -367,8 +364,15 @@ static int cmd_gen(const options_t *o, torx_shape_t shape, int argc, char **argv
             fputc(*p == '\n' || *p == '\r' ? ' ' : *p, out);
     }
     fputc('\n', out);
+    return out;
+}
+
+/* Writes the map's rank lines to out and closes it (unless stdout):
+ * EXIT_SUCCESS, or EXIT_BAD_MAP (reported). */
+static int write_map(const options_t *o, const torx_map_t *map, FILE *out)
+{
     int rc = EXIT_SUCCESS;
-    if (torx_map_write(&map, out) != TORX_OK) {
+    if (torx_map_write(map, out) != TORX_OK) {
         fprintf(stderr, "%s\n", torx_last_error());
         rc = EXIT_BAD_MAP;
     }
@@ -376,6 +380,21 @@ static int cmd_gen(const options_t *o, torx_shape_t shape, int argc, char **argv
         fprintf(stderr, "%s: writing %s: %s\n", prog, o->output, strerror(errno));
         rc = EXIT_BAD_MAP;
     }
+    return rc;
+}
+
+static int cmd_gen(const options_t *o, torx_shape_t shape, int argc, char **argv)
+{
+    torx_map_t map;
+    int ntasks = o->ntasks ? (int)o->ntasks : (int)torx_shape_slots(shape);
+    if (torx_map_from_order(o->order ? o->order : "XYZT", shape, ntasks, &map) != TORX_OK)
+        map_error();
+    FILE *out = open_output(o, argc, argv);
+    if (!out) {
+        torx_map_free(&map);
+        return EXIT_BAD_MAP;
+    }
+    int rc = write_map(o, &map, out);
     if (rc != EXIT_SUCCESS && o->output)
         remove(o->output); /* no half-written map for a job to pick up */
     torx_map_free(&map);
@@ -496,19 +515,11 @@ static int cmd_opt(const options_t *o, torx_shape_t shape, const torx_traffic_t 
     torx_map_opt_report_t rep;
     if (torx_map_optimize(t, shape, &attr, &map, &rep) != TORX_OK)
         map_error();
-    FILE *out = o->output ? fopen(o->output, "w") : stdout;
+    FILE *out = open_output(o, argc, argv);
     if (!out) {
-        fprintf(stderr, "%s: cannot create %s: %s\n", prog, o->output, strerror(errno));
         torx_map_free(&map);
         return EXIT_BAD_MAP;
     }
-    fputs("# torx-map", out);
-    for (int i = 1; i < argc; i++) {
-        fputc(' ', out);
-        for (const char *p = argv[i]; *p; p++)
-            fputc(*p == '\n' || *p == '\r' ? ' ' : *p, out);
-    }
-    fputc('\n', out);
     fprintf(out, "# seed %llu, %llu annealing moves tried, %llu taken\n",
             (unsigned long long)attr.seed, (unsigned long long)rep.moves,
             (unsigned long long)rep.accepted);
@@ -521,15 +532,7 @@ static int cmd_opt(const options_t *o, torx_shape_t shape, const torx_traffic_t 
     else
         fputs("# greedy:     skipped (too many slots x partners)\n", out);
     print_hop_bytes(out, "# this map:   ", &rep.result);
-    int rc = EXIT_SUCCESS;
-    if (torx_map_write(&map, out) != TORX_OK) {
-        fprintf(stderr, "%s\n", torx_last_error());
-        rc = EXIT_BAD_MAP;
-    }
-    if (out != stdout && fclose(out) != 0 && rc == EXIT_SUCCESS) {
-        fprintf(stderr, "%s: writing %s: %s\n", prog, o->output, strerror(errno));
-        rc = EXIT_BAD_MAP;
-    }
+    int rc = write_map(o, &map, out);
     if (rc == EXIT_SUCCESS && o->output && !opt_verify(o->output, &map, t, &rep.result))
         rc = EXIT_BAD_MAP;
     if (rc != EXIT_SUCCESS && o->output)

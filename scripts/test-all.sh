@@ -40,13 +40,16 @@
 #                       make -C build-fuzz fuzz-short FUZZ_SECONDS=N, or fuzz-long)
 #   TORX_JOBS           parallel compile jobs (default 2)
 #   TORX_CHECK_TIMEOUT  seconds one build's test run may take (default 1800)
-#   NPB_DIR             the NPB3.4-MPI source (default ../shared/npb/NPB3.4-MPI); without
-#                       it the npb stage is skipped, or fails when CI=true (.ci/run) and
-#                       NPB_DIR is set or ../shared exists
+#   NPB_DIR             the NPB3.4-MPI source (default npb/NPB3.4-MPI in CI's directory
+#                       beside the source tree, $npb_home below); without it the npb
+#                       stage is skipped, or fails when CI=true (.ci/run) and NPB_DIR is
+#                       set or $npb_home exists
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
+# CI's directory beside the source tree, which holds the NPB source.
+npb_home=$(dirname "$top")/shared
 
 builds=${TORX_TEST_BUILDS:-normal asan tsan faults fuzz mpi mpisuite multihost npb}
 fuzz_seconds=${TORX_FUZZ_SECONDS:-20}
@@ -266,7 +269,7 @@ run_mpisuite() {
     mpisuite_pass "MPICH, ofi" pt2pt,coll,rma TORX_DEVICE=ofi TORX_OFI_LOCAL=ofi TORX_OFI_IFACE=lo
 }
 
-# The NAS Parallel Benchmarks (bench/run-npb.sh; source ../shared/npb, built
+# The NAS Parallel Benchmarks (bench/run-npb.sh; source NPB_DIR, built
 # once into ~/.cache/torx/npb-*) at class S: every benchmark in heater, co and
 # vn mode, on 1 node of 2 cores and on 2 (oversubscribed here, but co's
 # communication threads and the torus carry traffic only there). Every run
@@ -274,12 +277,12 @@ run_mpisuite() {
 run_npb() {
     local start=$SECONDS log rc pass=0 fail=0 failing
     banner "npb: NAS Parallel Benchmarks class S in heater, co and vn mode (bench/run-npb.sh)"
-    local npb=${NPB_DIR:-$(dirname "$top")/shared/npb/NPB3.4-MPI}
+    local npb=${NPB_DIR:-$npb_home/npb/NPB3.4-MPI}
     if [ ! -f "$npb/Makefile" ]; then
-        # CI has the source (../shared/npb): there, its absence is a failure,
+        # CI has the source (in $npb_home): there, its absence is a failure,
         # or the stage would pass having run nothing. A clone with no
-        # ../shared at all (NPB_DIR unset) is somewhere else: a printed skip.
-        if [ "${CI:-}" = true ] && { [ -n "${NPB_DIR:-}" ] || [ -d "$(dirname "$top")/shared" ]; }; then
+        # $npb_home at all (NPB_DIR unset) is somewhere else: a printed skip.
+        if [ "${CI:-}" = true ] && { [ -n "${NPB_DIR:-}" ] || [ -d "$npb_home" ]; }; then
             echo "test-all: no NPB3.4-MPI source at $npb (set NPB_DIR); CI=true: npb FAILED" >&2
             summary+=("$(printf '%-7s %-12s FAILED: no NPB3.4-MPI source at %s (CI=true; set NPB_DIR)' npb "MPICH" "$npb")")
             total_fail=$((total_fail + 1))

@@ -200,13 +200,7 @@ expect_rc 0
 expect_out_has "--distance A B"
 
 # args|what stderr must say
-while IFS='|' read -r args want; do
-    # shellcheck disable=SC2086 # args are words
-    run $args
-    expect_rc 2
-    expect_err_has "$want"
-    expect_err_has "Usage: torx-map"
-done <<EOF
+expect_usage <<EOF
 |missing command
 frob --torus 2x2x2|unknown command 'frob'
 gen --torus 2x2x2 --frobnicate|--frobnicate
@@ -238,5 +232,4 @@ run gen --torus 2x2x2 -o "$tmp/no/such/dir/out.map"
 expect_rc 1
 expect_err_has "cannot create $tmp/no/such/dir/out.map"
 
-echo "map-tool.sh: $checks checks, $failures failed"
-[ "$failures" -eq 0 ]
+finish

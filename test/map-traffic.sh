@@ -1,5 +1,5 @@
 #!/bin/sh
-# Tests of torx-map eval and opt (mapping/torx-map.c, src/msglayer/map_traffic.c):
+# Tests of torx-map eval and opt (mapping/torx-map.c, mapping/map_traffic.c):
 # hop-bytes of known mappings, opt -> check -> eval round trips on several
 # shapes (vn with t > 1 and jobs smaller than the torus included), every
 # bad traffic-matrix fixture (exit 1, "FILE:LINE: reason" on stderr), and
@@ -192,13 +192,7 @@ expect_err_has "already has a row"
 # ---- usage -------------------------------------------------------------------------
 
 # args|what stderr must say
-while IFS='|' read -r args want; do
-    # shellcheck disable=SC2086 # args are words
-    run $args
-    expect_rc 2
-    expect_err_has "$want"
-    expect_err_has "Usage: torx-map"
-done <<EOF
+expect_usage <<EOF
 eval --torus 2x2x2|eval takes a MATRIX argument
 opt --torus 2x2x2|opt takes one MATRIX argument, got 0
 opt a.txt b.txt --torus 2x2x2|opt takes one MATRIX argument, got 2
@@ -215,5 +209,4 @@ run opt "$maps/traffic-ring8.txt" --torus 2x2x2 -o "$tmp/no/such/dir/out.map"
 expect_rc 1
 expect_err_has "cannot create $tmp/no/such/dir/out.map"
 
-echo "map-traffic.sh: $checks checks, $failures failed"
-[ "$failures" -eq 0 ]
+finish

@@ -1,6 +1,6 @@
 [#] start of __file__
 dnl The torx netmod (ch4:torx). Overlaid into src/mpid/ch4/netmod/torx/ by
-dnl torx's scripts/build-mpich.sh; see README.md "MPICH with the torx netmod".
+dnl torx's scripts/build-mpich.sh; see docs/netmod.md.
 dnl MPICH_SUBCFG_AFTER=src/mpid/ch4
 
 AC_DEFUN([PAC_SUBCFG_PREREQ_]PAC_SUBCFG_AUTO_SUFFIX,[

@@ -230,11 +230,9 @@ static torx_coll_alg_t select_reduction(torx_coll_group_t * g, torx_coll_kind_t 
  * takes log2 n, each one eager message of the whole vector, and over torx
  * it was 1.1-2x faster up to the eager limit at 2, 4 and 8 ranks (level
  * with Open MPI or faster); past it each step is a rendezvous and it was
- * 2-3x slower
- * (bench/RESULTS.md, "Oversubscribed collectives measured at 1000 calls a
- * size"). So torx takes it there when the user left the choice to torx
- * and to MPICH (TORX_COLL_ALLREDUCE and MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM
- * auto). */
+ * 2-3x slower (1000 calls a size; docs/collectives.md). So torx takes it
+ * there when the user left the choice to torx and to MPICH
+ * (TORX_COLL_ALLREDUCE and MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM auto). */
 static int fallback_allreduce(torx_coll_group_t * g, const void *sendbuf, void *recvbuf,
                               MPI_Aint count, MPI_Datatype datatype, MPI_Op op,
                               MPIR_Comm * comm, MPIR_Errflag_t * errflag)

@@ -13,7 +13,7 @@
  *
  * These hooks see the communicator the user called with because
  * scripts/build-mpich.sh installs ch4_coll_selection.json as ch4's default
- * selection (see that script and README, "Collectives").
+ * selection (see that script and docs/collectives.md).
  */
 #ifndef TORX_COLL_H_INCLUDED
 #define TORX_COLL_H_INCLUDED

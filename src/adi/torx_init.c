@@ -138,7 +138,7 @@ static void print_thresholds(void)
 /* ---- MPI_T performance variables ---------------------------------------------- */
 /* torx's counters as MPI_T pvars named torx_<protocol>_<counter> and
  * torx_netmod_<counter>: readable by any MPI_T tool (MPI_T_pvar_get_num,
- * _get_info, a session, _read). Class COUNTER, unsigned long long, bound to
+ * _get_info, a pvar session, _read). Class COUNTER, unsigned long long, bound to
  * no object, read-only and continuous. MPICH registers them through its
  * own table (MPIR_T_PVAR_REGISTER_impl, always built: no configure option
  * is needed); the value is read from libtorx when a tool reads it, so the

@@ -20,7 +20,7 @@
 
 /* auto's default size limit for the collective network (bytes of an
  * allreduce/reduce vector, or of an allgather's whole result). Measured
- * (bench/run-coll-bench.sh, bench/RESULTS.md "Collectives"): one round
+ * with bench/run-coll-bench.sh (docs/collectives.md): one round
  * costs about three cache-line transfers per task, and every task must be
  * running for a round to end, so past a couple of rounds MPICH's
  * point-to-point algorithms over torx win, and by far when tasks
@@ -30,9 +30,8 @@
 /* ... and, in an oversubscribed job, for a floating-point SUM, whose
  * reproducible sum takes a round for the exponents before those of the
  * sum: at 512 B (64 doubles) MPICH's recursive doubling over torx was
- * 1.5-2.3x faster at 4 and 8 tasks on 2 cores, at 256 B level at 4 tasks
- * (bench/RESULTS.md, "A broadcast through the root's multi-reader staging
- * area"). An explicit TORX_COLL_CN_MAX holds for every type. */
+ * 1.5-2.3x faster at 4 and 8 tasks on 2 cores, at 256 B level at 4 tasks.
+ * An explicit TORX_COLL_CN_MAX holds for every type. */
 #define TORXC_CN_FPSUM_OVERSUBSCRIBED_MAX 256
 
 /* auto takes the paced bcast in an oversubscribed job for groups of more
@@ -52,7 +51,7 @@ static const char *const kind_names[TORX_COLL_NKINDS] = {
 };
 
 static const char *const alg_names[TORX_COLL_NALGS] = {
-    [TORX_COLL_ALG_FALLBACK] = "mpich", [TORX_COLL_ALG_GI] = "gi", [TORX_COLL_ALG_CN] = "cn",
+    [TORX_COLL_ALG_FALLBACK] = "mpich", [TORX_COLL_ALG_GI] = "gi",       [TORX_COLL_ALG_CN] = "cn",
     [TORX_COLL_ALG_TORUS] = "torus",    [TORX_COLL_ALG_PACED] = "paced",
 };
 
@@ -63,8 +62,7 @@ static const char *const full_names[TORX_COLL_NKINDS][TORX_COLL_NALGS] = {
     [TORX_COLL_BCAST] = {"bcast:mpich", "bcast:gi", "bcast:cn", "bcast:torus", "bcast:paced"},
     [TORX_COLL_ALLREDUCE] = {"allreduce:mpich", "allreduce:gi", "allreduce:cn", "allreduce:torus",
                              "allreduce:paced"},
-    [TORX_COLL_REDUCE] = {"reduce:mpich", "reduce:gi", "reduce:cn", "reduce:torus",
-                          "reduce:paced"},
+    [TORX_COLL_REDUCE] = {"reduce:mpich", "reduce:gi", "reduce:cn", "reduce:torus", "reduce:paced"},
     [TORX_COLL_ALLGATHER] = {"allgather:mpich", "allgather:gi", "allgather:cn", "allgather:torus",
                              "allgather:paced"},
     [TORX_COLL_ALLTOALL] = {"alltoall:mpich", "alltoall:gi", "alltoall:cn", "alltoall:torus",
@@ -271,10 +269,10 @@ void torx_coll_finalize(torx_coll_t *c)
                             "; torus bcast line sends: task %" PRIu64 ", thread %" PRIu64,
                             c->bc_sent_task, c->bc_sent_thread);
         if ((c->fp_guess_held || c->fp_guess_missed) && len < (int)sizeof line)
-            len += snprintf(line + len, sizeof line - (size_t)len,
-                            "; floating sums on the exponent guess: held %" PRIu64
-                            ", missed %" PRIu64,
-                            c->fp_guess_held, c->fp_guess_missed);
+            len +=
+                snprintf(line + len, sizeof line - (size_t)len,
+                         "; floating sums on the exponent guess: held %" PRIu64 ", missed %" PRIu64,
+                         c->fp_guess_held, c->fp_guess_missed);
         if ((c->direct_calls || c->sent_calls) && len < (int)sizeof line)
             len += snprintf(line + len, sizeof line - (size_t)len,
                             "; long torus reductions and torus allgathers: by direct reads %" PRIu64
@@ -287,16 +285,16 @@ void torx_coll_finalize(torx_coll_t *c)
 
 /* ---- groups ---------------------------------------------------------------- */
 
-torx_status_t torx_coll_group_create(torx_coll_t *c, uint32_t id, int n, const int *tasks,
-                                     int me, torx_coll_group_t **out)
+torx_status_t torx_coll_group_create(torx_coll_t *c, uint32_t id, int n, const int *tasks, int me,
+                                     torx_coll_group_t **out)
 {
     if (c == NULL || tasks == NULL || out == NULL)
         return torxp_error(TORX_ERR_INVAL, "torx: torx_coll_group_create: NULL argument");
     *out = NULL;
     if (n < 1 || n > c->job_size || me < 0 || me >= n)
         return torxp_error(TORX_ERR_INVAL,
-                           "torx: torx_coll_group_create: %d tasks with me = %d (job of %d)", n,
-                           me, c->job_size);
+                           "torx: torx_coll_group_create: %d tasks with me = %d (job of %d)", n, me,
+                           c->job_size);
     if (tasks[me] != c->job_rank)
         return torxp_error(TORX_ERR_INVAL,
                            "torx: torx_coll_group_create: tasks[me = %d] is %d, not this task (%d)",
@@ -314,8 +312,8 @@ torx_status_t torx_coll_group_create(torx_coll_t *c, uint32_t id, int n, const i
     for (int i = 0; i < n; i++) {
         if (tasks[i] < 0 || tasks[i] >= c->job_size || seen[tasks[i]]) {
             torx_status_t st = torxp_error(
-                TORX_ERR_INVAL, "torx: torx_coll_group_create: task %d (index %d) %s", tasks[i],
-                i, tasks[i] < 0 || tasks[i] >= c->job_size ? "is out of range" : "is repeated");
+                TORX_ERR_INVAL, "torx: torx_coll_group_create: task %d (index %d) %s", tasks[i], i,
+                tasks[i] < 0 || tasks[i] >= c->job_size ? "is out of range" : "is repeated");
             free(seen);
             free(g->direct_addr);
             free(g->tasks);
@@ -413,7 +411,7 @@ static torx_coll_alg_t pick(const torx_coll_group_t *g, torx_coll_kind_t kind, s
     switch (kind) {
     case TORX_COLL_BARRIER:
         return applies(g, kind, TORX_COLL_ALG_GI, 0, dtype, op) ? TORX_COLL_ALG_GI
-                                                                  : TORX_COLL_ALG_FALLBACK;
+                                                                : TORX_COLL_ALG_FALLBACK;
     case TORX_COLL_ALLREDUCE:
     case TORX_COLL_REDUCE:
         if (g->n <= TORXC_EXCHANGE_AUTO_TASKS && bytes <= TORXC_EXCHANGE_AUTO_BYTES &&
@@ -440,12 +438,10 @@ static torx_coll_alg_t pick(const torx_coll_group_t *g, torx_coll_kind_t kind, s
          * level with MPICH's tree at 2-8 KiB, 3-4x faster at 16 KiB (where
          * MPICH turns to scatter and allgather) and 1.3-1.6x past it, and
          * 10-30% slower up to 1 KiB; at 4 tasks (a tree of two levels)
-         * MPICH's was level or faster at every size (bench/RESULTS.md,
-         * "Oversubscribed collectives measured at 1000 calls a size").
-         * Through the root's multi-reader staging area it was faster than
-         * MPICH's tree at 8 tasks from 1 KiB and level at 512 B; at 4 tasks
-         * level up to 16 KiB and 3-4x faster from 32 KiB (bench/RESULTS.md,
-         * "A broadcast through the root's multi-reader staging area"). */
+         * MPICH's was level or faster at every size. Through the root's multi-reader staging area
+         * it was faster than MPICH's tree at 8 tasks from 1 KiB and level at 512 B; at 4 tasks
+         * level up to 16 KiB and 3-4x faster from 32 KiB
+         * (docs/collectives.md). */
         if (!c->oversubscribed || !applies(g, kind, TORX_COLL_ALG_PACED, bytes, dtype, op))
             return TORX_COLL_ALG_FALLBACK;
         const int staged = torxc_staged_bcast_applies(g, bytes);
@@ -459,8 +455,7 @@ static torx_coll_alg_t pick(const torx_coll_group_t *g, torx_coll_kind_t kind, s
     case TORX_COLL_ALLGATHER:
         /* Not at 2 tasks: there MPICH's algorithm over torx (one message
          * each way) beat a collective-network round, 0.41 against 0.50 us
-         * at 8-32 B (bench/RESULTS.md, "Long allreduces and allgathers by
-         * direct reads"). */
+         * at 8-32 B. */
         if (g->n > 2 && applies(g, kind, TORX_COLL_ALG_CN, bytes, dtype, op) &&
             bytes * (size_t)g->n <= c->cn_max)
             return TORX_COLL_ALG_CN;
@@ -471,7 +466,7 @@ static torx_coll_alg_t pick(const torx_coll_group_t *g, torx_coll_kind_t kind, s
     case TORX_COLL_ALLTOALL:
     case TORX_COLL_ALLTOALLV:
         return applies(g, kind, TORX_COLL_ALG_PACED, bytes, dtype, op) ? TORX_COLL_ALG_PACED
-                                                                         : TORX_COLL_ALG_FALLBACK;
+                                                                       : TORX_COLL_ALG_FALLBACK;
     default:
         return TORX_COLL_ALG_FALLBACK;
     }
@@ -498,8 +493,8 @@ torx_coll_alg_t torx_coll_select(torx_coll_group_t *g, torx_coll_kind_t kind, si
             fprintf(stderr,
                     "torx coll rank %d: TORX_COLL_%s=%s does not apply to a %s of %zu B on %d "
                     "of %d tasks; running mpich's (said once)\n",
-                    c->job_rank, kind_names[kind], alg_names[choice], kind_names[kind], bytes,
-                    g->n, c->job_size);
+                    c->job_rank, kind_names[kind], alg_names[choice], kind_names[kind], bytes, g->n,
+                    c->job_size);
         }
     }
     c->calls[kind][alg]++;
@@ -517,9 +512,9 @@ int torx_coll_auto(const torx_coll_group_t *g, torx_coll_kind_t kind)
 static torx_status_t not_applicable(const torx_coll_group_t *g, torx_coll_kind_t kind,
                                     torx_coll_alg_t alg)
 {
-    return torxp_error(TORX_ERR_INVAL, "torx: torx_coll_%s: algorithm %s does not apply (%d of %d tasks)",
-                       torx_coll_kind_name(kind), torx_coll_alg_name(alg), g ? g->n : 0,
-                       g ? g->c->job_size : 0);
+    return torxp_error(
+        TORX_ERR_INVAL, "torx: torx_coll_%s: algorithm %s does not apply (%d of %d tasks)",
+        torx_coll_kind_name(kind), torx_coll_alg_name(alg), g ? g->n : 0, g ? g->c->job_size : 0);
 }
 
 torx_status_t torx_coll_barrier(torx_coll_group_t *g, torx_coll_alg_t alg)
@@ -544,13 +539,21 @@ torx_status_t torx_coll_bcast(torx_coll_group_t *g, torx_coll_alg_t alg, void *b
     return torxc_cn_bcast(g, buf, bytes, root);
 }
 
+/* Whether alg applies to a reduction of count elements of dtype with op
+ * on g (a vector whose size in bytes overflows never does). */
+static int reduction_applies(const torx_coll_group_t *g, torx_coll_kind_t kind, torx_coll_alg_t alg,
+                             size_t count, torx_coll_dtype_t dtype, torx_coll_op_t op)
+{
+    size_t es = torxc_dtype_size(dtype);
+    return g != NULL && !(es && count > SIZE_MAX / es - 1) &&
+           applies(g, kind, alg, count * es, dtype, op);
+}
+
 torx_status_t torx_coll_allreduce(torx_coll_group_t *g, torx_coll_alg_t alg, const void *in,
                                   void *out, size_t count, torx_coll_dtype_t dtype,
                                   torx_coll_op_t op)
 {
-    size_t es = torxc_dtype_size(dtype);
-    if (g == NULL || (es && count > SIZE_MAX / es - 1) ||
-        !applies(g, TORX_COLL_ALLREDUCE, alg, count * es, dtype, op))
+    if (!reduction_applies(g, TORX_COLL_ALLREDUCE, alg, count, dtype, op))
         return not_applicable(g, TORX_COLL_ALLREDUCE, alg);
     if (count > 0 && out == NULL)
         return torxp_error(TORX_ERR_INVAL, "torx: torx_coll_allreduce: out is NULL");
@@ -562,9 +565,7 @@ torx_status_t torx_coll_allreduce(torx_coll_group_t *g, torx_coll_alg_t alg, con
 torx_status_t torx_coll_reduce(torx_coll_group_t *g, torx_coll_alg_t alg, const void *in, void *out,
                                size_t count, torx_coll_dtype_t dtype, torx_coll_op_t op, int root)
 {
-    size_t es = torxc_dtype_size(dtype);
-    if (g == NULL || (es && count > SIZE_MAX / es - 1) ||
-        !applies(g, TORX_COLL_REDUCE, alg, count * es, dtype, op))
+    if (!reduction_applies(g, TORX_COLL_REDUCE, alg, count, dtype, op))
         return not_applicable(g, TORX_COLL_REDUCE, alg);
     if (root < 0 || root >= g->n)
         return torxp_error(TORX_ERR_INVAL, "torx: torx_coll_reduce: root %d of %d", root, g->n);
@@ -605,8 +606,8 @@ torx_status_t torx_coll_alltoall(torx_coll_group_t *g, torx_coll_alg_t alg, cons
         g->a2a_v[i] = bytes;
         g->a2a_v[n + i] = i * bytes;
     }
-    return torxc_paced_alltoallv(g, TORX_COLL_ALLTOALL, in, g->a2a_v, g->a2a_v + n, out,
-                                 g->a2a_v, g->a2a_v + n);
+    return torxc_paced_alltoallv(g, TORX_COLL_ALLTOALL, in, g->a2a_v, g->a2a_v + n, out, g->a2a_v,
+                                 g->a2a_v + n);
 }
 
 torx_status_t torx_coll_alltoallv(torx_coll_group_t *g, torx_coll_alg_t alg, const void *in,

@@ -72,9 +72,9 @@ struct torxc_unexp {
     struct torxc_unexp *next;
     a2a_hdr_t hdr;
     size_t len;
-    void *bounce;            /* the data, when it came on its way */
-    torx_deferred_t *defer;  /* or the deferred message, still at its sender */
-    volatile int complete;   /* bounce holds all of it */
+    void *bounce;           /* the data, when it came on its way */
+    torx_deferred_t *defer; /* or the deferred message, still at its sender */
+    volatile int complete;  /* bounce holds all of it */
     torx_status_t status;
     unsigned char inline_data[UNEXP_INLINE]; /* bounce, for short blocks */
 };
@@ -174,8 +174,7 @@ static void drop_piece(torx_coll_t *c, const struct torxc_unexp *u)
     }
 }
 
-void torxc_a2a_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info,
-                       torx_recv_t *recv)
+void torxc_a2a_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info, torx_recv_t *recv)
 {
     (void)ctx;
     torx_coll_t *c = harg;
@@ -249,7 +248,8 @@ static torx_status_t claim_unexpected(torx_coll_t *c)
     torxc_a2a_t *a = &c->a2a;
     for (struct torxc_unexp **p = &a->unexp; *p;) {
         struct torxc_unexp *u = *p;
-        if (u->hdr.group_id != a->group_id || u->hdr.seq != a->seq || u->hdr.from >= (uint32_t)a->n) {
+        if (u->hdr.group_id != a->group_id || u->hdr.seq != a->seq ||
+            u->hdr.from >= (uint32_t)a->n) {
             p = &u->next;
             continue;
         }
@@ -272,8 +272,8 @@ static torx_status_t claim_unexpected(torx_coll_t *c)
             torx_status_t st = u->status;
             if (st == TORX_OK && u->len > len)
                 st = torxp_error(TORX_ERR_TRUNCATE,
-                                 "torx: alltoall: %zu bytes from member %u, %zu expected",
-                                 u->len, u->hdr.from, len);
+                                 "torx: alltoall: %zu bytes from member %u, %zu expected", u->len,
+                                 u->hdr.from, len);
             if (u->len)
                 memcpy(buf, u->bounce, u->len < len ? u->len : len);
             count_block(c, st);
@@ -358,8 +358,7 @@ static torx_status_t paced_run(torx_coll_group_t *g, torx_coll_kind_t kind, cons
     int n = g->n, me = g->me;
     if (a->lost)
         return torxp_error(TORX_ERR_NOMEM,
-                           "torx: alltoall: %d early blocks were lost for want of memory",
-                           a->lost);
+                           "torx: alltoall: %d early blocks were lost for want of memory", a->lost);
     torx_status_t st = paced_state(g, "alltoall");
     if (st != TORX_OK)
         return st;
@@ -373,8 +372,9 @@ static torx_status_t paced_run(torx_coll_group_t *g, torx_coll_kind_t kind, cons
 
     /* my own block */
     if (sbytes[me] > rbytes[me] && a->status == TORX_OK)
-        a->status = torxp_error(TORX_ERR_TRUNCATE, "torx: alltoall: %zu bytes to self, %zu expected",
-                                sbytes[me], rbytes[me]);
+        a->status =
+            torxp_error(TORX_ERR_TRUNCATE, "torx: alltoall: %zu bytes to self, %zu expected",
+                        sbytes[me], rbytes[me]);
     memmove((char *)out + rdispl[me], (const char *)in + sdispl[me],
             sbytes[me] < rbytes[me] ? sbytes[me] : rbytes[me]);
     a->received++;
@@ -522,8 +522,7 @@ static torx_status_t staged_bcast(torx_coll_group_t *g, void *buf, size_t bytes,
  * a time under the root's page-table lock) and the root wait for every
  * reader. At 8 tasks on 2 cores, 24-64 KiB: 11-24 us against 20-42 by
  * rendezvous; at 96-128 KiB, past the 64 KiB ring, eager was slower
- * (bench/RESULTS.md, "Oversubscribed collectives measured at 1000 calls a
- * size"). */
+ * (1000 calls a size). */
 torx_status_t torxc_paced_bcast(torx_coll_group_t *g, void *buf, size_t bytes, int root)
 {
     const int n = g->n;

@@ -31,7 +31,7 @@
  * MiB; at 4 and 8 tasks on 2 cores it was 5-10x slower on double sums
  * (the reproducible combine sorts n terms per element) and level on
  * integers, and larger groups on cores of their own were not measured
- * (bench/RESULTS.md, "Collectives"). */
+ * (docs/collectives.md). */
 #define TORXC_EXCHANGE_MAX_TASKS 8
 #define TORXC_EXCHANGE_MAX_BYTES 16384
 #define TORXC_SPLIT_AUTO_BYTES (512u * 1024u)
@@ -42,8 +42,7 @@
  * 1.3-1.5x from 64 KiB on, and lost at 32 KiB (5.1-5.9 against 4.0-4.3 us:
  * there MPICH's halves are still eager messages); at 4 and 8 tasks on 2
  * cores it matched from 128 KiB and beat it by 1.2-2x from 512 KiB
- * (bench/RESULTS.md, "Long allreduces by direct reads" and "Oversubscribed
- * collectives measured at 1000 calls a size"). */
+ * (docs/collectives.md). */
 #define TORXC_DIRECT_AUTO_BYTES_2 (64u * 1024u)
 #define TORXC_DIRECT_AUTO_BYTES (128u * 1024u)
 /* An allgather's blocks read in place, from this size of a block. */
@@ -87,9 +86,9 @@ typedef struct torxc_bcast {
     size_t bytes;
     int nroutes;
     size_t lo[TORXC_BC_ROUTES], hi[TORXC_BC_ROUTES]; /* route k: packets [lo, hi) */
-    size_t got[TORXC_BC_ROUTES]; /* packets of route k in place here */
-    size_t received, expect;      /* packets in place here, and to come */
-    torx_status_t status;         /* a bad packet */
+    size_t got[TORXC_BC_ROUTES];                     /* packets of route k in place here */
+    size_t received, expect;                         /* packets in place here, and to come */
+    torx_status_t status;                            /* a bad packet */
 } torxc_bcast_t;
 
 struct torx_coll {
@@ -110,8 +109,8 @@ struct torx_coll {
     torxc_a2a_t a2a;
     torxc_bcast_t bc;
     struct torxc_bc_early *bc_early, **bc_early_tail; /* packets before their bcast */
-    struct torxc_bc_ready *bc_ready; /* members in a large bcast, at its root */
-    int bc_lost;                     /* bcast packets dropped (no memory, malformed) */
+    struct torxc_bc_ready *bc_ready;                  /* members in a large bcast, at its root */
+    int bc_lost; /* bcast packets dropped (no memory, malformed) */
     /* line sends of torus bcasts by this task and by its communication
      * thread (co mode): TORX_STATS, and the tests' proof that the thread
      * did its part */
@@ -150,15 +149,15 @@ struct torx_coll_group {
     int *tasks;    /* group index -> message-layer rank */
     int all_tasks; /* spans every task of the job: collective network, GI */
     const char *last;
-    uint32_t a2a_seq;      /* alltoalls run on this group */
-    torx_msg_t *a2a_msgs;  /* the send window, made at the first */
+    uint32_t a2a_seq;     /* alltoalls run on this group */
+    torx_msg_t *a2a_msgs; /* the send window, made at the first */
     int *a2a_perm;
     struct torxc_piece_desc *a2a_descs; /* descriptors the window's sends carry */
-    size_t *a2a_v;         /* alltoall's counts and displacements */
-    size_t *bcast_v;       /* the paced bcast's */
-    unsigned char *xchg;   /* direct exchange: the members' vectors */
-    unsigned char *split;  /* scratch (group_scratch): the split exchange's parts, direct
-                            * reads' chunks, the allgather's counts */
+    size_t *a2a_v;                      /* alltoall's counts and displacements */
+    size_t *bcast_v;                    /* the paced bcast's */
+    unsigned char *xchg;                /* direct exchange: the members' vectors */
+    unsigned char *split; /* scratch (group_scratch): the split exchange's parts, direct
+                           * reads' chunks, the allgather's counts */
     size_t split_cap;
     torxc_direct_addr_t *direct_addr; /* one per member, made with the group */
     /* torus bcast (coll_torus.c): whether the group fills a box of the
@@ -227,8 +226,7 @@ torx_status_t torxc_paced_alltoallv(torx_coll_group_t *g, torx_coll_kind_t kind,
  * device has one (torxc_staged_bcast_applies). At 8 tasks on 2 cores it
  * was level with the eager blocks at 512 B and faster from 1 KiB (2.5-4.1
  * against 3.9-5.7 us at 1-16 KiB), and slower at 8 B, where a block is one
- * packet (bench/RESULTS.md, "A broadcast through the root's multi-reader
- * staging area"). */
+ * packet. */
 #define TORXC_STAGED_BCAST_MIN_BYTES 512
 torx_status_t torxc_paced_bcast(torx_coll_group_t *g, void *buf, size_t bytes, int root);
 static inline int torxc_staged_bcast_applies(const torx_coll_group_t *g, size_t bytes)

@@ -1,5 +1,5 @@
 /* libFuzzer harness: the mapping-file and order-string parsers
- * (src/msglayer/map.c), as torx_init and torx-map meet them.
+ * (mapping/map.c), as torx_init and torx-map meet them.
  *
  * Input: [x][y][z][tasks per node][ntasks][mode] then the rest, which is
  * tried both as an order string (TORX_MAPPING=TXYZ style) and as the

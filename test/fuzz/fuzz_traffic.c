@@ -1,5 +1,5 @@
 /* libFuzzer harness: the traffic-matrix reader and the mapping optimizer
- * (src/msglayer/map_traffic.c), as torx-map eval and opt meet them.
+ * (mapping/map_traffic.c), as torx-map eval and opt meet them.
  *
  * Input: [x][y][z][tasks per node][seed] then the rest, the contents of a
  * traffic file (through a memfd). A refusal must say why. An accepted

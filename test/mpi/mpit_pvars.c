@@ -1,9 +1,9 @@
 /* mpit_pvars: torx's counters as MPI_T performance variables, read the way
  * any MPI_T tool reads them (no torx header): enumerate with
  * MPI_T_pvar_get_num and MPI_T_pvar_get_info, find the torx_ ones, read
- * them through a session before and after traffic of each protocol, and
- * check that each protocol's counters moved by what was sent, and that a
- * protocol that carried nothing did not move.
+ * them through an MPI_T pvar session before and after traffic of each
+ * protocol, and check that each protocol's counters moved by what was
+ * sent, and that a protocol that carried nothing did not move.
  *
  * 2 ranks, heater mode, default limits: 8 B goes one-packet, 2000 B eager,
  * 100000 B rendezvous. Prints " No Errors" when everything held. */

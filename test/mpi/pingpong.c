@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mpi_test.h"
+
 #define MAXN (4L << 20)
 
 static int errs;
@@ -173,10 +175,5 @@ int main(int argc, char **argv)
     }
     free(a);
     free(b);
-    int all;
-    MPI_Allreduce(&errs, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Finalize();
-    if (rank == 0 && all == 0)
-        printf(" No Errors\n");
-    return all != 0;
+    return mpi_test_finish(rank, errs);
 }

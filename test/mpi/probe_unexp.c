@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "mpi_test.h"
+
 static unsigned char pattern(int tag, int src, long i)
 {
     return (unsigned char)(tag * 31 + src * 7 + i * 13);
@@ -97,10 +99,5 @@ int main(int argc, char **argv)
         }
     }
     free(buf);
-    int all;
-    MPI_Allreduce(&errs, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Finalize();
-    if (rank == 0 && all == 0)
-        printf(" No Errors\n");
-    return all != 0;
+    return mpi_test_finish(rank, errs);
 }

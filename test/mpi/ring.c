@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "mpi_test.h"
+
 static unsigned char pattern(int size_idx, int lap, long i)
 {
     return (unsigned char)(size_idx * 31 + lap * 7 + i * 13);
@@ -36,14 +38,14 @@ int main(int argc, char **argv)
             MPI_Recv(buf, (int)n, MPI_BYTE, prev, s, MPI_COMM_WORLD, &st);
             MPI_Get_count(&st, MPI_BYTE, &count);
             if (count != n || st.MPI_SOURCE != prev || st.MPI_TAG != s) {
-                printf("rank %d: size %ld lap %d: count %d source %d tag %d\n", rank, n, lap,
-                       count, st.MPI_SOURCE, st.MPI_TAG);
+                printf("rank %d: size %ld lap %d: count %d source %d tag %d\n", rank, n, lap, count,
+                       st.MPI_SOURCE, st.MPI_TAG);
                 errs++;
             }
             for (long i = 0; i < n; i++)
                 if (buf[i] != pattern(s, lap, i)) {
-                    printf("rank %d: size %ld lap %d: byte %ld is %d, expected %d\n", rank, n,
-                           lap, i, buf[i], pattern(s, lap, i));
+                    printf("rank %d: size %ld lap %d: byte %ld is %d, expected %d\n", rank, n, lap,
+                           i, buf[i], pattern(s, lap, i));
                     errs++;
                     break;
                 }
@@ -52,10 +54,5 @@ int main(int argc, char **argv)
         }
     }
     free(buf);
-    int all;
-    MPI_Allreduce(&errs, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Finalize();
-    if (rank == 0 && all == 0)
-        printf(" No Errors\n");
-    return all != 0;
+    return mpi_test_finish(rank, errs);
 }

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "mpi_test.h"
+
 #define N 4096
 
 int main(int argc, char **argv)
@@ -61,8 +63,7 @@ int main(int argc, char **argv)
             for (int r = 0; r < size; r++)
                 want += (long)r * 1000000 + i;
             if (winbuf[N + 2 * i] != want) {
-                printf("accumulate: element %d is %ld, expected %ld\n", i, winbuf[N + 2 * i],
-                       want);
+                printf("accumulate: element %d is %ld, expected %ld\n", i, winbuf[N + 2 * i], want);
                 errs++;
                 break;
             }
@@ -122,10 +123,5 @@ int main(int argc, char **argv)
     free(dst);
     free(v);
     free(w);
-    int all;
-    MPI_Allreduce(&errs, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Finalize();
-    if (rank == 0 && all == 0)
-        printf(" No Errors\n");
-    return all != 0;
+    return mpi_test_finish(rank, errs);
 }

@@ -29,17 +29,12 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 # shellcheck source-path=SCRIPTDIR source=hosts.sh
 . "$here/hosts.sh"
+# shellcheck source-path=SCRIPTDIR source=check-lib.sh
+. "$here/check-lib.sh"
 
 build=${MH_BUILD:-$root/build/multihost}
 peers=${MH_PEERS:-mpich openmpi}
 tmo=${MH_TIMEOUT:-120}
-
-fails=0
-fail() {
-    echo "FAIL: $*"
-    fails=$((fails + 1))
-}
-ok() { echo "ok: $*"; }
 
 mh_require
 
@@ -101,19 +96,6 @@ ok "CPUs: node1 $(mh_run 1 sh -c 'taskset -pc $$ | sed "s/.*: //"') ($c1), node2
 
 # ---- 2. the peers --------------------------------------------------------------------
 
-# Bytes rank 0 and rank 1 sent at least, from a benchmark's rows:
-#   lat size iters ...: iters messages of size each way
-#   bw size windows window ...: windows x window messages of size from rank 0
-sent_bytes() {
-    awk '$1 == "lat" && $NF == "ok" { s0 += $2 * $3; s1 += $2 * $3 }
-         $1 == "bw" && $NF == "ok"  { s0 += $2 * $3 * $4 }
-         END { printf "%.0f %.0f\n", s0, s1 }' "$1"
-}
-rows_ok() { # every data row verified, and at least one
-    awk '$1 == "lat" || $1 == "bw" { n++; if ($NF != "ok") bad++ } END { exit !(n > 0 && !bad) }' "$1"
-}
-counters() { mh_counters | awk -v h="$1" '$1 == h { print $2, $3 }'; }
-
 # run_peer PEER ARGS...: the peer's mpiexec / mpirun on the 2 hosts, 2 ranks;
 # output (stdout and stderr) in the file $out
 run_peer() {
@@ -139,8 +121,7 @@ for p in "${to_run[@]}"; do
     rm -f "$out"
     for run in "mpi_latency -s 8,1K,64K -n 1000" "mpi_bw -s 64K,1M -n 20"; do
         read -r prog args <<<"$run"
-        read -r rx1a tx1a <<<"$(counters "$h1")"
-        read -r rx2a tx2a <<<"$(counters "$h2")"
+        veths_before
         # shellcheck disable=SC2086 # args: a word list
         if ! run_peer "$p" "$build/$p/$prog" $args; then
             fail "$p $prog failed:"
@@ -148,16 +129,12 @@ for p in "${to_run[@]}"; do
             rm -f "$out"
             continue
         fi
-        read -r rx1b tx1b <<<"$(counters "$h1")"
-        read -r rx2b tx2b <<<"$(counters "$h2")"
+        veths_after
         if rows_ok "$out"; then ok "$p $prog: every row verified"; else
             fail "$p $prog: rows not verified:"
             sed 's/^/    /' "$out" | tail -20
         fi
-        read -r s0 s1 <<<"$(sent_bytes "$out")"
-        d_tx1=$((tx1b - tx1a)) d_rx2=$((rx2b - rx2a)) d_tx2=$((tx2b - tx2a)) d_rx1=$((rx1b - rx1a))
-        msg="rank 0 sent >= $s0 B: node1 tx $d_tx1, node2 rx $d_rx2; rank 1 sent >= $s1 B: node2 tx $d_tx2, node1 rx $d_rx1"
-        if ((s0 > 0 && d_tx1 >= s0 && d_rx2 >= s0 && d_tx2 >= s1 && d_rx1 >= s1)); then
+        if crossed "$out"; then
             ok "$p $prog: the bytes crossed the veths ($msg)"
         else
             fail "$p $prog: the veth counters moved less than the bytes sent ($msg)"

@@ -39,17 +39,12 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 # shellcheck source-path=SCRIPTDIR source=hosts.sh
 . "$here/hosts.sh"
+# shellcheck source-path=SCRIPTDIR source=check-lib.sh
+. "$here/check-lib.sh"
 
 build=${MH_BUILD:-$root/build/multihost}/torx-tests
 tmo=${MH_TIMEOUT:-180}
 prefix=${TORX_PREFIX:-$(cat "$HOME/.cache/torx/current-prefix" 2>/dev/null || true)}
-
-fails=0
-fail() {
-    echo "FAIL: $*"
-    fails=$((fails + 1))
-}
-ok() { echo "ok: $*"; }
 
 mh_require
 if [[ -z $prefix || ! -x $prefix/bin/mpicc || ! -x $prefix/bin/mpiexec ]]; then
@@ -104,8 +99,6 @@ test_run() {
     fi
 }
 
-counters() { mh_counters | awk -v h="$1" '$1 == h { print $2, $3 }'; }
-
 # ---- 2 hosts -------------------------------------------------------------------------
 export TMH_NAME=tmhct$$
 mh_init_vars
@@ -131,23 +124,17 @@ test_run 2x1-msg-mix 2 1 msg_variants TORX_CHAOS=11 -- mix
 # The bytes crossed the veths: at least what each rank sent, each way.
 for run in "mpi_latency -s 8,1K,64K -n 1000" "mpi_bw -s 64K,1M -n 20"; do
     read -r prog args <<<"$run"
-    read -r rx1a tx1a <<<"$(counters "$h1")"
-    read -r rx2a tx2a <<<"$(counters "$h2")"
+    veths_before
     rc=0
     # shellcheck disable=SC2086 # args: a word list
     job 2 1 "$prog" -- $args || rc=$?
-    read -r rx1b tx1b <<<"$(counters "$h1")"
-    read -r rx2b tx2b <<<"$(counters "$h2")"
-    if ((rc != 0)) || ! awk '$1 == "lat" || $1 == "bw" { n++; if ($NF != "ok") bad++ } END { exit !(n > 0 && !bad) }' "$out"; then
+    veths_after
+    if ((rc != 0)) || ! rows_ok "$out"; then
         fail "2x1 $prog: exit $rc or rows not verified:"
         tail -n 20 "$out" | sed 's/^/    /'
         continue
     fi
-    read -r s0 s1 < <(awk '$1 == "lat" && $NF == "ok" { s0 += $2 * $3; s1 += $2 * $3 }
-        $1 == "bw" && $NF == "ok" { s0 += $2 * $3 * $4 } END { printf "%.0f %.0f\n", s0, s1 }' "$out")
-    d_tx1=$((tx1b - tx1a)) d_rx2=$((rx2b - rx2a)) d_tx2=$((tx2b - tx2a)) d_rx1=$((rx1b - rx1a))
-    msg="rank 0 sent >= $s0 B: node1 tx $d_tx1, node2 rx $d_rx2; rank 1 sent >= $s1 B: node2 tx $d_tx2, node1 rx $d_rx1"
-    if ((s0 > 0 && d_tx1 >= s0 && d_rx2 >= s0 && d_tx2 >= s1 && d_rx1 >= s1)); then
+    if crossed "$out"; then
         ok "2x1 $prog: every row verified, the bytes crossed the veths ($msg)"
     else
         fail "2x1 $prog: the veth counters moved less than the bytes sent ($msg)"

@@ -214,6 +214,26 @@ static int group_order(int perm, int n, int i)
     }
 }
 
+/* A task's torx context (the job's mode) and collectives module (cattr,
+ * or NULL for the defaults): 0, or 1 after a failure message, as
+ * TASK_CHECK returns. */
+static int coll_open(torx_boot_t *boot, const torx_coll_attr_t *cattr, torx_ctx_t **ctx,
+                     torx_coll_t **c)
+{
+    torx_init_attr_t attr = {.boot = boot, .mode = -1};
+    TASK_CHECK(torx_init(&attr, ctx) == TORX_OK, "%s", torx_last_error());
+    TASK_CHECK(torx_coll_init(*ctx, cattr, c) == TORX_OK, "%s", torx_last_error());
+    return 0;
+}
+
+/* Ends what coll_open started: a task's return value. */
+static int coll_close(torx_boot_t *boot, torx_ctx_t *ctx, torx_coll_t *c)
+{
+    torx_coll_finalize(c);
+    TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
+    return 0;
+}
+
 static torx_coll_group_t *make_group(torx_coll_t *c, torx_boot_t *boot, int perm)
 {
     int tasks[MAX_TASKS], me = -1;
@@ -396,10 +416,9 @@ static int coll_task(torx_boot_t *boot, void *argp)
 {
     const job_t *job = argp;
     torx_ctx_t *ctx;
-    torx_init_attr_t attr = {.boot = boot, .mode = -1};
-    TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
     torx_coll_t *c;
-    TASK_CHECK(torx_coll_init(ctx, NULL, &c) == TORX_OK, "%s", torx_last_error());
+    if (coll_open(boot, NULL, &ctx, &c))
+        return 1;
     torx_coll_group_t *g = make_group(c, boot, job->perm);
     TASK_CHECK(g != NULL, "%s", torx_last_error());
     int n = boot->size, me = -1;
@@ -719,9 +738,7 @@ static int coll_task(torx_boot_t *boot, void *argp)
     }
 
     torx_coll_group_free(g);
-    torx_coll_finalize(c);
-    TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
-    return 0;
+    return coll_close(boot, ctx, c);
 }
 
 static void map_shared(void)
@@ -824,10 +841,9 @@ static int fpsum_task(torx_boot_t *boot, void *argp)
 {
     (void)argp;
     torx_ctx_t *ctx;
-    torx_init_attr_t attr = {.boot = boot, .mode = -1};
-    TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
     torx_coll_t *c;
-    TASK_CHECK(torx_coll_init(ctx, NULL, &c) == TORX_OK, "%s", torx_last_error());
+    if (coll_open(boot, NULL, &ctx, &c))
+        return 1;
     for (int perm = 0; perm < 4; perm++) {
         torx_coll_group_t *g = make_group(c, boot, perm);
         TASK_CHECK(g != NULL, "%s", torx_last_error());
@@ -847,9 +863,7 @@ static int fpsum_task(torx_boot_t *boot, void *argp)
         memcpy(sh->xsums[perm][boot->rank], out, 16 * sizeof(double));
         torx_coll_group_free(g);
     }
-    torx_coll_finalize(c);
-    TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
-    return 0;
+    return coll_close(boot, ctx, c);
 }
 
 /* A long torus allreduce whose members disagree on the length (an
@@ -860,10 +874,9 @@ static int mismatch_task(torx_boot_t *boot, void *argp)
 {
     (void)argp;
     torx_ctx_t *ctx;
-    torx_init_attr_t attr = {.boot = boot, .mode = -1};
-    TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
     torx_coll_t *c;
-    TASK_CHECK(torx_coll_init(ctx, NULL, &c) == TORX_OK, "%s", torx_last_error());
+    if (coll_open(boot, NULL, &ctx, &c))
+        return 1;
     torx_coll_group_t *g = make_group(c, boot, 0);
     TASK_CHECK(g != NULL, "%s", torx_last_error());
     if (!torxc_direct_applies(g)) { /* no cross-memory attach here: nothing to test */
@@ -891,9 +904,7 @@ static int mismatch_task(torx_boot_t *boot, void *argp)
     free(in);
     free(out);
     torx_coll_group_free(g);
-    torx_coll_finalize(c);
-    TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
-    return 0;
+    return coll_close(boot, ctx, c);
 }
 
 START_TEST(long_allreduce_length_mismatch)
@@ -989,10 +1000,9 @@ static int guess_task(torx_boot_t *boot, void *argp)
 {
     const size_t n = (size_t)(uintptr_t)argp;
     torx_ctx_t *ctx;
-    torx_init_attr_t attr = {.boot = boot, .mode = -1};
-    TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
     torx_coll_t *c;
-    TASK_CHECK(torx_coll_init(ctx, NULL, &c) == TORX_OK, "%s", torx_last_error());
+    if (coll_open(boot, NULL, &ctx, &c))
+        return 1;
     torx_coll_group_t *g = make_group(c, boot, 0);
     TASK_CHECK(g != NULL, "%s", torx_last_error());
     enum { MAX_N = 2 * TORXC_FP_GUESS_MAX, NONE = MAX_N };
@@ -1030,9 +1040,7 @@ static int guess_task(torx_boot_t *boot, void *argp)
                    c->fp_guess_missed == (guessed ? ncalls - want_held : 0),
                "guesses held %" PRIu64 ", missed %" PRIu64, c->fp_guess_held, c->fp_guess_missed);
     torx_coll_group_free(g);
-    torx_coll_finalize(c);
-    TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
-    return 0;
+    return coll_close(boot, ctx, c);
 }
 
 START_TEST(fpsum_guess)
@@ -1059,13 +1067,12 @@ END_TEST
 static int oversub_task(torx_boot_t *boot, void *argp)
 {
     (void)argp;
-    torx_ctx_t *ctx;
-    torx_init_attr_t attr = {.boot = boot, .mode = -1};
-    TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
     torx_coll_attr_t cattr = {.handler = TORX_COLL_DEFAULT_HANDLER,
                               .oversubscribed = boot->rank == boot->size - 1};
+    torx_ctx_t *ctx;
     torx_coll_t *c;
-    TASK_CHECK(torx_coll_init(ctx, &cattr, &c) == TORX_OK, "%s", torx_last_error());
+    if (coll_open(boot, &cattr, &ctx, &c))
+        return 1;
     TASK_CHECK(c->oversubscribed == 1, "task %d did not learn the job is oversubscribed",
                boot->rank);
     torx_coll_group_t *g = make_group(c, boot, 0);
@@ -1136,9 +1143,7 @@ static int oversub_task(torx_boot_t *boot, void *argp)
         TASK_CHECK(b[i] == (int64_t)i * 100 + boot->rank, "alltoall block %d: %lld", i,
                    (long long)b[i]);
     torx_coll_group_free(g);
-    torx_coll_finalize(c);
-    TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
-    return 0;
+    return coll_close(boot, ctx, c);
 }
 
 START_TEST(oversubscribed_agreed)
@@ -1201,9 +1206,7 @@ static int select_task(torx_boot_t *boot, void *argp)
                "barrier auto: %d", torx_coll_auto(g, TORX_COLL_BARRIER));
     TASK_CHECK(!torx_coll_auto(NULL, TORX_COLL_BARRIER), "auto without a group");
     torx_coll_group_free(g);
-    torx_coll_finalize(c);
-    TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
-    return 0;
+    return coll_close(boot, ctx, c);
 }
 
 static void select_case(const char *coll, const char *barrier, const char *cn_max,
@@ -1275,10 +1278,9 @@ static int progress_task(torx_boot_t *boot, void *argp)
 {
     (void)argp;
     torx_ctx_t *ctx;
-    torx_init_attr_t attr = {.boot = boot, .mode = -1};
-    TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
     torx_coll_t *c;
-    TASK_CHECK(torx_coll_init(ctx, NULL, &c) == TORX_OK, "%s", torx_last_error());
+    if (coll_open(boot, NULL, &ctx, &c))
+        return 1;
     torx_coll_group_t *g = make_group(c, boot, 0);
     unsigned char *buf = malloc(BIG);
     for (size_t i = 0; i < BIG; i++)
@@ -1308,9 +1310,7 @@ static int progress_task(torx_boot_t *boot, void *argp)
         TASK_CHECK(torx_wait(ctx, &done) == TORX_OK, "%s", torx_last_error());
     free(buf);
     torx_coll_group_free(g);
-    torx_coll_finalize(c);
-    TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
-    return 0;
+    return coll_close(boot, ctx, c);
 }
 
 START_TEST(waiting_collective_advances)

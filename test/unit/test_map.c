@@ -1,4 +1,4 @@
-/* Unit tests of the rank map (src/msglayer/map.c): order strings against
+/* Unit tests of the rank map (mapping/map.c): order strings against
  * hand-computed coordinates, the rank/slot tables, write -> read round trips,
  * every kind of bad mapping file (fixtures in test/maps/, each checked for
  * "torx: path:line: reason"), torus distances with wraparound, and
@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "harness.h"
 
 #define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -709,9 +711,5 @@ int main(void)
                 maps_dir(), strerror(errno));
         return EXIT_FAILURE;
     }
-    SRunner *sr = srunner_create(map_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return test_run_suite(map_suite());
 }

@@ -83,19 +83,19 @@ static torx_status_t parse_count(const char *path, unsigned long line, const cha
             negative = tok[i] >= '0' && tok[i] <= '9';
         if (negative)
             return torxm_line_error(path, line,
-                              TOKEN_FMT " is negative: a %s is a non-negative "
-                                        "decimal integer",
-                              TOKEN_ARGS(tok, tlen), what);
+                                    TOKEN_FMT " is negative: a %s is a non-negative "
+                                              "decimal integer",
+                                    TOKEN_ARGS(tok, tlen), what);
         return torxm_line_error(path, line,
-                          TOKEN_FMT " is not a number: a %s is a non-negative "
-                                    "decimal integer",
-                          TOKEN_ARGS(tok, tlen), what);
+                                TOKEN_FMT " is not a number: a %s is a non-negative "
+                                          "decimal integer",
+                                TOKEN_ARGS(tok, tlen), what);
     }
     for (int i = 0; i < tlen; i++) {
         const unsigned d = (unsigned)(tok[i] - '0');
         if (acc > (UINT64_MAX - d) / 10)
             return torxm_line_error(path, line, TOKEN_FMT " is too large for a %s (at most %llu)",
-                              TOKEN_ARGS(tok, tlen), what, (unsigned long long)UINT64_MAX);
+                                    TOKEN_ARGS(tok, tlen), what, (unsigned long long)UINT64_MAX);
         acc = acc * 10 + d;
     }
     *v = acc;
@@ -126,12 +126,12 @@ static torx_status_t parse_row(const char *path, unsigned long line, const char 
         return rc;
     if (src >= (uint64_t)n)
         return torxm_line_error(path, line,
-                          "source rank %llu is not in the job (0..%d: the rows have %d byte "
-                          "counts)",
-                          (unsigned long long)src, n - 1, n);
+                                "source rank %llu is not in the job (0..%d: the rows have %d byte "
+                                "counts)",
+                                (unsigned long long)src, n - 1, n);
     if (row_line[src])
         return torxm_line_error(path, line, "rank %llu already has a row, on line %lu",
-                          (unsigned long long)src, row_line[src]);
+                                (unsigned long long)src, row_line[src]);
     uint64_t *row = t->bytes + src * (uint64_t)n;
     for (int d = 0; d < n; d++) {
         next_token(buf, len, &i, &tok, &tlen);
@@ -159,33 +159,28 @@ torx_status_t torx_traffic_read(const char *path, torx_traffic_t *t)
     int any_line = 0, rows = 0;
     ssize_t len;
     errno = 0;
-    while ((len = getline(&buf, &bufsize, f)) >= 0) {
-        line++;
-        any_line = 1;
-        ssize_t i = 0;
-        while (i < len && torxm_is_blank(buf[i]))
-            i++;
-        if (i == len || buf[i] == '#')
-            continue;
+    while ((len = torxm_next_data_line(f, &buf, &bufsize, &line, &any_line)) >= 0) {
         const int at_eof = buf[len - 1] != '\n';
         if (memchr(buf, '#', (size_t)len)) {
-            rc = torxm_line_error(path, line, "'#' after a row: a comment must be on a line of its own");
+            rc = torxm_line_error(path, line,
+                                  "'#' after a row: a comment must be on a line of its own");
             goto fn_fail;
         }
         if (!t->bytes) { /* the first row sets the job size */
             const long nfields = count_tokens(buf, (size_t)len);
             if (nfields < 2) {
-                rc = torxm_line_error(path, line,
-                                "expected the source rank and the bytes to each rank, found %ld "
-                                "field%s",
-                                nfields, nfields == 1 ? "" : "s");
+                rc = torxm_line_error(
+                    path, line,
+                    "expected the source rank and the bytes to each rank, found %ld "
+                    "field%s",
+                    nfields, nfields == 1 ? "" : "s");
                 goto fn_fail;
             }
             if (nfields - 1 > TORX_TRAFFIC_MAX_RANKS) {
                 rc = torxm_line_error(path, line,
-                                "a row of %ld byte counts; at most %d ranks are "
-                                "supported",
-                                nfields - 1, TORX_TRAFFIC_MAX_RANKS);
+                                      "a row of %ld byte counts; at most %d ranks are "
+                                      "supported",
+                                      nfields - 1, TORX_TRAFFIC_MAX_RANKS);
                 goto fn_fail;
             }
             t->ntasks = (int)(nfields - 1);
@@ -227,9 +222,9 @@ torx_status_t torx_traffic_read(const char *path, torx_traffic_t *t)
             shown++;
         }
         rc = torxm_line_error(path, line,
-                        "rows for %d of the %d ranks; no row for rank%s %s (is the file cut "
-                        "short, or did some tasks not write theirs?)",
-                        rows, t->ntasks, t->ntasks - rows == 1 ? "" : "s", missing);
+                              "rows for %d of the %d ranks; no row for rank%s %s (is the file cut "
+                              "short, or did some tasks not write theirs?)",
+                              rows, t->ntasks, t->ntasks - rows == 1 ? "" : "s", missing);
         goto fn_fail;
     }
 

@@ -253,6 +253,18 @@ torx_status_t torxm_line_error(const char *path, unsigned long line, const char 
     return torxp_error(TORX_ERR_INVAL, "torx: %s:%lu: %s", path, line, reason);
 }
 
+ssize_t torxm_next_data_line(FILE *f, char **buf, size_t *bufsize, unsigned long *line,
+                             int *any_line)
+{
+    ssize_t len;
+    while ((len = getline(buf, bufsize, f)) >= 0) {
+        ++*line;
+        *any_line = 1;
+        if (torxm_line_has_data(*buf, (size_t)len))
+            break;
+    }
+    return len;
+}
 
 typedef struct {
     const char *p;
@@ -304,30 +316,30 @@ static torx_status_t parse_rank_line(const char *path, unsigned long line, const
     }
     if (ntok != TORXM_NDIMS)
         return torxm_line_error(path, line, "expected 4 fields (x y z t), found %d%s", ntok,
-                          hash ? "; a comment must be on a line of its own" : "");
+                                hash ? "; a comment must be on a line of its own" : "");
 
     unsigned ext[TORXM_NDIMS], v[TORXM_NDIMS];
     shape_extents(shape, ext);
     for (int d = 0; d < TORXM_NDIMS; d++) {
         if (!token_value(tk[d], &v[d]))
             return torxm_line_error(path, line,
-                              TOKEN_FMT " is not a number (%c must be a non-negative decimal "
-                                        "integer)",
-                              TOKEN_ARGS(tk[d]), dim_name[d]);
+                                    TOKEN_FMT " is not a number (%c must be a non-negative decimal "
+                                              "integer)",
+                                    TOKEN_ARGS(tk[d]), dim_name[d]);
         if (v[d] < ext[d])
             continue;
         if (d < 3)
-            return torxm_line_error(path, line,
-                              "%c=" TOKEN_TEXT
-                              " is out of range: the torus has extent %u in %c (0..%u)",
-                              dim_name[d], TOKEN_ARGS(tk[d]), ext[d], dim_name[d], ext[d] - 1);
+            return torxm_line_error(
+                path, line,
+                "%c=" TOKEN_TEXT " is out of range: the torus has extent %u in %c (0..%u)",
+                dim_name[d], TOKEN_ARGS(tk[d]), ext[d], dim_name[d], ext[d] - 1);
         if (ext[d] == 1)
-            return torxm_line_error(path, line,
-                              "t=" TOKEN_TEXT " but the mode runs 1 task per node (t must be 0)",
-                              TOKEN_ARGS(tk[d]));
-        return torxm_line_error(path, line,
-                          "t=" TOKEN_TEXT " but the mode runs %u tasks per node (t must be 0..%u)",
-                          TOKEN_ARGS(tk[d]), ext[d], ext[d] - 1);
+            return torxm_line_error(
+                path, line, "t=" TOKEN_TEXT " but the mode runs 1 task per node (t must be 0)",
+                TOKEN_ARGS(tk[d]));
+        return torxm_line_error(
+            path, line, "t=" TOKEN_TEXT " but the mode runs %u tasks per node (t must be 0..%u)",
+            TOKEN_ARGS(tk[d]), ext[d], ext[d] - 1);
     }
     *c = coord_make(v);
     return TORX_OK;
@@ -386,14 +398,7 @@ static torx_status_t read_map_file(const char *path, torx_shape_t shape, int nta
     int nranks = 0, any_line = 0;
     ssize_t len;
     errno = 0;
-    while ((len = getline(&buf, &bufsize, f)) >= 0) {
-        line++;
-        any_line = 1;
-        ssize_t i = 0;
-        while (i < len && torxm_is_blank(buf[i]))
-            i++;
-        if (i == len || buf[i] == '#')
-            continue;
+    while ((len = torxm_next_data_line(f, &buf, &bufsize, &line, &any_line)) >= 0) {
         if (ntasks > 0 && nranks >= ntasks) {
             /* Only counted: the count is the error, whatever the lines say. */
             if (!first_extra)
@@ -408,8 +413,8 @@ static torx_status_t read_map_file(const char *path, torx_shape_t shape, int nta
         unsigned slot = torx_coord_index(shape, c);
         int owner = map->rank_of_slot[slot];
         if (owner >= 0) {
-            rc = torxm_line_error(path, line, "(%u,%u,%u,%u) already used by rank %d on line %lu", c.x,
-                            c.y, c.z, c.t, owner, lines[owner]);
+            rc = torxm_line_error(path, line, "(%u,%u,%u,%u) already used by rank %d on line %lu",
+                                  c.x, c.y, c.z, c.t, owner, lines[owner]);
             goto fn_fail;
         }
         if (nranks == cap && !grow(map, &lines, &cap)) {
@@ -436,14 +441,15 @@ static torx_status_t read_map_file(const char *path, torx_shape_t shape, int nta
         goto fn_fail;
     }
     if (ntasks > 0 && nranks > ntasks) {
-        rc = torxm_line_error(path, first_extra,
-                        "file has %d ranks, the job has %d (the extra ranks start on this line)",
-                        nranks, ntasks);
+        rc = torxm_line_error(
+            path, first_extra,
+            "file has %d ranks, the job has %d (the extra ranks start on this line)", nranks,
+            ntasks);
         goto fn_fail;
     }
     if (ntasks > 0 && nranks < ntasks) {
         rc = torxm_line_error(path, line, "file has %d rank%s, the job has %d", nranks,
-                        plural((unsigned)nranks), ntasks);
+                              plural((unsigned)nranks), ntasks);
         goto fn_fail;
     }
     map->ntasks = nranks;
