@@ -252,4 +252,19 @@ torx_status_t torxp_error(torx_status_t status, const char *fmt, ...)
 void torxp_log(const torx_pkt_dev_t *dev, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Errors of every device (status.c). torxp_dev_fail: dev cannot go on (a
+ * reply a peer waits for could not be queued, a provider failed, a
+ * transfer's own state was overwritten): the first such error is kept in
+ * dev->failed, which the message layer's advance reports, recorded for
+ * torx_last_error() and logged; later ones only return st. So the task
+ * ends with this message instead of leaving a peer waiting or writing to a
+ * wrong address. torxp_dev_malformed: a received packet or device message
+ * that no torx task would send: counted in dev->malformed, recorded and
+ * logged as a protocol error, and dropped by the caller. Nothing of it is
+ * trusted, and the transfer it names, if any, is left as it was. */
+torx_status_t torxp_dev_fail(torx_pkt_dev_t *dev, torx_status_t st, const char *fmt, ...)
+    __attribute__((cold, format(printf, 3, 4)));
+void torxp_dev_malformed(torx_pkt_dev_t *dev, const char *fmt, ...)
+    __attribute__((noinline, cold, format(printf, 2, 3)));
+
 #endif /* TORXP_INTERNAL_H */

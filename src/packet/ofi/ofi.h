@@ -303,11 +303,6 @@ static inline torx_coord_t torxp_ofi_coord_of(const torxp_ofi_dev_t *d, unsigned
                           (uint8_t)(slot / plane % s.z), (uint8_t)(slot / plane / s.z)};
 }
 
-/* Records an error the device cannot recover from (the first wins) and
- * logs it; returns st. */
-torx_status_t torxp_ofi_fail(torxp_ofi_dev_t *d, torx_status_t st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
 /* ofi_open.c: why the provider described by list (asked for with nothing
  * but its name) cannot carry the device on iface ("" for any): the first of
  * torx's needs it lacks, in words for an error message. */

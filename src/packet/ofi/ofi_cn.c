@@ -376,8 +376,8 @@ torx_status_t torxp_ofi_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_
     }
     struct cn_up *u = up_slot(c, r);
     if (!u) { /* cannot happen: the pipeline argument at the top */
-        rc = torxp_ofi_fail(d, TORX_ERR_PROTO, "collective network slot of round %llu is busy",
-                            (unsigned long long)r);
+        rc = torxp_dev_fail(&d->base, TORX_ERR_PROTO,
+                            "collective network slot of round %llu is busy", (unsigned long long)r);
         goto out;
     }
     const unsigned me = (unsigned)dev->rank;

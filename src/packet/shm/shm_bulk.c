@@ -1,49 +1,12 @@
 /* Bulk transfer ("DMA") for the shm device: the device calls (get, put,
- * test, path), the checks and completion both paths share, and error
- * reports. The paths and their files: shm_bulk.h. */
+ * test, path), and the checks, completion and error reports both paths
+ * share. The paths and their files: shm_bulk.h. */
 #include "shm_bulk.h"
 
 #include <errno.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-/* The device cannot go on (a reply or acknowledgement a peer waits for could
- * not be queued, or a transfer's own state was overwritten): the first such
- * error is kept in d->base.failed, which the message layer's advance reports,
- * so the task ends with this message instead of leaving a peer waiting or
- * writing to a wrong address. */
-void __attribute__((cold, format(printf, 3, 4)))
-torxp_shm_bulk_fail(torxp_shm_dev_t *d, torx_status_t st, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    torxp_log(&d->base, 0, "%s; the device cannot go on", msg);
-    if (d->base.failed == TORX_OK) {
-        d->base.failed = st;
-        torxp_error(st, "torx: %s", msg);
-    }
-}
-
-/* A device-internal packet that no torx task would send (bad lengths, a
- * stale cookie, an unknown type): named, counted and dropped. Nothing of it
- * is trusted, and the transfer it names, if any, is left as it was. */
-void __attribute__((noinline, cold, format(printf, 2, 3)))
-torxp_shm_bulk_malformed(torxp_shm_dev_t *d, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    d->base.malformed++;
-    torxp_error(TORX_ERR_PROTO, "torx: protocol error: %s; packet dropped", msg);
-    torxp_log(&d->base, 0, "protocol error: %s; packet dropped", msg);
-}
 
 /* Whether the process pid is gone: no such process, or a zombie whose
  * parent has not reaped it yet (kill(pid, 0) still succeeds on those). */

@@ -13,8 +13,8 @@
  *    PUT_DATA, the last one flagged LAST; the peer answers PUT_ACK.
  *
  * The files, one concern each:
- *  - shm_bulk.c: the device calls (get, put, test, path), the checks and
- *    completion both paths share, and error reports;
+ *  - shm_bulk.c: the device calls (get, put, test, path), and the checks,
+ *    completion and error reports both paths share;
  *  - shm_bulk_fifo.c: the fifo path: operation table, job list, streaming
  *    and the device-internal packets;
  *  - shm_bulk_cma.c: the cma path;
@@ -156,17 +156,11 @@ static inline bool torxp_shm_bulk_is_done(const torxp_shm_bulk_op_t *op)
 
 /* ---- Across the bulk files ------------------------------------------------- */
 
-/* shm_bulk.c. torxp_shm_bulk_fail: the device cannot go on (a reply or
- * acknowledgement a peer waits for could not be queued, or a transfer's own
- * state was overwritten). torxp_shm_bulk_malformed: a device-internal
- * packet that no torx task would send, named, counted and dropped.
- * pid_dead, peer_dead: whether a process, or the task at a coordinate, is
- * gone. report: the message for a failed operation, recorded; returns its
- * status. complete: finishes op with status (err: the errno behind it). */
-void __attribute__((cold, format(printf, 3, 4)))
-torxp_shm_bulk_fail(torxp_shm_dev_t *d, torx_status_t st, const char *fmt, ...);
-void __attribute__((noinline, cold, format(printf, 2, 3)))
-torxp_shm_bulk_malformed(torxp_shm_dev_t *d, const char *fmt, ...);
+/* shm_bulk.c. pid_dead, peer_dead: whether a process, or the task at a
+ * coordinate, is gone. report: the message for a failed operation,
+ * recorded; returns its status. complete: finishes op with status (err:
+ * the errno behind it). A device that cannot go on: torxp_dev_fail; a
+ * device-internal packet no torx task would send: torxp_dev_malformed. */
 bool torxp_shm_bulk_pid_dead(pid_t pid);
 bool torxp_shm_bulk_peer_dead(const torxp_shm_dev_t *d, torx_coord_t c);
 torx_status_t torxp_shm_bulk_report(const torxp_shm_dev_t *d, const torxp_shm_bulk_op_t *op);

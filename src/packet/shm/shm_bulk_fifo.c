@@ -63,29 +63,29 @@ static torxp_shm_bulk_op_t *bulk_lookup(torxp_shm_dev_t *d, uint64_t cookie, con
     const struct torxp_shm_serve *s = d->serve;
     uint32_t i = (uint32_t)cookie, gen = (uint32_t)(cookie >> 32);
     if (!s || i >= s->nops || !s->ops[i].op || s->ops[i].gen != gen) {
-        torxp_shm_bulk_malformed(d,
-                                 "bulk %s from task (%u,%u,%u,%u) names cookie 0x%llx, which is no "
-                                 "transfer in flight here (stale or bogus)",
-                                 what, from.x, from.y, from.z, from.t, (unsigned long long)cookie);
+        torxp_dev_malformed(&d->base,
+                            "bulk %s from task (%u,%u,%u,%u) names cookie 0x%llx, which is no "
+                            "transfer in flight here (stale or bogus)",
+                            what, from.x, from.y, from.z, from.t, (unsigned long long)cookie);
         return NULL;
     }
     torxp_shm_bulk_op_t *op = s->ops[i].op;
     /* Our own memory, not the wire: the caller reused a torx_bulk_t whose
      * transfer was still running, and nothing it names can be trusted. */
     if (op->b.magic != TORXP_SHM_BULK_MAGIC || op->slot != i || op->gen != gen) {
-        torxp_shm_bulk_fail(
-            d, TORX_ERR_INVAL,
-            "bulk %s from task (%u,%u,%u,%u): the torx_bulk_t at %p (cookie 0x%llx) was "
-            "overwritten or reused while its transfer was in flight",
-            what, from.x, from.y, from.z, from.t, (void *)op, (unsigned long long)cookie);
+        torxp_dev_fail(&d->base, TORX_ERR_INVAL,
+                       "bulk %s from task (%u,%u,%u,%u): the torx_bulk_t at %p (cookie 0x%llx) was "
+                       "overwritten or reused while its transfer was in flight",
+                       what, from.x, from.y, from.z, from.t, (void *)op,
+                       (unsigned long long)cookie);
         return NULL;
     }
     if (!torx_coord_equal(from, op->b.peer)) {
-        torxp_shm_bulk_malformed(d,
-                                 "bulk %s for cookie 0x%llx came from task (%u,%u,%u,%u), but that "
-                                 "transfer's peer is (%u,%u,%u,%u)",
-                                 what, (unsigned long long)cookie, from.x, from.y, from.z, from.t,
-                                 op->b.peer.x, op->b.peer.y, op->b.peer.z, op->b.peer.t);
+        torxp_dev_malformed(&d->base,
+                            "bulk %s for cookie 0x%llx came from task (%u,%u,%u,%u), but that "
+                            "transfer's peer is (%u,%u,%u,%u)",
+                            what, (unsigned long long)cookie, from.x, from.y, from.z, from.t,
+                            op->b.peer.x, op->b.peer.y, op->b.peer.z, op->b.peer.t);
         return NULL;
     }
     return op;
@@ -298,8 +298,8 @@ void torxp_shm_bulk_on_sys(torxp_shm_dev_t *d, const torx_pkt_hdr_t *pkt)
     memcpy(&sw, pkt->sw, sizeof sw);
     if (sw.version != BULK_WIRE_VERSION || pkt->payload_len < sizeof(torxp_shm_bulk_wire_t) ||
         !torx_coord_in_shape(d->base.shape, sw.from)) {
-        torxp_shm_bulk_malformed(
-            d,
+        torxp_dev_malformed(
+            &d->base,
             "malformed device-internal packet (type %u, version %u, %u payload bytes, "
             "from (%u,%u,%u,%u))",
             sw.type, sw.version, pkt->payload_len, sw.from.x, sw.from.y, sw.from.z, sw.from.t);
@@ -315,26 +315,26 @@ void torxp_shm_bulk_on_sys(torxp_shm_dev_t *d, const torx_pkt_hdr_t *pkt)
     case BULK_GET_REQ: {
         uint64_t len;
         if (n != sizeof len) {
-            torxp_shm_bulk_malformed(
-                d, "bulk get request from task (%u,%u,%u,%u) has %zu length bytes", sw.from.x,
-                sw.from.y, sw.from.z, sw.from.t, n);
+            torxp_dev_malformed(&d->base,
+                                "bulk get request from task (%u,%u,%u,%u) has %zu length bytes",
+                                sw.from.x, sw.from.y, sw.from.z, sw.from.t, n);
             return;
         }
         memcpy(&len, data, sizeof len);
         if (len == 0 || w.addr + len < w.addr) {
-            torxp_shm_bulk_malformed(
-                d, "bulk get request from task (%u,%u,%u,%u) for %llu bytes at 0x%llx", sw.from.x,
-                sw.from.y, sw.from.z, sw.from.t, (unsigned long long)len,
-                (unsigned long long)w.addr);
+            torxp_dev_malformed(&d->base,
+                                "bulk get request from task (%u,%u,%u,%u) for %llu bytes at 0x%llx",
+                                sw.from.x, sw.from.y, sw.from.z, sw.from.t, (unsigned long long)len,
+                                (unsigned long long)w.addr);
             return;
         }
         const torxp_shm_bulk_job_t j = {
             .kind = JOB_GET_REPLY, .peer = sw.from, .cookie = w.cookie, .addr = w.addr, .len = len};
         if (!d->serve || bulk_queue(d, &j) != TORX_OK)
-            torxp_shm_bulk_fail(d, d->serve ? TORX_ERR_NOMEM : TORX_ERR_INVAL,
-                                "cannot queue the reply to a bulk get from task (%u,%u,%u,%u): %s",
-                                sw.from.x, sw.from.y, sw.from.z, sw.from.t,
-                                d->serve ? torx_last_error() : "bulk transfers not set up");
+            torxp_dev_fail(&d->base, d->serve ? TORX_ERR_NOMEM : TORX_ERR_INVAL,
+                           "cannot queue the reply to a bulk get from task (%u,%u,%u,%u): %s",
+                           sw.from.x, sw.from.y, sw.from.z, sw.from.t,
+                           d->serve ? torx_last_error() : "bulk transfers not set up");
         return;
     }
     case BULK_GET_DATA: {
@@ -343,8 +343,8 @@ void torxp_shm_bulk_on_sys(torxp_shm_dev_t *d, const torx_pkt_hdr_t *pkt)
             return;
         if (op->b.is_put || w.addr > op->b.len || n > op->b.len - w.addr ||
             op->b.sent + n > op->b.len) {
-            torxp_shm_bulk_malformed(
-                d,
+            torxp_dev_malformed(
+                &d->base,
                 "bulk get data from task (%u,%u,%u,%u) for offset %llu + %zu bytes does "
                 "not fit the %s of %llu bytes (%llu received)",
                 sw.from.x, sw.from.y, sw.from.z, sw.from.t, (unsigned long long)w.addr, n,
@@ -369,16 +369,16 @@ void torxp_shm_bulk_on_sys(torxp_shm_dev_t *d, const torx_pkt_hdr_t *pkt)
                 st = d->serve ? bulk_queue(d, &j) : TORX_ERR_INVAL;
             }
             if (st != TORX_OK)
-                torxp_shm_bulk_fail(
-                    d, st, "cannot acknowledge a bulk put from task (%u,%u,%u,%u): %s", sw.from.x,
-                    sw.from.y, sw.from.z, sw.from.t, torx_status_str(st));
+                torxp_dev_fail(&d->base, st,
+                               "cannot acknowledge a bulk put from task (%u,%u,%u,%u): %s",
+                               sw.from.x, sw.from.y, sw.from.z, sw.from.t, torx_status_str(st));
         }
         return;
     case BULK_SHARE:
         if (n || !d->share)
-            torxp_shm_bulk_malformed(d, "shared get from task (%u,%u,%u,%u) with %zu bytes%s",
-                                     sw.from.x, sw.from.y, sw.from.z, sw.from.t, n,
-                                     d->share ? "" : " on a device without shared gets");
+            torxp_dev_malformed(&d->base, "shared get from task (%u,%u,%u,%u) with %zu bytes%s",
+                                sw.from.x, sw.from.y, sw.from.z, sw.from.t, n,
+                                d->share ? "" : " on a device without shared gets");
         else
             torxp_shm_share_help(d, sw.from, w.cookie);
         return;
@@ -387,8 +387,8 @@ void torxp_shm_bulk_on_sys(torxp_shm_dev_t *d, const torx_pkt_hdr_t *pkt)
         if (!op)
             return;
         if (!op->b.is_put || op->b.sent != op->b.len) {
-            torxp_shm_bulk_malformed(
-                d,
+            torxp_dev_malformed(
+                &d->base,
                 "bulk put acknowledgement from task (%u,%u,%u,%u) for a %s that has "
                 "streamed %llu of %llu bytes",
                 sw.from.x, sw.from.y, sw.from.z, sw.from.t, op->b.is_put ? "put" : "get",
@@ -399,6 +399,6 @@ void torxp_shm_bulk_on_sys(torxp_shm_dev_t *d, const torx_pkt_hdr_t *pkt)
         return;
     }
     }
-    torxp_shm_bulk_malformed(d, "unknown device-internal packet type %u from task (%u,%u,%u,%u)",
-                             sw.type, sw.from.x, sw.from.y, sw.from.z, sw.from.t);
+    torxp_dev_malformed(&d->base, "unknown device-internal packet type %u from task (%u,%u,%u,%u)",
+                        sw.type, sw.from.x, sw.from.y, sw.from.z, sw.from.t);
 }

@@ -165,8 +165,8 @@ void torxp_shm_share_help(torxp_shm_dev_t *d, torx_coord_t from, uint64_t seq)
     if (owner != d->self_index || !len || len > SHARE_OFF_MASK || src + len < src ||
         dst + len < dst) {
         if (__atomic_load_n(&r->claim, __ATOMIC_RELAXED) == w)
-            torxp_shm_bulk_malformed(
-                d,
+            torxp_dev_malformed(
+                &d->base,
                 "shared get %llu of task (%u,%u,%u,%u): %llu bytes, owner slot %u (we "
                 "are %u)",
                 (unsigned long long)seq, from.x, from.y, from.z, from.t, (unsigned long long)len,

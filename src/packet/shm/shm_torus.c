@@ -519,12 +519,10 @@ static inline void rx_flush(torxp_shm_dev_t *d, unsigned fi)
 static void __attribute__((noinline, cold))
 drop_malformed(torxp_shm_dev_t *d, unsigned fi, const torx_pkt_hdr_t *pkt, const char *why)
 {
-    d->base.malformed++;
-    torxp_error(TORX_ERR_PROTO,
-                "torx: protocol error: malformed packet in reception FIFO %u (%s: ctl 0x%02x, %u "
-                "chunks, %u payload bytes); dropped",
-                fi, why, pkt->ctl, pkt->chunks, pkt->payload_len);
-    torxp_log(&d->base, 0, "%s", torx_last_error() + sizeof "torx: " - 1);
+    torxp_dev_malformed(&d->base,
+                        "malformed packet in reception FIFO %u (%s: ctl 0x%02x, %u chunks, %u "
+                        "payload bytes)",
+                        fi, why, pkt->ctl, pkt->chunks, pkt->payload_len);
 }
 
 /* Makes pkt, checked, the peeked packet of FIFO fi. */
