@@ -196,6 +196,13 @@ void torxp_cn_alu32(unsigned op, int is_signed, uint32_t *restrict acc, const un
 void torxp_cn_alu(unsigned op, unsigned type, unsigned char *acc, const unsigned char *src);
 const char *torxp_cn_op_name(unsigned op);
 const char *torxp_cn_type_name(unsigned type);
+/* The checks of torx_cn_inject's arguments and of a torx_cn_read (cn_alu.c),
+ * the same for every device: TORX_OK, or TORX_ERR_INVAL with the message
+ * recorded. read, injected: the rounds read and injected so far. */
+torx_status_t torxp_cn_inject_check(torx_cn_op_t op, torx_cn_type_t type, int is_root,
+                                    const void *data);
+torx_status_t torxp_cn_read_check(const torx_pkt_dev_t *dev, uint64_t read, uint64_t injected,
+                                  const void *result);
 
 /* Options every device reads from the environment, parsed once in
  * torx_pkt_open so the errors are uniform. */

@@ -352,17 +352,11 @@ torx_status_t torxp_ofi_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_
                                   int is_root, const void *data)
 {
     torxp_ofi_dev_t *d = torxp_ofi_of(dev);
-    if (TORXP_UNLIKELY((unsigned)op >= TORX_CN_NOPS))
-        return torxp_error(TORX_ERR_INVAL, "torx: torx_cn_inject: op %d is not a torx_cn_op_t",
-                           (int)op);
-    if (TORXP_UNLIKELY((unsigned)type >= TORX_CN_NTYPES))
-        return torxp_error(TORX_ERR_INVAL, "torx: torx_cn_inject: type %d is not a torx_cn_type_t",
-                           (int)type);
+    const torx_status_t bad = torxp_cn_inject_check(op, type, is_root, data);
+    if (TORXP_UNLIKELY(bad != TORX_OK))
+        return bad;
     const int root = op == TORX_CN_BCAST && is_root;
     const int has_data = op != TORX_CN_BCAST || root;
-    if (TORXP_UNLIKELY(has_data && data == NULL))
-        return torxp_error(TORX_ERR_INVAL, "torx: torx_cn_inject: %s%s with data == NULL",
-                           torxp_cn_op_name(op), root ? " root" : "");
 
     torxp_ofi_lock(d);
     torxp_ofi_cn_t *c = d->cn;
@@ -406,18 +400,9 @@ torx_status_t torxp_ofi_cn_read(torx_pkt_dev_t *dev, void *result)
     torxp_ofi_lock(d);
     torxp_ofi_cn_t *c = d->cn;
     const uint64_t r = c->read;
-    torx_status_t rc;
-    if (TORXP_UNLIKELY(r == c->injected)) {
-        rc = torxp_error(TORX_ERR_INVAL,
-                         "torx: torx_cn_read: task %d has no unread collective round "
-                         "(%llu injected, all read); inject before reading",
-                         dev->rank, (unsigned long long)c->injected);
+    torx_status_t rc = torxp_cn_read_check(dev, r, c->injected, result);
+    if (TORXP_UNLIKELY(rc != TORX_OK))
         goto out;
-    }
-    if (TORXP_UNLIKELY(result == NULL)) {
-        rc = torxp_error(TORX_ERR_INVAL, "torx: torx_cn_read: result == NULL");
-        goto out;
-    }
     struct cn_res *res = &c->res[r % TORXP_OFI_CN_DEPTH];
     if (!res->ready || res->round != r)
         torxp_ofi_progress(d);
