@@ -366,13 +366,6 @@ static void run_child(fork_shared_t *sh, int rank, int ntasks, pid_t parent,
     _exit(exit_code_of(rc));
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Parent: records a reaped task; returns 1 when it failed. */
 static int reaped(fork_shared_t *sh, int rank, pid_t pid, int status, int nrunning)
 {
@@ -476,7 +469,7 @@ int torx_boot_fork_run(int ntasks, torx_task_main_fn task_main, void *arg, doubl
     }
 
     int running = ntasks, failures = 0, first_failed = -1;
-    const double deadline = now_s() + timeout_s;
+    const double deadline = torxp_mono_s() + timeout_s;
     long sleep_ns = 1000000; /* 1 ms, backing off to 50 ms while nothing happens */
     while (running > 0) {
         int progressed = 0;
@@ -507,7 +500,7 @@ int torx_boot_fork_run(int ntasks, torx_task_main_fn task_main, void *arg, doubl
         }
         if (running == 0)
             break;
-        double now = now_s();
+        double now = torxp_mono_s();
         if (now >= deadline) {
             for (int r = 0; r < ntasks; r++)
                 if (pids[r] > 0)

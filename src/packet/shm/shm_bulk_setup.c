@@ -123,8 +123,7 @@ static bool bulk_probe(const torxp_shm_dev_t *d, char *why, size_t why_len, int 
         return false;
     }
     const int yama = bulk_yama_scope();
-    struct timespec start;
-    clock_gettime(CLOCK_MONOTONIC, &start);
+    const uint64_t start = torxp_mono_ns();
     for (;;) {
         uint64_t word = 0;
         struct iovec l = {&word, sizeof word};
@@ -142,9 +141,7 @@ static bool bulk_probe(const torxp_shm_dev_t *d, char *why, size_t why_len, int 
         snprintf(why, why_len, "process_vm_readv: %s", got < 0 ? strerror(*err) : "short read");
         /* Under Yama scope 1 the peer may not have run its PR_SET_PTRACER
          * yet; it does so at the start of its own set-up. */
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        long ms = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+        const uint64_t ms = (torxp_mono_ns() - start) / 1000000;
         if (*err != EPERM || yama != 1 || peer == d->self_index || ms >= BULK_YAMA_RETRY_MS)
             return false;
         nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
