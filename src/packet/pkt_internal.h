@@ -223,16 +223,16 @@ enum { TORXP_BULK_AUTO, TORXP_BULK_CMA, TORXP_BULK_FIFO };
 /* bulk_get flags: torx_bulk_get_shared (the device may ask the owner). */
 #define TORXP_BULK_F_SHARE 0x1u
 
-/* Shared gets (shm_bulk.c): the least the reader or the owner claims at a
- * time, and the shortest get shared by default (bench/RESULTS.md). */
+/* Shared gets (shm_bulk_shared.c): the least the reader or the owner
+ * claims at a time, and the shortest get shared by default
+ * (TORX_BULK_SHARE_MIN, docs/tuning.md). */
 #define TORXP_BULK_SHARE_PIECE 65536u
 #define TORXP_BULK_SHARE_MIN_DEFAULT 131072L
 /* Staged pieces up to this many bytes rewind to the ring's start when it is
  * empty (shm_stage.c). On the development VMs a 1-3 KiB ping-pong took
  * 0.75-0.87 of its time rewinding and 4-16 KiB took 1.02-1.65 (the sender's
  * writes then wait for the receiver's copies of the same lines to be
- * invalidated, 64 or more lines a piece): bench/RESULTS.md, eleventh
- * session. */
+ * invalidated, 64 or more lines a piece). */
 #define TORXP_STAGE_REWIND_MAX_DEFAULT 3072L
 
 torx_status_t torxp_env_read(torxp_env_t *env);

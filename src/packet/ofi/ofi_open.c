@@ -7,8 +7,8 @@
  * libfabric offers without RDMA hardware: net, tcp;ofi_rxm, udp;ofi_rxd,
  * sockets. net (libfabric 1.17's RDM over TCP without the rxm layer) comes
  * first because it is the fastest between hosts: libfabric's own
- * ping-pong over it takes 4.5 us where tcp;ofi_rxm takes 10.3 (8 bytes,
- * bench/RESULTS.md "Multi-host"), level with UCX over TCP. TORX_OFI_IFACE
+ * ping-pong over it takes 4.5 us where tcp;ofi_rxm takes 10.3 (8 bytes),
+ * level with UCX over TCP (docs/multihost.md). TORX_OFI_IFACE
  * keeps the provider to one network interface (its domain, for the
  * socket-based providers). A provider that lacks something torx needs is a
  * start-up error that names the provider and the missing capability, found

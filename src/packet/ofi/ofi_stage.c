@@ -51,7 +51,7 @@
 #define STAGE_MSG_MAX_RXM 16384u
 /* Pieces in flight per ordered pair. One host over net on lo, against 4:
  * one-way bandwidth +15-19% from 256 B to 16 KiB, both ways +25% at 4 and
- * 16 KiB, latency level (bench/RESULTS.md, "Multi-host"). */
+ * 16 KiB, latency level (docs/multihost.md). */
 #define STAGE_WINDOW 16u
 #define STAGE_RX_MAX TORXP_OFI_STAGE_RX_MAX
 #define STAGE_TX 16u /* send buffers */

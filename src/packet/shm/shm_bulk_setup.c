@@ -25,8 +25,7 @@
  * either end (TORX_RZV_DATA=auto) is the same choice. One task's 1 MiB
  * timing ranged 174-337% between starts on one VM, around the line the
  * message layer draws at 200, and a pair that disagreed staged one
- * direction and took bulk gets the other (bench/RESULTS.md, fourteenth
- * session). */
+ * direction and took bulk gets the other. */
 unsigned torxp_shm_bulk_cost(const torx_pkt_dev_t *dev, torx_coord_t peer)
 {
     const torxp_shm_dev_t *d = (const torxp_shm_dev_t *)dev;
@@ -46,10 +45,8 @@ unsigned torxp_shm_bulk_cost(const torx_pkt_dev_t *dev, torx_coord_t peer)
  * first few copies of fresh buffers run up to 3x slow: over 16 MPI starts
  * on one VM the figure ranged 137-468% at 3 tries and 254-509% at 12, and
  * a pair on each side of the line at 200 moved its rendezvous data at
- * 17-19 or 38-51 GB/s both ways at 64 KiB (bench/RESULTS.md, seventeenth
- * session). 1 MiB: past the caches that hold one core's copies, as the
- * messages that take a bulk get are; the whole measurement takes about
- * 1.5 ms once per task. */
+ * 17-19 or 38-51 GB/s both ways at 64 KiB. 1 MiB: past the caches that hold one core's copies, as
+ * the messages that take a bulk get are; the whole measurement takes about 1.5 ms once per task. */
 #define COST_BYTES ((size_t)1 << 20)
 #define COST_TRIES 12
 

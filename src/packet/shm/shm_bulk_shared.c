@@ -64,7 +64,7 @@ static uint64_t share_claim(torxp_shm_share_t *r, uint64_t seq, uint64_t len, ui
 /* Whether the owner is itself in a get from this task: then both cores
  * copy already (both ways at once: a bidirectional stream), and sharing
  * would only add calls and contention (both-ways bandwidth 0.8x of the
- * unshared at 256 KiB-1 MiB, bench/RESULTS.md). */
+ * unshared at 256 KiB-1 MiB). */
 static bool share_owner_busy(const torxp_shm_dev_t *d, const torxp_shm_bulk_op_t *op)
 {
     const torxp_shm_share_t *o = &d->share[torxp_shm_bulk_peer_index(d, op->b.peer)];
