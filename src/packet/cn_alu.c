@@ -1,5 +1,6 @@
 /* The collective network's integer ALU, the names of its operations and the
- * checks of torx_cn_inject's and torx_cn_read's arguments, shared by the
+ * checks of the arguments of torx_cn_inject, torx_cn_read, torx_gi_arm and
+ * torx_gi_poll, shared by the
  * devices (shm combines in the shared region, ofi at each level of its
  * tree): one ALU, so every device gives the same bits. */
 #include "pkt_internal.h"
@@ -155,5 +156,25 @@ torx_status_t torxp_cn_read_check(const torx_pkt_dev_t *dev, uint64_t read, uint
                            dev->rank, (unsigned long long)injected);
     if (TORXP_UNLIKELY(result == NULL))
         return torxp_error(TORX_ERR_INVAL, "torx: torx_cn_read: result == NULL");
+    return TORX_OK;
+}
+
+torx_status_t torxp_gi_arm_check(const torx_pkt_dev_t *dev, uint64_t armed, uint64_t complete)
+{
+    if (TORXP_UNLIKELY(complete != armed))
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: torx_gi_arm: task %d armed barrier round %llu twice; poll "
+                           "round %llu to completion (torx_gi_poll == TORX_OK) first",
+                           dev->rank, (unsigned long long)armed + 1, (unsigned long long)armed);
+    return TORX_OK;
+}
+
+torx_status_t torxp_gi_poll_check(const torx_pkt_dev_t *dev, uint64_t armed)
+{
+    if (TORXP_UNLIKELY(armed == 0))
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: torx_gi_poll: task %d has not armed a barrier round "
+                           "(call torx_gi_arm first)",
+                           dev->rank);
     return TORX_OK;
 }

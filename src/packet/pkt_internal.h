@@ -203,6 +203,10 @@ torx_status_t torxp_cn_inject_check(torx_cn_op_t op, torx_cn_type_t type, int is
                                     const void *data);
 torx_status_t torxp_cn_read_check(const torx_pkt_dev_t *dev, uint64_t read, uint64_t injected,
                                   const void *result);
+/* The same for the global interrupt: torx_gi_arm with the rounds armed and
+ * completed so far, torx_gi_poll with the rounds armed. */
+torx_status_t torxp_gi_arm_check(const torx_pkt_dev_t *dev, uint64_t armed, uint64_t complete);
+torx_status_t torxp_gi_poll_check(const torx_pkt_dev_t *dev, uint64_t armed);
 
 /* Options every device reads from the environment, parsed once in
  * torx_pkt_open so the errors are uniform. */

@@ -452,13 +452,8 @@ torx_status_t torxp_ofi_gi_arm(torx_pkt_dev_t *dev)
     torxp_ofi_lock(d);
     torxp_ofi_cn_t *c = d->cn;
     const uint64_t k = c->gi_armed;
-    torx_status_t rc = TORX_OK;
-    if (TORXP_UNLIKELY(c->gi_complete != k)) {
-        rc = torxp_error(TORX_ERR_INVAL,
-                         "torx: torx_gi_arm: task %d armed barrier round %llu twice; poll "
-                         "round %llu to completion (torx_gi_poll == TORX_OK) first",
-                         dev->rank, (unsigned long long)k + 1, (unsigned long long)k);
-    } else {
+    const torx_status_t rc = torxp_gi_arm_check(dev, k, c->gi_complete);
+    if (TORXP_LIKELY(rc == TORX_OK)) {
         c->gi_armed = k + 1;
         gi_advance(d);
         torxp_ofi_progress(d);
@@ -473,13 +468,8 @@ torx_status_t torxp_ofi_gi_poll(torx_pkt_dev_t *dev)
     torxp_ofi_lock(d);
     torxp_ofi_cn_t *c = d->cn;
     const uint64_t k = c->gi_armed;
-    torx_status_t rc = TORX_OK;
-    if (TORXP_UNLIKELY(k == 0)) {
-        rc = torxp_error(TORX_ERR_INVAL,
-                         "torx: torx_gi_poll: task %d has not armed a barrier round "
-                         "(call torx_gi_arm first)",
-                         dev->rank);
-    } else if (c->gi_complete != k) {
+    torx_status_t rc = torxp_gi_poll_check(dev, k);
+    if (TORXP_LIKELY(rc == TORX_OK) && c->gi_complete != k) {
         if (c->gi_released < k)
             torxp_ofi_progress(d);
         if (c->gi_released >= k) {

@@ -419,11 +419,9 @@ torx_status_t torxp_shm_gi_arm(torx_pkt_dev_t *dev)
             return st;
     }
     torxp_gi_task_t *me = gi_task(d->gi, (unsigned)dev->rank);
-    if (TORXP_UNLIKELY(me->complete != k))
-        return torxp_error(TORX_ERR_INVAL,
-                           "torx: torx_gi_arm: task %d armed barrier round %llu twice; poll "
-                           "round %llu to completion (torx_gi_poll == TORX_OK) first",
-                           dev->rank, (unsigned long long)k + 1, (unsigned long long)k);
+    const torx_status_t bad = torxp_gi_arm_check(dev, k, me->complete);
+    if (TORXP_UNLIKELY(bad != TORX_OK))
+        return bad;
     me->scan = 0;
     /* release: everything this task did before entering the barrier happens
      * before a task whose acquire sees armed >= k + 1 leaves it. */
@@ -437,11 +435,9 @@ torx_status_t torxp_shm_gi_poll(torx_pkt_dev_t *dev)
     torxp_shm_dev_t *d = torxp_shm_of(dev);
     uint64_t k = d->gi_armed;
 
-    if (TORXP_UNLIKELY(k == 0))
-        return torxp_error(TORX_ERR_INVAL,
-                           "torx: torx_gi_poll: task %d has not armed a barrier round "
-                           "(call torx_gi_arm first)",
-                           dev->rank);
+    const torx_status_t bad = torxp_gi_poll_check(dev, k);
+    if (TORXP_UNLIKELY(bad != TORX_OK))
+        return bad;
     void *region = d->gi;
     torxp_gi_task_t *me = gi_task(region, (unsigned)dev->rank);
     if (me->complete == k)
