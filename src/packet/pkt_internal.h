@@ -185,6 +185,19 @@ static inline torx_status_t torxp_inject_batch(torx_pkt_dev_t *dev, const torx_p
 torx_status_t torxp_deposit_hops(const torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
                                  unsigned *hops);
 unsigned torxp_deposit_hop_slot(const torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr, unsigned k);
+/* A deposit packet whose line is only partly delivered, the same on every
+ * device: it waits here for the line's hops next_hop..hops, and everything
+ * the task injects after it waits too, so order holds. torxp_deposit_stash
+ * keeps hdr and the len payload bytes gathered from iov, to go on from hop
+ * k of hops. */
+typedef struct torxp_deposit_stash {
+    unsigned next_hop, hops;
+    torx_pkt_hdr_t hdr;
+    uint8_t payload[TORX_PKT_MAX_PAYLOAD];
+} torxp_deposit_stash_t;
+void torxp_deposit_stash(torxp_deposit_stash_t *s, const torx_pkt_hdr_t *hdr,
+                         const struct iovec *iov, int iovcnt, size_t len, unsigned k,
+                         unsigned hops);
 
 /* The collective network's ALU (cn_alu.c), the same for every device: acc
  * op= src lane by lane over one packet (TORX_CN_PACKET_BYTES), src read

@@ -222,15 +222,11 @@ typedef struct torxp_ofi_dev {
     torxp_ofi_txbuf_t *txbufs;
     int tx_free; /* head of the free list, -1 when the pool is empty */
     unsigned tx_nfree, tx_pool;
-    int32_t *credits;    /* per destination slot: packets it still takes from us */
-    uint32_t credit_max; /* the credit window per pair (TORX_FIFO_PACKETS) */
-    uint64_t chaos_rx;   /* xorshift state of the receive side; 0 = chaos off */
-    struct {             /* a deposit line only partly sent (see ofi_torus.c) */
-        int active;
-        unsigned next_hop, hops;
-        torx_pkt_hdr_t hdr;
-        unsigned char payload[TORX_PKT_MAX_PAYLOAD];
-    } stash;
+    int32_t *credits;            /* per destination slot: packets it still takes from us */
+    uint32_t credit_max;         /* the credit window per pair (TORX_FIFO_PACKETS) */
+    uint64_t chaos_rx;           /* xorshift state of the receive side; 0 = chaos off */
+    int stash_active;            /* a deposit line only partly sent (see ofi_torus.c) */
+    torxp_deposit_stash_t stash; /* its packet */
 
     /* torus: receive side */
     /* nrx torus buffers, nsysrx device buffers, then nhold holders: packets

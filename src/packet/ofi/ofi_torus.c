@@ -675,7 +675,7 @@ static void drain_stash(torxp_ofi_dev_t *d)
             return;
         d->stash.next_hop++;
     }
-    d->stash.active = 0;
+    d->stash_active = 0;
 }
 
 static torx_status_t inject_deposit(torxp_ofi_dev_t *d, const torx_pkt_hdr_t *hdr,
@@ -700,16 +700,8 @@ static torx_status_t inject_deposit(torxp_ofi_dev_t *d, const torx_pkt_hdr_t *hd
             return rc;
     }
     if (k <= hops) { /* taken, but the rest of the line must wait */
-        d->stash.active = 1;
-        d->stash.next_hop = k;
-        d->stash.hops = hops;
-        d->stash.hdr = *hdr;
-        d->stash.hdr.payload_len = (uint8_t)len;
-        unsigned char *p = d->stash.payload;
-        for (int j = 0; j < iovcnt; j++) {
-            memcpy(p, iov[j].iov_base, iov[j].iov_len);
-            p += iov[j].iov_len;
-        }
+        d->stash_active = 1;
+        torxp_deposit_stash(&d->stash, hdr, iov, iovcnt, len, k, hops);
     }
     return TORX_OK;
 }
@@ -720,9 +712,9 @@ static torx_status_t inject_locked(torxp_ofi_dev_t *d, const torx_pkt_hdr_t *hdr
     torx_pkt_dev_t *dev = &d->base;
     if (TORXP_UNLIKELY(dev->failed != TORX_OK))
         return dev->failed;
-    if (TORXP_UNLIKELY(d->stash.active)) {
+    if (TORXP_UNLIKELY(d->stash_active)) {
         drain_stash(d); /* everything queues behind a partly sent line */
-        if (d->stash.active)
+        if (d->stash_active)
             return TORX_NO_ROOM;
     }
     size_t len = 0;
@@ -761,7 +753,7 @@ int torxp_ofi_room(torx_pkt_dev_t *dev, torx_coord_t dest)
     const unsigned slot = torx_coord_index(dev->shape, dest);
     torxp_ofi_lock(d);
     int room = 0;
-    if (d->slot_rank[slot] >= 0 && !d->stash.active) {
+    if (d->slot_rank[slot] >= 0 && !d->stash_active) {
         room = d->credits[slot];
         if ((int)d->tx_nfree < room)
             room = (int)d->tx_nfree;
@@ -839,7 +831,7 @@ int torxp_ofi_poll(torx_pkt_dev_t *dev)
     torxp_ofi_lock(d);
     torxp_ofi_progress(d);
     d->polled_since_empty = 1;
-    if (TORXP_UNLIKELY(d->stash.active))
+    if (TORXP_UNLIKELY(d->stash_active))
         drain_stash(d);
     const int ready = d->cur >= 0 || !queues_empty(d);
     torxp_ofi_unlock(d);
@@ -852,7 +844,7 @@ int torxp_ofi_poll(torx_pkt_dev_t *dev)
  * stashed line, queued device messages): no descriptor announces room. */
 static int tx_pending(const torxp_ofi_dev_t *d)
 {
-    return d->stash.active || d->sys_head != NULL;
+    return d->stash_active || d->sys_head != NULL;
 }
 
 static int take_wake(torxp_ofi_dev_t *d)
@@ -1054,10 +1046,10 @@ void torxp_ofi_flush(torxp_ofi_dev_t *d, double timeout_s)
     const double deadline = torxp_mono_s() + timeout_s;
     torxp_ofi_lock(d);
     while ((d->sys_head || d->sys_inflight || d->inj_inflight || d->tx_nfree < d->tx_pool ||
-            d->stash.active || torxp_ofi_stage_busy(d)) &&
+            d->stash_active || torxp_ofi_stage_busy(d)) &&
            d->base.failed == TORX_OK && torxp_mono_s() < deadline) {
         torxp_ofi_progress(d);
-        if (d->stash.active)
+        if (d->stash_active)
             drain_stash(d);
     }
     if (d->sys_head || d->sys_inflight || d->inj_inflight || d->tx_nfree < d->tx_pool)

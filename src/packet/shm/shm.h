@@ -204,11 +204,7 @@ struct torxp_shm_dev {
         torxp_fifo_t *fifo;
         uint64_t *cached_head;
     } tx_memo;
-    struct {
-        unsigned next_hop, hops;
-        torx_pkt_hdr_t hdr;
-        uint8_t payload[TORX_PKT_MAX_PAYLOAD];
-    } stash;
+    torxp_deposit_stash_t stash;
 
     /* collective network and global interrupt (shm_cn.c); a new line, away
      * from the injection state */

@@ -269,15 +269,7 @@ static torx_status_t inject_deposit(torxp_shm_dev_t *d, const torx_pkt_hdr_t *hd
     }
     if (k <= hops) { /* taken, but the rest of the line must wait */
         set_stash_active(d, 1);
-        d->stash.next_hop = k;
-        d->stash.hops = hops;
-        d->stash.hdr = *hdr;
-        d->stash.hdr.payload_len = (uint8_t)len;
-        char *p = (char *)d->stash.payload;
-        for (int i = 0; i < iovcnt; i++) {
-            memcpy(p, iov[i].iov_base, iov[i].iov_len);
-            p += iov[i].iov_len;
-        }
+        torxp_deposit_stash(&d->stash, hdr, iov, iovcnt, len, k, hops);
     }
     return TORX_OK;
 }
