@@ -28,7 +28,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -237,13 +236,7 @@ static void fork_finalize(torx_boot_t *boot)
 
 static void random_hex(char *buf, size_t len)
 {
-    uint64_t r = 0;
-    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        r = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ ((uint64_t)getpid() << 40);
-    }
-    snprintf(buf, len, "%016llx", (unsigned long long)r);
+    snprintf(buf, len, "%016llx", (unsigned long long)torxp_random64());
 }
 
 /* CPUs this process may run on, in OS index order, for pinning. NULL (and a

@@ -3,6 +3,8 @@
 #include "pkt_internal.h"
 
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 static const char *const device_names[] = {"shm", "ofi", NULL};
 enum { DEVICE_SHM, DEVICE_OFI };
@@ -342,4 +344,12 @@ void torxp_deposit_stash(torxp_deposit_stash_t *s, const torx_pkt_hdr_t *hdr,
         memcpy(p, iov[i].iov_base, iov[i].iov_len);
         p += iov[i].iov_len;
     }
+}
+
+uint64_t torxp_random64(void)
+{
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+        r = torxp_mono_ns() ^ ((uint64_t)getpid() << 40);
+    return r;
 }

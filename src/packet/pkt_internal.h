@@ -74,6 +74,10 @@ struct torx_pkt_dev {
     torx_status_t failed; /* an error the device cannot recover from, else TORX_OK */
 };
 
+/* 64 random bits for names that must differ between jobs (packet.c):
+ * getrandom, or when it has none to give at once, the clock and the pid. */
+uint64_t torxp_random64(void);
+
 /* Monotonic time in seconds, for deadlines and timeouts (not the hot path). */
 static inline double torxp_mono_s(void)
 {
