@@ -26,7 +26,7 @@
  * The reader never waits for help, only for bytes the owner has claimed
  * (one claim at a time): an owner busy elsewhere finds the counter spent
  * when it gets to the packet, and the reader has copied everything alone,
- * as before. Claims carry the get's sequence number in the counter's top
+ * as in an unshared get. Claims carry the get's sequence number in the counter's top
  * bits, so a late BULK_SHARE, or one for a get that has ended, claims
  * nothing of the next. The get still completes inside the call. */
 
