@@ -77,7 +77,7 @@ torx_status_t torx_map_from_order(const char *order, torx_shape_t shape, int nta
  *   opened or read; a bad line ("torx: path:line: reason": fields,
  *   numbers, range, t beyond the tasks per node, duplicates, too few or too
  *   many rank lines); no rank line at all. TORX_ERR_NOMEM: no memory.
- * SEE ALSO torx_map_from_spec, torx_map_write, torx-map(1) (mapping/README.md)
+ * SEE ALSO torx_map_from_spec, torx_map_write, torx-map(1)
  */
 torx_status_t torx_map_from_file(const char *path, torx_shape_t shape, int ntasks, torx_map_t *map);
 
@@ -164,7 +164,7 @@ unsigned torx_map_distance(const torx_map_t *map, int a, int b);
  * RETURN VALUE
  *   TORX_OK. TORX_ERR_INVAL: map or out NULL, or map empty. TORX_ERR_SYS:
  *   a write or flush failed (e.g. a full disk).
- * SEE ALSO torx_map_from_file, torx-map(1) (mapping/README.md)
+ * SEE ALSO torx_map_from_file, torx-map(1)
  */
 torx_status_t torx_map_write(const torx_map_t *map, FILE *out);
 
@@ -300,7 +300,7 @@ typedef struct torx_map_opt_report {
  *   t, map NULL or t empty; shape unusable or too small for t's ranks; the
  *   hop-bytes exceed 64 bits under every map tried. TORX_ERR_NOMEM: no
  *   memory.
- * SEE ALSO torx_map_hop_bytes, torx_map_write, torx-map(1) (mapping/README.md)
+ * SEE ALSO torx_map_hop_bytes, torx_map_write, torx-map(1)
  */
 torx_status_t torx_map_optimize(const torx_traffic_t *t, torx_shape_t shape,
                                 const torx_map_opt_attr_t *attr, torx_map_t *map,

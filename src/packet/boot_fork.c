@@ -28,7 +28,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -237,13 +236,7 @@ static void fork_finalize(torx_boot_t *boot)
 
 static void random_hex(char *buf, size_t len)
 {
-    uint64_t r = 0;
-    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        r = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ ((uint64_t)getpid() << 40);
-    }
-    snprintf(buf, len, "%016llx", (unsigned long long)r);
+    snprintf(buf, len, "%016llx", (unsigned long long)torxp_random64());
 }
 
 /* CPUs this process may run on, in OS index order, for pinning. NULL (and a
@@ -366,13 +359,6 @@ static void run_child(fork_shared_t *sh, int rank, int ntasks, pid_t parent,
     _exit(exit_code_of(rc));
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Parent: records a reaped task; returns 1 when it failed. */
 static int reaped(fork_shared_t *sh, int rank, pid_t pid, int status, int nrunning)
 {
@@ -476,7 +462,7 @@ int torx_boot_fork_run(int ntasks, torx_task_main_fn task_main, void *arg, doubl
     }
 
     int running = ntasks, failures = 0, first_failed = -1;
-    const double deadline = now_s() + timeout_s;
+    const double deadline = torxp_mono_s() + timeout_s;
     long sleep_ns = 1000000; /* 1 ms, backing off to 50 ms while nothing happens */
     while (running > 0) {
         int progressed = 0;
@@ -507,7 +493,7 @@ int torx_boot_fork_run(int ntasks, torx_task_main_fn task_main, void *arg, doubl
         }
         if (running == 0)
             break;
-        double now = now_s();
+        double now = torxp_mono_s();
         if (now >= deadline) {
             for (int r = 0; r < ntasks; r++)
                 if (pids[r] > 0)

@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -481,14 +480,8 @@ static torx_status_t port_handshake(pmi_client_t *c, long id, long *size, long *
 
 static torx_status_t singleton(torx_boot_t *boot, pmi_client_t *c)
 {
-    uint64_t r = 0;
-    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        r = ((uint64_t)ts.tv_nsec << 24) ^ (uint64_t)ts.tv_sec;
-    }
     snprintf(c->job_id, sizeof c->job_id, "singleton-%d-%016llx", (int)getpid(),
-             (unsigned long long)r);
+             (unsigned long long)torxp_random64());
     c->fd = -1;
     boot->rank = 0;
     boot->size = 1;

@@ -1,6 +1,8 @@
-/* The collective network's integer ALU and the names of its operations,
- * shared by the devices (shm combines in the shared region, ofi at each
- * level of its tree): one ALU, so every device gives the same bits. */
+/* The collective network's integer ALU, the names of its operations and the
+ * checks of the arguments of torx_cn_inject, torx_cn_read, torx_gi_arm and
+ * torx_gi_poll, shared by the
+ * devices (shm combines in the shared region, ofi at each level of its
+ * tree): one ALU, so every device gives the same bits. */
 #include "pkt_internal.h"
 
 #include <string.h>
@@ -125,4 +127,54 @@ void torxp_cn_alu(unsigned op, unsigned type, unsigned char *acc, const unsigned
         torxp_cn_alu32(op, is_signed, a, src);
         memcpy(acc, a, sizeof a);
     }
+}
+
+torx_status_t torxp_cn_inject_check(torx_cn_op_t op, torx_cn_type_t type, int is_root,
+                                    const void *data)
+{
+    if (TORXP_UNLIKELY((unsigned)op >= TORX_CN_NOPS))
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_cn_inject: op %d is not a torx_cn_op_t",
+                           (int)op);
+    if (TORXP_UNLIKELY((unsigned)type >= TORX_CN_NTYPES))
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_cn_inject: type %d is not a torx_cn_type_t",
+                           (int)type);
+    const int root = op == TORX_CN_BCAST && is_root;
+    const int has_data = op != TORX_CN_BCAST || root;
+    if (TORXP_UNLIKELY(has_data && data == NULL))
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_cn_inject: %s%s with data == NULL",
+                           torxp_cn_op_name(op), root ? " root" : "");
+    return TORX_OK;
+}
+
+torx_status_t torxp_cn_read_check(const torx_pkt_dev_t *dev, uint64_t read, uint64_t injected,
+                                  const void *result)
+{
+    if (TORXP_UNLIKELY(read == injected))
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: torx_cn_read: task %d has no unread collective round "
+                           "(%llu injected, all read); inject before reading",
+                           dev->rank, (unsigned long long)injected);
+    if (TORXP_UNLIKELY(result == NULL))
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_cn_read: result == NULL");
+    return TORX_OK;
+}
+
+torx_status_t torxp_gi_arm_check(const torx_pkt_dev_t *dev, uint64_t armed, uint64_t complete)
+{
+    if (TORXP_UNLIKELY(complete != armed))
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: torx_gi_arm: task %d armed barrier round %llu twice; poll "
+                           "round %llu to completion (torx_gi_poll == TORX_OK) first",
+                           dev->rank, (unsigned long long)armed + 1, (unsigned long long)armed);
+    return TORX_OK;
+}
+
+torx_status_t torxp_gi_poll_check(const torx_pkt_dev_t *dev, uint64_t armed)
+{
+    if (TORXP_UNLIKELY(armed == 0))
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: torx_gi_poll: task %d has not armed a barrier round "
+                           "(call torx_gi_arm first)",
+                           dev->rank);
+    return TORX_OK;
 }

@@ -3,6 +3,8 @@
 #include "pkt_internal.h"
 
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 static const char *const device_names[] = {"shm", "ofi", NULL};
 enum { DEVICE_SHM, DEVICE_OFI };
@@ -328,4 +330,26 @@ unsigned torxp_deposit_hop_slot(const torx_pkt_dev_t *dev, const torx_pkt_hdr_t 
     c[dim] =
         (uint8_t)((hdr->ctl & TORX_PKT_DEPOSIT_NEG) ? (c[dim] + n - k % n) % n : (c[dim] + k) % n);
     return torx_coord_index(s, (torx_coord_t){c[0], c[1], c[2], hdr->dest.t});
+}
+
+void torxp_deposit_stash(torxp_deposit_stash_t *s, const torx_pkt_hdr_t *hdr,
+                         const struct iovec *iov, int iovcnt, size_t len, unsigned k, unsigned hops)
+{
+    s->next_hop = k;
+    s->hops = hops;
+    s->hdr = *hdr;
+    s->hdr.payload_len = (uint8_t)len;
+    uint8_t *p = s->payload;
+    for (int i = 0; i < iovcnt; i++) {
+        memcpy(p, iov[i].iov_base, iov[i].iov_len);
+        p += iov[i].iov_len;
+    }
+}
+
+uint64_t torxp_random64(void)
+{
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+        r = torxp_mono_ns() ^ ((uint64_t)getpid() << 40);
+    return r;
 }

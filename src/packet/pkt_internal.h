@@ -74,6 +74,10 @@ struct torx_pkt_dev {
     torx_status_t failed; /* an error the device cannot recover from, else TORX_OK */
 };
 
+/* 64 random bits for names that must differ between jobs (packet.c):
+ * getrandom, or when it has none to give at once, the clock and the pid. */
+uint64_t torxp_random64(void);
+
 /* Monotonic time in seconds, for deadlines and timeouts (not the hot path). */
 static inline double torxp_mono_s(void)
 {
@@ -185,6 +189,19 @@ static inline torx_status_t torxp_inject_batch(torx_pkt_dev_t *dev, const torx_p
 torx_status_t torxp_deposit_hops(const torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
                                  unsigned *hops);
 unsigned torxp_deposit_hop_slot(const torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr, unsigned k);
+/* A deposit packet whose line is only partly delivered, the same on every
+ * device: it waits here for the line's hops next_hop..hops, and everything
+ * the task injects after it waits too, so order holds. torxp_deposit_stash
+ * keeps hdr and the len payload bytes gathered from iov, to go on from hop
+ * k of hops. */
+typedef struct torxp_deposit_stash {
+    unsigned next_hop, hops;
+    torx_pkt_hdr_t hdr;
+    uint8_t payload[TORX_PKT_MAX_PAYLOAD];
+} torxp_deposit_stash_t;
+void torxp_deposit_stash(torxp_deposit_stash_t *s, const torx_pkt_hdr_t *hdr,
+                         const struct iovec *iov, int iovcnt, size_t len, unsigned k,
+                         unsigned hops);
 
 /* The collective network's ALU (cn_alu.c), the same for every device: acc
  * op= src lane by lane over one packet (TORX_CN_PACKET_BYTES), src read
@@ -196,6 +213,17 @@ void torxp_cn_alu32(unsigned op, int is_signed, uint32_t *restrict acc, const un
 void torxp_cn_alu(unsigned op, unsigned type, unsigned char *acc, const unsigned char *src);
 const char *torxp_cn_op_name(unsigned op);
 const char *torxp_cn_type_name(unsigned type);
+/* The checks of torx_cn_inject's arguments and of a torx_cn_read (cn_alu.c),
+ * the same for every device: TORX_OK, or TORX_ERR_INVAL with the message
+ * recorded. read, injected: the rounds read and injected so far. */
+torx_status_t torxp_cn_inject_check(torx_cn_op_t op, torx_cn_type_t type, int is_root,
+                                    const void *data);
+torx_status_t torxp_cn_read_check(const torx_pkt_dev_t *dev, uint64_t read, uint64_t injected,
+                                  const void *result);
+/* The same for the global interrupt: torx_gi_arm with the rounds armed and
+ * completed so far, torx_gi_poll with the rounds armed. */
+torx_status_t torxp_gi_arm_check(const torx_pkt_dev_t *dev, uint64_t armed, uint64_t complete);
+torx_status_t torxp_gi_poll_check(const torx_pkt_dev_t *dev, uint64_t armed);
 
 /* Options every device reads from the environment, parsed once in
  * torx_pkt_open so the errors are uniform. */
@@ -216,16 +244,16 @@ enum { TORXP_BULK_AUTO, TORXP_BULK_CMA, TORXP_BULK_FIFO };
 /* bulk_get flags: torx_bulk_get_shared (the device may ask the owner). */
 #define TORXP_BULK_F_SHARE 0x1u
 
-/* Shared gets (shm_bulk.c): the least the reader or the owner claims at a
- * time, and the shortest get shared by default (bench/RESULTS.md). */
+/* Shared gets (shm_bulk_shared.c): the least the reader or the owner
+ * claims at a time, and the shortest get shared by default
+ * (TORX_BULK_SHARE_MIN, docs/tuning.md). */
 #define TORXP_BULK_SHARE_PIECE 65536u
 #define TORXP_BULK_SHARE_MIN_DEFAULT 131072L
 /* Staged pieces up to this many bytes rewind to the ring's start when it is
  * empty (shm_stage.c). On the development VMs a 1-3 KiB ping-pong took
  * 0.75-0.87 of its time rewinding and 4-16 KiB took 1.02-1.65 (the sender's
  * writes then wait for the receiver's copies of the same lines to be
- * invalidated, 64 or more lines a piece): bench/RESULTS.md, eleventh
- * session. */
+ * invalidated, 64 or more lines a piece). */
 #define TORXP_STAGE_REWIND_MAX_DEFAULT 3072L
 
 torx_status_t torxp_env_read(torxp_env_t *env);
@@ -251,5 +279,20 @@ torx_status_t torxp_error(torx_status_t status, const char *fmt, ...)
  * Level 0 lines (warnings) always print. */
 void torxp_log(const torx_pkt_dev_t *dev, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Errors of every device (status.c). torxp_dev_fail: dev cannot go on (a
+ * reply a peer waits for could not be queued, a provider failed, a
+ * transfer's own state was overwritten): the first such error is kept in
+ * dev->failed, which the message layer's advance reports, recorded for
+ * torx_last_error() and logged; later ones only return st. So the task
+ * ends with this message instead of leaving a peer waiting or writing to a
+ * wrong address. torxp_dev_malformed: a received packet or device message
+ * that no torx task would send: counted in dev->malformed, recorded and
+ * logged as a protocol error, and dropped by the caller. Nothing of it is
+ * trusted, and the transfer it names, if any, is left as it was. */
+torx_status_t torxp_dev_fail(torx_pkt_dev_t *dev, torx_status_t st, const char *fmt, ...)
+    __attribute__((cold, format(printf, 3, 4)));
+void torxp_dev_malformed(torx_pkt_dev_t *dev, const char *fmt, ...)
+    __attribute__((noinline, cold, format(printf, 2, 3)));
 
 #endif /* TORXP_INTERNAL_H */

@@ -133,6 +133,33 @@ void torxp_log(const torx_pkt_dev_t *dev, int level, const char *fmt, ...)
     errno = saved_errno;
 }
 
+torx_status_t torxp_dev_fail(torx_pkt_dev_t *dev, torx_status_t st, const char *fmt, ...)
+{
+    char msg[TORXP_ERRMSG_BYTES];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (dev->failed == TORX_OK) {
+        dev->failed = st;
+        torxp_error(st, "torx: %s", msg);
+        torxp_log(dev, 0, "%s; the device cannot go on", msg);
+    }
+    return st;
+}
+
+void torxp_dev_malformed(torx_pkt_dev_t *dev, const char *fmt, ...)
+{
+    char msg[TORXP_ERRMSG_BYTES];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    dev->malformed++;
+    torxp_error(TORX_ERR_PROTO, "torx: protocol error: %s; dropped", msg);
+    torxp_log(dev, 0, "protocol error: %s; dropped", msg);
+}
+
 #ifdef TORX_FAULT_INJECTION
 /* Fault injection (tests only; see pkt_internal.h). The variables are read
  * once, strictly; the counters are atomic because co mode's thread

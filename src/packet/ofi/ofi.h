@@ -222,15 +222,11 @@ typedef struct torxp_ofi_dev {
     torxp_ofi_txbuf_t *txbufs;
     int tx_free; /* head of the free list, -1 when the pool is empty */
     unsigned tx_nfree, tx_pool;
-    int32_t *credits;    /* per destination slot: packets it still takes from us */
-    uint32_t credit_max; /* the credit window per pair (TORX_FIFO_PACKETS) */
-    uint64_t chaos_rx;   /* xorshift state of the receive side; 0 = chaos off */
-    struct {             /* a deposit line only partly sent (see ofi_torus.c) */
-        int active;
-        unsigned next_hop, hops;
-        torx_pkt_hdr_t hdr;
-        unsigned char payload[TORX_PKT_MAX_PAYLOAD];
-    } stash;
+    int32_t *credits;            /* per destination slot: packets it still takes from us */
+    uint32_t credit_max;         /* the credit window per pair (TORX_FIFO_PACKETS) */
+    uint64_t chaos_rx;           /* xorshift state of the receive side; 0 = chaos off */
+    int stash_active;            /* a deposit line only partly sent (see ofi_torus.c) */
+    torxp_deposit_stash_t stash; /* its packet */
 
     /* torus: receive side */
     /* nrx torus buffers, nsysrx device buffers, then nhold holders: packets
@@ -302,11 +298,6 @@ static inline torx_coord_t torxp_ofi_coord_of(const torxp_ofi_dev_t *d, unsigned
     return (torx_coord_t){(uint8_t)(slot % s.x), (uint8_t)(slot / s.x % s.y),
                           (uint8_t)(slot / plane % s.z), (uint8_t)(slot / plane / s.z)};
 }
-
-/* Records an error the device cannot recover from (the first wins) and
- * logs it; returns st. */
-torx_status_t torxp_ofi_fail(torxp_ofi_dev_t *d, torx_status_t st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
 /* ofi_open.c: why the provider described by list (asked for with nothing
  * but its name) cannot carry the device on iface ("" for any): the first of

@@ -286,7 +286,7 @@ static void serve_request(torxp_ofi_dev_t *d, unsigned src, const bulk_req_t *q,
 {
     bulk_serve_t *s = torxp_calloc(1, sizeof *s);
     if (!s) {
-        torxp_ofi_fail(d, TORX_ERR_NOMEM, "out of memory serving a bulk %s of %llu bytes",
+        torxp_dev_fail(&d->base, TORX_ERR_NOMEM, "out of memory serving a bulk %s of %llu bytes",
                        is_put ? "put" : "get", (unsigned long long)q->len);
         return;
     }
@@ -382,7 +382,7 @@ void torxp_ofi_bulk_on_write_data(torxp_ofi_dev_t *d, uint64_t cookie)
 static torx_status_t post_data(torxp_ofi_dev_t *d, bulk_rec_t *r, void *local, size_t len, int send)
 {
     if (len > d->info->ep_attr->max_msg_size)
-        return torxp_ofi_fail(d, TORX_ERR_INVAL,
+        return torxp_dev_fail(&d->base, TORX_ERR_INVAL,
                               "a bulk transfer of %zu bytes exceeds provider %s's largest "
                               "message (%zu bytes)",
                               len, d->prov, d->info->ep_attr->max_msg_size);
@@ -519,7 +519,7 @@ torx_status_t torxp_ofi_bulk_test(torx_pkt_dev_t *dev, torx_bulk_t *op)
     for (bulk_rec_t *p = b->ops; p && !linked; p = p->next)
         linked = p == r;
     if (!linked) {
-        rc = torxp_ofi_fail(d, TORX_ERR_INVAL,
+        rc = torxp_dev_fail(&d->base, TORX_ERR_INVAL,
                             "torx_bulk_test: the operation's state was overwritten while it ran");
     } else if (r->done || dev->failed != TORX_OK) {
         rc = r->done ? r->status : dev->failed;

@@ -352,17 +352,11 @@ torx_status_t torxp_ofi_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_
                                   int is_root, const void *data)
 {
     torxp_ofi_dev_t *d = torxp_ofi_of(dev);
-    if (TORXP_UNLIKELY((unsigned)op >= TORX_CN_NOPS))
-        return torxp_error(TORX_ERR_INVAL, "torx: torx_cn_inject: op %d is not a torx_cn_op_t",
-                           (int)op);
-    if (TORXP_UNLIKELY((unsigned)type >= TORX_CN_NTYPES))
-        return torxp_error(TORX_ERR_INVAL, "torx: torx_cn_inject: type %d is not a torx_cn_type_t",
-                           (int)type);
+    const torx_status_t bad = torxp_cn_inject_check(op, type, is_root, data);
+    if (TORXP_UNLIKELY(bad != TORX_OK))
+        return bad;
     const int root = op == TORX_CN_BCAST && is_root;
     const int has_data = op != TORX_CN_BCAST || root;
-    if (TORXP_UNLIKELY(has_data && data == NULL))
-        return torxp_error(TORX_ERR_INVAL, "torx: torx_cn_inject: %s%s with data == NULL",
-                           torxp_cn_op_name(op), root ? " root" : "");
 
     torxp_ofi_lock(d);
     torxp_ofi_cn_t *c = d->cn;
@@ -376,8 +370,8 @@ torx_status_t torxp_ofi_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_
     }
     struct cn_up *u = up_slot(c, r);
     if (!u) { /* cannot happen: the pipeline argument at the top */
-        rc = torxp_ofi_fail(d, TORX_ERR_PROTO, "collective network slot of round %llu is busy",
-                            (unsigned long long)r);
+        rc = torxp_dev_fail(&d->base, TORX_ERR_PROTO,
+                            "collective network slot of round %llu is busy", (unsigned long long)r);
         goto out;
     }
     const unsigned me = (unsigned)dev->rank;
@@ -406,18 +400,9 @@ torx_status_t torxp_ofi_cn_read(torx_pkt_dev_t *dev, void *result)
     torxp_ofi_lock(d);
     torxp_ofi_cn_t *c = d->cn;
     const uint64_t r = c->read;
-    torx_status_t rc;
-    if (TORXP_UNLIKELY(r == c->injected)) {
-        rc = torxp_error(TORX_ERR_INVAL,
-                         "torx: torx_cn_read: task %d has no unread collective round "
-                         "(%llu injected, all read); inject before reading",
-                         dev->rank, (unsigned long long)c->injected);
+    torx_status_t rc = torxp_cn_read_check(dev, r, c->injected, result);
+    if (TORXP_UNLIKELY(rc != TORX_OK))
         goto out;
-    }
-    if (TORXP_UNLIKELY(result == NULL)) {
-        rc = torxp_error(TORX_ERR_INVAL, "torx: torx_cn_read: result == NULL");
-        goto out;
-    }
     struct cn_res *res = &c->res[r % TORXP_OFI_CN_DEPTH];
     if (!res->ready || res->round != r)
         torxp_ofi_progress(d);
@@ -467,13 +452,8 @@ torx_status_t torxp_ofi_gi_arm(torx_pkt_dev_t *dev)
     torxp_ofi_lock(d);
     torxp_ofi_cn_t *c = d->cn;
     const uint64_t k = c->gi_armed;
-    torx_status_t rc = TORX_OK;
-    if (TORXP_UNLIKELY(c->gi_complete != k)) {
-        rc = torxp_error(TORX_ERR_INVAL,
-                         "torx: torx_gi_arm: task %d armed barrier round %llu twice; poll "
-                         "round %llu to completion (torx_gi_poll == TORX_OK) first",
-                         dev->rank, (unsigned long long)k + 1, (unsigned long long)k);
-    } else {
+    const torx_status_t rc = torxp_gi_arm_check(dev, k, c->gi_complete);
+    if (TORXP_LIKELY(rc == TORX_OK)) {
         c->gi_armed = k + 1;
         gi_advance(d);
         torxp_ofi_progress(d);
@@ -488,13 +468,8 @@ torx_status_t torxp_ofi_gi_poll(torx_pkt_dev_t *dev)
     torxp_ofi_lock(d);
     torxp_ofi_cn_t *c = d->cn;
     const uint64_t k = c->gi_armed;
-    torx_status_t rc = TORX_OK;
-    if (TORXP_UNLIKELY(k == 0)) {
-        rc = torxp_error(TORX_ERR_INVAL,
-                         "torx: torx_gi_poll: task %d has not armed a barrier round "
-                         "(call torx_gi_arm first)",
-                         dev->rank);
-    } else if (c->gi_complete != k) {
+    torx_status_t rc = torxp_gi_poll_check(dev, k);
+    if (TORXP_LIKELY(rc == TORX_OK) && c->gi_complete != k) {
         if (c->gi_released < k)
             torxp_ofi_progress(d);
         if (c->gi_released >= k) {

@@ -181,12 +181,12 @@ static void dead(torxp_ofi_dev_t *d, int rank, int err)
     const unsigned slot = d->rank_slot[rank];
     const torx_coord_t c = torxp_ofi_coord_of(d, slot);
     if (err == ETIMEDOUT)
-        torxp_ofi_fail(d, TORX_ERR_PEER,
+        torxp_dev_fail(&d->base, TORX_ERR_PEER,
                        "rank %d at (%u,%u,%u,%u) is unreachable: its host has acknowledged "
                        "nothing for %d s (the host or the network to it is down)",
                        rank, c.x, c.y, c.z, c.t, LIVE_TIMEOUT_MS / 1000);
     else
-        torxp_ofi_fail(d, TORX_ERR_PEER,
+        torxp_dev_fail(&d->base, TORX_ERR_PEER,
                        "rank %d at (%u,%u,%u,%u) is gone: its connection ended without a "
                        "goodbye (%s; the task died)",
                        rank, c.x, c.y, c.z, c.t, err == EPIPE ? "closed" : strerror(err));

@@ -7,8 +7,8 @@
  * libfabric offers without RDMA hardware: net, tcp;ofi_rxm, udp;ofi_rxd,
  * sockets. net (libfabric 1.17's RDM over TCP without the rxm layer) comes
  * first because it is the fastest between hosts: libfabric's own
- * ping-pong over it takes 4.5 us where tcp;ofi_rxm takes 10.3 (8 bytes,
- * bench/RESULTS.md "Multi-host"), level with UCX over TCP. TORX_OFI_IFACE
+ * ping-pong over it takes 4.5 us where tcp;ofi_rxm takes 10.3 (8 bytes),
+ * level with UCX over TCP (docs/multihost.md). TORX_OFI_IFACE
  * keeps the provider to one network interface (its domain, for the
  * socket-based providers). A provider that lacks something torx needs is a
  * start-up error that names the provider and the missing capability, found
@@ -424,15 +424,13 @@ static torx_status_t connect_all(torxp_ofi_dev_t *d)
     torxp_ofi_lock(d);
     for (int r = 0; r < d->base.size; r++)
         torxp_ofi_sys_send(d, d->rank_slot[r], &ping, sizeof ping);
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const double t0 = torxp_mono_s();
     double waited = 0;
     while (
         d->base.failed == TORX_OK && waited < CONNECT_TIMEOUT_S &&
         (d->nheard < (unsigned)d->base.size || d->sys_head || d->sys_inflight || d->inj_inflight)) {
         torxp_ofi_progress(d);
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        waited = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) * 1e-9;
+        waited = torxp_mono_s() - t0;
     }
     torx_status_t rc = d->base.failed;
     if (rc == TORX_OK && d->nheard < (unsigned)d->base.size) {

@@ -51,7 +51,7 @@
 #define STAGE_MSG_MAX_RXM 16384u
 /* Pieces in flight per ordered pair. One host over net on lo, against 4:
  * one-way bandwidth +15-19% from 256 B to 16 KiB, both ways +25% at 4 and
- * 16 KiB, latency level (bench/RESULTS.md, "Multi-host"). */
+ * 16 KiB, latency level (docs/multihost.md). */
 #define STAGE_WINDOW 16u
 #define STAGE_RX_MAX TORXP_OFI_STAGE_RX_MAX
 #define STAGE_TX 16u /* send buffers */
@@ -333,7 +333,7 @@ static stage_buf_t *head_piece(torxp_ofi_dev_t *d, unsigned src, torx_stage_ref_
         memcpy(&h, b->msg, sizeof h);
     if (!b || h.seq != ref.off || h.len != ref.len) {
         const torx_coord_t c = torxp_ofi_coord_of(d, src);
-        torxp_ofi_fail(d, TORX_ERR_PROTO,
+        torxp_dev_fail(&d->base, TORX_ERR_PROTO,
                        "staged piece %u (%u bytes) from (%u,%u,%u,%u) is not the next that came "
                        "(%s%u, %u bytes)",
                        ref.off, ref.len, c.x, c.y, c.z, c.t, b ? "piece " : "none; next ",
@@ -471,7 +471,7 @@ void torxp_ofi_stage_on_rx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, size_t len,
     const unsigned src = h.src;
     if (src >= d->nslots || src == d->self_slot || d->slot_rank[src] < 0 || len < sizeof h ||
         len != sizeof h + h.len + h.pkt || h.seq != s->rx_seq[src]) {
-        torxp_ofi_fail(d, TORX_ERR_PROTO,
+        torxp_dev_fail(&d->base, TORX_ERR_PROTO,
                        "staged piece of %zu bytes from slot %u: bad sender, length or sequence "
                        "(%u, expected %u)",
                        len, src, h.seq, src < d->nslots ? s->rx_seq[src] : 0);
@@ -480,7 +480,7 @@ void torxp_ofi_stage_on_rx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, size_t len,
     }
     if (h.credits) {
         if (h.credits > s->window || s->credits[src] + (int64_t)h.credits > (int64_t)s->window) {
-            torxp_ofi_fail(d, TORX_ERR_PROTO,
+            torxp_dev_fail(&d->base, TORX_ERR_PROTO,
                            "slot %u returned %u staging credits aboard a piece, more than it was "
                            "given",
                            src, h.credits);
@@ -503,12 +503,13 @@ void torxp_ofi_stage_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sy
 {
     torxp_ofi_stage_t *s = d->stage;
     if (!s->window) {
-        torxp_ofi_fail(d, TORX_ERR_PROTO, "staging message from slot %u, but staging is off", src);
+        torxp_dev_fail(&d->base, TORX_ERR_PROTO, "staging message from slot %u, but staging is off",
+                       src);
         return;
     }
     if (m->pad != 1) { /* credits */
         if (m->arg > s->window || s->credits[src] + (int64_t)m->arg > (int64_t)s->window)
-            torxp_ofi_fail(d, TORX_ERR_PROTO,
+            torxp_dev_fail(&d->base, TORX_ERR_PROTO,
                            "slot %u returned %u staging credits, more than it was given", src,
                            m->arg);
         else
@@ -526,6 +527,6 @@ void torxp_ofi_stage_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sy
             return;
         }
     }
-    torxp_ofi_fail(d, TORX_ERR_PROTO, "slot %u voided staged piece %llu, which never came", src,
-                   (unsigned long long)m->round);
+    torxp_dev_fail(&d->base, TORX_ERR_PROTO, "slot %u voided staged piece %llu, which never came",
+                   src, (unsigned long long)m->round);
 }

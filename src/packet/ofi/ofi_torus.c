@@ -66,7 +66,6 @@
 
 #include <errno.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -80,21 +79,6 @@
 /* A nap while the device's own sends wait for the provider. */
 #define WAIT_NAP_NS 50000L
 
-torx_status_t torxp_ofi_fail(torxp_ofi_dev_t *d, torx_status_t st, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (d->base.failed == TORX_OK) {
-        d->base.failed = st;
-        torxp_error(st, "torx: %s", msg);
-        torxp_log(&d->base, 0, "%s; the device cannot go on", msg);
-    }
-    return st;
-}
-
 torx_status_t torxp_ofi_fi_fail(torxp_ofi_dev_t *d, const char *call, int peer_slot, int err)
 {
     if (err < 0)
@@ -104,12 +88,13 @@ torx_status_t torxp_ofi_fi_fail(torxp_ofi_dev_t *d, const char *call, int peer_s
         return TORX_OK;
     }
     if (peer_slot < 0 || d->slot_rank[peer_slot] < 0)
-        return torxp_ofi_fail(d, TORX_ERR_SYS, "%s failed (provider %s): %s", call, d->prov,
+        return torxp_dev_fail(&d->base, TORX_ERR_SYS, "%s failed (provider %s): %s", call, d->prov,
                               fi_strerror(err));
     const torx_coord_t c = torxp_ofi_coord_of(d, (unsigned)peer_slot);
-    return torxp_ofi_fail(
-        d, TORX_ERR_PEER, "rank %d at (%u,%u,%u,%u) is unreachable: %s failed (provider %s): %s",
-        d->slot_rank[peer_slot], c.x, c.y, c.z, c.t, call, d->prov, fi_strerror(err));
+    return torxp_dev_fail(&d->base, TORX_ERR_PEER,
+                          "rank %d at (%u,%u,%u,%u) is unreachable: %s failed (provider %s): %s",
+                          d->slot_rank[peer_slot], c.x, c.y, c.z, c.t, call, d->prov,
+                          fi_strerror(err));
 }
 
 /* ---- Receive buffers -------------------------------------------------------- */
@@ -231,7 +216,7 @@ torx_status_t torxp_ofi_sys_send(torxp_ofi_dev_t *d, unsigned slot, const void *
     assert(len <= TORXP_OFI_SYS_MAX && len >= sizeof(torxp_ofi_sys_t));
     torxp_ofi_sysmsg_t *m = torxp_malloc(sizeof *m);
     if (!m)
-        return torxp_ofi_fail(d, TORX_ERR_NOMEM,
+        return torxp_dev_fail(&d->base, TORX_ERR_NOMEM,
                               "out of memory for a device-internal message to slot %u", slot);
     m->ctx.kind = TORXP_OFI_CTX_SYS;
     m->ctx.peer = slot;
@@ -286,7 +271,7 @@ void torxp_ofi_ping(torxp_ofi_dev_t *d, unsigned slot)
     }
     if (now - since > TORXP_OFI_PEER_TIMEOUT_S) {
         const torx_coord_t c = torxp_ofi_coord_of(d, slot);
-        torxp_ofi_fail(d, TORX_ERR_PEER,
+        torxp_dev_fail(&d->base, TORX_ERR_PEER,
                        "rank %d at (%u,%u,%u,%u) is unreachable: provider %s has not delivered a "
                        "probe to it in %.0f s (the task died, or the network to it is down)",
                        d->slot_rank[slot], c.x, c.y, c.z, c.t, d->prov, now - since);
@@ -295,24 +280,11 @@ void torxp_ofi_ping(torxp_ofi_dev_t *d, unsigned slot)
 
 /* ---- Completions ------------------------------------------------------------------ */
 
-static void __attribute__((cold, format(printf, 2, 3)))
-malformed(torxp_ofi_dev_t *d, const char *fmt, ...)
-{
-    char msg[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    d->base.malformed++;
-    torxp_error(TORX_ERR_PROTO, "torx: protocol error: %s; dropped", msg);
-    torxp_log(&d->base, 0, "protocol error: %s; dropped", msg);
-}
-
 void torxp_ofi_credits_back(torxp_ofi_dev_t *d, unsigned src, uint64_t n)
 {
     if (n > d->credit_max || d->credits[src] + (int64_t)n > (int64_t)d->credit_max)
-        malformed(d, "slot %u returned %llu credits, more than it was given", src,
-                  (unsigned long long)n);
+        torxp_dev_malformed(&d->base, "slot %u returned %llu credits, more than it was given", src,
+                            (unsigned long long)n);
     else
         d->credits[src] += (int32_t)n;
 }
@@ -333,7 +305,7 @@ static void on_torus(torxp_ofi_dev_t *d, unsigned i, unsigned src, size_t len)
     else if (!bad && (h->ctl & TORX_PKT_SYS))
         bad = "device-internal bit set on a torus packet";
     if (TORXP_UNLIKELY(bad != NULL)) {
-        malformed(d, "torus packet of %zu bytes from slot %u (%s)", len, src, bad);
+        torxp_dev_malformed(&d->base, "torus packet of %zu bytes from slot %u (%s)", len, src, bad);
         if (src < d->nslots && d->slot_rank[src] >= 0 && ++d->consumed[src] >= 1)
             credit_return(d, src); /* the sender spent a credit on it */
         post_rx(d, i);
@@ -374,7 +346,7 @@ static void on_torus_in_order(torxp_ofi_dev_t *d, unsigned i, unsigned src, size
         return;
     }
     if (ahead > d->credit_max) { /* more in flight than the credits allow */
-        torxp_ofi_fail(d, TORX_ERR_PROTO,
+        torxp_dev_fail(&d->base, TORX_ERR_PROTO,
                        "torus packet number %u from slot %u when %u was due: more packets in "
                        "flight than the %u credits allow",
                        b->order, src, d->rx_order[src], d->credit_max);
@@ -396,7 +368,7 @@ void torxp_ofi_torus_on_carried(torxp_ofi_dev_t *d, unsigned src, uint32_t order
                                 size_t len)
 {
     if (!d->hold_nfree || len > TORX_PKT_MAX_BYTES) { /* the bound in ofi.h failed us */
-        torxp_ofi_fail(d, TORX_ERR_PROTO,
+        torxp_dev_fail(&d->base, TORX_ERR_PROTO,
                        "a packet of %zu bytes aboard a staged piece from slot %u: %s", len, src,
                        len > TORX_PKT_MAX_BYTES ? "too long" : "no holder free");
         return;
@@ -412,8 +384,9 @@ static void on_sys(torxp_ofi_dev_t *d, unsigned i, unsigned src, size_t len)
     const torxp_ofi_sys_t *m = (const torxp_ofi_sys_t *)d->rxbufs[i].data;
     if (src >= d->nslots || d->slot_rank[src] < 0 || len < sizeof *m ||
         m->version != TORXP_OFI_WIRE_VERSION) {
-        malformed(d, "device message of %zu bytes from slot %u (bad sender, length or version)",
-                  len, src);
+        torxp_dev_malformed(
+            &d->base, "device message of %zu bytes from slot %u (bad sender, length or version)",
+            len, src);
     } else {
         switch (m->type) {
         case TORXP_OFI_SYS_CREDIT:
@@ -441,7 +414,8 @@ static void on_sys(torxp_ofi_dev_t *d, unsigned i, unsigned src, size_t len)
             }
             break;
         default:
-            malformed(d, "device message of unknown type %u from slot %u", m->type, src);
+            torxp_dev_malformed(&d->base, "device message of unknown type %u from slot %u", m->type,
+                                src);
         }
     }
     post_rx(d, i);
@@ -496,7 +470,7 @@ static void on_tx_done(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, int err)
         d->inj_inflight--;
         break;
     default:
-        torxp_ofi_fail(d, TORX_ERR_PROTO, "send completion with a receive context (kind %d)",
+        torxp_dev_fail(&d->base, TORX_ERR_PROTO, "send completion with a receive context (kind %d)",
                        ctx->kind);
     }
 }
@@ -552,8 +526,8 @@ static void on_rx_error(torxp_ofi_dev_t *d, const struct fi_cq_err_entry *err)
     torxp_ofi_rxbuf_t *b = err->op_context;
     if (err->err == FI_ECANCELED)
         return; /* closing */
-    malformed(d, "receive failed (%s): a message longer than %u bytes?", fi_strerror(err->err),
-              (unsigned)TORXP_OFI_SYS_MAX);
+    torxp_dev_malformed(&d->base, "receive failed (%s): a message longer than %u bytes?",
+                        fi_strerror(err->err), (unsigned)TORXP_OFI_SYS_MAX);
     post_rx(d, (unsigned)(b - d->rxbufs));
 }
 
@@ -701,7 +675,7 @@ static void drain_stash(torxp_ofi_dev_t *d)
             return;
         d->stash.next_hop++;
     }
-    d->stash.active = 0;
+    d->stash_active = 0;
 }
 
 static torx_status_t inject_deposit(torxp_ofi_dev_t *d, const torx_pkt_hdr_t *hdr,
@@ -726,16 +700,8 @@ static torx_status_t inject_deposit(torxp_ofi_dev_t *d, const torx_pkt_hdr_t *hd
             return rc;
     }
     if (k <= hops) { /* taken, but the rest of the line must wait */
-        d->stash.active = 1;
-        d->stash.next_hop = k;
-        d->stash.hops = hops;
-        d->stash.hdr = *hdr;
-        d->stash.hdr.payload_len = (uint8_t)len;
-        unsigned char *p = d->stash.payload;
-        for (int j = 0; j < iovcnt; j++) {
-            memcpy(p, iov[j].iov_base, iov[j].iov_len);
-            p += iov[j].iov_len;
-        }
+        d->stash_active = 1;
+        torxp_deposit_stash(&d->stash, hdr, iov, iovcnt, len, k, hops);
     }
     return TORX_OK;
 }
@@ -746,9 +712,9 @@ static torx_status_t inject_locked(torxp_ofi_dev_t *d, const torx_pkt_hdr_t *hdr
     torx_pkt_dev_t *dev = &d->base;
     if (TORXP_UNLIKELY(dev->failed != TORX_OK))
         return dev->failed;
-    if (TORXP_UNLIKELY(d->stash.active)) {
+    if (TORXP_UNLIKELY(d->stash_active)) {
         drain_stash(d); /* everything queues behind a partly sent line */
-        if (d->stash.active)
+        if (d->stash_active)
             return TORX_NO_ROOM;
     }
     size_t len = 0;
@@ -787,7 +753,7 @@ int torxp_ofi_room(torx_pkt_dev_t *dev, torx_coord_t dest)
     const unsigned slot = torx_coord_index(dev->shape, dest);
     torxp_ofi_lock(d);
     int room = 0;
-    if (d->slot_rank[slot] >= 0 && !d->stash.active) {
+    if (d->slot_rank[slot] >= 0 && !d->stash_active) {
         room = d->credits[slot];
         if ((int)d->tx_nfree < room)
             room = (int)d->tx_nfree;
@@ -865,7 +831,7 @@ int torxp_ofi_poll(torx_pkt_dev_t *dev)
     torxp_ofi_lock(d);
     torxp_ofi_progress(d);
     d->polled_since_empty = 1;
-    if (TORXP_UNLIKELY(d->stash.active))
+    if (TORXP_UNLIKELY(d->stash_active))
         drain_stash(d);
     const int ready = d->cur >= 0 || !queues_empty(d);
     torxp_ofi_unlock(d);
@@ -878,7 +844,7 @@ int torxp_ofi_poll(torx_pkt_dev_t *dev)
  * stashed line, queued device messages): no descriptor announces room. */
 static int tx_pending(const torxp_ofi_dev_t *d)
 {
-    return d->stash.active || d->sys_head != NULL;
+    return d->stash_active || d->sys_head != NULL;
 }
 
 static int take_wake(torxp_ofi_dev_t *d)
@@ -1080,10 +1046,10 @@ void torxp_ofi_flush(torxp_ofi_dev_t *d, double timeout_s)
     const double deadline = torxp_mono_s() + timeout_s;
     torxp_ofi_lock(d);
     while ((d->sys_head || d->sys_inflight || d->inj_inflight || d->tx_nfree < d->tx_pool ||
-            d->stash.active || torxp_ofi_stage_busy(d)) &&
+            d->stash_active || torxp_ofi_stage_busy(d)) &&
            d->base.failed == TORX_OK && torxp_mono_s() < deadline) {
         torxp_ofi_progress(d);
-        if (d->stash.active)
+        if (d->stash_active)
             drain_stash(d);
     }
     if (d->sys_head || d->sys_inflight || d->inj_inflight || d->tx_nfree < d->tx_pool)

@@ -16,7 +16,7 @@
  *   mstage region  per rank, the multi-reader staging ring it writes
  *                  (shm_mstage.c); absent when mstage_bytes is 0
  *   share region   per slot, one line: the long get its task offers to
- *                  share with the owner of the source (shm_bulk.c)
+ *                  share with the owner of the source (shm_bulk_shared.c)
  */
 #ifndef TORXP_SHM_H
 #define TORXP_SHM_H
@@ -34,7 +34,7 @@
 #define TORXP_SHM_NAME_MAX 64
 
 /* Every task's probe word holds this, so a peer can test cross-memory
- * attach by reading it (shm_bulk.c). */
+ * attach by reading it (shm_bulk_setup.c). */
 #define TORXP_SHM_PROBE_VALUE 0x746f72782d70726fULL
 
 /* Reception FIFOs per task. Deterministic packets from one sender are pinned
@@ -122,7 +122,7 @@ static_assert(sizeof(torxp_shm_bulk_t) <= sizeof(torx_bulk_t), "bulk op fits tor
 #define TORXP_SHM_STAGE_COSTS 4
 
 /* A long cma get that its reader offers to share with the task whose memory
- * it reads (shm_bulk.c, "Shared gets"): one line per slot, written by the
+ * it reads (shm_bulk_shared.c): one line per slot, written by the
  * reader, claimed from by both. */
 #define TORXP_SHM_SHARE_OFF_BITS 40 /* claim: the low bits count bytes */
 typedef struct torxp_shm_share {
@@ -204,11 +204,7 @@ struct torxp_shm_dev {
         torxp_fifo_t *fifo;
         uint64_t *cached_head;
     } tx_memo;
-    struct {
-        unsigned next_hop, hops;
-        torx_pkt_hdr_t hdr;
-        uint8_t payload[TORX_PKT_MAX_PAYLOAD];
-    } stash;
+    torxp_deposit_stash_t stash;
 
     /* collective network and global interrupt (shm_cn.c); a new line, away
      * from the injection state */
@@ -259,13 +255,13 @@ struct torxp_shm_dev {
     uint64_t mstage_ring;  /* bytes in each task's ring, headers included */
     uint64_t mstage_head, mstage_tail;
 
-    /* bulk (shm_bulk.c) */
+    /* bulk (shm_bulk.h) */
     int bulk_cma;                  /* 1: process_vm_readv/writev; 0: FIFO streaming */
     unsigned bulk_cost;            /* this task's torx_bulk_cost, measured at setup (cma); 0: not */
     struct torxp_shm_serve *serve; /* fifo path: get requests being streamed */
     unsigned bulk_jobs;            /* jobs on serve's list: poll resumes them when non-zero */
     uint64_t probe_word;
-    /* shared gets (shm_bulk.c): the records, by slot; gets of share_min
+    /* shared gets (shm_bulk_shared.c): the records, by slot; gets of share_min
      * bytes or more are offered (0: none); this task's last offer; counts
      * for TORX_VERBOSE and the tests */
     torxp_shm_share_t *share;
@@ -316,7 +312,7 @@ void torxp_shm_gi_init(void *region, unsigned ntasks);
 torx_status_t torxp_shm_gi_arm(torx_pkt_dev_t *dev);
 torx_status_t torxp_shm_gi_poll(torx_pkt_dev_t *dev);
 
-/* Bulk transfer (shm_bulk.c). */
+/* Bulk transfer (shm_bulk.h names the files). */
 /* Chooses the bulk path (TORX_BULK) and, on cma, offers gets of share_min
  * bytes or more to be shared (TORX_BULK_SHARE_MIN; 0: none). */
 torx_status_t torxp_shm_bulk_setup(torxp_shm_dev_t *d, int bulk_mode, long share_min, long cost);
@@ -386,7 +382,7 @@ torx_status_t torxp_shm_mstage_put(torx_pkt_dev_t *dev, const void *data, size_t
 const void *torxp_shm_mstage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
 void torxp_shm_mstage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
 
-/* Torus (shm_torus.c); shm_bulk.c injects its device-internal packets
+/* Torus (shm_torus.c); shm_bulk_fifo.c injects its device-internal packets
  * through torxp_shm_inject too. */
 torx_status_t torxp_shm_inject(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
                                const struct iovec *iov, int iovcnt);

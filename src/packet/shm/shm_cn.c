@@ -95,8 +95,8 @@ typedef struct torxp_cn_slot {
     uint8_t type;                          /* torx_cn_type_t */
     uint8_t is_root;                       /* BCAST only; 0 for every other op */
     uint8_t pad;
-    uint32_t used;                      /* payload bytes past which all are zero */
-    unsigned char head[TORXP_CN_HEAD];  /* payload bytes 0..47 */
+    uint32_t used;                     /* payload bytes past which all are zero */
+    unsigned char head[TORXP_CN_HEAD]; /* payload bytes 0..47 */
     /* Payload lines: written by the owner, read by every task, and only as
      * far as `used` says. */
     alignas(TORXP_CACHELINE) unsigned char tail[TORX_CN_PACKET_BYTES - TORXP_CN_HEAD];
@@ -215,8 +215,9 @@ static torx_status_t cn_combine(void *region, unsigned ntasks, unsigned s, uint6
                                "torx: collective network round %llu: task 0 injected %s/%s but "
                                "task %u injected %s/%s (every task must use the same op and "
                                "type in the same round)",
-                               (unsigned long long)r, torxp_cn_op_name(op), torxp_cn_type_name(type), j,
-                               torxp_cn_op_name(c->op), torxp_cn_type_name(c->type));
+                               (unsigned long long)r, torxp_cn_op_name(op),
+                               torxp_cn_type_name(type), j, torxp_cn_op_name(c->op),
+                               torxp_cn_type_name(c->type));
     }
 
     if (op == TORX_CN_BCAST) {
@@ -239,7 +240,8 @@ static torx_status_t cn_combine(void *region, unsigned ntasks, unsigned s, uint6
             return torxp_error(TORX_ERR_PROTO,
                                "torx: collective network round %llu: BCAST/%s with %u roots, "
                                "tasks %u and %u among them (exactly one task must pass is_root)",
-                               (unsigned long long)r, torxp_cn_type_name(type), nroots, root, second);
+                               (unsigned long long)r, torxp_cn_type_name(type), nroots, root,
+                               second);
         unsigned char data[TORX_CN_PACKET_BYTES];
         slot_payload(&cn_task(region, root)->slot[s], data);
         memcpy(result, data, TORX_CN_PACKET_BYTES);
@@ -298,17 +300,11 @@ torx_status_t torxp_shm_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_
 {
     torxp_shm_dev_t *d = torxp_shm_of(dev);
 
-    if (TORXP_UNLIKELY((unsigned)op >= TORX_CN_NOPS))
-        return torxp_error(TORX_ERR_INVAL, "torx: torx_cn_inject: op %d is not a torx_cn_op_t",
-                           (int)op);
-    if (TORXP_UNLIKELY((unsigned)type >= TORX_CN_NTYPES))
-        return torxp_error(TORX_ERR_INVAL, "torx: torx_cn_inject: type %d is not a torx_cn_type_t",
-                           (int)type);
-    int root = op == TORX_CN_BCAST && is_root;
-    int has_data = op != TORX_CN_BCAST || root;
-    if (TORXP_UNLIKELY(has_data && data == NULL))
-        return torxp_error(TORX_ERR_INVAL, "torx: torx_cn_inject: %s%s with data == NULL",
-                           torxp_cn_op_name(op), root ? " root" : "");
+    const torx_status_t bad = torxp_cn_inject_check(op, type, is_root, data);
+    if (TORXP_UNLIKELY(bad != TORX_OK))
+        return bad;
+    const int root = op == TORX_CN_BCAST && is_root;
+    const int has_data = op != TORX_CN_BCAST || root;
 
     uint64_t r = d->cn_injected;
     if (TORXP_UNLIKELY(r == 0)) {
@@ -364,13 +360,9 @@ torx_status_t torxp_shm_cn_read(torx_pkt_dev_t *dev, void *result)
     torxp_shm_dev_t *d = torxp_shm_of(dev);
     uint64_t r = d->cn_read;
 
-    if (TORXP_UNLIKELY(r == d->cn_injected))
-        return torxp_error(TORX_ERR_INVAL,
-                           "torx: torx_cn_read: task %d has no unread collective round "
-                           "(%llu injected, all read); inject before reading",
-                           dev->rank, (unsigned long long)d->cn_injected);
-    if (TORXP_UNLIKELY(result == NULL))
-        return torxp_error(TORX_ERR_INVAL, "torx: torx_cn_read: result == NULL");
+    const torx_status_t bad = torxp_cn_read_check(dev, r, d->cn_injected, result);
+    if (TORXP_UNLIKELY(bad != TORX_OK))
+        return bad;
 
     void *region = d->cn;
     unsigned ntasks = (unsigned)dev->size;
@@ -427,11 +419,9 @@ torx_status_t torxp_shm_gi_arm(torx_pkt_dev_t *dev)
             return st;
     }
     torxp_gi_task_t *me = gi_task(d->gi, (unsigned)dev->rank);
-    if (TORXP_UNLIKELY(me->complete != k))
-        return torxp_error(TORX_ERR_INVAL,
-                           "torx: torx_gi_arm: task %d armed barrier round %llu twice; poll "
-                           "round %llu to completion (torx_gi_poll == TORX_OK) first",
-                           dev->rank, (unsigned long long)k + 1, (unsigned long long)k);
+    const torx_status_t bad = torxp_gi_arm_check(dev, k, me->complete);
+    if (TORXP_UNLIKELY(bad != TORX_OK))
+        return bad;
     me->scan = 0;
     /* release: everything this task did before entering the barrier happens
      * before a task whose acquire sees armed >= k + 1 leaves it. */
@@ -445,11 +435,9 @@ torx_status_t torxp_shm_gi_poll(torx_pkt_dev_t *dev)
     torxp_shm_dev_t *d = torxp_shm_of(dev);
     uint64_t k = d->gi_armed;
 
-    if (TORXP_UNLIKELY(k == 0))
-        return torxp_error(TORX_ERR_INVAL,
-                           "torx: torx_gi_poll: task %d has not armed a barrier round "
-                           "(call torx_gi_arm first)",
-                           dev->rank);
+    const torx_status_t bad = torxp_gi_poll_check(dev, k);
+    if (TORXP_UNLIKELY(bad != TORX_OK))
+        return bad;
     void *region = d->gi;
     torxp_gi_task_t *me = gi_task(region, (unsigned)dev->rank);
     if (me->complete == k)

@@ -269,15 +269,7 @@ static torx_status_t inject_deposit(torxp_shm_dev_t *d, const torx_pkt_hdr_t *hd
     }
     if (k <= hops) { /* taken, but the rest of the line must wait */
         set_stash_active(d, 1);
-        d->stash.next_hop = k;
-        d->stash.hops = hops;
-        d->stash.hdr = *hdr;
-        d->stash.hdr.payload_len = (uint8_t)len;
-        char *p = (char *)d->stash.payload;
-        for (int i = 0; i < iovcnt; i++) {
-            memcpy(p, iov[i].iov_base, iov[i].iov_len);
-            p += iov[i].iov_len;
-        }
+        torxp_deposit_stash(&d->stash, hdr, iov, iovcnt, len, k, hops);
     }
     return TORX_OK;
 }
@@ -519,12 +511,10 @@ static inline void rx_flush(torxp_shm_dev_t *d, unsigned fi)
 static void __attribute__((noinline, cold))
 drop_malformed(torxp_shm_dev_t *d, unsigned fi, const torx_pkt_hdr_t *pkt, const char *why)
 {
-    d->base.malformed++;
-    torxp_error(TORX_ERR_PROTO,
-                "torx: protocol error: malformed packet in reception FIFO %u (%s: ctl 0x%02x, %u "
-                "chunks, %u payload bytes); dropped",
-                fi, why, pkt->ctl, pkt->chunks, pkt->payload_len);
-    torxp_log(&d->base, 0, "%s", torx_last_error() + sizeof "torx: " - 1);
+    torxp_dev_malformed(&d->base,
+                        "malformed packet in reception FIFO %u (%s: ctl 0x%02x, %u chunks, %u "
+                        "payload bytes)",
+                        fi, why, pkt->ctl, pkt->chunks, pkt->payload_len);
 }
 
 /* Makes pkt, checked, the peeked packet of FIFO fi. */
