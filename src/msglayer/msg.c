@@ -84,12 +84,12 @@ static const char *const mode_names[] = {"heater", "co", "vn", NULL};
 static const char *const rzv_data_names[] = {"auto", "bulk", "packets", "staged", NULL};
 
 /* TORX_VERBOSE's words for how rendezvous data moves to a task on this
- * host (auto: what torxm_rzv_takes_stage answers here, and why). */
+ * host (auto: the default way, TORXM_ASK_DEFAULT, here, and why). */
 static void rzv_data_describe(const torx_ctx_t *ctx, char *buf, size_t len)
 {
     const unsigned cost = torx_bulk_cost(ctx->dev, ctx->self);
-    const char *choice =
-        torxm_rzv_takes_stage(ctx, &ctx->peers[ctx->rank]) ? "staging" : "bulk get";
+    const torxm_path_in_t in = torxm_path_inputs(ctx, &ctx->peers[ctx->rank], TORXM_ASK_DEFAULT, 0);
+    const char *choice = torxm_path_choose(&in).path == TORXM_PATH_STAGED ? "staging" : "bulk get";
     switch (ctx->limits.rzv_data) {
     case TORX_RZV_DATA_BULK:
         snprintf(buf, len, "bulk get");

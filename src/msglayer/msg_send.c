@@ -211,9 +211,11 @@ inject_larger(torx_ctx_t *ctx, int dest, int handler, const void *hdr, size_t hd
     const torx_protocol_t p = torx_choose_protocol(ctx, dest, hdr_len, len);
     torxm_peer_t *peer = &ctx->peers[dest];
     /* Slow copies may send it by rendezvous: torx_send decides (and counts
-     * the probe). */
+     * the probe), so this asks without one and records nothing. */
     if (torxm_stages(ctx, peer, p, len)) {
-        if (len < TORXM_SLOW_RZV_MIN || !torxm_copies_measured_slow(ctx, peer))
+        torxm_path_in_t in = torxm_path_inputs(ctx, peer, TORXM_ASK_UNSTAGE, len);
+        in.probe_due = 0;
+        if (torxm_path_choose(&in).path == TORXM_PATH_STAGED)
             return staged_now(ctx, peer, p, handler, hdr ? hdr : nothing, hdr_len, data, len);
         return TORX_AGAIN;
     }

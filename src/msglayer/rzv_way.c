@@ -85,29 +85,29 @@ static int class_of(uint64_t len)
     return c;
 }
 
-/* The leader's record for peer, made on first use; NULL without memory
- * (the default way then holds). */
-static struct torxm_rzv_way *way_of(torx_ctx_t *ctx, torxm_peer_t *peer)
+int torxm_rzv_way_peek(const torxm_peer_t *peer, uint64_t len)
 {
-    if (TORXM_UNLIKELY(!peer->way)) {
-        if (!(peer->way = torxp_calloc(1, sizeof *peer->way)))
-            return NULL;
-        const uint8_t bulk = !torxm_rzv_takes_stage(ctx, peer);
-        for (int c = 0; c < CLASSES; c++)
-            peer->way->c[c].bulk = bulk;
-    }
-    return peer->way;
+    if (!peer->way)
+        return TORXM_WAY_NONE;
+    const way_class_t *k = &peer->way->c[class_of(len)];
+    return k->bulk ^ k->exploring ? TORXM_PATH_BULK : TORXM_PATH_STAGED;
 }
 
-int torxm_rzv_way_staged(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len)
+void torxm_rzv_way_open(torxm_peer_t *peer, int staged)
 {
-    if (!torxm_rzv_way_leads(ctx, peer))
-        return 1; /* the follower offers and takes; the leader decides */
-    const struct torxm_rzv_way *w = way_of(ctx, peer);
-    if (!w)
-        return torxm_rzv_takes_stage(ctx, peer);
-    const way_class_t *k = &w->c[class_of(len)];
-    return !(k->bulk ^ k->exploring);
+    if (peer->way || !(peer->way = torxp_calloc(1, sizeof *peer->way)))
+        return;
+    for (int c = 0; c < CLASSES; c++)
+        peer->way->c[c].bulk = (uint8_t)!staged;
+}
+
+/* The leader's record for peer, opened on first use at the default way
+ * (msg_path.c); NULL without memory (the default way then holds). */
+static struct torxm_rzv_way *way_of(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len)
+{
+    if (TORXM_UNLIKELY(!peer->way))
+        torxm_path_decide(ctx, peer, TORXM_ASK_WAY, len);
+    return peer->way;
 }
 
 /* An epoch of class k ended at rate going way: the choice, and when next
@@ -165,7 +165,7 @@ static void epoch_add(way_epoch_t *e, uint64_t len, uint64_t t)
 static void way_done(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len, int staged, int sent,
                      uint64_t when)
 {
-    struct torxm_rzv_way *w = way_of(ctx, peer);
+    struct torxm_rzv_way *w = way_of(ctx, peer, len);
     if (!w)
         return;
     way_class_t *k = &w->c[class_of(len)];
