@@ -8,8 +8,8 @@
  *    co mode (its thread moves the data) nor oversubscribed (a staged
  *    stream needs both tasks running, a bulk get only the receiver);
  *  - slow copies: copies into the staging area toward the peer costing more
- *    than TORX_STAGE_COST_MAX ns per KiB (three quarters of it for a staged
- *    rendezvous) keep messages off the area, except one in
+ *    than TORX_STAGE_COST_MAX ns per KiB (for a staged rendezvous three
+ *    quarters of it, max / 4 * 3: 111 by default) keep messages off the area, except one in
  *    TORXM_STAGE_PROBE that measures again; a sender whose scouts go
  *    without the offer declines the peer's offers too for TORXM_RZV_HOLD
  *    scouts, but for probes, so that both directions of a pair move their
