@@ -5,8 +5,8 @@
 #define TORXM_POLICY_H
 
 /* Default protocol boundaries (TORX_EAGER_LIMIT, TORX_STAGE_MIN,
- * TORX_STAGE_CHUNK): measured on the development machine, see
- * bench/RESULTS.md ("Protocol boundaries") and bench/run-calibrate.sh.
+ * TORX_STAGE_CHUNK): measured on the development machine with
+ * bench/run-calibrate.sh (docs/tuning.md).
  * The eager limit: with the shm device's 1 MiB staging rings a staged
  * message beats the rendezvous on latency and on both bandwidths up to
  * 32 KiB; at 64 KiB the rendezvous's single copy wins both ways (48 KiB
@@ -19,15 +19,12 @@
  * rendezvous. One message at a time the two tasks' copies overlap piece by
  * piece, where the rendezvous pays a handshake and a process_vm_readv
  * (about 10 GB/s on the development VM): 48 KiB to 4 MiB took 0.4-0.6 of
- * the rendezvous's half round trip (bench/RESULTS.md, "Seventh session"),
- * with no step at the eager limit (32 KiB 2.5 us, 48 KiB 3.4 instead of 5.7
- * by rendezvous). Streams are left alone: one message per window of a
- * bandwidth test goes staged. A message longer than the staging area
- * streams through it as the receiver releases pieces, while the scouts and
- * one-packet messages behind it go first (msg_send.c, pass_staged): 1-4 MiB
- * took 0.67-0.8 of the shared rendezvous's time, with no step at 1 MiB,
- * and both-ways windows kept their bandwidth (bench/RESULTS.md, "Tenth
- * session"). 4 MiB bounds what an unexpected message costs the receiver: a
+ * the rendezvous's half round trip, with no step at the eager limit (32 KiB 2.5 us, 48 KiB 3.4
+ * instead of 5.7 by rendezvous). Streams are left alone: one message per window of a bandwidth test
+ * goes staged. A message longer than the staging area streams through it as the receiver releases
+ * pieces, while the scouts and one-packet messages behind it go first (msg_send.c, pass_staged):
+ * 1-4 MiB took 0.67-0.8 of the shared rendezvous's time, with no step at 1 MiB, and both-ways
+ * windows kept their bandwidth. 4 MiB bounds what an unexpected message costs the receiver: a
  * buffer of its size, as any eager message does. Above it, the shared
  * rendezvous. */
 #define TORXM_EAGER_IDLE_LIMIT 4194304
@@ -55,24 +52,22 @@
  * (torx_bulk_cost), loses to staging: a staged byte is copied twice (into
  * the area, out of it), on two cores at once one way and on each core both
  * ways. On one machine of this VM type the floors were memcpy 59 GB/s and
- * process_vm_readv 33-36 (about 170; ../shared/BENCHMARKING.md), and the
- * bulk get beat staging both ways from 64 KiB (the 2026-11-25
- * calibration); on another, 31 and 9 GB/s, torx_bulk_cost 205-454, and
+ * process_vm_readv 33-36 (about 170), and the bulk get beat staging both
+ * ways from 64 KiB; on another, 31 and 9 GB/s, torx_bulk_cost 205-454, and
  * staging beat the bulk get 1.3-2.8x one way and both ways at 64 KiB-4 MiB
- * (bench/RESULTS.md, twelfth session). */
+ * (docs/message-layer.md#rendezvous-data-path). */
 #define TORXM_RZV_STAGE_COST 200u
 /* Long rendezvous data goes the way the pair measured faster (rzv_way.c).
  * Whether two copies through the staging area beat one bulk get depends on
  * where the hypervisor put the two cores, and it moves them: near (one
  * L3) staging moved 64 KiB-1 MiB at 2.0-2.5x a bulk get both ways; in one
  * far placement staging lost to the peers' single copy (0.49-0.85x at
- * 256 KiB-1 MiB both ways), in another it still beat it 1.3-2x one way
- * (bench/RESULTS.md, seventeenth and eighteenth sessions), with the same
- * cache-line handoff time. Neither a copy-time line nor the handoff told
+ * 256 KiB-1 MiB both ways), in another it still beat it 1.3-2x one way,
+ * with the same cache-line handoff time. Neither a copy-time line nor the handoff told
  * the cases apart, so under TORX_RZV_DATA=auto the pair tries both. One
  * task decides for both directions (the lower rank, torxm_rzv_way_leads):
  * a window where one direction staged while the other took bulk gets ran
- * slower than either (proto_rzv.c, takes_offer), and so would any
+ * slower than either (msg_path.c), and so would any
  * measurement of it. The other task offers staging on every long scout and
  * takes every offer. */
 #define TORXM_RZV_WAY_MIN 65536

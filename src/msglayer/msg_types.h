@@ -92,7 +92,7 @@ typedef struct torxm_rx {
 
 #define TORXM_RX_STAGED 0x1u
 
-/* A copy of an adaptive packet that came before its turn (see Ordering). */
+/* A copy of an adaptive packet that came before its turn (see Ordering in msg_wire.h). */
 typedef struct torxm_early {
     struct torxm_early *next;
     uint32_t seq;
@@ -120,18 +120,18 @@ typedef struct torxm_peer {
      * bulk gets the device measured (torx_bulk_cost): the pair measures its
      * ways (rzv_way.c), and their clocks are one */
     uint8_t way_host;
-    /* messages kept off the staging area for slow copies (torxm_copies_slow),
+    /* messages kept off the staging area for slow copies (msg_path.c),
      * and rx_seq when the last message torxm_idle_stages weighed left */
     uint8_t stage_probe;
     /* The staged rendezvous is a pair's choice: while this task's own
      * scouts to peer go without the staging offer for slow copies, it
      * declines peer's offers too (but probes), for the next rzv_hold
      * scouts from peer. A window where one direction stages and the other
-     * takes bulk gets runs slower than either alone (proto_rzv.c). */
+     * takes bulk gets runs slower than either alone (msg_path.c). */
     uint16_t rzv_hold;
     uint32_t rx_seq_at_long;
     /* the pair's way for long rendezvous data, kept by its lower rank
-     * (torxm_rzv_way_staged); NULL until the first such transfer */
+     * (rzv_way.c); NULL until the first such transfer */
     struct torxm_rzv_way *way;
     /* receive */
     uint32_t rx_seq;      /* messages matched from this peer */

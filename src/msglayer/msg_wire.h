@@ -93,7 +93,7 @@ enum torxm_pkt_type {
  * adaptive packets (TORX_RZV_DATA=packets) instead of a bulk get. */
 #define TORXM_SCOUT_PACKETS 0x1u
 /* Scout flag: the sender can stream the data through the staging area; the
- * receiver chooses (torxm_rzv_takes_stage) and says so in its
+ * receiver chooses (TORXM_ASK_TAKE, msg_path.c) and says so in its
  * clear-to-send's word (TORXM_CTS_STAGED), or gets the data in bulk. */
 #define TORXM_SCOUT_STAGED 0x2u
 /* Scout flag, with TORXM_SCOUT_STAGED: the sender's copies toward the

@@ -1,5 +1,6 @@
 /* The way a pair moves long rendezvous data, by measurement (see
- * TORXM_RZV_WAY_MIN in msg_internal.h for why).
+ * TORXM_RZV_WAY_MIN in msg_policy.h for why, and
+ * docs/message-layer.md#rendezvous-data-path).
  *
  * The leader (the pair's lower rank) keeps, per size class, the way now
  * and the pair's rate in each: the bytes of its long transfers, both
@@ -13,7 +14,7 @@
  * whole window of its receives (each a bulk get run in the handler), so
  * they report up to a window late. Epochs counted in the order reports
  * arrived read bulk gets at half their rate (13.8 GB/s in epochs of a
- * stream that ran at 28; bench/RESULTS.md, nineteenth session), and the
+ * stream that ran at 28), and the
  * pair kept staging where the two ways ran level.
  *
  * An epoch counts only transfers that went its way: after a switch the
@@ -38,8 +39,8 @@
 #define EPOCH_TRANSFERS 16
 /* 64 MiB: chosen while epochs were counted in the order reports arrived,
  * when far apart 8 MiB epochs read bulk gets at 256 KiB at 12.5-15.6 GB/s
- * and 64 MiB ones at 21.9-23.9, where a steady stream of them ran at 29
- * (bench/RESULTS.md, eighteenth session): a longer epoch diluted the late
+ * and 64 MiB ones at 21.9-23.9, where a steady stream of them ran at 29: a
+ * longer epoch diluted the late
  * acks. Epochs by the clock do not need it; it is kept, not measured again. */
 #define EPOCH_BYTES ((uint64_t)64 << 20)
 #define EPOCH_NS 200000u
