@@ -150,10 +150,12 @@ torxm_path_in_t torxm_path_inputs(const torx_ctx_t *ctx, const torxm_peer_t *pee
         .len = len,
     };
     /* The device and the way's record are read only for the questions
-     * that can use them. */
+     * that can use them (a message below TORXM_SLOW_RZV_MIN never leaves
+     * the area, whatever its copies cost). */
     if (ask != TORXM_ASK_UNSTAGE && ask != TORXM_ASK_IDLE)
         in.bulk_cost = torx_bulk_cost(ctx->dev, peer->coord);
-    if (ask == TORXM_ASK_SCOUT || ask == TORXM_ASK_UNSTAGE || ask == TORXM_ASK_IDLE)
+    if (ask == TORXM_ASK_SCOUT || ask == TORXM_ASK_IDLE ||
+        (ask == TORXM_ASK_UNSTAGE && len >= TORXM_SLOW_RZV_MIN))
         in.copy_cost = torx_stage_cost(ctx->dev, peer->coord);
     if (ask == TORXM_ASK_SCOUT || ask == TORXM_ASK_TAKE || ask == TORXM_ASK_WAY)
         in.way = (int8_t)torxm_rzv_way_peek(peer, len);
