@@ -81,7 +81,8 @@ static const char *const rzv_data_names[] = {"auto", "bulk", "packets", "staged"
 static void rzv_data_describe(const torx_ctx_t *ctx, char *buf, size_t len)
 {
     const unsigned cost = torx_bulk_cost(ctx->dev, ctx->self);
-    const torxm_path_in_t in = torxm_path_inputs(ctx, &ctx->peers[ctx->rank], TORXM_ASK_DEFAULT, 0);
+    const torxm_path_in_t in =
+        torxm_path_inputs(ctx, &ctx->peers[ctx->rank], TORXM_ASK_DEFAULT, 0, 0);
     const char *choice = torxm_path_choose(&in).path == TORXM_PATH_STAGED ? "staging" : "bulk get";
     switch (ctx->limits.rzv_data) {
     case TORX_RZV_DATA_BULK:

@@ -133,7 +133,7 @@ torxm_path_out_t torxm_path_choose(const torxm_path_in_t *in)
 }
 
 torxm_path_in_t torxm_path_inputs(const torx_ctx_t *ctx, const torxm_peer_t *peer, unsigned ask,
-                                  uint64_t len)
+                                  uint64_t len, unsigned flags)
 {
     torxm_path_in_t in = {
         .ask = (uint8_t)ask,
@@ -145,20 +145,51 @@ torxm_path_in_t torxm_path_inputs(const torx_ctx_t *ctx, const torxm_peer_t *pee
         .way_host = peer->way_host,
         .leads = (uint8_t)torxm_rzv_way_leads(ctx, peer),
         .way = TORXM_WAY_NONE,
+        .flags = (uint8_t)flags,
         .probe_due = (uint8_t)((uint8_t)(peer->stage_probe + 1) % TORXM_STAGE_PROBE == 0),
         .copy_cost_max = ctx->limits.stage_cost_max,
         .len = len,
     };
-    /* The device and the way's record are read only for the questions
-     * that can use them (a message below TORXM_SLOW_RZV_MIN never leaves
-     * the area, whatever its copies cost). */
-    if (ask != TORXM_ASK_UNSTAGE && ask != TORXM_ASK_IDLE)
-        in.bulk_cost = torx_bulk_cost(ctx->dev, peer->coord);
-    if (ask == TORXM_ASK_SCOUT || ask == TORXM_ASK_IDLE ||
-        (ask == TORXM_ASK_UNSTAGE && len >= TORXM_SLOW_RZV_MIN))
-        in.copy_cost = torx_stage_cost(ctx->dev, peer->coord);
-    if (ask == TORXM_ASK_SCOUT || ask == TORXM_ASK_TAKE || ask == TORXM_ASK_WAY)
+    /* The device and the way's record are read only where the answer can
+     * depend on them: these reads are on every rendezvous, and a peer's
+     * bulk cost sits in a line its task writes. */
+    const int measured =
+        torxm_path_measured(in.setting, in.co_net, in.oversubscribed, in.way_host, len);
+    if (peer->way &&
+        (ask == TORXM_ASK_WAY || (measured && (ask == TORXM_ASK_SCOUT || ask == TORXM_ASK_TAKE))))
         in.way = (int8_t)torxm_rzv_way_peek(peer, len);
+    /* the bulk-cost line is drawn under auto, outside co mode and
+     * oversubscription, for the default way or a leader with no record */
+    const int line = in.setting == TORX_RZV_DATA_AUTO && !in.co_net && !in.oversubscribed;
+    const int no_record = in.leads && in.way == TORXM_WAY_NONE;
+    int bulk = 0, copy = 0;
+    switch (ask) {
+    case TORXM_ASK_SCOUT:
+        bulk = measured && no_record;
+        copy = line && !measured && torxm_path_offers_stage(in.setting, in.co_net, in.staged, len);
+        break;
+    case TORXM_ASK_TAKE:
+        bulk = line && (flags & TORXM_SCOUT_STAGED) && (!measured || no_record);
+        break;
+    case TORXM_ASK_DEFAULT:
+        bulk = line;
+        break;
+    case TORXM_ASK_WAY:
+        bulk = line && no_record;
+        break;
+    case TORXM_ASK_UNSTAGE:
+        copy = !in.oversubscribed && len >= TORXM_SLOW_RZV_MIN;
+        break;
+    case TORXM_ASK_IDLE:
+        copy = !in.oversubscribed;
+        break;
+    default:
+        break;
+    }
+    if (bulk)
+        in.bulk_cost = torx_bulk_cost(ctx->dev, peer->coord);
+    if (copy)
+        in.copy_cost = torx_stage_cost(ctx->dev, peer->coord);
     return in;
 }
 
@@ -175,7 +206,7 @@ void torxm_path_apply(torx_ctx_t *ctx, torxm_peer_t *peer, const torxm_path_out_
 
 torxm_path_out_t torxm_path_decide(torx_ctx_t *ctx, torxm_peer_t *peer, unsigned ask, uint64_t len)
 {
-    const torxm_path_in_t in = torxm_path_inputs(ctx, peer, ask, len);
+    const torxm_path_in_t in = torxm_path_inputs(ctx, peer, ask, len, 0);
     const torxm_path_out_t out = torxm_path_choose(&in);
     torxm_path_apply(ctx, peer, &out);
     return out;

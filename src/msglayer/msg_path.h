@@ -123,11 +123,13 @@ static inline int torxm_path_measured(unsigned setting, int co_net, int oversubs
 
 /* ---- The context's side ------------------------------------------------------------ */
 
-/* The inputs for question ask about a message of len bytes with peer, read
- * from ctx, peer, the device and rzv_way.c (flags and hold: 0; the caller
- * of TORXM_ASK_TAKE sets them). */
+/* The inputs for question ask about a message of len bytes with peer
+ * (TORXM_ASK_TAKE: a scout with flags), read from ctx, peer, the device and
+ * rzv_way.c; only what the answer can depend on is read (hold: 0, the
+ * caller of TORXM_ASK_TAKE sets it; rzv: 1, the caller of TORXM_ASK_SCOUT
+ * sets it). */
 torxm_path_in_t torxm_path_inputs(const torx_ctx_t *ctx, const torxm_peer_t *peer, unsigned ask,
-                                  uint64_t len);
+                                  uint64_t len, unsigned flags);
 /* Records out's effects on peer: the probe counter, the hold, the way's
  * record (rzv_way.c). */
 void torxm_path_apply(torx_ctx_t *ctx, torxm_peer_t *peer, const torxm_path_out_t *out);

@@ -116,7 +116,7 @@ static torx_status_t stage_stream_push(torx_ctx_t *ctx, torxm_peer_t *peer, torx
  * packets, or the choice of the staging area, or nothing (a bulk get). */
 static unsigned scout_flags(torx_ctx_t *ctx, torxm_peer_t *peer, const torxm_msg_t *m)
 {
-    torxm_path_in_t in = torxm_path_inputs(ctx, peer, TORXM_ASK_SCOUT, m->len);
+    torxm_path_in_t in = torxm_path_inputs(ctx, peer, TORXM_ASK_SCOUT, m->len, 0);
     in.rzv = m->proto == TORX_PROTO_RZV;
     const torxm_path_out_t out = torxm_path_choose(&in);
     torxm_path_apply(ctx, peer, &out);
@@ -272,8 +272,7 @@ static unsigned take_path(torx_ctx_t *ctx, torxm_peer_t *peer, unsigned flags, u
     const int hold = peer->rzv_hold != 0;
     if (hold)
         peer->rzv_hold--;
-    torxm_path_in_t in = torxm_path_inputs(ctx, peer, TORXM_ASK_TAKE, total);
-    in.flags = (uint8_t)flags;
+    torxm_path_in_t in = torxm_path_inputs(ctx, peer, TORXM_ASK_TAKE, total, flags);
     in.hold = (uint8_t)hold;
     const torxm_path_out_t out = torxm_path_choose(&in);
     torxm_path_apply(ctx, peer, &out);

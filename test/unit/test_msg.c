@@ -872,7 +872,7 @@ static int way_task(torx_boot_t *boot, void *argp)
                    "fast",
                    torxm_rzv_way_staged(ctx, peer, WAY_LEN) ? "staging" : "bulk gets", fast);
         /* another size class is measured apart: still the default way */
-        const torxm_path_in_t def = torxm_path_inputs(ctx, peer, TORXM_ASK_DEFAULT, 0);
+        const torxm_path_in_t def = torxm_path_inputs(ctx, peer, TORXM_ASK_DEFAULT, 0, 0);
         TASK_CHECK(torxm_rzv_way_staged(ctx, peer, TORXM_RZV_WAY_MIN) ==
                        (torxm_path_choose(&def).path == TORXM_PATH_STAGED),
                    "64 KiB took the 1 MiB class's way");
