@@ -70,13 +70,6 @@ const torxm_proto_t torxm_protocols[TORX_PROTO_COUNT] = {
 
 #define COOKIE_NONE UINT32_MAX
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* ---- Init ------------------------------------------------------------------------ */
 
 static const char *const mode_names[] = {"heater", "co", "vn", NULL};
@@ -84,12 +77,13 @@ static const char *const mode_names[] = {"heater", "co", "vn", NULL};
 static const char *const rzv_data_names[] = {"auto", "bulk", "packets", "staged", NULL};
 
 /* TORX_VERBOSE's words for how rendezvous data moves to a task on this
- * host (auto: what torxm_rzv_takes_stage answers here, and why). */
+ * host (auto: the default way, TORXM_ASK_DEFAULT, here, and why). */
 static void rzv_data_describe(const torx_ctx_t *ctx, char *buf, size_t len)
 {
     const unsigned cost = torx_bulk_cost(ctx->dev, ctx->self);
-    const char *choice =
-        torxm_rzv_takes_stage(ctx, &ctx->peers[ctx->rank]) ? "staging" : "bulk get";
+    const torxm_path_in_t in =
+        torxm_path_inputs(ctx, &ctx->peers[ctx->rank], TORXM_ASK_DEFAULT, 0, 0);
+    const char *choice = torxm_path_choose(&in).path == TORXM_PATH_STAGED ? "staging" : "bulk get";
     switch (ctx->limits.rzv_data) {
     case TORX_RZV_DATA_BULK:
         snprintf(buf, len, "bulk get");
@@ -677,7 +671,7 @@ static void idle_backoff(torx_ctx_t *ctx, unsigned idle, double deadline, int do
     if (doorbell && !ctx->busy && !ctx->ctrl_head) {
         int ms = WAIT_SLEEP_MS;
         if (deadline >= 0) {
-            const double left = deadline - now_s();
+            const double left = deadline - torxp_mono_s();
             if (left <= 0)
                 return;
             if (left * 1e3 < ms)
@@ -695,13 +689,19 @@ static void idle_backoff(torx_ctx_t *ctx, unsigned idle, double deadline, int do
     nanosleep(&nap, NULL);
 }
 
-torx_status_t torx_wait_timeout(torx_ctx_t *ctx, volatile int *flag, double timeout_s)
+/* The message layer's one wait loop: advances until ready(ctx, arg)
+ * answers other than TORX_AGAIN and returns that answer, or an advance's
+ * error. While idle it backs off (idle_backoff; doorbell 0 where no packet
+ * ends the wait). deadline >= 0: past it, TORX_AGAIN; the clock is read
+ * only while idle, and rarely while spinning. Inlined, so that each wait's
+ * ready is too. */
+static inline __attribute__((always_inline)) torx_status_t
+wait_until(torx_ctx_t *ctx, torx_status_t (*ready)(torx_ctx_t *, void *), void *arg,
+           double deadline, int doorbell)
 {
-    if (!ctx || !flag)
-        return torxp_error(TORX_ERR_INVAL, "torx: torx_wait: %s is NULL", ctx ? "flag" : "ctx");
-    const double deadline = timeout_s >= 0 ? now_s() + timeout_s : -1;
     unsigned idle = 0;
-    while (!*flag) {
+    torx_status_t st;
+    while ((st = ready(ctx, arg)) == TORX_AGAIN) {
         const int n = torx_advance(ctx);
         if (TORXM_UNLIKELY(n < 0))
             return (torx_status_t)n;
@@ -709,15 +709,31 @@ torx_status_t torx_wait_timeout(torx_ctx_t *ctx, volatile int *flag, double time
             idle = 0;
             continue;
         }
-        idle_backoff(ctx, idle, deadline, 1);
+        idle_backoff(ctx, idle, deadline, doorbell);
         if (idle < UINT32_MAX)
             idle++;
-        /* The clock only while idle, and rarely while spinning. */
         if (deadline >= 0 && ((idle & 255) == 0 || idle >= WAIT_SPINS + WAIT_YIELDS) &&
-            now_s() > deadline)
-            return *flag ? TORX_OK : TORX_AGAIN;
+            torxp_mono_s() > deadline)
+            return TORX_AGAIN;
     }
-    return TORX_OK;
+    return st;
+}
+
+static torx_status_t flag_set(torx_ctx_t *ctx, void *flag)
+{
+    (void)ctx;
+    return *(volatile int *)flag ? TORX_OK : TORX_AGAIN;
+}
+
+torx_status_t torx_wait_timeout(torx_ctx_t *ctx, volatile int *flag, double timeout_s)
+{
+    if (!ctx || !flag)
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_wait: %s is NULL", ctx ? "flag" : "ctx");
+    const double deadline = timeout_s >= 0 ? torxp_mono_s() + timeout_s : -1;
+    const torx_status_t rc = wait_until(ctx, flag_set, (void *)flag, deadline, 1);
+    if (rc == TORX_AGAIN)
+        return *flag ? TORX_OK : TORX_AGAIN;
+    return rc;
 }
 
 torx_status_t torx_wait(torx_ctx_t *ctx, volatile int *flag)
@@ -727,12 +743,23 @@ torx_status_t torx_wait(torx_ctx_t *ctx, volatile int *flag)
 
 /* ---- Finalize ----------------------------------------------------------------------- */
 
-static int has_work(const torx_ctx_t *ctx)
+/* torx_finalize's drain: done once nothing is left to send, receive or
+ * complete. Deferred messages are not work: only torx_accept moves them
+ * (see torx_finalize). */
+static torx_status_t drained(torx_ctx_t *ctx, void *arg)
 {
-    /* Deferred messages are not work: only torx_accept moves them (see
-     * torx_finalize). */
+    (void)arg;
     return ctx->busy || ctx->ctrl_head || ctx->awaiting || ctx->inflight_rx || ctx->done_head ||
-           ctx->rx_done_head || ctx->co_wait;
+                   ctx->rx_done_head || ctx->co_wait
+               ? TORX_AGAIN
+               : TORX_OK;
+}
+
+/* torx_finalize's final barrier on the global interrupt. */
+static torx_status_t barrier_done(torx_ctx_t *ctx, void *arg)
+{
+    (void)arg;
+    return torx_gi_poll(ctx->dev);
 }
 
 /* This task's traffic row, "SRC B0 .. B(N-1)", appended in one write so
@@ -772,15 +799,15 @@ static int stats_job_totals(const torx_ctx_t *ctx, const torx_hop_bytes_t *mine,
 {
     uint64_t lane[TORX_CN_PACKET_BYTES / sizeof(uint64_t)] = {mine->bytes, mine->hop_bytes,
                                                               mine->local_bytes};
-    const double deadline = now_s() + STATS_TOTAL_TIMEOUT_S;
+    const double deadline = torxp_mono_s() + STATS_TOTAL_TIMEOUT_S;
     torx_status_t rc;
     while ((rc = torx_cn_inject(ctx->dev, TORX_CN_ADD, TORX_CN_U64, 0, lane)) == TORX_NO_ROOM)
-        if (now_s() > deadline)
+        if (torxp_mono_s() > deadline)
             return 0;
     if (rc != TORX_OK)
         return 0;
     while ((rc = torx_cn_read(ctx->dev, lane)) == TORX_AGAIN) {
-        if (now_s() > deadline)
+        if (torxp_mono_s() > deadline)
             return 0;
         sched_yield();
     }
@@ -847,8 +874,7 @@ torx_status_t torx_finalize(torx_ctx_t *ctx)
         return torxp_error(TORX_ERR_INVAL, "torx: torx_finalize called from a handler or callback");
     /* A failed context cannot drain or meet its peers: it only closes. */
     torx_status_t rc = ctx->failed;
-    const double deadline = now_s() + FINALIZE_TIMEOUT_S;
-    unsigned idle = 0;
+    const double deadline = torxp_mono_s() + FINALIZE_TIMEOUT_S;
     /* Deferred messages nobody accepted: discarding them lets their senders
      * complete (they wait for our ack or clear-to-send) instead of timing out
      * in their own finalize. */
@@ -860,52 +886,22 @@ torx_status_t torx_finalize(torx_ctx_t *ctx)
                   discarded);
     /* Drain: everything this task sends must leave, and the rendezvous it
      * takes part in must finish; advancing also serves the peers. */
-    while (rc == TORX_OK && has_work(ctx)) {
-        const int n = torx_advance(ctx);
-        if (n < 0) { /* it cannot drain: say why, and close */
-            rc = (torx_status_t)n;
-            break;
-        }
-        if (n) {
-            idle = 0;
-            continue;
-        }
-        idle_backoff(ctx, idle++, deadline, 1);
-        if ((idle & 255) == 0 && now_s() > deadline) {
-            rc = torxp_error(TORX_ERR_PEER,
-                             "torx: torx_finalize on rank %d: after %.0f s, %s%s%s%s still "
-                             "pending (a peer died or stopped advancing)",
-                             ctx->rank, FINALIZE_TIMEOUT_S, ctx->busy ? "queued sends, " : "",
-                             ctx->ctrl_head ? "control packets, " : "",
-                             ctx->awaiting ? "rendezvous sends, " : "",
-                             ctx->inflight_rx ? "rendezvous receives" : "");
-            break;
-        }
-    }
+    if (rc == TORX_OK && (rc = wait_until(ctx, drained, NULL, deadline, 1)) == TORX_AGAIN)
+        rc = torxp_error(TORX_ERR_PEER,
+                         "torx: torx_finalize on rank %d: after %.0f s, %s%s%s%s still "
+                         "pending (a peer died or stopped advancing)",
+                         ctx->rank, FINALIZE_TIMEOUT_S, ctx->busy ? "queued sends, " : "",
+                         ctx->ctrl_head ? "control packets, " : "",
+                         ctx->awaiting ? "rendezvous sends, " : "",
+                         ctx->inflight_rx ? "rendezvous receives" : "");
     /* Final barrier on the global interrupt, still advancing: a peer may be
-     * waiting for our token, ack or data. */
-    if (rc == TORX_OK && (rc = torx_gi_arm(ctx->dev)) == TORX_OK) {
-        idle = 0;
-        while ((rc = torx_gi_poll(ctx->dev)) == TORX_AGAIN) {
-            const int n = torx_advance(ctx);
-            if (n < 0) {
-                rc = (torx_status_t)n;
-                break;
-            }
-            if (n) {
-                idle = 0;
-                continue;
-            }
-            idle_backoff(ctx, idle++, deadline, 0); /* the barrier rings no doorbell */
-            if ((idle & 255) == 0 && now_s() > deadline) {
-                rc = torxp_error(TORX_ERR_PEER,
-                                 "torx: torx_finalize on rank %d: the final barrier did not "
-                                 "complete in %.0f s (a peer died or never finalized)",
-                                 ctx->rank, FINALIZE_TIMEOUT_S);
-                break;
-            }
-        }
-    }
+     * waiting for our token, ack or data. The barrier rings no doorbell. */
+    if (rc == TORX_OK && (rc = torx_gi_arm(ctx->dev)) == TORX_OK &&
+        (rc = wait_until(ctx, barrier_done, NULL, deadline, 0)) == TORX_AGAIN)
+        rc = torxp_error(TORX_ERR_PEER,
+                         "torx: torx_finalize on rank %d: the final barrier did not "
+                         "complete in %.0f s (a peer died or never finalized)",
+                         ctx->rank, FINALIZE_TIMEOUT_S);
     if (ctx->stats_print)
         print_stats(ctx, rc == TORX_OK);
     if (ctx->stats_fd >= 0)

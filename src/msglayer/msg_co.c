@@ -663,13 +663,6 @@ static void sleep_task(struct torxm_co *co, int ms)
     __atomic_store_n(&co->task_sleeping, 0u, __ATOMIC_RELAXED);
 }
 
-static double co_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 void torxm_co_idle(torx_ctx_t *ctx, unsigned idle, double deadline)
 {
     if (!ctx->co_net) {
@@ -694,7 +687,7 @@ void torxm_co_idle(torx_ctx_t *ctx, unsigned idle, double deadline)
     }
     int ms = TASK_SLEEP_MS;
     if (deadline >= 0) {
-        const double left = deadline - co_now();
+        const double left = deadline - torxp_mono_s();
         if (left <= 0)
             return;
         if (left * 1e3 < ms)
@@ -704,6 +697,22 @@ void torxm_co_idle(torx_ctx_t *ctx, unsigned idle, double deadline)
 }
 
 /* ---- Transient work units ------------------------------------------------------------- */
+
+/* Waits, advancing, until the thread has finished count work units. */
+static void units_wait(torx_ctx_t *ctx, uint64_t count)
+{
+    struct torxm_co *co = ctx->co;
+    unsigned idle = 0;
+    /* acquire: pairs with comm_unit's release: a unit's slot is free, and
+     * its effects visible, once it counts as finished. Units finish in
+     * order. */
+    while (__atomic_load_n(&co->unit_head, __ATOMIC_ACQUIRE) < count) {
+        if (torx_advance(ctx) > 0) /* a failed context still lets units finish */
+            idle = 0;
+        else
+            torxm_co_idle(ctx, idle++, -1);
+    }
+}
 
 torx_status_t torxm_co_costart(torx_ctx_t *ctx, torx_cowork_fn fn, void *arg, int *handle)
 {
@@ -715,15 +724,9 @@ torx_status_t torxm_co_costart(torx_ctx_t *ctx, torx_cowork_fn fn, void *arg, in
                            "torx: torx_costart: %llu work units started; the "
                            "handles are used up",
                            (unsigned long long)t);
-    /* The ring is full: wait for the thread (advancing, so it can finish). */
-    unsigned idle = 0;
-    /* acquire: pairs with comm_unit's release: the slot is free. */
-    while (t - __atomic_load_n(&co->unit_head, __ATOMIC_ACQUIRE) >= CO_UNITS) {
-        if (torx_advance(ctx) > 0) /* a failed context still lets units finish */
-            idle = 0;
-        else
-            torxm_co_idle(ctx, idle++, -1);
-    }
+    /* The ring is full: wait for the thread (advancing, so it can finish)
+     * until unit t - CO_UNITS has, whose slot t takes. */
+    units_wait(ctx, t >= CO_UNITS ? t - CO_UNITS + 1 : 0);
     co->units[t & (CO_UNITS - 1)] = (co_unit_t){fn, arg};
     /* release: the unit, and what the caller prepared for it, happen before
      * the thread's acquire. */
@@ -741,15 +744,7 @@ torx_status_t torxm_co_cojoin(torx_ctx_t *ctx, int handle)
     if (handle < 1 || (uint64_t)handle > __atomic_load_n(&co->unit_tail, __ATOMIC_RELAXED))
         return torxp_error(TORX_ERR_INVAL,
                            "torx: torx_cojoin: handle %d was not returned by torx_costart", handle);
-    unsigned idle = 0;
-    /* acquire: pairs with comm_unit's release: the unit's effects are
-     * visible once it counts as finished. Units finish in order. */
-    while (__atomic_load_n(&co->unit_head, __ATOMIC_ACQUIRE) < (uint64_t)handle) {
-        if (torx_advance(ctx) > 0) /* a failed context still lets units finish */
-            idle = 0;
-        else
-            torxm_co_idle(ctx, idle++, -1);
-    }
+    units_wait(ctx, (uint64_t)handle);
     return TORX_OK;
 }
 

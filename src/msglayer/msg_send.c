@@ -158,7 +158,7 @@ static torx_status_t staged_now(torx_ctx_t *ctx, torxm_peer_t *peer, unsigned pr
  * or the device takes no batches. Without it such a message went through
  * torx_send, with a request and a queue entry: a 256-byte MPI round trip by
  * packets took 2905 instructions, 2205 this way (staged: 1938), and 1 KiB
- * ping-pongs 1.04-1.07x as long (bench/RESULTS.md, sixteenth session).
+ * ping-pongs 1.04-1.07x as long.
  * Below the staging boundary, or when the area does not reach the peer. */
 static torx_status_t eager_now(torx_ctx_t *ctx, torxm_peer_t *peer, int handler, const void *hdr,
                                size_t hdr_len, const void *data, size_t len)
@@ -211,9 +211,11 @@ inject_larger(torx_ctx_t *ctx, int dest, int handler, const void *hdr, size_t hd
     const torx_protocol_t p = torx_choose_protocol(ctx, dest, hdr_len, len);
     torxm_peer_t *peer = &ctx->peers[dest];
     /* Slow copies may send it by rendezvous: torx_send decides (and counts
-     * the probe). */
+     * the probe), so this asks without one and records nothing. */
     if (torxm_stages(ctx, peer, p, len)) {
-        if (len < TORXM_SLOW_RZV_MIN || !torxm_copies_measured_slow(ctx, peer))
+        torxm_path_in_t in = torxm_path_inputs(ctx, peer, TORXM_ASK_UNSTAGE, len, 0);
+        in.probe_due = 0;
+        if (torxm_path_choose(&in).path == TORXM_PATH_STAGED)
             return staged_now(ctx, peer, p, handler, hdr ? hdr : nothing, hdr_len, data, len);
         return TORX_AGAIN;
     }
@@ -428,8 +430,7 @@ static inline int waits_for_area(const torx_ctx_t *ctx, const torxm_peer_t *peer
  * passes_staged allows go first. The receiver matched the staged message
  * on its first packet, so matching order holds. Without this, a both-ways
  * window of 2-4 MiB messages stalled behind each side's staged first
- * message and the two directions took turns at half the bandwidth
- * (bench/RESULTS.md, seventh and tenth sessions). */
+ * message and the two directions took turns at half the bandwidth. */
 static int pass_staged(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *staged)
 {
     int passed = 0;
@@ -462,7 +463,7 @@ static int peer_push_count(torx_ctx_t *ctx, torxm_peer_t *peer)
     while ((m = peer->head)) {
         if (m->state == TORXM_MSG_QUEUED) {
             /* A new message waits until every adaptive message before it
-             * was matched (see Ordering in msg_internal.h). */
+             * was matched (see Ordering in msg_wire.h). */
             if (peer->tokens_owed)
                 break;
             m->seq = peer->tx_seq++;

@@ -112,31 +112,19 @@ static torx_status_t stage_stream_push(torx_ctx_t *ctx, torxm_peer_t *peer, torx
     return rc;
 }
 
-/* What a scout offers its receiver: a clear-to-send and packets
- * (TORX_RZV_DATA=packets, rendezvous only), or the choice of the staging area, or nothing
- * (a bulk get). Under auto, a long message offers what the pair's leader
- * chose (torxm_rzv_way_staged; the other task always offers). A shorter one
- * not the area while copies into it toward peer
- * run slow (the two cores far apart: a staged byte crosses between them
- * twice), except one scout in TORXM_STAGE_PROBE, whose pieces measure
- * again. While they run slow this task also declines peer's offers
- * (rzv_hold, takes_offer). */
+/* What a scout offers its receiver (TORXM_ASK_SCOUT): a clear-to-send and
+ * packets, or the choice of the staging area, or nothing (a bulk get). */
 static unsigned scout_flags(torx_ctx_t *ctx, torxm_peer_t *peer, const torxm_msg_t *m)
 {
-    if (m->proto == TORX_PROTO_RZV && torxm_rzv_streams(ctx, m))
-        return TORXM_SCOUT_PACKETS; /* vn data never comes as packets */
-    if (!torxm_rzv_offers_stage(ctx, peer, m))
+    torxm_path_in_t in = torxm_path_inputs(ctx, peer, TORXM_ASK_SCOUT, m->len, 0);
+    in.rzv = m->proto == TORX_PROTO_RZV;
+    const torxm_path_out_t out = torxm_path_choose(&in);
+    torxm_path_apply(ctx, peer, &out);
+    if (out.path == TORXM_PATH_PACKETS)
+        return TORXM_SCOUT_PACKETS;
+    if (out.path != TORXM_PATH_STAGED)
         return 0;
-    if (ctx->limits.rzv_data == TORX_RZV_DATA_STAGED)
-        return TORXM_SCOUT_STAGED;
-    if (torxm_rzv_way_measured(ctx, peer, m->len)) /* the leader's choice (rzv_way.c) */
-        return torxm_rzv_way_staged(ctx, peer, m->len) ? TORXM_SCOUT_STAGED : 0;
-    if (!torxm_rzv_copies_slow(ctx, peer)) {
-        peer->rzv_hold = 0;
-        return TORXM_SCOUT_STAGED;
-    }
-    peer->rzv_hold = TORXM_RZV_HOLD;
-    return torxm_stage_probes(peer) ? TORXM_SCOUT_STAGED | TORXM_SCOUT_PROBE : 0;
+    return out.probe ? TORXM_SCOUT_STAGED | TORXM_SCOUT_PROBE : TORXM_SCOUT_STAGED;
 }
 
 torx_status_t torxm_rzv_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m)
@@ -274,26 +262,21 @@ typedef struct scout {
     uint64_t total, addr, scookie;
 } scout_t;
 
-/* Whether this receiver takes the staging area a scout from peer with flags
- * offers. Both directions of a pair move their data the same way: a task
- * whose own scouts to peer go without the offer, for slow copies, declines
- * peer's too, but for probes. Measured both ways at 1 MiB, windows where
- * one direction staged and the other took bulk gets ran at 5.5 GB/s
- * against 19.6 all staged and 14.0 all bulk (bench/RESULTS.md, thirteenth
- * session): the task doing a bulk get also fills the area the other way,
- * so one core makes two of the three copies. The hold lapses after
- * TORXM_RZV_HOLD scouts from peer with none of ours between: this
- * task's verdict was measured on its own traffic, which has stopped. */
-static int takes_offer(torx_ctx_t *ctx, torxm_peer_t *peer, unsigned flags, uint64_t total)
+/* How this receiver takes the data of a scout from peer with flags
+ * (TORXM_ASK_TAKE): staged, packets or a bulk get. The hold (peer->rzv_hold,
+ * set by this task's own scouts for slow copies) counts down one scout from
+ * peer; it lapses after TORXM_RZV_HOLD scouts with none of ours between:
+ * this task's verdict was measured on its own traffic, which has stopped. */
+static unsigned take_path(torx_ctx_t *ctx, torxm_peer_t *peer, unsigned flags, uint64_t total)
 {
     const int hold = peer->rzv_hold != 0;
     if (hold)
         peer->rzv_hold--;
-    if (!(flags & TORXM_SCOUT_STAGED))
-        return 0;
-    if (torxm_rzv_way_measured(ctx, peer, total)) /* long: as the leader chose (rzv_way.c) */
-        return torxm_rzv_way_staged(ctx, peer, total);
-    return torxm_rzv_takes_stage(ctx, peer) && (!hold || (flags & TORXM_SCOUT_PROBE));
+    torxm_path_in_t in = torxm_path_inputs(ctx, peer, TORXM_ASK_TAKE, total, flags);
+    in.hold = (uint8_t)hold;
+    const torxm_path_out_t out = torxm_path_choose(&in);
+    torxm_path_apply(ctx, peer, &out);
+    return out.path;
 }
 
 /* The source torxm_recv_now never reads when want is 0 (it must not be NULL). */
@@ -301,7 +284,7 @@ static const uint8_t nothing[1];
 
 /* Moves the data of the scout s into the buffer recv chose: a clear-to-send
  * for packets, or for staging where the scout offers it and this receiver
- * takes it (torxm_rzv_takes_stage), else a bulk get (the communication
+ * takes it (take_path), else a bulk get (the communication
  * thread's in co mode);
  * with nothing to move (want 0), only the reply that lets the sender
  * complete and the status. rx: the record of a deferred scout, which
@@ -317,9 +300,10 @@ static void scout_start(torx_ctx_t *ctx, const scout_t *s, const torx_recv_t *re
         rx->later = 1;
     }
     torxm_peer_t *peer = &ctx->peers[s->src];
-    const int staged = takes_offer(ctx, peer, s->flags, total);
+    const unsigned path = take_path(ctx, peer, s->flags, total);
+    const int staged = path == TORXM_PATH_STAGED;
     const int counted = torxm_rzv_way_counts(ctx, peer, total);
-    if ((s->flags & TORXM_SCOUT_PACKETS) || staged) {
+    if (path != TORXM_PATH_BULK) {
         uint64_t cts[3] = {s->scookie, 0, want};
         if (want == 0) {
             torxm_ctrl_send(ctx, s->src, TORXM_PKT_RZV_CTS, 0, cts, sizeof cts, s->proto);

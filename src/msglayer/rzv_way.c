@@ -1,5 +1,6 @@
 /* The way a pair moves long rendezvous data, by measurement (see
- * TORXM_RZV_WAY_MIN in msg_internal.h for why).
+ * TORXM_RZV_WAY_MIN in msg_policy.h for why, and
+ * docs/message-layer.md#rendezvous-data-path).
  *
  * The leader (the pair's lower rank) keeps, per size class, the way now
  * and the pair's rate in each: the bytes of its long transfers, both
@@ -13,7 +14,7 @@
  * whole window of its receives (each a bulk get run in the handler), so
  * they report up to a window late. Epochs counted in the order reports
  * arrived read bulk gets at half their rate (13.8 GB/s in epochs of a
- * stream that ran at 28; bench/RESULTS.md, nineteenth session), and the
+ * stream that ran at 28), and the
  * pair kept staging where the two ways ran level.
  *
  * An epoch counts only transfers that went its way: after a switch the
@@ -38,8 +39,8 @@
 #define EPOCH_TRANSFERS 16
 /* 64 MiB: chosen while epochs were counted in the order reports arrived,
  * when far apart 8 MiB epochs read bulk gets at 256 KiB at 12.5-15.6 GB/s
- * and 64 MiB ones at 21.9-23.9, where a steady stream of them ran at 29
- * (bench/RESULTS.md, eighteenth session): a longer epoch diluted the late
+ * and 64 MiB ones at 21.9-23.9, where a steady stream of them ran at 29: a
+ * longer epoch diluted the late
  * acks. Epochs by the clock do not need it; it is kept, not measured again. */
 #define EPOCH_BYTES ((uint64_t)64 << 20)
 #define EPOCH_NS 200000u
@@ -85,29 +86,29 @@ static int class_of(uint64_t len)
     return c;
 }
 
-/* The leader's record for peer, made on first use; NULL without memory
- * (the default way then holds). */
-static struct torxm_rzv_way *way_of(torx_ctx_t *ctx, torxm_peer_t *peer)
+int torxm_rzv_way_peek(const torxm_peer_t *peer, uint64_t len)
 {
-    if (TORXM_UNLIKELY(!peer->way)) {
-        if (!(peer->way = torxp_calloc(1, sizeof *peer->way)))
-            return NULL;
-        const uint8_t bulk = !torxm_rzv_takes_stage(ctx, peer);
-        for (int c = 0; c < CLASSES; c++)
-            peer->way->c[c].bulk = bulk;
-    }
-    return peer->way;
+    if (!peer->way)
+        return TORXM_WAY_NONE;
+    const way_class_t *k = &peer->way->c[class_of(len)];
+    return k->bulk ^ k->exploring ? TORXM_PATH_BULK : TORXM_PATH_STAGED;
 }
 
-int torxm_rzv_way_staged(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len)
+void torxm_rzv_way_open(torxm_peer_t *peer, int staged)
 {
-    if (!torxm_rzv_way_leads(ctx, peer))
-        return 1; /* the follower offers and takes; the leader decides */
-    const struct torxm_rzv_way *w = way_of(ctx, peer);
-    if (!w)
-        return torxm_rzv_takes_stage(ctx, peer);
-    const way_class_t *k = &w->c[class_of(len)];
-    return !(k->bulk ^ k->exploring);
+    if (peer->way || !(peer->way = torxp_calloc(1, sizeof *peer->way)))
+        return;
+    for (int c = 0; c < CLASSES; c++)
+        peer->way->c[c].bulk = (uint8_t)!staged;
+}
+
+/* The leader's record for peer, opened on first use at the default way
+ * (msg_path.c); NULL without memory (the default way then holds). */
+static struct torxm_rzv_way *way_of(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len)
+{
+    if (TORXM_UNLIKELY(!peer->way))
+        torxm_path_decide(ctx, peer, TORXM_ASK_WAY, len);
+    return peer->way;
 }
 
 /* An epoch of class k ended at rate going way: the choice, and when next
@@ -165,7 +166,7 @@ static void epoch_add(way_epoch_t *e, uint64_t len, uint64_t t)
 static void way_done(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len, int staged, int sent,
                      uint64_t when)
 {
-    struct torxm_rzv_way *w = way_of(ctx, peer);
+    struct torxm_rzv_way *w = way_of(ctx, peer, len);
     if (!w)
         return;
     way_class_t *k = &w->c[class_of(len)];

@@ -16,13 +16,16 @@ static const variant_t variants[] = {
     {"auto-240", TORX_PROTO_AUTO, "240", NULL, NULL, NULL, NULL, 0, 0, 3, NULL, NULL, NULL},
     {"auto-1000", TORX_PROTO_AUTO, "1000", NULL, NULL, NULL, NULL, 0, 0, 3, NULL, NULL, NULL},
     {"auto-65536", TORX_PROTO_AUTO, "65536", NULL, NULL, NULL, NULL, 0, 0, 3, NULL, NULL, NULL},
-    {"auto-adaptive-1000", TORX_PROTO_AUTO, "65536", "1000", NULL, NULL, NULL, 0, 0, 3, NULL, NULL, NULL},
-    {"auto-65536-packets", TORX_PROTO_AUTO, "65536", NULL, "packets", NULL, NULL, 0, 0, 3, NULL, NULL, NULL},
+    {"auto-adaptive-1000", TORX_PROTO_AUTO, "65536", "1000", NULL, NULL, NULL, 0, 0, 3, NULL, NULL,
+     NULL},
+    {"auto-65536-packets", TORX_PROTO_AUTO, "65536", NULL, "packets", NULL, NULL, 0, 0, 3, NULL,
+     NULL, NULL},
     {"cut-onepkt", TORX_PROTO_ONEPKT, NULL, NULL, NULL, NULL, NULL, 0, 1, 2, NULL, NULL, NULL},
     {"cut-eager", TORX_PROTO_EAGER, NULL, NULL, NULL, NULL, NULL, 0, 1, 2, NULL, NULL, NULL},
     {"cut-adaptive", TORX_PROTO_ADAPTIVE, NULL, NULL, NULL, NULL, NULL, 0, 1, 2, NULL, NULL, NULL},
     {"cut-rzv", TORX_PROTO_RZV, NULL, NULL, "bulk", NULL, NULL, 0, 1, 2, NULL, NULL, NULL},
-    {"cut-rzv-packets", TORX_PROTO_RZV, NULL, NULL, "packets", NULL, NULL, 0, 1, 2, NULL, NULL, NULL},
+    {"cut-rzv-packets", TORX_PROTO_RZV, NULL, NULL, "packets", NULL, NULL, 0, 1, 2, NULL, NULL,
+     NULL},
     {"cut-auto-1000", TORX_PROTO_AUTO, "1000", NULL, NULL, NULL, NULL, 0, 1, 3, NULL, NULL, NULL},
     {"vn", TORX_PROTO_VN, NULL, NULL, NULL, "vn", NULL, 0, 0, 2, NULL, NULL, NULL},
     {"cut-vn", TORX_PROTO_VN, NULL, NULL, NULL, "vn", NULL, 0, 1, 2, NULL, NULL, NULL},
@@ -53,7 +56,8 @@ static const variant_t variants[] = {
     {"auto-rzv-staged-3", TORX_PROTO_AUTO, "1000", NULL, "staged", NULL, NULL, 0, 0, 3, NULL, NULL,
      NULL},
     /* vn data is never streamed as packets, whatever TORX_RZV_DATA says */
-    {"vn-rzv-packets", TORX_PROTO_VN, "1000", NULL, "packets", "vn", NULL, 0, 0, 2, NULL, NULL, NULL},
+    {"vn-rzv-packets", TORX_PROTO_VN, "1000", NULL, "packets", "vn", NULL, 0, 0, 2, NULL, NULL,
+     NULL},
 };
 #define NVARIANTS ((int)(sizeof variants / sizeof variants[0]))
 
@@ -868,8 +872,9 @@ static int way_task(torx_boot_t *boot, void *argp)
                    "fast",
                    torxm_rzv_way_staged(ctx, peer, WAY_LEN) ? "staging" : "bulk gets", fast);
         /* another size class is measured apart: still the default way */
+        const torxm_path_in_t def = torxm_path_inputs(ctx, peer, TORXM_ASK_DEFAULT, 0, 0);
         TASK_CHECK(torxm_rzv_way_staged(ctx, peer, TORXM_RZV_WAY_MIN) ==
-                       torxm_rzv_takes_stage(ctx, peer),
+                       (torxm_path_choose(&def).path == TORXM_PATH_STAGED),
                    "64 KiB took the 1 MiB class's way");
         /* the placement changes: staging now fast; an exploring epoch finds it */
         fast = way_phase(ctx, peer, 1, 1600);
@@ -987,8 +992,7 @@ static int api_task(torx_boot_t *boot, void *argp)
     TASK_CHECK(torx_send(ctx, &m, peer, 0, big, 8, big, 233, TORX_PROTO_ONEPKT, NULL, NULL) ==
                    TORX_ERR_INVAL,
                "forced one-packet too large accepted");
-    TASK_CHECK(strstr(torx_last_error(), "one-packet") != NULL, "message: %s",
-               torx_last_error());
+    TASK_CHECK(strstr(torx_last_error(), "one-packet") != NULL, "message: %s", torx_last_error());
     TASK_CHECK(torx_send(ctx, &m, 2, 0, NULL, 0, NULL, 0, TORX_PROTO_AUTO, NULL, NULL) ==
                    TORX_ERR_INVAL,
                "bad rank accepted");
