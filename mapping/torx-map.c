@@ -13,6 +13,7 @@
 #endif
 
 #include <torx/map.h>
+#include <torx/version.h>
 
 #include <errno.h>
 #include <getopt.h>
@@ -36,7 +37,8 @@ static const char usage_text[] =
     "                     --tasks-per-node T]\n"
     "       torx-map opt MATRIX --torus XxYxZ [--mode heater|co|vn | --tasks-per-node T]\n"
     "                    [--seed S] [--moves M] [-o FILE]\n"
-    "       torx-map -h|--help\n";
+    "       torx-map -h|--help\n"
+    "       torx-map --version\n";
 
 static const char help_text[] =
     "\n"
@@ -72,6 +74,7 @@ static const char help_text[] =
     "  --distance A B         show: print the hop count between ranks A and B instead of\n"
     "                         the table (also --distance A,B)\n"
     "  -h, --help             this text\n"
+    "  --version              print \"torx-map (torx) VERSION (COMMIT)\" and exit\n"
     "\n"
     "Mapping files: one line per rank, in rank order, \"x y z t\"; blank lines and lines\n"
     "starting with '#' are ignored. Order strings name the dimensions from the\n"
@@ -170,6 +173,10 @@ static void parse_args(int argc, char **argv, options_t *o)
         usage_error("missing command (check, gen, show, eval or opt)");
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
         printf("%s%s", usage_text, help_text);
+        exit(EXIT_SUCCESS);
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("torx-map (torx) %s\n", torx_version());
         exit(EXIT_SUCCESS);
     }
     if (!strcmp(argv[1], "check"))

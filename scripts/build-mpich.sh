@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Builds MPICH with the torx netmod (--with-device=ch4:torx) from MPICH's own
-# source, overlaid with this repository's src/adi/, and installs it.
+# source, overlaid with this repository's src/adi/, and installs it together
+# with libtorx: one prefix holds mpicc, mpif90, mpiexec, libtorx (lib/,
+# include/torx/), torx-map, the man pages (man torx) and the module file
+# (share/modulefiles/torx/VERSION: module use PREFIX/share/modulefiles;
+# module load torx).
 #
 #   scripts/build-mpich.sh [--mpich-src DIR|TARBALL] [--prefix DIR] [--jobs N]
 #                          [--print-prefix] [-- EXTRA_CONFIGURE_ARGS...]
@@ -9,7 +13,8 @@
 #                 modified: it is copied). Default: Debian's source package
 #                 (`apt-get source mpich`, bookworm: 4.0.2), fetched once into
 #                 $TORX_CACHE/src/.
-#   --prefix      where to install. Default: $TORX_CACHE/mpich-<ver>-<key>/install
+#   --prefix      where to install. Default: $HOME/.local/torx (stable: the
+#                 same for every build, so the module file and PATH stay put)
 #   --jobs        make -j (default $TORX_JOBS or 2)
 #   --print-prefix  print the install prefix this command line maps to, and exit
 #
@@ -17,17 +22,27 @@
 #   src/                      the pristine MPICH source (apt-get source / tarball)
 #   mpich-<ver>-<key>/src     a copy, overlaid and regenerated (autoreconf)
 #   mpich-<ver>-<key>/build   the configured VPATH build tree
-#   mpich-<ver>-<key>/install the default prefix
 #   current-prefix            the prefix of the last successful build (test/mpi/run.sh)
-# <key> hashes the MPICH version and source, the configure line and the
-# overlay's build files (src/adi/subconfigure.m4, src/adi/Makefile.mk). A run
-# with the same key only re-runs `make` (incremental) and `make install`.
+# <key> hashes the MPICH version and source, the configure line (with the
+# prefix) and the overlay's build files (src/adi/subconfigure.m4,
+# src/adi/Makefile.mk). A run with the same key only re-runs `make`
+# (incremental) and `make install`.
 # The netmod sources are symlinked into the MPICH tree, so an edited
 # src/adi/*.c or *.h rebuilds just what depends on it. libtorx is linked
 # dynamically (libtorx.so is copied into PREFIX/lib on every run): a libtorx
 # change needs no MPICH rebuild at all.
 #
-# libtorx itself comes from scripts/build.sh (build/, or $TORX_BUILD_DIR).
+# libtorx itself comes from scripts/build.sh (build/, or $TORX_BUILD_DIR),
+# configured with the same prefix (TORX_PREFIX), so that its tuning file is
+# PREFIX/etc/torx.conf; its `make install` goes into the prefix through a
+# staging directory, and only files whose content changed are replaced.
+#
+# torx's version: MPICH is configured with
+# --with-custom-version-string="torx VERSION (COMMIT)", taken from the
+# libtorx build (torx-map --version), so mpichversion and
+# MPI_Get_library_version show it as "MPICH Custom Information" next to
+# MPICH's version. The string is not part of the cache key: a new commit
+# rewrites it in the build tree's mpichinfo.h, and one file recompiles.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -128,26 +143,27 @@ if [ "${TORX_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null 2>&1; then
     export CCACHE_BASEDIR=$cache
 fi
 conf_common+=(${extra[@]+"${extra[@]}"})
+[ -n "$prefix" ] || prefix=$HOME/.local/torx
+mkdir -p "$prefix" && prefix=$(cd "$prefix" && pwd)
 key=$({
     echo "recipe $RECIPE"
     echo "mpich $version $pristine"
     echo "torx $top"
     printf '%s\n' "${conf_common[@]}"
-    echo "prefix ${prefix:-default}"
+    echo "prefix $prefix"
     cat "$top/src/adi/subconfigure.m4" "$top/src/adi/Makefile.mk"
 } | sha256sum | cut -c1-12)
 kdir=$cache/mpich-$version-$key
-[ -n "$prefix" ] || prefix=$kdir/install
-mkdir -p "$prefix" && prefix=$(cd "$prefix" && pwd)
 if [ $print_prefix = 1 ]; then
     echo "$prefix"
     exit 0
 fi
-# libtorx and its headers are copied into PREFIX (below) and MPICH is built
-# against those copies: every MPICH object includes <torx/msg.h> (through the
-# netmod's inline headers), so pointing at the live include/ would rebuild
-# all of MPICH whenever anyone touches a torx header; the copy changes only
-# when a header's content does (and then a full rebuild is right).
+# libtorx and its headers are installed into PREFIX (below) and MPICH is
+# built against those copies: every MPICH object includes <torx/msg.h>
+# (through the netmod's inline headers), so pointing at the live include/
+# would rebuild all of MPICH whenever anyone touches a torx header; the
+# copy changes only when a header's content does (and then a full rebuild
+# is right).
 conf=(--prefix="$prefix" "${conf_common[@]}" --with-torx-include="$prefix/include"
     --with-torx-lib="$prefix/lib")
 log "MPICH $version from $pristine"
@@ -156,37 +172,53 @@ log "prefix $prefix"
 
 # ---- 3. libtorx -----------------------------------------------------------------
 if [ "${TORX_BUILD_DIR:-}" = "" ]; then
-    "$top/scripts/build.sh" >"$cache/libtorx-build.log" 2>&1 || {
+    TORX_PREFIX=$prefix "$top/scripts/build.sh" >"$cache/libtorx-build.log" 2>&1 || {
         tail -n 40 "$cache/libtorx-build.log" >&2
         die "scripts/build.sh failed (log: $cache/libtorx-build.log)"
     }
 fi
+[ -f "$torx_build/Makefile" ] || die "no $torx_build/Makefile (run scripts/build.sh)"
+built_prefix=$(sed -n 's/^prefix = //p' "$torx_build/Makefile")
+[ "$built_prefix" = "$prefix" ] ||
+    die "$torx_build is configured with --prefix=$built_prefix, not $prefix: configure it with --prefix=$prefix (TORX_PREFIX=$prefix scripts/build.sh $torx_build ...)"
 so=$(find "$torx_build/.libs" -maxdepth 1 -name 'libtorx.so.*' -type f 2>/dev/null | head -n 1)
 [ -n "$so" ] || die "no $torx_build/.libs/libtorx.so.* (run scripts/build.sh)"
 syms=$(nm -D --defined-only "$so")
 grep -q ' T torx_init$' <<<"$syms" ||
     die "$so has no torx_init: the message layer (src/msglayer/) is not built into libtorx yet"
-mkdir -p "$prefix/lib" "$prefix/include/torx"
-# Copy (not symlink): the install stays usable when build/ is cleaned. Only
-# when changed, so make sees no new timestamps.
-for f in "$torx_build"/.libs/libtorx.so*; do
-    b=$(basename "$f")
-    if [ -L "$f" ]; then
-        ln -sfn "$(readlink "$f")" "$prefix/lib/$b"
-    elif ! cmp -s "$f" "$prefix/lib/$b"; then
-        cp -f "$f" "$prefix/lib/$b.tmp" && mv -f "$prefix/lib/$b.tmp" "$prefix/lib/$b"
-    fi
-done
+torx_version=$("$torx_build/torx-map" --version | sed -n 's/^torx-map (torx) //p')
+[ -n "$torx_version" ] || die "$torx_build/torx-map --version gave no version"
+custom="torx $torx_version"
+conf+=("--with-custom-version-string=$custom")
+# libtorx's `make install`, staged, then copied into the prefix file by file
+# where the content differs: MPICH is built against PREFIX/include and
+# PREFIX/lib, and every MPICH object includes <torx/msg.h> (through the
+# netmod's inline headers), so a header reinstalled with a new timestamp
+# would rebuild all of MPICH; a changed header does (and must).
+stage=$cache/libtorx-stage
+rm -rf "$stage"
+make -C "$torx_build" install DESTDIR="$stage" >"$cache/libtorx-install.log" 2>&1 || {
+    tail -n 30 "$cache/libtorx-install.log" >&2
+    die "libtorx's make install failed (log: $cache/libtorx-install.log)"
+}
+[ -d "$stage$prefix" ] || die "libtorx's make install left nothing in $stage$prefix"
 hdr_changed=()
-for h in "$top"/include/torx/*.h; do
-    if ! cmp -s "$h" "$prefix/include/torx/$(basename "$h")"; then
-        cp -f "$h" "$prefix/include/torx/"
-        hdr_changed+=("$(basename "$h")")
+while IFS= read -r -d '' rel; do
+    rel=${rel#./}
+    f=$stage$prefix/$rel
+    dst=$prefix/$rel
+    mkdir -p "$(dirname "$dst")"
+    if [ -L "$f" ]; then
+        [ "$(readlink "$dst" 2>/dev/null)" = "$(readlink "$f")" ] || ln -sfn "$(readlink "$f")" "$dst"
+    elif ! cmp -s "$f" "$dst"; then
+        cp -p "$f" "$dst.tmp" && mv -f "$dst.tmp" "$dst"
+        case $rel in include/torx/*) hdr_changed+=("${rel#include/torx/}") ;; esac
     fi
-done
+done < <(cd "$stage$prefix" && find . \( -type f -o -type l \) -print0)
+rm -rf "$stage"
 [ ${#hdr_changed[@]} = 0 ] || [ ! -f "$kdir/build/.configured" ] ||
     log "torx headers changed (${hdr_changed[*]}): all of MPICH recompiles (the netmod is inline)"
-phase "libtorx ready ($(basename "$so"))"
+phase "libtorx $torx_version installed into $prefix ($(basename "$so"), torx-map, man pages, module file)"
 
 # ---- 4. copy, overlay, regenerate -------------------------------------------------
 src=$kdir/src
@@ -414,6 +446,17 @@ if [ ! -f "$bdir/config.status" ] || [ ! -f "$bdir/.configured" ]; then
     phase "configured"
 fi
 
+# torx's version in mpichversion and MPI_Get_library_version: configure
+# substitutes it into src/include/mpichinfo.h (read by initinfo.c only);
+# a later commit rewrites that line there.
+info=$bdir/src/include/mpichinfo.h
+[ -f "$info" ] || die "configure left no $info"
+want_line="#define MPICH_CUSTOM_STRING \"$custom\""
+if [ "$(grep '^#define MPICH_CUSTOM_STRING ' "$info")" != "$want_line" ]; then
+    sed -i "s|^#define MPICH_CUSTOM_STRING .*|$want_line|" "$info"
+    log "MPICH's custom version string: $custom"
+fi
+
 # ---- 6. make, install -------------------------------------------------------------------
 log "make -j$jobs (log: $kdir/make.log)"
 make -C "$bdir" -j"$jobs" >"$kdir/make.log" 2>&1 || {
@@ -432,6 +475,8 @@ cmp -s "$top/src/adi/mpix.h" "$prefix/include/mpix.h" || cp -f "$top/src/adi/mpi
 # ---- 7. checks ----------------------------------------------------------------------------
 dev=$("$prefix/bin/mpichversion" | sed -n 's/^MPICH Device:[[:space:]]*//p')
 [ "$dev" = "ch4:torx" ] || die "$prefix/bin/mpichversion says device '$dev', not ch4:torx"
+said=$("$prefix/bin/mpichversion" | sed -n 's/^MPICH Custom Information:[[:space:]]*//p')
+[ "$said" = "$custom" ] || die "$prefix/bin/mpichversion says custom information '$said', not '$custom'"
 libmpi=$(ls "$prefix"/lib/libmpi.so.* 2>/dev/null | head -n 1)
 [ -n "$libmpi" ] || die "no $prefix/lib/libmpi.so.*"
 dyn=$(readelf -d "$libmpi")
@@ -442,4 +487,5 @@ ntorx=$(nm "$libmpi" 2>/dev/null | grep -c 'MPIDI_TORX_' || true)
 [ "${ntorx:-0}" -gt 0 ] || log "warning: no MPIDI_TORX_ symbols found in $libmpi (stripped?)"
 echo "$prefix" >"$cache/current-prefix"
 log "done in $((SECONDS - t0)) s: $prefix (device $dev)"
-log "  $prefix/bin/mpicc, mpif90, mpiexec; test with test/mpi/run.sh"
+log "  $prefix/bin/mpicc, mpif90, mpiexec, torx-map; test with test/mpi/run.sh"
+log "  module use $prefix/share/modulefiles && module load torx   (or PATH=$prefix/bin:\$PATH)"

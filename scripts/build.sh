@@ -6,6 +6,12 @@
 #                                           (default --enable-werror), e.g.
 #                                           build-asan --enable-sanitizers=asan
 #
+# The install prefix is $TORX_PREFIX, default $HOME/.local/torx: the one
+# scripts/build-mpich.sh installs MPICH, libtorx, torx-map, the man pages and
+# the module file into (it sets TORX_PREFIX to its --prefix). It is added as
+# --prefix=... unless CONFIGURE_ARGS hold a --prefix; libtorx looks for its
+# tuning file in that prefix's etc/ (configure's sysconfdir).
+#
 # Runs ./autogen.sh when configure is missing or older than configure.ac,
 # Makefile.am or m4/; configures DIR when it has no config.status or was
 # configured with other arguments; then make -j$TORX_JOBS (default 2).
@@ -22,6 +28,11 @@ else
     args=(--enable-werror)
 fi
 jobs=${TORX_JOBS:-2}
+prefix=${TORX_PREFIX:-$HOME/.local/torx}
+case " ${args[*]:-} " in
+*" --prefix="* | *" --prefix "*) ;;
+*) args+=("--prefix=$prefix") ;;
+esac
 
 log() { echo "build.sh: $*"; }
 die() {

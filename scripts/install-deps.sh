@@ -43,6 +43,10 @@ PACKAGES=(
     # test/multihost: emulated hosts (ip netns, veth, bridge, tc; unshare,
     # nsenter; pgrep, ps; nft for a lossy link where the kernel lacks netem)
     iproute2 util-linux procps nftables
+    # the module file (PREFIX/share/modulefiles/torx/VERSION) and its test
+    # (test/modulefile.sh; Debian's lmod, which replaces environment-modules,
+    # passes it too); man-db for `man torx` and groff for the man pages' check
+    environment-modules man-db groff-base
 )
 
 APT_ETC=${TORX_APT_ETC:-/etc/apt} # overridable only to test this script

@@ -1,6 +1,6 @@
 /*
  * Copyright (C) by Argonne National Laboratory
- *     See COPYRIGHT in top-level directory
+ *     See src/adi/COPYRIGHT (MPICH's COPYRIGHT)
  */
 
 /* ** This file is auto-generated, do not edit ** */

@@ -5,9 +5,9 @@
 #define _GNU_SOURCE
 #endif
 
+#include "config.h" /* TORX_SYSCONFDIR */
 #include "msg_internal.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -115,12 +115,12 @@ static void rzv_data_describe(const torx_ctx_t *ctx, char *buf, size_t len)
  * bench/run-calibrate.sh (INSTALL=1 writes the file). The built-in ones
  * were measured on the development machine, where two copies through the
  * staging area beat one cross-memory copy; on other machines the opposite
- * holds (bench/RESULTS.md, sixteenth session), and a tuning file puts the
- * boundaries where they belong there. The environment wins over the file,
- * the file over the built-in defaults. TORX_CONF names the file ("": none);
- * without it, etc/torx.conf beside the lib/ directory libtorx was loaded
- * from (an install prefix), which need not exist. Lines NAME=VALUE, '#'
- * comments and blank lines; the names in tuning_names only. */
+ * holds, and a tuning file puts the boundaries where they belong there
+ * (docs/tuning.md). The environment wins over the file, the file over the
+ * built-in defaults. TORX_CONF names the file ("": none); without it,
+ * SYSCONFDIR/torx.conf (configure's sysconfdir, PREFIX/etc by default),
+ * which need not exist. Lines NAME=VALUE, '#' comments and blank lines; the
+ * names in tuning_names only. */
 static const char *const tuning_names[] = {"TORX_EAGER_LIMIT", "TORX_EAGER_IDLE_LIMIT",
                                            "TORX_STAGE_MIN", "TORX_STAGE_CHUNK",
                                            "TORX_STAGE_COST_MAX"};
@@ -133,17 +133,10 @@ typedef struct tuning {
     int used;           /* a boundary was taken from the file */
 } tuning_t;
 
-/* etc/torx.conf of the prefix libtorx was loaded from; "" when unknown. */
+/* The tuning file libtorx was configured with: SYSCONFDIR/torx.conf. */
 static void tuning_default_path(char *path, size_t len)
 {
-    Dl_info info;
-    path[0] = '\0';
-    if (!dladdr((void *)tuning_default_path, &info) || !info.dli_fname)
-        return;
-    const char *slash = strrchr(info.dli_fname, '/');
-    if (!slash)
-        return;
-    snprintf(path, len, "%.*s/../etc/torx.conf", (int)(slash - info.dli_fname), info.dli_fname);
+    snprintf(path, len, "%s/torx.conf", TORX_SYSCONFDIR);
 }
 
 static char *trim(char *p)
@@ -173,10 +166,6 @@ static torx_status_t tuning_read(tuning_t *t)
         return torxp_error(TORX_ERR_ENV, "torx: tuning file %s%s: %s", t->path,
                            named ? " (TORX_CONF)" : "", strerror(errno));
     }
-    /* PREFIX/etc/torx.conf, not PREFIX/lib/../etc/torx.conf, in messages. */
-    char real[PATH_MAX];
-    if (!named && realpath(t->path, real) && strlen(real) < sizeof t->path)
-        snprintf(t->path, sizeof t->path, "%s", real);
     char buf[256];
     torx_status_t rc = TORX_OK;
     for (int ln = 1; rc == TORX_OK && fgets(buf, sizeof buf, f); ln++) {

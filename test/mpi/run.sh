@@ -2,8 +2,9 @@
 # Builds and runs torx's own MPI tests with the MPICH that
 # scripts/build-mpich.sh installed (its mpicc and hydra mpiexec):
 #
-#   1. basic     1 and 2 ranks, special limits, Fortran (fortran.f90), and
-#                the MPI_T performance variables (mpit_pvars.c)
+#   1. basic     1 and 2 ranks, special limits, Fortran (fortran.f90), the
+#                MPI_T performance variables (mpit_pvars.c), and torx's
+#                version in MPI_Get_library_version (version.c) and mpichversion
 #   1c. mpix     the MPIX machine queries (mpix.c, mpix.f90) in every mode,
 #                with an order and mapping files
 #   1d. ofi      the same programs over the libfabric device on this host
@@ -105,7 +106,7 @@ good_known() {
 }
 show() { tail -n "${2:-30}" "$1" | sed 's/^/    /'; }
 
-progs="hello ring pingpong rma_coll probe_unexp p2p_semantics die traffic mpit_pvars coll mpix"
+progs="hello ring pingpong rma_coll probe_unexp p2p_semantics die traffic mpit_pvars coll mpix version"
 for t in $progs; do
     if ! "$prefix/bin/mpicc" -O2 -Wall -o "$out/$t" "$here/$t.c" 2>"$out/$t.cc.log"; then
         bad "$t" "compile error"
@@ -161,6 +162,16 @@ if want basic; then
     # torx's counters as MPI_T performance variables, read by a plain MPI_T
     # program (mpit_pvars.c), in heater mode with the default limits
     run mpit_pvars-np2 2 mpit_pvars TORX_MODE=heater
+    # torx's version (configure.ac's AC_INIT) next to MPICH's, in
+    # MPI_Get_library_version and mpichversion ("torx X.Y.Z (commit)")
+    torx_ver=$(sed -n 's/^AC_INIT(\[torx\], \[\([^]]*\)\].*/\1/p' "$here/../../configure.ac")
+    run version-np2 2 version "VERSION_EXPECT=torx $torx_ver ("
+    custom=$("$prefix/bin/mpichversion" | sed -n 's/^MPICH Custom Information:[[:space:]]*//p')
+    if [[ -n $torx_ver && $custom == "torx $torx_ver ("*")" ]]; then
+        ok "mpichversion: MPICH Custom Information: $custom"
+    else
+        bad mpichversion "no 'torx ${torx_ver:-?} (COMMIT)' in mpichversion's custom information ('$custom')"
+    fi
 fi
 
 # ---- 1b. coll: torx's collectives (src/coll/) against computed results ----------
