@@ -47,6 +47,8 @@ PACKAGES=(
     # (test/modulefile.sh; Debian's lmod, which replaces environment-modules,
     # passes it too); man-db for `man torx` and groff for the man pages' check
     environment-modules man-db groff-base
+    # the sim device (src/packet/sim/): SimGrid's S4U API, and its C++ compiler
+    libsimgrid-dev g++
 )
 
 APT_ETC=${TORX_APT_ETC:-/etc/apt} # overridable only to test this script
