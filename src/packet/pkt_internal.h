@@ -3,6 +3,7 @@
 #ifndef TORXP_INTERNAL_H
 #define TORXP_INTERNAL_H
 
+#include <torx/boot.h>
 #include <torx/packet.h>
 
 #include <stdarg.h>
@@ -269,6 +270,23 @@ torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
 torx_status_t torxp_ofi_hybrid_open(const torx_pkt_attr_t *attr, const torxp_env_t *env,
                                     torx_pkt_dev_t **dev);
 #endif
+
+#ifdef TORX_HAVE_SIMGRID
+/* The sim device (src/packet/sim/): opened only by a task of a simulated
+ * job. torxp_sim_run_tasks: torx_boot_fork_run's job as actors of this
+ * process (TORX_DEVICE=sim); its return value is torx_boot_fork_run's.
+ * torxp_sim_running: whether this process runs such a job now. */
+torx_status_t torxp_sim_open(const torx_pkt_attr_t *attr, const torxp_env_t *env,
+                             torx_pkt_dev_t **dev);
+int torxp_sim_run_tasks(int ntasks, torx_task_main_fn task_main, void *arg);
+int torxp_sim_running(void);
+torx_status_t torxp_sim_boot_init(torx_boot_t *boot);
+#endif
+
+/* Mutable state that every task of a process shares, and that torx-sim
+ * must not give each task a copy of when libtorx is linked into the
+ * program (docs/sim.md#how-a-job-runs). */
+#define TORXP_PROCESS_WIDE __attribute__((section("torx_process")))
 
 /* Records a formatted error message for torx_last_error() and returns status.
  * Messages start with "torx: ". */
