@@ -239,6 +239,8 @@ static int decimal_value(token_t tk, int exp10, double *v, int *whole)
     for (int i = 0; i < tk.len; i++) {
         const char c = tk.p[i];
         if (c >= '0' && c <= '9') {
+            if (n >= TORXP_SIM_LINE_MAX)
+                return 0; /* not reached: a line has no more characters */
             buf[n++] = c;
             if (point) {
                 after++;
@@ -253,10 +255,12 @@ static int decimal_value(token_t tk, int exp10, double *v, int *whole)
             return 0;
         }
     }
-    if (!before || (point && !after) || n > TORXP_SIM_LINE_MAX)
+    if (!before || (point && !after))
         return 0;
+    /* At most 255 digits and units of 10^-9..10^9: 10^-264..10^264, well
+     * inside the double range (no overflow, no underflow to 0). */
     snprintf(buf + n, sizeof buf - n, "e%d", exp10 - after);
-    *v = strtod(buf, NULL); /* past the double range: inf or 0, both out of range */
+    *v = strtod(buf, NULL);
     return 1;
 }
 
