@@ -104,6 +104,8 @@ typedef struct torxp_sim_pkt {
     };
 } torxp_sim_pkt_t;
 
+typedef struct torxp_sim_bulk torxp_sim_bulk_t;
+
 /* What the net keeps of one task. */
 struct torxp_sim_task {
     int rank;
@@ -119,6 +121,7 @@ struct torxp_sim_task {
     double asleep_until; /* +inf when nobody waits on cond */
     int rung;            /* torx_pkt_wake since the last wait */
     int open;
+    torxp_sim_bulk_t *bulk; /* its transfers in flight (bulk dma) */
 };
 
 torx_status_t torxp_sim_net_attach(torxp_sim_job_t *job, torx_shape_t shape, torx_coord_t self,
@@ -145,6 +148,21 @@ torx_status_t torxp_sim_cn_read(torxp_sim_job_t *job, torxp_sim_task_t *task, do
                                 void *result);
 torx_status_t torxp_sim_gi_arm(torxp_sim_job_t *job, torxp_sim_task_t *task, double now);
 torx_status_t torxp_sim_gi_poll(torxp_sim_job_t *job, torxp_sim_task_t *task, double now);
+
+/* Bulk transfers by the DMA engine: start (get: the data flows from peer
+ * to this task), reserve what is due by now, the next time one needs
+ * attention, and finish (TORX_OK: done and copied, b freed). */
+torx_status_t torxp_sim_bulk_start(torxp_sim_job_t *job, torxp_sim_task_t *t, double now,
+                                   int get, torx_coord_t peer, const void *remote, void *local,
+                                   size_t len, torxp_sim_bulk_t **b);
+void torxp_sim_bulk_progress(torxp_sim_job_t *job, torxp_sim_task_t *t, double now);
+double torxp_sim_bulk_next(const torxp_sim_task_t *t);
+torx_status_t torxp_sim_bulk_finish(torxp_sim_job_t *job, torxp_sim_task_t *t,
+                                    torxp_sim_bulk_t *b, double now);
+
+/* Where task rank's copy of ptr is: ptr itself, unless it points into the
+ * program's private data and another task's copy is in place (sim_job.c). */
+void *torxp_sim_task_addr(torxp_sim_job_t *job, int rank, void *ptr);
 
 /* Wakes task's waiters if they sleep past when. */
 void torxp_sim_notify(torxp_sim_task_t *task, double when);

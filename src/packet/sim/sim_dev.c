@@ -22,7 +22,8 @@ typedef struct sim_dev {
     torxp_sim_job_t *job;
     torxp_sim_task_t *task;
     /* the machine file's costs in seconds */
-    double c_inject, c_receive, c_poll, c_match, c_copy_byte, c_cn;
+    double c_inject, c_receive, c_poll, c_match, c_copy_byte, c_cn, c_bulk;
+    int dma; /* the machine has a DMA engine (bulk dma) */
 } sim_dev_t;
 
 static sim_dev_t *sim_of(torx_pkt_dev_t *dev)
@@ -89,6 +90,8 @@ static const torx_pkt_hdr_t *sim_peek(torx_pkt_dev_t *dev)
 {
     sim_dev_t *d = sim_of(dev);
     torxp_sim_actor_t *a = enter();
+    if (d->task->bulk)
+        torxp_sim_bulk_progress(d->job, d->task, torxp_sim_now(a) + SIM_TIME_EPS);
     torxp_sim_pkt_t *p = torxp_sim_net_peek(d->task, torxp_sim_now(a) + SIM_TIME_EPS);
     return p ? &p->hdr : NULL;
 }
@@ -97,6 +100,8 @@ static int sim_poll(torx_pkt_dev_t *dev)
 {
     sim_dev_t *d = sim_of(dev);
     torxp_sim_actor_t *a = enter();
+    if (d->task->bulk)
+        torxp_sim_bulk_progress(d->job, d->task, torxp_sim_now(a) + SIM_TIME_EPS);
     if (torxp_sim_net_peek(d->task, torxp_sim_now(a) + SIM_TIME_EPS))
         return 1;
     torxp_sim_charge_s(a, d->c_poll);
@@ -134,9 +139,11 @@ static torx_status_t sim_wait(torx_pkt_dev_t *dev, int timeout_ms)
             rc = TORX_OK;
             break;
         }
+        if (t->bulk)
+            torxp_sim_bulk_progress(d->job, t, now + SIM_TIME_EPS);
         const double next = torxp_sim_net_next_event(d->job, t);
         if (next <= now + SIM_TIME_EPS) {
-            rc = TORX_OK;
+            rc = TORX_OK; /* a packet, a round, or a transfer's window or end */
             break;
         }
         if (now + SIM_TIME_EPS >= deadline) {
@@ -212,12 +219,77 @@ static torx_status_t sim_gi_poll(torx_pkt_dev_t *dev)
     return rc;
 }
 
-/* ---- no bulk transfers and no staging areas: data moves in packets ---------------- */
+/* ---- bulk transfers: the DMA engine (bulk dma), or none (bulk none: BG/L's
+ * cores move rendezvous data in packets) ---------------------------------------------- */
+
+#define BULK_LIVE 0x73696d62756c6b31ull /* "simbulk1": priv[1] of a started op */
+#define BULK_DONE 0x73696d62756c6b32ull /* priv[1] once finished; priv[2]: status */
+
+static torx_status_t bulk_start(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer, int get,
+                                const void *remote, void *local, size_t len)
+{
+    sim_dev_t *d = sim_of(dev);
+    if (!d->dma)
+        return torxp_error(TORX_ERR_UNSUPPORTED,
+                           "torx: sim: the %s machine has no DMA engine (bulk none): rendezvous "
+                           "data moves in packets",
+                           torxp_sim_config(d->job)->machine.name);
+    if (!op || op->priv[1] == BULK_LIVE)
+        return torxp_error(TORX_ERR_INVAL, "torx: bulk transfer: op %s",
+                           op ? "is still in flight" : "is NULL");
+    if (len && (!remote || !local))
+        return torxp_error(TORX_ERR_INVAL, "torx: bulk transfer of %zu bytes from a NULL address",
+                           len);
+    torxp_sim_actor_t *a = enter();
+    torxp_sim_bulk_t *b;
+    const torx_status_t rc = torxp_sim_bulk_start(d->job, d->task, torxp_sim_now(a), get, peer,
+                                                  remote, local, len, &b);
+    if (rc != TORX_OK)
+        return rc;
+    memset(op, 0, sizeof *op);
+    op->priv[0] = (uint64_t)(uintptr_t)b;
+    op->priv[1] = BULK_LIVE;
+    torxp_sim_charge_s(a, d->c_bulk);
+    return TORX_OK;
+}
+
+static torx_status_t sim_bulk_get(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
+                                  const void *remote, void *local, size_t len, unsigned flags)
+{
+    (void)flags;
+    return bulk_start(dev, op, peer, 1, remote, local, len);
+}
+
+static torx_status_t sim_bulk_put(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
+                                  void *remote, const void *local, size_t len)
+{
+    return bulk_start(dev, op, peer, 0, remote, (void *)local, len);
+}
+
+static torx_status_t sim_bulk_test(torx_pkt_dev_t *dev, torx_bulk_t *op)
+{
+    sim_dev_t *d = sim_of(dev);
+    if (op->priv[1] == BULK_DONE)
+        return (torx_status_t)(int64_t)op->priv[2];
+    if (op->priv[1] != BULK_LIVE)
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_bulk_test: op was never started");
+    torxp_sim_actor_t *a = enter();
+    const double now = torxp_sim_now(a) + SIM_TIME_EPS;
+    torxp_sim_bulk_progress(d->job, d->task, now);
+    const torx_status_t rc = torxp_sim_bulk_finish(
+        d->job, d->task, (torxp_sim_bulk_t *)(uintptr_t)op->priv[0], now);
+    if (rc == TORX_AGAIN) {
+        torxp_sim_charge_s(a, d->c_poll);
+        return rc;
+    }
+    op->priv[1] = BULK_DONE;
+    op->priv[2] = (uint64_t)(int64_t)rc;
+    return rc;
+}
 
 static const char *sim_bulk_path(const torx_pkt_dev_t *dev)
 {
-    (void)dev;
-    return "none (packets)";
+    return ((const sim_dev_t *)dev)->dma ? "dma" : "none";
 }
 
 static size_t sim_stage_max(const torx_pkt_dev_t *dev)
@@ -322,6 +394,9 @@ static const torxp_dev_ops_t sim_ops = {
     .cn_read = sim_cn_read,
     .gi_arm = sim_gi_arm,
     .gi_poll = sim_gi_poll,
+    .bulk_get = sim_bulk_get,
+    .bulk_put = sim_bulk_put,
+    .bulk_test = sim_bulk_test,
     .bulk_path = sim_bulk_path,
     .stage_max = sim_stage_max,
     .stage_reaches = sim_stage_reaches,
@@ -364,6 +439,8 @@ torx_status_t torxp_sim_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
     d->c_match = torxp_sim_cycles_s(m, m->cpu_match);
     d->c_copy_byte = torxp_sim_cycles_s(m, m->cpu_copy_byte);
     d->c_cn = torxp_sim_cycles_s(m, m->cpu_cn_packet);
+    d->c_bulk = torxp_sim_cycles_s(m, m->cpu_bulk_start);
+    d->dma = m->bulk == TORXP_SIM_BULK_DMA;
     torx_status_t rc;
     if (attr->boot->size != torxp_sim_job_size(d->job))
         rc = torxp_error(TORX_ERR_INVAL,

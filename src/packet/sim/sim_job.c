@@ -120,14 +120,16 @@ static void save_data(torxp_sim_job_t *job, int rank)
 {
     unsigned char *to = job->seg_saves + (size_t)rank * job->seg_len;
     memcpy(to, job->part[0].at, job->part[0].len);
-    memcpy(to + job->part[0].len, job->part[1].at, job->part[1].len);
+    if (job->part[1].len)
+        memcpy(to + job->part[0].len, job->part[1].at, job->part[1].len);
 }
 
 static void load_data(torxp_sim_job_t *job, int rank)
 {
     const unsigned char *from = job->seg_saves + (size_t)rank * job->seg_len;
     memcpy(job->part[0].at, from, job->part[0].len);
-    memcpy(job->part[1].at, from + job->part[0].len, job->part[1].len);
+    if (job->part[1].len)
+        memcpy(job->part[1].at, from + job->part[0].len, job->part[1].len);
 }
 
 void torxp_sim_resumed(torxp_sim_actor_t *a)
@@ -138,6 +140,18 @@ void torxp_sim_resumed(torxp_sim_actor_t *a)
     save_data(job, job->seg_owner);
     load_data(job, a->rank);
     job->seg_owner = a->rank;
+}
+
+void *torxp_sim_task_addr(torxp_sim_job_t *job, int rank, void *ptr)
+{
+    if (!job->seg_len || rank == job->seg_owner)
+        return ptr;
+    unsigned char *p = ptr, *save = job->seg_saves + (size_t)rank * job->seg_len;
+    if (p >= job->part[0].at && p < job->part[0].at + job->part[0].len)
+        return save + (p - job->part[0].at);
+    if (p >= job->part[1].at && p < job->part[1].at + job->part[1].len)
+        return save + job->part[0].len + (p - job->part[1].at);
+    return ptr;
 }
 
 struct seg_find {

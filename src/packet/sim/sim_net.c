@@ -60,6 +60,8 @@ struct torxp_sim_net {
     unsigned nnodes;
     int ntasks, attached;
     double *link_free; /* nnodes * 6: node index * 6 + dim * 2 + (negative) */
+    double *dma_free;  /* nnodes: each node's DMA engine (bulk dma) */
+    double dma_byte_s, dma_local_byte_s, dma_startup;
     torxp_sim_task_t *tasks;         /* by rank */
     torxp_sim_task_t **task_of_slot; /* by torx_coord_index */
     torxp_sim_pkt_t *free_pkts;
@@ -96,7 +98,9 @@ static torx_status_t net_create(torxp_sim_job_t *job, torx_shape_t shape, torxp_
     n->link_free = torxp_calloc((size_t)n->nnodes * 6, sizeof *n->link_free);
     n->tasks = torxp_calloc((size_t)n->ntasks, sizeof *n->tasks);
     n->task_of_slot = torxp_calloc(torx_shape_slots(shape), sizeof *n->task_of_slot);
-    if (!n->link_free || !n->tasks || !n->task_of_slot) {
+    n->dma_free = torxp_calloc(n->nnodes, sizeof *n->dma_free);
+    if (!n->link_free || !n->tasks || !n->task_of_slot || !n->dma_free) {
+        free(n->dma_free);
         free(n->link_free);
         free(n->tasks);
         free(n->task_of_slot);
@@ -111,6 +115,11 @@ static torx_status_t net_create(torxp_sim_job_t *job, torx_shape_t shape, torxp_
     n->cn_latency = 2.0 * levels(n->nnodes, (unsigned)m->cn_fanout) * m->cn_hop_latency;
     n->cn_wire_s = (TORX_CN_PACKET_BYTES + m->link_overhead) / m->cn_bandwidth;
     n->gi_latency = m->gi_latency;
+    if (m->bulk == TORXP_SIM_BULK_DMA) {
+        n->dma_byte_s = 1.0 / m->dma_bandwidth;
+        n->dma_local_byte_s = 1.0 / m->dma_local_bandwidth;
+        n->dma_startup = m->dma_startup;
+    }
     for (int i = 0; i < CN_DEPTH; i++)
         n->cn[i].round = 0;
     *out = n;
@@ -163,6 +172,11 @@ void torxp_sim_net_detach(torxp_sim_job_t *job, torxp_sim_task_t *t)
     }
     free(t->rx);
     free(t->inject);
+    while (t->bulk) { /* abandoned, as torx_pkt_close says */
+        torxp_sim_bulk_t *b = t->bulk;
+        t->bulk = b->next;
+        free(b);
+    }
     sg_cond_destroy(t->cond);
     n->task_of_slot[torx_coord_index(n->shape, t->coord)] = NULL;
     t->open = 0;
@@ -173,6 +187,7 @@ void torxp_sim_net_detach(torxp_sim_job_t *job, torxp_sim_task_t *t)
             free(p);
         }
         free(n->link_free);
+        free(n->dma_free);
         free(n->tasks);
         free(n->task_of_slot);
         free(n);
@@ -327,6 +342,98 @@ int torxp_sim_net_room(torxp_sim_job_t *job, torxp_sim_task_t *t, double now)
     return room;
 }
 
+/* Walks a packet of wire seconds from `from` to `to`, reserving each link
+ * as it goes (the file's comment), its head leaving no earlier than t.
+ * Returns when it is fully received; *first: when it started on its first
+ * link. With visit, a deposit packet: visit(arg, node, arrival) at each
+ * node it passes before the last. */
+static double route(torxp_sim_net_t *n, uint64_t *rng, torx_coord_t from, torx_coord_t to,
+                    unsigned ctl, double t, double wire, double *first,
+                    torx_status_t (*visit)(void *, torx_coord_t, double), void *arg,
+                    torx_status_t *rc)
+{
+    torx_coord_t at = from;
+    unsigned left[3];
+    int dir[3], tie[3];
+    for (int d = 0; d < 3; d++) {
+        left[d] = way(n, *coord_field(&at, d), *coord_field(&to, d), extent(n, d), &dir[d],
+                      &tie[d]);
+        if (tie[d] && (ctl & TORX_PKT_ADAPTIVE) && (torxp_chaos_next(rng) & 1))
+            dir[d] = -1;
+    }
+    if (ctl & TORX_PKT_DEPOSIT) { /* along its line, the way it names */
+        const int d = (int)((ctl & TORX_PKT_DEPOSIT_DIM_MASK) >> TORX_PKT_DEPOSIT_DIM_SHIFT);
+        const unsigned len_d = extent(n, d);
+        dir[d] = (ctl & TORX_PKT_DEPOSIT_NEG) ? -1 : 1;
+        const unsigned a = *coord_field(&at, d), b = *coord_field(&to, d);
+        left[d] = dir[d] > 0 ? (b + len_d - a) % len_d : (a + len_d - b) % len_d;
+    }
+    double head = t;
+    unsigned hops = 0;
+    *first = t;
+    for (;;) {
+        int d = -1;
+        const unsigned node = node_index(n, at.x, at.y, at.z);
+        if (ctl & TORX_PKT_ADAPTIVE) {
+            /* the productive link free soonest; ties by the task's seed */
+            double best = INFINITY;
+            unsigned nbest = 0;
+            for (int k = 0; k < 3; k++) {
+                if (!left[k])
+                    continue;
+                const double f = n->link_free[node * 6 + 2 * k + (dir[k] < 0)];
+                const double when = f > head ? f : head;
+                if (when < best) {
+                    best = when;
+                    d = k;
+                    nbest = 1;
+                } else if (when == best && torxp_chaos_next(rng) % ++nbest == 0) {
+                    d = k;
+                }
+            }
+        } else {
+            for (int k = 0; k < 3 && d < 0; k++)
+                if (left[k])
+                    d = k;
+        }
+        if (d < 0)
+            break;
+        double *link = &n->link_free[node * 6 + 2 * d + (dir[d] < 0)];
+        const double start = *link > head ? *link : head;
+        *link = start + wire;
+        if (hops++ == 0)
+            *first = start;
+        head = start + n->hop_s;
+        uint8_t *c = coord_field(&at, d);
+        const unsigned len_d = extent(n, d);
+        *c = (uint8_t)(dir[d] > 0 ? (*c + 1u) % len_d : (*c + len_d - 1u) % len_d);
+        left[d]--;
+        if (visit && (left[0] | left[1] | left[2])) {
+            at.t = to.t;
+            if ((*rc = visit(arg, at, head + wire)) != TORX_OK)
+                return head + wire;
+        }
+    }
+    return hops ? head + wire : t;
+}
+
+static double wire_s(const torxp_sim_net_t *n, unsigned chunks)
+{
+    return (chunks * TORX_PKT_CHUNK + n->link_overhead) * n->byte_s;
+}
+
+struct deposit_visit {
+    torxp_sim_net_t *n;
+    const torxp_sim_pkt_t *pkt;
+};
+
+static torx_status_t deposit_at(void *arg, torx_coord_t at, double arrive)
+{
+    struct deposit_visit *v = arg;
+    torxp_sim_task_t *mid = v->n->task_of_slot[torx_coord_index(v->n->shape, at)];
+    return mid ? deliver(v->n, mid, v->pkt, arrive) : TORX_OK;
+}
+
 torx_status_t torxp_sim_net_inject(torxp_sim_job_t *job, torxp_sim_task_t *t, double now,
                                    const torx_pkt_hdr_t *hdr, const struct iovec *iov, int iovcnt,
                                    size_t len)
@@ -340,9 +447,10 @@ torx_status_t torxp_sim_net_inject(torxp_sim_job_t *job, torxp_sim_task_t *t, do
         }
     if (slot_i == n->inject_cap)
         return TORX_NO_ROOM;
-    const unsigned dslot = torx_coord_index(n->shape, hdr->dest);
-    torxp_sim_task_t *to = n->task_of_slot[dslot];
-    const int deposit = (hdr->ctl & TORX_PKT_DEPOSIT) != 0;
+    torxp_sim_task_t *to = n->task_of_slot[torx_coord_index(n->shape, hdr->dest)];
+    if (!to && !(hdr->ctl & TORX_PKT_DEPOSIT))
+        return torxp_error(TORX_ERR_INVAL, "torx: no task at destination (%u,%u,%u,%u)",
+                           hdr->dest.x, hdr->dest.y, hdr->dest.z, hdr->dest.t);
 
     /* the packet as the receiver will see it */
     torxp_sim_pkt_t pkt;
@@ -352,82 +460,139 @@ torx_status_t torxp_sim_net_inject(torxp_sim_job_t *job, torxp_sim_task_t *t, do
     pkt.hdr.dev_tag = 0;
     size_t off = 0;
     for (int i = 0; i < iovcnt; i++) {
-        memcpy(pkt.bytes + TORX_PKT_HDR_BYTES + off, iov[i].iov_base, iov[i].iov_len);
+        if (iov[i].iov_len)
+            memcpy(pkt.bytes + TORX_PKT_HDR_BYTES + off, iov[i].iov_base, iov[i].iov_len);
         off += iov[i].iov_len;
     }
+    struct deposit_visit v = {n, &pkt};
+    torx_status_t rc = TORX_OK;
+    double first;
+    const double arrive =
+        route(n, &t->rng, t->coord, hdr->dest, hdr->ctl, now, wire_s(n, pkt.hdr.chunks), &first,
+              (hdr->ctl & TORX_PKT_DEPOSIT) ? deposit_at : NULL, &v, &rc);
+    if (rc != TORX_OK)
+        return rc;
+    t->inject[slot_i] = first;
+    return to ? deliver(n, to, &pkt, arrive) : TORX_OK;
+}
 
-    const double wire = (pkt.hdr.chunks * TORX_PKT_CHUNK + n->link_overhead) * n->byte_s;
-    torx_coord_t at = t->coord;
-    const torx_coord_t dest = hdr->dest;
-    unsigned left[3];
-    int dir[3], tie[3];
-    for (int d = 0; d < 3; d++) {
-        left[d] = way(n, *coord_field(&at, d), *coord_field((torx_coord_t *)&dest, d),
-                      extent(n, d), &dir[d], &tie[d]);
-        if (tie[d] && (hdr->ctl & TORX_PKT_ADAPTIVE) && (torxp_chaos_next(&t->rng) & 1))
-            dir[d] = -1;
-    }
-    if (deposit) { /* along its line, the way it names */
-        const int d = torx_pkt_hdr_deposit_dim(hdr);
-        const unsigned len_d = extent(n, d);
-        dir[d] = (hdr->ctl & TORX_PKT_DEPOSIT_NEG) ? -1 : 1;
-        const unsigned a = *coord_field(&at, d), b = *coord_field((torx_coord_t *)&dest, d);
-        left[d] = dir[d] > 0 ? (b + len_d - a) % len_d : (a + len_d - b) % len_d;
-    }
+/* ---- bulk transfers by the DMA engine (bulk dma) ------------------------------- */
 
-    double head = now, first_start = now;
-    unsigned hops = 0;
-    for (;;) {
-        int d = -1;
-        if (hdr->ctl & TORX_PKT_ADAPTIVE) {
-            /* the productive link free soonest; ties by the task's seed */
-            double best = INFINITY;
-            int nbest = 0;
-            for (int k = 0; k < 3; k++) {
-                if (!left[k])
-                    continue;
-                const unsigned node = node_index(n, at.x, at.y, at.z);
-                const double f = n->link_free[node * 6 + 2 * k + (dir[k] < 0)];
-                const double when = f > head ? f : head;
-                if (when < best) {
-                    best = when;
-                    d = k;
-                    nbest = 1;
-                } else if (when == best && torxp_chaos_next(&t->rng) % (unsigned)++nbest == 0) {
-                    d = k;
-                }
+#define BULK_WINDOW 16 /* packets reserved at a time: transfers interleave */
+
+struct torxp_sim_bulk {
+    torxp_sim_bulk_t *next;
+    torx_coord_t src, dst; /* the data flows src -> dst */
+    int src_rank, dst_rank;
+    const unsigned char *from;
+    unsigned char *to;
+    size_t len, reserved;
+    double t_next;  /* when the engine takes the next window */
+    double done_at; /* the last packet in; valid once reserved == len */
+    int local;
+};
+
+torx_status_t torxp_sim_bulk_start(torxp_sim_job_t *job, torxp_sim_task_t *t, double now,
+                                   int get, torx_coord_t peer, const void *remote, void *local,
+                                   size_t len, torxp_sim_bulk_t **out)
+{
+    torxp_sim_net_t *n = *torxp_sim_job_net(job);
+    torxp_sim_task_t *p = torx_coord_in_shape(n->shape, peer)
+                              ? n->task_of_slot[torx_coord_index(n->shape, peer)]
+                              : NULL;
+    if (!p)
+        return torxp_error(TORX_ERR_INVAL, "torx: bulk transfer: no task at (%u,%u,%u,%u)",
+                           peer.x, peer.y, peer.z, peer.t);
+    torxp_sim_bulk_t *b = torxp_calloc(1, sizeof *b);
+    if (!b)
+        return torxp_error(TORX_ERR_NOMEM, "torx: sim: no memory for a bulk transfer");
+    b->src = get ? peer : t->coord;
+    b->dst = get ? t->coord : peer;
+    b->src_rank = get ? p->rank : t->rank;
+    b->dst_rank = get ? t->rank : p->rank;
+    b->from = get ? remote : local;
+    b->to = get ? local : (void *)remote;
+    b->len = len;
+    b->local = b->src.x == b->dst.x && b->src.y == b->dst.y && b->src.z == b->dst.z;
+    double start = now + n->dma_startup;
+    if (get && !b->local) { /* the request travels to the peer's engine first */
+        double first;
+        start = route(n, &t->rng, t->coord, peer, TORX_PKT_ADAPTIVE, start, wire_s(n, 1), &first,
+                      NULL, NULL, NULL);
+    }
+    b->t_next = start;
+    b->next = t->bulk;
+    t->bulk = b;
+    *out = b;
+    return TORX_OK;
+}
+
+/* Reserves what the transfers of t may take by now. */
+void torxp_sim_bulk_progress(torxp_sim_job_t *job, torxp_sim_task_t *t, double now)
+{
+    torxp_sim_net_t *n = *torxp_sim_job_net(job);
+    for (torxp_sim_bulk_t *b = t->bulk; b; b = b->next) {
+        while (b->reserved < b->len && b->t_next <= now) {
+            const unsigned node = node_index(n, b->src.x, b->src.y, b->src.z);
+            double *engine = &n->dma_free[node];
+            if (b->local) {
+                const double start = *engine > b->t_next ? *engine : b->t_next;
+                *engine = start + (double)b->len * n->dma_local_byte_s;
+                b->done_at = *engine;
+                b->reserved = b->len;
+                break;
             }
-        } else {
-            for (int k = 0; k < 3 && d < 0; k++)
-                if (left[k])
-                    d = k;
-        }
-        if (d < 0)
-            break;
-        const unsigned node = node_index(n, at.x, at.y, at.z);
-        double *link = &n->link_free[node * 6 + 2 * d + (dir[d] < 0)];
-        const double start = *link > head ? *link : head;
-        *link = start + wire;
-        if (hops == 0)
-            first_start = start;
-        head = start + n->hop_s;
-        hops++;
-        uint8_t *c = coord_field(&at, d);
-        const unsigned len_d = extent(n, d);
-        *c = (uint8_t)(dir[d] > 0 ? (*c + 1u) % len_d : (*c + len_d - 1u) % len_d);
-        left[d]--;
-        if (deposit && (left[0] | left[1] | left[2])) {
-            at.t = dest.t;
-            torxp_sim_task_t *mid = n->task_of_slot[torx_coord_index(n->shape, at)];
-            torx_status_t rc;
-            if (mid && (rc = deliver(n, mid, &pkt, head + wire)) != TORX_OK)
-                return rc;
+            double arrive = b->t_next, engine_at = b->t_next;
+            for (int k = 0; k < BULK_WINDOW && b->reserved < b->len; k++) {
+                const size_t piece =
+                    b->len - b->reserved < TORX_PKT_MAX_PAYLOAD ? b->len - b->reserved
+                                                                 : TORX_PKT_MAX_PAYLOAD;
+                const double wire = wire_s(n, torx_pkt_chunks_for(piece));
+                engine_at = *engine > b->t_next ? *engine : b->t_next;
+                *engine = engine_at + wire / n->byte_s * n->dma_byte_s;
+                double first;
+                const double a = route(n, &t->rng, b->src, b->dst, TORX_PKT_ADAPTIVE, engine_at,
+                                       wire, &first, NULL, NULL, NULL);
+                if (a > arrive)
+                    arrive = a;
+                b->reserved += piece;
+            }
+            b->t_next = *engine; /* the engine is free for the next window then */
+            if (arrive > b->done_at)
+                b->done_at = arrive;
         }
     }
-    t->inject[slot_i] = first_start;
-    if (!to)
-        return TORX_OK; /* nobody there: the packet is lost, as on the machine */
-    return deliver(n, to, &pkt, hops ? head + wire : now);
+}
+
+/* When t next has something to do for its transfers: reserve a window or
+ * see one done (+inf: none). */
+double torxp_sim_bulk_next(const torxp_sim_task_t *t)
+{
+    double next = INFINITY;
+    for (const torxp_sim_bulk_t *b = t->bulk; b; b = b->next) {
+        const double when = b->reserved < b->len ? b->t_next : b->done_at;
+        if (when < next)
+            next = when;
+    }
+    return next;
+}
+
+/* TORX_OK (and b freed, its bytes copied) once done by now; TORX_AGAIN. */
+torx_status_t torxp_sim_bulk_finish(torxp_sim_job_t *job, torxp_sim_task_t *t,
+                                    torxp_sim_bulk_t *b, double now)
+{
+    if (b->reserved < b->len || b->done_at > now)
+        return TORX_AGAIN;
+    if (b->len)
+        memcpy(torxp_sim_task_addr(job, b->dst_rank, b->to),
+               torxp_sim_task_addr(job, b->src_rank, (void *)b->from), b->len);
+    for (torxp_sim_bulk_t **pp = &t->bulk; *pp; pp = &(*pp)->next)
+        if (*pp == b) {
+            *pp = b->next;
+            break;
+        }
+    free(b);
+    return TORX_OK;
 }
 
 /* ---- the collective network ---------------------------------------------------- */
@@ -436,6 +601,9 @@ double torxp_sim_net_next_event(torxp_sim_job_t *job, torxp_sim_task_t *t)
 {
     torxp_sim_net_t *n = *torxp_sim_job_net(job);
     double next = t->nrx ? t->rx[0]->arrive : INFINITY;
+    const double bulk = torxp_sim_bulk_next(t);
+    if (bulk < next)
+        next = bulk;
     if (t->cn_read < t->cn_injected) {
         const cn_round_t *c = &n->cn[t->cn_read % CN_DEPTH];
         if (c->round == t->cn_read + 1 && c->count == n->ntasks && c->done_at < next)
