@@ -191,6 +191,30 @@ static inline void torxp_charge(torx_pkt_dev_t *dev, torxp_cpu_event_t ev, size_
         dev->ops->charge(dev, ev, n);
 }
 
+/* ---- Per-task state -------------------------------------------------------------- */
+
+#define TORXP_ERRMSG_BYTES 512
+#define TORXP_VERBOSE_UNREAD (-2)
+/* Per-task state of libtorx outside any device: on the host one per thread;
+ * a device that runs many tasks in one thread (sim) installs a hook that
+ * returns the running task's (torxp_set_task_state_hook). */
+typedef struct torxp_task_state {
+    char last_error[TORXP_ERRMSG_BYTES];
+    int verbose; /* TORX_VERBOSE as read, or -2: not read yet */
+} torxp_task_state_t;
+/* Makes ts a new task's state: no error, TORX_VERBOSE not read yet. */
+static inline void torxp_task_state_init(torxp_task_state_t *ts)
+{
+    ts->last_error[0] = '\0';
+    ts->verbose = TORXP_VERBOSE_UNREAD;
+}
+/* The running task's state: the hook's answer, or this thread's own. */
+torxp_task_state_t *torxp_task_state(void);
+/* Installs hook (NULL: back to one state per thread). Process-wide: set it
+ * once, before any task runs; each state it returns starts as
+ * torxp_task_state_init makes it. */
+void torxp_set_task_state_hook(torxp_task_state_t *(*hook)(void));
+
 /* Fault injection (configure --enable-fault-injection, tests only):
  * TORX_FAULT_ALLOC=N makes the Nth allocation through torxp_malloc,
  * torxp_calloc or torxp_realloc fail, TORX_FAULT_INJECT=N the Nth
