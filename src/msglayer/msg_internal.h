@@ -57,6 +57,14 @@ torx_status_t torxm_bind(torx_ctx_t *ctx);
  * node has one of its own and torx bound the task. */
 void torxm_bind_comm(torx_ctx_t *ctx, pthread_t thread);
 
+/* Whether ctx's device waits exactly (TORXP_CAP_EXACT_WAIT, the sim
+ * device): idle waits then sleep on the device at once, without spinning or
+ * yielding first, and the host's CPU counts say nothing about the job. */
+static inline int torxm_exact_wait(const torx_ctx_t *ctx)
+{
+    return (ctx->dev->caps & TORXP_CAP_EXACT_WAIT) != 0;
+}
+
 /* ---- Protocol table ------------------------------------------------------------ */
 
 typedef struct torxm_proto {

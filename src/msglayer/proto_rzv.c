@@ -248,7 +248,7 @@ void torxm_bulk_done(torx_ctx_t *ctx, torxm_rx_t *rx, torx_status_t st)
             torxm_rzv_way_received(ctx, peer, rx->total, 0, 0);
     } else if (st >= 0 && torxm_rzv_way_measured(ctx, peer, rx->total) &&
                !torxm_rzv_way_leads(ctx, peer)) {
-        ack[1] = torxp_mono_ns();
+        ack[1] = torxp_now_ns(ctx->dev);
         ack_len = sizeof ack;
     }
     torxm_ctrl_send(ctx, rx->src, rx->ack_type, 0, ack, ack_len, rx->proto);
