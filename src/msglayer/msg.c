@@ -505,6 +505,7 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
                                    .flags = ctx->mode == TORX_MODE_CO ? TORX_PKT_SHARED_INJECT : 0};
     if ((rc = torx_pkt_open(&pattr, &ctx->dev)) != TORX_OK)
         goto fail;
+    ctx->charges = ctx->dev->ops->charge != NULL;
 
     if (!(ctx->peers = torxp_calloc((size_t)ctx->size, sizeof *ctx->peers))) {
         rc = torxp_error(TORX_ERR_NOMEM, "torx: out of memory for %d peers", ctx->size);
@@ -935,13 +936,34 @@ torx_pkt_dev_t *torx_ctx_device(torx_ctx_t *ctx)
     return ctx->dev;
 }
 
+const torx_limits_t *torx_ctx_limits(const torx_ctx_t *ctx)
+{
+    return &ctx->limits;
+}
+
+/* A handler on a device that charges the task's core (sim): the match's
+ * charge, then the registered handler (arg: its entry in ctx->charged).
+ * Installed in its place by torx_register, so that matching on the other
+ * devices tests nothing for it. */
+static void charged_handler(torx_ctx_t *ctx, void *arg, const torx_recv_info_t *info,
+                            torx_recv_t *recv)
+{
+    const torxm_handler_t *h = arg;
+    torxp_charge(ctx->dev, TORXP_CPU_MATCH, 1);
+    h->fn(ctx, h->arg, info, recv);
+}
+
 torx_status_t torx_register(torx_ctx_t *ctx, int id, torx_handler_fn fn, void *harg)
 {
     if (!ctx || id < 0 || id >= TORX_MSG_HANDLERS)
         return torxp_error(TORX_ERR_INVAL, "torx: torx_register: handler id %d (expected 0..%d)",
                            id, TORX_MSG_HANDLERS - 1);
-    ctx->handlers[id].fn = fn;
-    ctx->handlers[id].arg = harg;
+    if (ctx->charges && fn) {
+        ctx->charged[id] = (torxm_handler_t){fn, harg};
+        ctx->handlers[id] = (torxm_handler_t){charged_handler, &ctx->charged[id]};
+    } else {
+        ctx->handlers[id] = (torxm_handler_t){fn, harg};
+    }
     ctx->warned_handlers &= ~(1ull << id);
     return TORX_OK;
 }

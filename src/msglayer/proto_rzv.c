@@ -518,7 +518,7 @@ void torxm_rzv_data_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t
         torxm_bad_packet(ctx, src, "rendezvous data for no transfer of it");
         return;
     }
-    torxm_rx_put(rx, off, p + TORXM_RZV_DATA_PREFIX, n);
+    torxm_rx_put(ctx, rx, off, p + TORXM_RZV_DATA_PREFIX, n);
     if (rx->arrived == rx->want)
         torxm_rzv_stream_done(ctx, rx);
 }
