@@ -936,6 +936,11 @@ torx_pkt_dev_t *torx_ctx_device(torx_ctx_t *ctx)
     return ctx->dev;
 }
 
+double torx_wtime(const torx_ctx_t *ctx)
+{
+    return torxp_now_s(ctx->dev);
+}
+
 const torx_limits_t *torx_ctx_limits(const torx_ctx_t *ctx)
 {
     return &ctx->limits;
