@@ -512,8 +512,9 @@ int torx_advance(torx_ctx_t *ctx);
  *   until a packet comes (the packet layer's doorbell; in co mode, until the
  *   communication thread has something for the task), so an idle waiter does
  *   not burn a core; an oversubscribed job (more tasks, or in co mode
- *   threads, than CPUs) yields from the start. While its own sends wait for
- *   room at a busy peer, it naps instead.
+ *   threads, than CPUs) yields from the start, and on a device that
+ *   simulates (sim) it sleeps at once. While its own sends wait for room at
+ *   a busy peer, it naps instead.
  * RETURN VALUE
  *   TORX_OK once *flag is non-zero (at once if it already is);
  *   TORX_ERR_INVAL when ctx or flag is NULL.
@@ -534,6 +535,23 @@ torx_status_t torx_wait(torx_ctx_t *ctx, volatile int *flag);
  * SEE ALSO torx_wait, torx_advance
  */
 torx_status_t torx_wait_timeout(torx_ctx_t *ctx, volatile int *flag, double timeout_s);
+
+/* NAME     torx_wtime - the program's clock, in seconds
+ * DESCRIPTION
+ *   Seconds since an arbitrary origin, as a double, like MPI_Wtime: the
+ *   clock of ctx's packet device, the one torx itself keeps its deadlines
+ *   by (torx_wait_timeout, torx_finalize). On the shm and ofi devices the
+ *   host's CLOCK_MONOTONIC, one clock for every task of a host; on the sim
+ *   device simulated time, so that a program times what the simulated
+ *   machine would take, not what the simulation took.
+ * RETURN VALUE
+ *   The time; it cannot fail (ctx must be live: it is not checked).
+ * NOTES
+ *   Differences are meaningful, the origin is not. Cheap (a vDSO call on
+ *   the host), but not free: time batches of operations, not single ones.
+ * SEE ALSO torx_pkt_wtime, torx_wait_timeout
+ */
+double torx_wtime(const torx_ctx_t *ctx);
 
 /* ---- Coprocessor mode ----------------------------------------------------- */
 

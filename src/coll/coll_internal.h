@@ -15,7 +15,6 @@
 
 #include "packet/pkt_internal.h" /* torxp_error: the library's one error record */
 
-#include <sched.h>
 #include <stdint.h>
 
 /* Pure spins before a waiting collective starts yielding the CPU: a round
@@ -179,7 +178,7 @@ struct torx_coll_group {
 #define TORXC_POLLS_PER_PROGRESS 16
 
 /* Waits for one step: the caller's progress (or torx_advance), then,
- * after TORXC_SPINS calls, a sched_yield every 8th. */
+ * after TORXC_SPINS calls, a yield (torxp_yield) every 8th. */
 static inline void torxc_progress(torx_coll_t *c, unsigned *spins)
 {
     if (c->progress)
@@ -187,7 +186,7 @@ static inline void torxc_progress(torx_coll_t *c, unsigned *spins)
     else
         torx_advance(c->ctx);
     if (++*spins >= TORXC_SPINS && (*spins & 7) == 0)
-        sched_yield();
+        torxp_yield(c->dev);
 }
 
 /* Waits for one step of a device round (a global-interrupt or collective-

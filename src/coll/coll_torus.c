@@ -320,12 +320,13 @@ static int share_push(bc_share_t *s, const torxc_bcast_t *b, int k, size_t avail
 typedef struct bc_unit {
     bc_share_t share;
     const torxc_bcast_t *b;
+    torx_pkt_dev_t *dev; /* for the clock and yields */
 } bc_unit_t;
 
 static void unit_run(void *arg)
 {
     bc_unit_t *u = arg;
-    double start = torxp_mono_s();
+    double start = torxp_now_s(u->dev);
     for (int k = 0; k < u->b->nroutes; k++) {
         if (!(u->share.routes & 1u << k))
             continue;
@@ -334,7 +335,7 @@ static void unit_run(void *arg)
         uint64_t seen = u->share.sent;
         while ((rc = share_push(&u->share, u->b, k, all)) == 0) {
             /* 60 s without taking a packet: a member is gone or stuck */
-            const double now = torxp_mono_s();
+            const double now = torxp_now_s(u->dev);
             if (u->share.sent != seen) {
                 seen = u->share.sent;
                 start = now;
@@ -342,7 +343,7 @@ static void unit_run(void *arg)
                 u->share.status = TORX_ERR_PEER;
                 return;
             }
-            sched_yield();
+            torxp_yield(u->dev);
         }
         if (rc < 0) {
             u->share.status = (torx_status_t)rc;
@@ -420,6 +421,7 @@ torx_status_t torxc_torus_bcast(torx_coll_group_t *g, void *buf, size_t bytes, i
         unit->share.h = own.h;
         unit->share.status = TORX_OK;
         unit->b = b;
+        unit->dev = c->dev;
     }
 
     /* The root's node-mates, in vn mode: they get every packet from it. */

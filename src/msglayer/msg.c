@@ -11,10 +11,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
 const torxm_proto_t torxm_protocols[TORX_PROTO_COUNT] = {
@@ -56,7 +54,9 @@ const torxm_proto_t torxm_protocols[TORX_PROTO_COUNT] = {
 /* Waiting: idle advances spun before yielding, yields before sleeping on
  * the device's doorbell (torx_pkt_wait), and the longest sleep (deadlines
  * and the bulk liveness checks run between sleeps). Naps serve where no
- * doorbell rings: sends waiting for room at a peer, the final barrier. */
+ * doorbell rings: sends waiting for room at a peer, the final barrier. On a
+ * device with exact waits (TORXP_CAP_EXACT_WAIT) a wait starts past the
+ * spins and yields (wait_until). */
 #define WAIT_SPINS 4096u
 #define WAIT_YIELDS 4096u
 #define WAIT_SLEEP_MS 20
@@ -505,6 +505,7 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
                                    .flags = ctx->mode == TORX_MODE_CO ? TORX_PKT_SHARED_INJECT : 0};
     if ((rc = torx_pkt_open(&pattr, &ctx->dev)) != TORX_OK)
         goto fail;
+    ctx->charges = ctx->dev->ops->charge != NULL;
 
     if (!(ctx->peers = torxp_calloc((size_t)ctx->size, sizeof *ctx->peers))) {
         rc = torxp_error(TORX_ERR_NOMEM, "torx: out of memory for %d peers", ctx->size);
@@ -523,9 +524,10 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
         p->staged = (uint8_t)torx_stage_reaches(ctx->dev, p->coord);
         p->way_host = p->staged && i != ctx->rank && torx_bulk_cost(ctx->dev, p->coord) != 0;
     }
-    /* The shm device runs every task on this host. */
+    /* The shm device runs every task on this host. A device with exact
+     * waits (sim) models the tasks' cores itself: the host's say nothing. */
     const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    ctx->oversubscribed = cpus > 0 && ctx->size > cpus;
+    ctx->oversubscribed = !torxm_exact_wait(ctx) && cpus > 0 && ctx->size > cpus;
     if (ctx->mode == TORX_MODE_CO && (rc = torxm_co_start(ctx)) != TORX_OK)
         goto fail;
     char rzv[160];
@@ -654,13 +656,13 @@ static void idle_backoff(torx_ctx_t *ctx, unsigned idle, double deadline, int do
     if (!ctx->oversubscribed && idle < WAIT_SPINS)
         return;
     if (idle < WAIT_SPINS + WAIT_YIELDS) {
-        sched_yield();
+        torxp_yield(ctx->dev);
         return;
     }
     if (doorbell && !ctx->busy && !ctx->ctrl_head) {
         int ms = WAIT_SLEEP_MS;
         if (deadline >= 0) {
-            const double left = deadline - torxp_mono_s();
+            const double left = deadline - torxp_now_s(ctx->dev);
             if (left <= 0)
                 return;
             if (left * 1e3 < ms)
@@ -674,35 +676,37 @@ static void idle_backoff(torx_ctx_t *ctx, unsigned idle, double deadline, int do
     long ns = WAIT_NAP_NS * (long)(1 + (idle - WAIT_SPINS - WAIT_YIELDS) / 256);
     if (ns > WAIT_NAP_MAX_NS)
         ns = WAIT_NAP_MAX_NS;
-    const struct timespec nap = {0, ns};
-    nanosleep(&nap, NULL);
+    torxp_nap(ctx->dev, (uint64_t)ns);
 }
 
 /* The message layer's one wait loop: advances until ready(ctx, arg)
  * answers other than TORX_AGAIN and returns that answer, or an advance's
  * error. While idle it backs off (idle_backoff; doorbell 0 where no packet
  * ends the wait). deadline >= 0: past it, TORX_AGAIN; the clock is read
- * only while idle, and rarely while spinning. Inlined, so that each wait's
+ * only while idle, and rarely while spinning. On a device with exact waits
+ * the idle count starts past the spins and yields, so every idle round
+ * sleeps on the device and reads its clock. Inlined, so that each wait's
  * ready is too. */
 static inline __attribute__((always_inline)) torx_status_t
 wait_until(torx_ctx_t *ctx, torx_status_t (*ready)(torx_ctx_t *, void *), void *arg,
            double deadline, int doorbell)
 {
-    unsigned idle = 0;
+    const unsigned idle0 = torxm_exact_wait(ctx) ? WAIT_SPINS + WAIT_YIELDS : 0;
+    unsigned idle = idle0;
     torx_status_t st;
     while ((st = ready(ctx, arg)) == TORX_AGAIN) {
         const int n = torx_advance(ctx);
         if (TORXM_UNLIKELY(n < 0))
             return (torx_status_t)n;
         if (n) {
-            idle = 0;
+            idle = idle0;
             continue;
         }
         idle_backoff(ctx, idle, deadline, doorbell);
         if (idle < UINT32_MAX)
             idle++;
         if (deadline >= 0 && ((idle & 255) == 0 || idle >= WAIT_SPINS + WAIT_YIELDS) &&
-            torxp_mono_s() > deadline)
+            torxp_now_s(ctx->dev) > deadline)
             return TORX_AGAIN;
     }
     return st;
@@ -718,7 +722,7 @@ torx_status_t torx_wait_timeout(torx_ctx_t *ctx, volatile int *flag, double time
 {
     if (!ctx || !flag)
         return torxp_error(TORX_ERR_INVAL, "torx: torx_wait: %s is NULL", ctx ? "flag" : "ctx");
-    const double deadline = timeout_s >= 0 ? torxp_mono_s() + timeout_s : -1;
+    const double deadline = timeout_s >= 0 ? torxp_now_s(ctx->dev) + timeout_s : -1;
     const torx_status_t rc = wait_until(ctx, flag_set, (void *)flag, deadline, 1);
     if (rc == TORX_AGAIN)
         return *flag ? TORX_OK : TORX_AGAIN;
@@ -788,17 +792,17 @@ static int stats_job_totals(const torx_ctx_t *ctx, const torx_hop_bytes_t *mine,
 {
     uint64_t lane[TORX_CN_PACKET_BYTES / sizeof(uint64_t)] = {mine->bytes, mine->hop_bytes,
                                                               mine->local_bytes};
-    const double deadline = torxp_mono_s() + STATS_TOTAL_TIMEOUT_S;
+    const double deadline = torxp_now_s(ctx->dev) + STATS_TOTAL_TIMEOUT_S;
     torx_status_t rc;
     while ((rc = torx_cn_inject(ctx->dev, TORX_CN_ADD, TORX_CN_U64, 0, lane)) == TORX_NO_ROOM)
-        if (torxp_mono_s() > deadline)
+        if (torxp_now_s(ctx->dev) > deadline)
             return 0;
     if (rc != TORX_OK)
         return 0;
     while ((rc = torx_cn_read(ctx->dev, lane)) == TORX_AGAIN) {
-        if (torxp_mono_s() > deadline)
+        if (torxp_now_s(ctx->dev) > deadline)
             return 0;
-        sched_yield();
+        torxp_yield(ctx->dev);
     }
     if (rc != TORX_OK)
         return 0;
@@ -863,7 +867,7 @@ torx_status_t torx_finalize(torx_ctx_t *ctx)
         return torxp_error(TORX_ERR_INVAL, "torx: torx_finalize called from a handler or callback");
     /* A failed context cannot drain or meet its peers: it only closes. */
     torx_status_t rc = ctx->failed;
-    const double deadline = torxp_mono_s() + FINALIZE_TIMEOUT_S;
+    const double deadline = torxp_now_s(ctx->dev) + FINALIZE_TIMEOUT_S;
     /* Deferred messages nobody accepted: discarding them lets their senders
      * complete (they wait for our ack or clear-to-send) instead of timing out
      * in their own finalize. */
@@ -932,9 +936,26 @@ torx_pkt_dev_t *torx_ctx_device(torx_ctx_t *ctx)
     return ctx->dev;
 }
 
+double torx_wtime(const torx_ctx_t *ctx)
+{
+    return torxp_now_s(ctx->dev);
+}
+
 const torx_limits_t *torx_ctx_limits(const torx_ctx_t *ctx)
 {
     return &ctx->limits;
+}
+
+/* A handler on a device that charges the task's core (sim): the match's
+ * charge, then the registered handler (arg: its entry in ctx->charged).
+ * Installed in its place by torx_register, so that matching on the other
+ * devices tests nothing for it. */
+static void charged_handler(torx_ctx_t *ctx, void *arg, const torx_recv_info_t *info,
+                            torx_recv_t *recv)
+{
+    const torxm_handler_t *h = arg;
+    torxp_charge(ctx->dev, TORXP_CPU_MATCH, 1);
+    h->fn(ctx, h->arg, info, recv);
 }
 
 torx_status_t torx_register(torx_ctx_t *ctx, int id, torx_handler_fn fn, void *harg)
@@ -942,8 +963,12 @@ torx_status_t torx_register(torx_ctx_t *ctx, int id, torx_handler_fn fn, void *h
     if (!ctx || id < 0 || id >= TORX_MSG_HANDLERS)
         return torxp_error(TORX_ERR_INVAL, "torx: torx_register: handler id %d (expected 0..%d)",
                            id, TORX_MSG_HANDLERS - 1);
-    ctx->handlers[id].fn = fn;
-    ctx->handlers[id].arg = harg;
+    if (ctx->charges && fn) {
+        ctx->charged[id] = (torxm_handler_t){fn, harg};
+        ctx->handlers[id] = (torxm_handler_t){charged_handler, &ctx->charged[id]};
+    } else {
+        ctx->handlers[id] = (torxm_handler_t){fn, harg};
+    }
     ctx->warned_handlers &= ~(1ull << id);
     return TORX_OK;
 }

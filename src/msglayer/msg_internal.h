@@ -57,6 +57,25 @@ torx_status_t torxm_bind(torx_ctx_t *ctx);
  * node has one of its own and torx bound the task. */
 void torxm_bind_comm(torx_ctx_t *ctx, pthread_t thread);
 
+/* Whether ctx's device waits exactly (TORXP_CAP_EXACT_WAIT, the sim
+ * device): idle waits then sleep on the device at once, without spinning or
+ * yielding first, and the host's CPU counts say nothing about the job. */
+static inline int torxm_exact_wait(const torx_ctx_t *ctx)
+{
+    return (ctx->dev->caps & TORXP_CAP_EXACT_WAIT) != 0;
+}
+
+/* Charges the task's core for work of the message layer (torxp_charge) on a
+ * device that has it (sim). The hot path tests one word of the context,
+ * set at init, instead of following ctx->dev->ops (two instructions instead
+ * of four and a register held across the handler call). The matches are
+ * charged by the handler table instead (torx_register). */
+static inline void torxm_charge(torx_ctx_t *ctx, torxp_cpu_event_t ev, size_t n)
+{
+    if (TORXM_UNLIKELY(ctx->charges))
+        torxp_charge(ctx->dev, ev, n);
+}
+
 /* ---- Protocol table ------------------------------------------------------------ */
 
 typedef struct torxm_proto {
@@ -277,12 +296,15 @@ torxm_rx_t *torxm_rx_new(torx_ctx_t *ctx, int src, const torx_recv_t *recv, uint
                          unsigned proto);
 void torxm_rx_init(torxm_rx_t *rx, int src, const torx_recv_t *recv, uint64_t total,
                    unsigned proto);
-/* Writes n bytes that belong at off of the message (the part below cap). */
-static inline void torxm_rx_put(torxm_rx_t *rx, uint64_t off, const void *src, uint64_t n)
+/* Writes n bytes that belong at off of the message (the part below cap),
+ * charging the copy to the task's core (torxm_charge). */
+static inline void torxm_rx_put(torx_ctx_t *ctx, torxm_rx_t *rx, uint64_t off, const void *src,
+                                uint64_t n)
 {
     if (rx->buf && off < rx->cap) {
         const uint64_t k = n < rx->cap - off ? n : rx->cap - off;
         memcpy(rx->buf + off, src, k);
+        torxm_charge(ctx, TORXP_CPU_COPY, (size_t)k);
     }
     rx->arrived += n;
 }
@@ -298,7 +320,8 @@ int torxm_deferred_discard(torx_ctx_t *ctx);
 /* Records why a message was truncated and returns TORX_ERR_TRUNCATE. */
 torx_status_t torxm_truncated(int src, uint64_t total, uint64_t cap);
 
-/* Finishes a receive whose data was all in its first packet. */
+/* Finishes a receive whose data was all in its first packet (the copy
+ * charged to the task's core, torxm_charge). */
 static inline void torxm_recv_now(torx_ctx_t *ctx, int src, const torx_recv_t *recv,
                                   const void *data, size_t total)
 {
@@ -310,8 +333,10 @@ static inline void torxm_recv_now(torx_ctx_t *ctx, int src, const torx_recv_t *r
             n = recv->len;
             st = torxm_truncated(src, total, recv->len);
         }
-        if (n)
+        if (n) {
             memcpy(recv->buf, data, n);
+            torxm_charge(ctx, TORXP_CPU_COPY, n);
+        }
     }
     if (recv->done)
         recv->done(ctx, recv->arg, st, n);

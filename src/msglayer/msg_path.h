@@ -179,7 +179,7 @@ void torxm_rzv_way_open(torxm_peer_t *peer, int staged);
 int torxm_rzv_way_staged(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len);
 /* The leader counts each long transfer of the pair as it completes, staged
  * or by bulk get, one of its sends or of its receives, finished at when
- * (torxp_mono_ns of the receiving task: a get's ack carries it; 0: now). */
+ * (torxp_now_ns of the receiving task: a get's ack carries it; 0: now). */
 void torxm_rzv_way_sent(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len, int staged,
                         uint64_t when);
 void torxm_rzv_way_received(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len, int staged,

@@ -163,10 +163,16 @@ typedef struct torxm_cookie_slot {
 
 typedef void (*torxm_rx_fn)(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
 
+typedef struct torxm_handler {
+    torx_handler_fn fn;
+    void *arg;
+} torxm_handler_t;
+
 struct torx_ctx {
     torx_pkt_dev_t *dev;
     int rank, size;
     torx_coord_t self;
+    int charges;         /* dev charges work to the task's core (torxm_charge) */
     torxm_peer_t *peers; /* by rank */
 
     /* Reception dispatch, built at init from torxm_protocols. */
@@ -175,10 +181,10 @@ struct torx_ctx {
         uint8_t proto;
     } rx[TORXM_PKT_NTYPES];
 
-    struct {
-        torx_handler_fn fn;
-        void *arg;
-    } handlers[TORX_MSG_HANDLERS];
+    /* What torxm_match calls: the registered handlers, or where the device
+     * charges matches (ctx->charges) torxm_charged_handler with the
+     * registered one in charged[] as its argument. */
+    torxm_handler_t handlers[TORX_MSG_HANDLERS];
     uint64_t warned_handlers; /* bit per id: an unregistered-id warning printed */
 
     torx_limits_t limits;
@@ -224,6 +230,7 @@ struct torx_ctx {
     torx_boot_t *boot;
     torx_boot_t own_boot; /* when torx_init started PMI itself */
     int owns_boot;
+    torxm_handler_t charged[TORX_MSG_HANDLERS]; /* ctx->charges: the registered handlers */
 };
 
 #endif /* TORXM_TYPES_H */

@@ -117,7 +117,7 @@ void torxm_eager_first_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hd
     }
     torxm_rx_t *rx = &peer->eager_rec;
     torxm_rx_init(rx, src, &recv, total, TORX_PROTO_EAGER);
-    torxm_rx_put(rx, 0, data, n);
+    torxm_rx_put(ctx, rx, 0, data, n);
     peer->eager = rx;
     torxm_matched(ctx, peer);
 }
@@ -132,7 +132,7 @@ void torxm_eager_more_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr
                    rx ? "an eager packet out of place" : "an eager packet without a message");
         return;
     }
-    torxm_rx_put(rx, off, torx_pkt_payload(pkt), pkt->payload_len);
+    torxm_rx_put(ctx, rx, off, torx_pkt_payload(pkt), pkt->payload_len);
     if (rx->arrived == rx->want) {
         peer->eager = NULL;
         torxm_rx_finish(ctx, rx);
@@ -176,9 +176,9 @@ static void unpark(torx_ctx_t *ctx, torxm_early_t *e)
     ctx->early_free = e;
 }
 
-static void adapt_put(torxm_rx_t *rx, const torx_pkt_hdr_t *pkt)
+static void adapt_put(torx_ctx_t *ctx, torxm_rx_t *rx, const torx_pkt_hdr_t *pkt)
 {
-    torxm_rx_put(rx, torxm_sw_word(pkt), (const uint8_t *)torx_pkt_payload(pkt) + 4,
+    torxm_rx_put(ctx, rx, torxm_sw_word(pkt), (const uint8_t *)torx_pkt_payload(pkt) + 4,
                  pkt->payload_len - TORXM_ADAPT_MORE_PREFIX);
 }
 
@@ -228,7 +228,7 @@ static void adapt_first(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_
         return;
     }
     rx->seq = seq;
-    torxm_rx_put(rx, 0, data, n);
+    torxm_rx_put(ctx, rx, 0, data, n);
     /* Data packets of this message that came before it. */
     for (torxm_early_t **pp = &peer->early; *pp;) {
         torxm_early_t *e = *pp;
@@ -239,7 +239,7 @@ static void adapt_first(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_
             if (TORXM_UNLIKELY(adapt_more_past(rx, &e->pkt)))
                 torxm_bad_packet(ctx, src, "an adaptive data packet past its message");
             else
-                adapt_put(rx, &e->pkt);
+                adapt_put(ctx, rx, &e->pkt);
             unpark(ctx, e);
         } else {
             pp = &e->next;
@@ -307,7 +307,7 @@ void torxm_adapt_more_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr
         torxm_bad_packet(ctx, (int)(peer - ctx->peers), "an adaptive data packet past its message");
         return;
     }
-    adapt_put(rx, pkt);
+    adapt_put(ctx, rx, pkt);
     if (rx->arrived == rx->want) {
         adapt_unlink(peer, rx);
         torxm_rx_finish(ctx, rx);

@@ -248,7 +248,7 @@ void torxm_bulk_done(torx_ctx_t *ctx, torxm_rx_t *rx, torx_status_t st)
             torxm_rzv_way_received(ctx, peer, rx->total, 0, 0);
     } else if (st >= 0 && torxm_rzv_way_measured(ctx, peer, rx->total) &&
                !torxm_rzv_way_leads(ctx, peer)) {
-        ack[1] = torxp_mono_ns();
+        ack[1] = torxp_now_ns(ctx->dev);
         ack_len = sizeof ack;
     }
     torxm_ctrl_send(ctx, rx->src, rx->ack_type, 0, ack, ack_len, rx->proto);
@@ -518,7 +518,7 @@ void torxm_rzv_data_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t
         torxm_bad_packet(ctx, src, "rendezvous data for no transfer of it");
         return;
     }
-    torxm_rx_put(rx, off, p + TORXM_RZV_DATA_PREFIX, n);
+    torxm_rx_put(ctx, rx, off, p + TORXM_RZV_DATA_PREFIX, n);
     if (rx->arrived == rx->want)
         torxm_rzv_stream_done(ctx, rx);
 }

@@ -166,7 +166,7 @@ void torxm_staged_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *
     torxm_rx_t *rx = &peer->eager_rec;
     torxm_rx_init(rx, src, &recv, total, proto);
     rx->flags = TORXM_RX_STAGED;
-    torxm_rx_put(rx, 0, data, ref.len);
+    torxm_rx_put(ctx, rx, 0, data, ref.len);
     torx_stage_release(ctx->dev, peer->coord, ref);
     ctx->staged_pieces++;
     peer->eager = rx;
@@ -192,7 +192,7 @@ void torxm_piece_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *p
         torxm_bad_packet(ctx, src, "a staged piece that is not the next one of its message");
         return;
     }
-    torxm_rx_put(rx, off, data, ref.len);
+    torxm_rx_put(ctx, rx, off, data, ref.len);
     torx_stage_release(ctx->dev, peer->coord, ref);
     ctx->staged_pieces++;
     if (rx->arrived == rx->want) {
@@ -222,7 +222,7 @@ void torxm_rzv_piece_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_
                          "transfer");
         return;
     }
-    torxm_rx_put(rx, off, data, ref.len);
+    torxm_rx_put(ctx, rx, off, data, ref.len);
     torx_stage_release(ctx->dev, peer->coord, ref);
     ctx->staged_pieces++;
     if (rx->arrived == rx->want)

@@ -105,6 +105,11 @@ torx_shape_t torx_pkt_shape(const torx_pkt_dev_t *dev)
     return dev->shape;
 }
 
+double torx_pkt_wtime(const torx_pkt_dev_t *dev)
+{
+    return torxp_now_s(dev);
+}
+
 torx_status_t torx_pkt_inject(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
                               const struct iovec *iov, int iovcnt)
 {
