@@ -82,7 +82,7 @@ typedef struct torxp_dev_ops {
     /* Time, waiting and threads (docs/packet-layer.md#time-waiting-and-threads).
      * NULL: the host's own: CLOCK_MONOTONIC, nanosleep, sched_yield, a private
      * futex, pthreads. */
-    uint64_t (*now_ns)(const torx_pkt_dev_t *dev);
+    double (*now_s)(const torx_pkt_dev_t *dev); /* seconds, full precision */
     void (*nap)(torx_pkt_dev_t *dev, uint64_t ns);
     void (*yield)(torx_pkt_dev_t *dev);
     /* Sleeps while *word == expected, at most timeout_ns (< 0: no limit);
@@ -152,15 +152,15 @@ static inline uint64_t torxp_mono_ns(void)
  * host's clock. */
 static inline uint64_t torxp_now_ns(const torx_pkt_dev_t *dev)
 {
-    if (dev && TORXP_UNLIKELY(dev->ops->now_ns != NULL))
-        return dev->ops->now_ns(dev);
+    if (dev && TORXP_UNLIKELY(dev->ops->now_s != NULL))
+        return (uint64_t)(dev->ops->now_s(dev) * 1e9 + 0.5);
     return torxp_mono_ns();
 }
 
 static inline double torxp_now_s(const torx_pkt_dev_t *dev)
 {
-    if (dev && TORXP_UNLIKELY(dev->ops->now_ns != NULL))
-        return (double)dev->ops->now_ns(dev) * 1e-9;
+    if (dev && TORXP_UNLIKELY(dev->ops->now_s != NULL))
+        return dev->ops->now_s(dev);
     return torxp_mono_s();
 }
 

@@ -130,9 +130,9 @@ typedef struct fake_dev {
     size_t charged[2];
 } fake_dev_t;
 
-static uint64_t fake_now(const torx_pkt_dev_t *dev)
+static double fake_now(const torx_pkt_dev_t *dev)
 {
-    return ((const fake_dev_t *)dev)->now;
+    return (double)((const fake_dev_t *)dev)->now * 1e-9;
 }
 
 static void fake_nap(torx_pkt_dev_t *dev, uint64_t ns)
@@ -188,7 +188,7 @@ static void fake_charge(torx_pkt_dev_t *dev, torxp_cpu_event_t ev, size_t n)
 }
 
 static const torxp_dev_ops_t fake_ops = {.name = "fake",
-                                         .now_ns = fake_now,
+                                         .now_s = fake_now,
                                          .nap = fake_nap,
                                          .yield = fake_yield,
                                          .word_wait = fake_word_wait,

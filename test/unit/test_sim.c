@@ -14,6 +14,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <sys/wait.h>
 
 #define HOP_NS 90.0 /* bgl's hop_latency */
 
@@ -132,32 +133,50 @@ START_TEST(deterministic_in_order)
 }
 END_TEST
 
+/* One job of flow_task in a child process, whose simulated clock starts
+ * at zero: its arrivals into *out (shared with the parent). */
+typedef struct {
+    uint32_t order[4 * PER_SENDER];
+    double time[4 * PER_SENDER];
+    int reordered, rc;
+} arrivals_t;
+
+static void run_in_child(flow_arg_t *arg, arrivals_t *out)
+{
+    const pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        out->rc = torx_boot_fork_run(16, flow_task, arg, TEST_JOB_TIMEOUT, 0);
+        memcpy(out->order, arrival_order, sizeof out->order);
+        memcpy(out->time, arrival_time, sizeof out->time);
+        out->reordered = arg->reordered;
+        _exit(0);
+    }
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    ck_assert_int_eq(out->rc, 0);
+}
+
 START_TEST(adaptive_overtakes_exactly_once_and_repeats)
 {
     sim_env();
     flow_arg_t arg = {.shape = {4, 4, 1, 1}, .ctl = TORX_PKT_ADAPTIVE, .to = {1, 1, 0, 0}};
-    ck_assert_int_eq(torx_boot_fork_run(16, flow_task, &arg, TEST_JOB_TIMEOUT, 0), 0);
-    ck_assert_msg(arg.reordered > 0, "no adaptive packet overtook another");
-    static uint32_t first_order[4 * PER_SENDER];
-    static double first_time[4 * PER_SENDER];
-    memcpy(first_order, arrival_order, sizeof first_order);
-    memcpy(first_time, arrival_time, sizeof first_time);
-    const int first_reordered = arg.reordered;
-    /* the same seed: the same arrivals at the same simulated times */
-    ck_assert_int_eq(torx_boot_fork_run(16, flow_task, &arg, TEST_JOB_TIMEOUT, 0), 0);
-    ck_assert_int_eq(arg.reordered, first_reordered);
-    ck_assert(memcmp(first_order, arrival_order, sizeof first_order) == 0);
-    /* (the clock goes on from the first job: equal up to rounding; torx-sim
-     * runs from time zero give bit-identical times, bench/sim/run-determinism.sh) */
-    for (size_t i = 0; i < sizeof first_time / sizeof *first_time; i++)
-        ck_assert_msg(fabs((arrival_time[i] - arrival_time[0]) - (first_time[i] - first_time[0])) <
-                          1e-12,
-                      "packet %zu: %.12f s, first run %.12f s", i,
-                      arrival_time[i] - arrival_time[0], first_time[i] - first_time[0]);
+    arrivals_t *run = mmap(NULL, 3 * sizeof *run, PROT_READ | PROT_WRITE,
+                           MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ck_assert(run != MAP_FAILED);
+    run_in_child(&arg, &run[0]);
+    ck_assert_msg(run[0].reordered > 0, "no adaptive packet overtook another");
+    /* the same seed: the same arrivals at the same simulated times, bit for bit */
+    run_in_child(&arg, &run[1]);
+    ck_assert_int_eq(run[1].reordered, run[0].reordered);
+    ck_assert(memcmp(run[0].order, run[1].order, sizeof run[0].order) == 0);
+    ck_assert(memcmp(run[0].time, run[1].time, sizeof run[0].time) == 0);
     /* another seed: another interleaving, still exactly once */
     setenv("TORX_SIM_SEED", "7", 1);
-    ck_assert_int_eq(torx_boot_fork_run(16, flow_task, &arg, TEST_JOB_TIMEOUT, 0), 0);
-    ck_assert(memcmp(first_order, arrival_order, sizeof first_order) != 0);
+    run_in_child(&arg, &run[2]);
+    ck_assert(memcmp(run[0].order, run[2].order, sizeof run[0].order) != 0);
+    munmap(run, 3 * sizeof *run);
 }
 END_TEST
 
@@ -294,8 +313,10 @@ START_TEST(two_flows_share_a_link)
                   alone, wire);
     both = 1;
     ck_assert_int_eq(torx_boot_fork_run(4, share_task, &both, TEST_JOB_TIMEOUT, 0), 0);
+    /* links are granted in order of reservation, not round robin: the
+     * through flow finishes a little first (docs/sim.md#the-network-model) */
     for (int f = 0; f < 2; f++)
-        ck_assert_msg(fabs(flow_done[f] / (2 * wire) - 1) < 0.02,
+        ck_assert_msg(fabs(flow_done[f] / (2 * wire) - 1) < 0.08,
                       "flow %d with another: %.6f s, half the link takes %.6f s", f,
                       flow_done[f], 2 * wire);
 }

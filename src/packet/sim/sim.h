@@ -31,13 +31,19 @@ typedef struct torxp_sim_task torxp_sim_task_t;
 typedef struct torxp_sim_actor {
     torxp_sim_job_t *job;
     int rank;
-    int helper;        /* a communication thread, not the task's main actor */
+    int is_helper;     /* a communication thread, not the task's main actor */
     double owed;       /* compute time charged but not yet slept (seconds) */
     torxp_task_state_t state; /* torx_last_error, the TORX_VERBOSE cache */
     void *(*fn)(void *);      /* helper actors: what to run */
     void *arg;
     void *ret;
     sg_actor_t self;
+    /* parking: each actor waits on a condition of its own (SimGrid 3.32
+     * hands the mutex to the wrong actor when two time out on one) */
+    sg_cond_t park;
+    sg_mutex_t park_mutex;
+    int parked, wake_pending;
+    struct torxp_sim_actor *helper; /* a task's communication thread, if any */
 } torxp_sim_actor_t;
 
 /* The actor running now (NULL outside a sim job). */
@@ -57,11 +63,12 @@ static inline void torxp_sim_charge_s(torxp_sim_actor_t *a, double s)
 void torxp_sim_sync(torxp_sim_actor_t *a);
 /* Blocking calls of the simulation, each followed by torxp_sim_resumed. */
 void torxp_sim_sleep(torxp_sim_actor_t *a, double s);
-/* Waits on cond (with the job's mutex held) for at most s seconds (< 0:
- * none). 1: notified, 0: timed out. */
-int torxp_sim_cond_wait(torxp_sim_actor_t *a, sg_cond_t cond, double s);
-void torxp_sim_lock(torxp_sim_job_t *job);
-void torxp_sim_unlock(torxp_sim_job_t *job);
+/* Parks the running actor for at most s seconds (< 0: until woken); 1:
+ * woken, 0: the time ran out. Callers look again at what they wait for:
+ * a wake may be for something else. */
+int torxp_sim_park(torxp_sim_actor_t *a, double s);
+/* Wakes task rank's actors (its main actor and its thread) if parked. */
+void torxp_sim_wake_task(torxp_sim_job_t *job, int rank);
 /* After any blocking call: the running task's private program data in
  * place (sim_job.c). */
 void torxp_sim_resumed(torxp_sim_actor_t *a);
@@ -104,7 +111,7 @@ typedef struct torxp_sim_pkt {
     };
 } torxp_sim_pkt_t;
 
-typedef struct torxp_sim_bulk torxp_sim_bulk_t;
+typedef struct torxp_sim_xfer torxp_sim_xfer_t;
 
 /* What the net keeps of one task. */
 struct torxp_sim_task {
@@ -116,12 +123,12 @@ struct torxp_sim_task {
     unsigned ninject;
     uint64_t cn_injected, cn_read, gi_armed, gi_seen;
     uint64_t rng;
-    /* waiting: the task's main actor and its thread share these */
-    sg_cond_t cond;
-    double asleep_until; /* +inf when nobody waits on cond */
+    /* waiting: the task's main actor and its thread park (torxp_sim_park) */
+    torxp_sim_job_t *job;
+    double asleep_until; /* +inf when no torx_pkt_wait sleeps */
     int rung;            /* torx_pkt_wake since the last wait */
     int open;
-    torxp_sim_bulk_t *bulk; /* its transfers in flight (bulk dma) */
+    torxp_sim_xfer_t *bulk; /* its transfers in flight (bulk dma) */
 };
 
 torx_status_t torxp_sim_net_attach(torxp_sim_job_t *job, torx_shape_t shape, torx_coord_t self,
@@ -154,11 +161,11 @@ torx_status_t torxp_sim_gi_poll(torxp_sim_job_t *job, torxp_sim_task_t *task, do
  * attention, and finish (TORX_OK: done and copied, b freed). */
 torx_status_t torxp_sim_bulk_start(torxp_sim_job_t *job, torxp_sim_task_t *t, double now,
                                    int get, torx_coord_t peer, const void *remote, void *local,
-                                   size_t len, torxp_sim_bulk_t **b);
+                                   size_t len, torxp_sim_xfer_t **b);
 void torxp_sim_bulk_progress(torxp_sim_job_t *job, torxp_sim_task_t *t, double now);
 double torxp_sim_bulk_next(const torxp_sim_task_t *t);
 torx_status_t torxp_sim_bulk_finish(torxp_sim_job_t *job, torxp_sim_task_t *t,
-                                    torxp_sim_bulk_t *b, double now);
+                                    torxp_sim_xfer_t *b, double now);
 
 /* Where task rank's copy of ptr is: ptr itself, unless it points into the
  * program's private data and another task's copy is in place (sim_job.c). */

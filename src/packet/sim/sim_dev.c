@@ -131,7 +131,6 @@ static torx_status_t sim_wait(torx_pkt_dev_t *dev, int timeout_ms)
     torxp_sim_actor_t *a = enter();
     const double deadline = timeout_ms < 0 ? INFINITY : torxp_sim_now(a) + timeout_ms * 1e-3;
     torx_status_t rc;
-    torxp_sim_lock(d->job);
     for (;;) {
         const double now = torxp_sim_now(a);
         if (t->rung) {
@@ -152,10 +151,9 @@ static torx_status_t sim_wait(torx_pkt_dev_t *dev, int timeout_ms)
         }
         const double until = next < deadline ? next : deadline;
         t->asleep_until = until;
-        torxp_sim_cond_wait(a, t->cond, until - now);
+        torxp_sim_park(a, until - now);
         t->asleep_until = INFINITY;
     }
-    torxp_sim_unlock(d->job);
     return rc;
 }
 
@@ -163,7 +161,7 @@ static void sim_wake(torx_pkt_dev_t *dev)
 {
     torxp_sim_task_t *t = sim_of(dev)->task;
     t->rung = 1;
-    sg_cond_notify_all(t->cond);
+    torxp_sim_wake_task(t->job, t->rank);
 }
 
 /* ---- collective network and global interrupt ----------------------------------- */
@@ -241,7 +239,7 @@ static torx_status_t bulk_start(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord
         return torxp_error(TORX_ERR_INVAL, "torx: bulk transfer of %zu bytes from a NULL address",
                            len);
     torxp_sim_actor_t *a = enter();
-    torxp_sim_bulk_t *b;
+    torxp_sim_xfer_t *b;
     const torx_status_t rc = torxp_sim_bulk_start(d->job, d->task, torxp_sim_now(a), get, peer,
                                                   remote, local, len, &b);
     if (rc != TORX_OK)
@@ -277,7 +275,7 @@ static torx_status_t sim_bulk_test(torx_pkt_dev_t *dev, torx_bulk_t *op)
     const double now = torxp_sim_now(a) + SIM_TIME_EPS;
     torxp_sim_bulk_progress(d->job, d->task, now);
     const torx_status_t rc = torxp_sim_bulk_finish(
-        d->job, d->task, (torxp_sim_bulk_t *)(uintptr_t)op->priv[0], now);
+        d->job, d->task, (torxp_sim_xfer_t *)(uintptr_t)op->priv[0], now);
     if (rc == TORX_AGAIN) {
         torxp_sim_charge_s(a, d->c_poll);
         return rc;
@@ -306,10 +304,10 @@ static int sim_stage_reaches(const torx_pkt_dev_t *dev, torx_coord_t dest)
 
 /* ---- time, waiting and threads ---------------------------------------------------- */
 
-static uint64_t sim_now_ns(const torx_pkt_dev_t *dev)
+static double sim_now_s(const torx_pkt_dev_t *dev)
 {
     (void)dev;
-    return (uint64_t)llround(now_of() * 1e9);
+    return now_of();
 }
 
 static void sim_nap(torx_pkt_dev_t *dev, uint64_t ns)
@@ -329,29 +327,28 @@ static void sim_yield(torx_pkt_dev_t *dev)
 static torx_status_t sim_word_wait(torx_pkt_dev_t *dev, uint32_t *word, uint32_t expected,
                                    int64_t timeout_ns)
 {
-    sim_dev_t *d = sim_of(dev);
+    (void)dev;
     torxp_sim_actor_t *a = enter();
     const double deadline =
         timeout_ns < 0 ? INFINITY : torxp_sim_now(a) + (double)timeout_ns * 1e-9;
     torx_status_t rc = TORX_OK;
-    torxp_sim_lock(d->job);
     while (__atomic_load_n(word, __ATOMIC_ACQUIRE) == expected) {
         const double now = torxp_sim_now(a);
         if (now + SIM_TIME_EPS >= deadline) {
             rc = TORX_AGAIN;
             break;
         }
-        if (torxp_sim_cond_wait(a, d->task->cond, isinf(deadline) ? -1 : deadline - now))
+        if (torxp_sim_park(a, isinf(deadline) ? -1 : deadline - now))
             break; /* woken: the caller looks again */
     }
-    torxp_sim_unlock(d->job);
     return rc;
 }
 
 static void sim_word_wake(torx_pkt_dev_t *dev, uint32_t *word)
 {
     (void)word;
-    sg_cond_notify_all(sim_of(dev)->task->cond);
+    torxp_sim_task_t *t = sim_of(dev)->task;
+    torxp_sim_wake_task(t->job, t->rank);
 }
 
 static torx_status_t sim_thread_start(torx_pkt_dev_t *dev, torxp_thread_t *t, void *(*fn)(void *),
@@ -401,7 +398,7 @@ static const torxp_dev_ops_t sim_ops = {
     .stage_max = sim_stage_max,
     .stage_reaches = sim_stage_reaches,
     .close = sim_close,
-    .now_ns = sim_now_ns,
+    .now_s = sim_now_s,
     .nap = sim_nap,
     .yield = sim_yield,
     .word_wait = sim_word_wait,
@@ -419,7 +416,7 @@ torx_status_t torxp_sim_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
         return torxp_error(TORX_ERR_UNSUPPORTED,
                            "torx: TORX_DEVICE=sim runs only inside a simulated job: start the "
                            "program with torx-sim (docs/sim.md)");
-    if (a->helper)
+    if (a->is_helper)
         return torxp_error(TORX_ERR_INVAL, "torx: sim: a task's thread cannot open a device");
     sim_dev_t *d = torxp_calloc(1, sizeof *d);
     if (!d)

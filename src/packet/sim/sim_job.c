@@ -29,6 +29,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <link.h>
 #include <malloc.h>
 #include <math.h>
@@ -40,7 +41,6 @@ struct torxp_sim_job {
     char job_id[48]; /* first: torx_boot_job_id reads it from impl */
     int ntasks;
     torxp_sim_config_t config;
-    sg_mutex_t mutex;
     torxp_sim_actor_t *actors; /* the tasks' main actors, by rank */
     /* what each task runs */
     torx_task_main_fn task_main;
@@ -50,8 +50,8 @@ struct torxp_sim_job {
     char **argv, **envp;
     int *status; /* by rank: the task's return value; -1 until it returns */
     int finished;
+    double t0; /* SimGrid's clock when the job started */
     /* the bootstrap's collectives: a generation-counted rendezvous */
-    sg_cond_t boot_cond;
     int boot_arrived;
     int vote_failed, vote_result;
     uint64_t boot_gen;
@@ -94,9 +94,11 @@ static torxp_task_state_t *sim_task_state(void)
     return a ? &a->state : NULL;
 }
 
+/* Each job's clock starts at zero, whatever jobs this process ran before:
+ * the same job gives the same times, bit for bit. */
 double torxp_sim_now(const torxp_sim_actor_t *a)
 {
-    return simgrid_get_clock() + (a ? a->owed : 0);
+    return a ? simgrid_get_clock() - a->job->t0 + a->owed : 0;
 }
 
 const torxp_sim_config_t *torxp_sim_config(const torxp_sim_job_t *job)
@@ -216,16 +218,6 @@ static torx_status_t privatize(torxp_sim_job_t *job)
 
 /* ---- blocking ------------------------------------------------------------------ */
 
-void torxp_sim_lock(torxp_sim_job_t *job)
-{
-    sg_mutex_lock(job->mutex);
-}
-
-void torxp_sim_unlock(torxp_sim_job_t *job)
-{
-    sg_mutex_unlock(job->mutex);
-}
-
 void torxp_sim_sleep(torxp_sim_actor_t *a, double s)
 {
     if (s > 0) {
@@ -243,15 +235,55 @@ void torxp_sim_sync(torxp_sim_actor_t *a)
     }
 }
 
-int torxp_sim_cond_wait(torxp_sim_actor_t *a, sg_cond_t cond, double s)
+/* A wake sets wake_pending, and notifies only an actor already inside its
+ * condition wait (parked): every simcall, the mutex's lock included, lets
+ * other actors run, so a wake may come between the lock and the wait; the
+ * flag keeps it. */
+int torxp_sim_park(torxp_sim_actor_t *a, double s)
 {
-    int notified = 1;
-    if (s < 0)
-        sg_cond_wait(cond, a->job->mutex);
-    else
-        notified = !sg_cond_wait_for(cond, a->job->mutex, s);
+    int woken = 1;
+    sg_mutex_lock(a->park_mutex); /* never contended: the actor's own */
+    if (!a->wake_pending) {
+        a->parked = 1; /* no simcall between this and the wait */
+        if (s < 0)
+            sg_cond_wait(a->park, a->park_mutex);
+        else
+            woken = !sg_cond_wait_for(a->park, a->park_mutex, s);
+        a->parked = 0;
+    }
+    a->wake_pending = 0;
+    sg_mutex_unlock(a->park_mutex);
     torxp_sim_resumed(a);
-    return notified;
+    return woken;
+}
+
+static void unpark(torxp_sim_actor_t *a)
+{
+    if (!a)
+        return;
+    a->wake_pending = 1;
+    if (a->parked)
+        sg_cond_notify_all(a->park);
+}
+
+void torxp_sim_wake_task(torxp_sim_job_t *job, int rank)
+{
+    unpark(&job->actors[rank]);
+    unpark(job->actors[rank].helper);
+}
+
+static void park_init(torxp_sim_actor_t *a)
+{
+    a->park = sg_cond_init();
+    a->park_mutex = sg_mutex_init();
+}
+
+static void park_destroy(torxp_sim_actor_t *a)
+{
+    if (a->park) {
+        sg_cond_destroy(a->park);
+        sg_mutex_destroy(a->park_mutex);
+    }
 }
 
 /* ---- the bootstrap --------------------------------------------------------------- */
@@ -262,44 +294,38 @@ static torx_status_t boot_collective(torx_boot_t *boot, const void *mine, void *
 {
     torxp_sim_job_t *job = boot->impl;
     torxp_sim_actor_t *a = torxp_sim_self();
-    torxp_sim_lock(job);
     if (job->boot_arrived == 0) {
         free(job->boot_buf);
         job->boot_buf = len ? torxp_malloc((size_t)job->ntasks * len) : NULL;
         job->boot_len = len;
-        if (len && !job->boot_buf) {
-            torxp_sim_unlock(job);
+        if (len && !job->boot_buf)
             return torxp_error(TORX_ERR_NOMEM, "torx: sim bootstrap: no memory for an allgather");
-        }
     }
-    if (len != job->boot_len) {
-        torxp_sim_unlock(job);
+    if (len != job->boot_len)
         return torxp_error(TORX_ERR_PROTO,
                            "torx: sim bootstrap: rank %d gathers %zu bytes where others gather "
                            "%zu",
                            boot->rank, len, job->boot_len);
-    }
     if (len)
         memcpy(job->boot_buf + (size_t)boot->rank * len, mine, len);
     const uint64_t gen = job->boot_gen;
     if (++job->boot_arrived == job->ntasks) {
         job->boot_arrived = 0;
         job->boot_gen++;
-        sg_cond_notify_all(job->boot_cond);
+        for (int r = 0; r < job->ntasks; r++)
+            unpark(&job->actors[r]);
     } else {
         while (job->boot_gen == gen)
-            torxp_sim_cond_wait(a, job->boot_cond, -1);
+            torxp_sim_park(a, -1);
     }
     if (len)
         memcpy(all, job->boot_buf, (size_t)job->ntasks * len);
-    torxp_sim_unlock(job);
     return TORX_OK;
 }
 
 int torxp_sim_vote(torxp_sim_job_t *job, int ok)
 {
     torxp_sim_actor_t *a = torxp_sim_self();
-    torxp_sim_lock(job);
     job->vote_failed += !ok;
     const uint64_t gen = job->boot_gen;
     if (++job->boot_arrived == job->ntasks) {
@@ -307,14 +333,13 @@ int torxp_sim_vote(torxp_sim_job_t *job, int ok)
         job->vote_result = job->vote_failed;
         job->vote_failed = 0;
         job->boot_gen++;
-        sg_cond_notify_all(job->boot_cond);
+        for (int r = 0; r < job->ntasks; r++)
+            unpark(&job->actors[r]);
     } else {
         while (job->boot_gen == gen)
-            torxp_sim_cond_wait(a, job->boot_cond, -1);
+            torxp_sim_park(a, -1);
     }
-    const int failed = job->vote_result;
-    torxp_sim_unlock(job);
-    return failed;
+    return job->vote_result;
 }
 
 static torx_status_t boot_allgather(torx_boot_t *boot, const void *mine, void *all, size_t len)
@@ -334,7 +359,7 @@ torx_status_t torxp_sim_boot_init(torx_boot_t *boot)
     torxp_sim_actor_t *a = torxp_sim_self();
     if (!boot)
         return torxp_error(TORX_ERR_INVAL, "torx: sim bootstrap: boot is NULL");
-    if (!a || a->helper)
+    if (!a || a->is_helper)
         return torxp_error(TORX_ERR_INVAL,
                            "torx: the sim bootstrap serves a task's own actor only");
     *boot = (torx_boot_t){.rank = a->rank,
@@ -366,6 +391,24 @@ static void task_actor(int argc, char **argv)
     job->finished++;
 }
 
+/* Ends a job that runs past TORX_SIM_TIME_LIMIT simulated seconds: its
+ * tasks are killed and reported. A daemon: it dies with the last task. */
+static void watchdog_actor(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    torxp_sim_job_t *job = sg_actor_self_get_data();
+    sg_actor_daemonize(sg_actor_self());
+    sg_actor_sleep_for(job->config.time_limit);
+    for (int r = 0; r < job->ntasks; r++)
+        if (job->status[r] == -1) {
+            fprintf(stderr,
+                    "torx-sim: task %d did not finish within %.0f simulated seconds "
+                    "(TORX_SIM_TIME_LIMIT)\n",
+                    r, job->config.time_limit);
+            sg_actor_kill(job->actors[r].self);
+        }
+}
+
 static void helper_actor(int argc, char **argv)
 {
     (void)argc, (void)argv;
@@ -393,9 +436,11 @@ torx_status_t torxp_sim_thread_start(torxp_thread_t *t, void *(*fn)(void *), voi
     torxp_sim_actor_t *a = torxp_calloc(1, sizeof *a);
     if (!a)
         return torxp_error(TORX_ERR_NOMEM, "torx: sim: no memory for a thread");
-    *a = (torxp_sim_actor_t){.job = self->job, .rank = self->rank, .helper = 1, .fn = fn,
+    *a = (torxp_sim_actor_t){.job = self->job, .rank = self->rank, .is_helper = 1, .fn = fn,
                              .arg = arg};
     a->state.verbose = self->state.verbose;
+    park_init(a);
+    self->helper = a;
     char name[32];
     snprintf(name, sizeof name, "comm-%d", self->rank);
     start_actor(a, name, helper_actor);
@@ -411,6 +456,9 @@ void torxp_sim_thread_join(torxp_thread_t *t)
     if (self)
         torxp_sim_resumed(self);
     sg_actor_unref(a->self);
+    if (self)
+        self->helper = NULL;
+    park_destroy(a);
     free(a);
     t->dev_thread = NULL;
 }
@@ -487,8 +535,6 @@ static int run_job(torxp_sim_job_t *job)
 {
     static TORXP_PROCESS_WIDE unsigned jobs;
     snprintf(job->job_id, sizeof job->job_id, "sim-%ld-%u", (long)getpid(), jobs++);
-    job->mutex = sg_mutex_init();
-    job->boot_cond = sg_cond_init();
     job->actors = torxp_calloc((size_t)job->ntasks, sizeof *job->actors);
     job->status = torxp_malloc((size_t)job->ntasks * sizeof *job->status);
     if (!job->actors || !job->status) {
@@ -499,31 +545,27 @@ static int run_job(torxp_sim_job_t *job)
      * (vm.max_map_count). */
     mallopt(M_MMAP_THRESHOLD, 64 << 20);
     running_job = job;
+    job->t0 = simgrid_get_clock();
     for (int r = 0; r < job->ntasks; r++) {
         torxp_sim_actor_t *a = &job->actors[r];
         *a = (torxp_sim_actor_t){.job = job, .rank = r};
         a->state.verbose = -2;
+        park_init(a);
         job->status[r] = -1;
         char name[32];
         snprintf(name, sizeof name, "task-%d", r);
         start_actor(a, name, task_actor);
     }
-    if (job->config.time_limit > 0)
-        simgrid_run_until(simgrid_get_clock() + job->config.time_limit);
-    else
-        simgrid_run();
+    if (job->config.time_limit > 0) {
+        sg_actor_t w = sg_actor_init("watchdog", the_host);
+        sg_actor_set_data(w, job);
+        sg_actor_start(w, watchdog_actor, 0, NULL);
+    }
+    simgrid_run();
     int failed = 0;
-    for (int r = 0; r < job->ntasks; r++) {
-        if (job->status[r] == -1) {
-            fprintf(stderr,
-                    "torx-sim: task %d did not finish within %.0f simulated seconds "
-                    "(TORX_SIM_TIME_LIMIT)\n",
-                    r, job->config.time_limit);
-            sg_actor_kill(job->actors[r].self);
-        }
+    for (int r = 0; r < job->ntasks; r++)
         if (job->status[r] != 0)
             failed++;
-    }
     running_job = NULL;
     return failed;
 }
@@ -532,8 +574,10 @@ static void job_free(torxp_sim_job_t *job)
 {
     if (job->actors)
         for (int r = 0; r < job->ntasks; r++)
-            if (job->actors[r].self)
+            if (job->actors[r].self) {
                 sg_actor_unref(job->actors[r].self);
+                park_destroy(&job->actors[r]);
+            }
     free(job->actors);
     free(job->status);
     free(job->boot_buf);

@@ -36,6 +36,7 @@
 #include <string.h>
 
 #define CN_DEPTH 4 /* rounds in flight, as on the shm device */
+#define ROUTER_BUFFER 1 /* packets a router input holds (docs/sim.md#the-network-model) */
 
 typedef struct cn_round {
     uint64_t round; /* the round in this slot (+1: 0 = never used) */
@@ -72,6 +73,20 @@ struct torxp_sim_net {
     uint64_t chaos;
     cn_round_t cn[CN_DEPTH];
     gi_round_t gi[2];
+};
+
+#define BULK_WINDOW 16 /* packets reserved at a time: transfers interleave */
+
+struct torxp_sim_xfer {
+    torxp_sim_xfer_t *next;
+    torx_coord_t src, dst; /* the data flows src -> dst */
+    int src_rank, dst_rank;
+    const unsigned char *from;
+    unsigned char *to;
+    size_t len, reserved;
+    double t_next;  /* when the engine takes the next window */
+    double done_at; /* the last packet in; valid once reserved == len */
+    int local;
 };
 
 /* ---- attaching ----------------------------------------------------------------- */
@@ -148,7 +163,7 @@ torx_status_t torxp_sim_net_attach(torxp_sim_job_t *job, torx_shape_t shape, tor
     torxp_sim_task_t *t = &n->tasks[rank];
     *t = (torxp_sim_task_t){.rank = rank, .coord = self, .asleep_until = INFINITY};
     t->inject = torxp_calloc(n->inject_cap, sizeof *t->inject);
-    t->cond = sg_cond_init();
+    t->job = job;
     if (!t->inject)
         return torxp_error(TORX_ERR_NOMEM, "torx: sim: no memory for rank %d", rank);
     uint64_t seed = torxp_sim_config(job)->seed * 0x9E3779B97F4A7C15ull + (uint64_t)rank + 1;
@@ -173,11 +188,10 @@ void torxp_sim_net_detach(torxp_sim_job_t *job, torxp_sim_task_t *t)
     free(t->rx);
     free(t->inject);
     while (t->bulk) { /* abandoned, as torx_pkt_close says */
-        torxp_sim_bulk_t *b = t->bulk;
+        torxp_sim_xfer_t *b = t->bulk;
         t->bulk = b->next;
         free(b);
     }
-    sg_cond_destroy(t->cond);
     n->task_of_slot[torx_coord_index(n->shape, t->coord)] = NULL;
     t->open = 0;
     if (--n->attached == 0) {
@@ -200,8 +214,8 @@ void torxp_sim_net_detach(torxp_sim_job_t *job, torxp_sim_task_t *t)
 void torxp_sim_notify(torxp_sim_task_t *t, double when)
 {
     if (t->asleep_until > when) {
-        t->asleep_until = when; /* one notify per earlier event */
-        sg_cond_notify_all(t->cond);
+        t->asleep_until = when; /* one wake per earlier event */
+        torxp_sim_wake_task(t->job, t->rank);
     }
 }
 
@@ -368,7 +382,7 @@ static double route(torxp_sim_net_t *n, uint64_t *rng, torx_coord_t from, torx_c
         const unsigned a = *coord_field(&at, d), b = *coord_field(&to, d);
         left[d] = dir[d] > 0 ? (b + len_d - a) % len_d : (a + len_d - b) % len_d;
     }
-    double head = t;
+    double head = t, *prev = NULL;
     unsigned hops = 0;
     *first = t;
     for (;;) {
@@ -401,6 +415,12 @@ static double route(torxp_sim_net_t *n, uint64_t *rng, torx_coord_t from, torx_c
         double *link = &n->link_free[node * 6 + 2 * d + (dir[d] < 0)];
         const double start = *link > head ? *link : head;
         *link = start + wire;
+        /* the router ahead holds ROUTER_BUFFER packets: a packet that waits
+         * there longer keeps the link behind it busy (backpressure) */
+        const double held = start - (ROUTER_BUFFER - 1) * wire;
+        if (prev && held > *prev)
+            *prev = held;
+        prev = link;
         if (hops++ == 0)
             *first = start;
         head = start + n->hop_s;
@@ -478,23 +498,9 @@ torx_status_t torxp_sim_net_inject(torxp_sim_job_t *job, torxp_sim_task_t *t, do
 
 /* ---- bulk transfers by the DMA engine (bulk dma) ------------------------------- */
 
-#define BULK_WINDOW 16 /* packets reserved at a time: transfers interleave */
-
-struct torxp_sim_bulk {
-    torxp_sim_bulk_t *next;
-    torx_coord_t src, dst; /* the data flows src -> dst */
-    int src_rank, dst_rank;
-    const unsigned char *from;
-    unsigned char *to;
-    size_t len, reserved;
-    double t_next;  /* when the engine takes the next window */
-    double done_at; /* the last packet in; valid once reserved == len */
-    int local;
-};
-
 torx_status_t torxp_sim_bulk_start(torxp_sim_job_t *job, torxp_sim_task_t *t, double now,
                                    int get, torx_coord_t peer, const void *remote, void *local,
-                                   size_t len, torxp_sim_bulk_t **out)
+                                   size_t len, torxp_sim_xfer_t **out)
 {
     torxp_sim_net_t *n = *torxp_sim_job_net(job);
     torxp_sim_task_t *p = torx_coord_in_shape(n->shape, peer)
@@ -503,7 +509,7 @@ torx_status_t torxp_sim_bulk_start(torxp_sim_job_t *job, torxp_sim_task_t *t, do
     if (!p)
         return torxp_error(TORX_ERR_INVAL, "torx: bulk transfer: no task at (%u,%u,%u,%u)",
                            peer.x, peer.y, peer.z, peer.t);
-    torxp_sim_bulk_t *b = torxp_calloc(1, sizeof *b);
+    torxp_sim_xfer_t *b = torxp_calloc(1, sizeof *b);
     if (!b)
         return torxp_error(TORX_ERR_NOMEM, "torx: sim: no memory for a bulk transfer");
     b->src = get ? peer : t->coord;
@@ -531,7 +537,7 @@ torx_status_t torxp_sim_bulk_start(torxp_sim_job_t *job, torxp_sim_task_t *t, do
 void torxp_sim_bulk_progress(torxp_sim_job_t *job, torxp_sim_task_t *t, double now)
 {
     torxp_sim_net_t *n = *torxp_sim_job_net(job);
-    for (torxp_sim_bulk_t *b = t->bulk; b; b = b->next) {
+    for (torxp_sim_xfer_t *b = t->bulk; b; b = b->next) {
         while (b->reserved < b->len && b->t_next <= now) {
             const unsigned node = node_index(n, b->src.x, b->src.y, b->src.z);
             double *engine = &n->dma_free[node];
@@ -569,7 +575,7 @@ void torxp_sim_bulk_progress(torxp_sim_job_t *job, torxp_sim_task_t *t, double n
 double torxp_sim_bulk_next(const torxp_sim_task_t *t)
 {
     double next = INFINITY;
-    for (const torxp_sim_bulk_t *b = t->bulk; b; b = b->next) {
+    for (const torxp_sim_xfer_t *b = t->bulk; b; b = b->next) {
         const double when = b->reserved < b->len ? b->t_next : b->done_at;
         if (when < next)
             next = when;
@@ -579,14 +585,14 @@ double torxp_sim_bulk_next(const torxp_sim_task_t *t)
 
 /* TORX_OK (and b freed, its bytes copied) once done by now; TORX_AGAIN. */
 torx_status_t torxp_sim_bulk_finish(torxp_sim_job_t *job, torxp_sim_task_t *t,
-                                    torxp_sim_bulk_t *b, double now)
+                                    torxp_sim_xfer_t *b, double now)
 {
     if (b->reserved < b->len || b->done_at > now)
         return TORX_AGAIN;
     if (b->len)
         memcpy(torxp_sim_task_addr(job, b->dst_rank, b->to),
                torxp_sim_task_addr(job, b->src_rank, (void *)b->from), b->len);
-    for (torxp_sim_bulk_t **pp = &t->bulk; *pp; pp = &(*pp)->next)
+    for (torxp_sim_xfer_t **pp = &t->bulk; *pp; pp = &(*pp)->next)
         if (*pp == b) {
             *pp = b->next;
             break;

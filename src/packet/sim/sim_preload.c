@@ -19,6 +19,10 @@ typedef int (*run_fn)(main_fn, int, char **, char **);
 typedef int (*start_fn)(main_fn, int, char **, void (*)(void), void (*)(void), void (*)(void),
                         void *);
 
+void torx_simrun_claim(run_fn run);
+int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void), void (*fini)(void),
+                      void (*rtld_fini)(void), void *stack_end);
+
 static main_fn program_main;
 static run_fn claimed;
 
