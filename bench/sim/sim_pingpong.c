@@ -29,14 +29,17 @@ typedef struct state {
     torx_ctx_t *ctx;
     char *buf;
     size_t len;
-    volatile int got, sent, ctrl;
+    volatile int got, sent, ctrl, ev; /* ev: set by every receive, for torx_wait */
+    int got_at_ctrl; /* got when the last control message came: pings may follow it at once */
     int ctrl_msg[4]; /* partner, proto, size, iters (or -1: done) */
 } state_t;
 
 static void got_done(torx_ctx_t *ctx, void *arg, torx_status_t st, size_t n)
 {
     (void)ctx, (void)n;
-    ((state_t *)arg)->got += st == TORX_OK ? 1 : 1000000;
+    state_t *s = arg;
+    s->got += st == TORX_OK ? 1 : 1000000;
+    s->ev = 1;
 }
 
 static void on_ping(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info, torx_recv_t *recv)
@@ -49,7 +52,9 @@ static void on_ping(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info, t
 static void ctrl_done(torx_ctx_t *ctx, void *arg, torx_status_t st, size_t n)
 {
     (void)ctx, (void)st, (void)n;
-    ((state_t *)arg)->ctrl = 1;
+    state_t *s = arg;
+    s->got_at_ctrl = s->got;
+    s->ctrl = 1;
 }
 
 static void on_ctrl(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info, torx_recv_t *recv)
@@ -89,9 +94,8 @@ static int send_wait(state_t *s, int dest, int handler, const void *data, size_t
 static int wait_got(state_t *s, int want)
 {
     while (s->got < want) {
-        if (torx_wait(s->ctx, &s->got) != TORX_OK)
-            return -1;
-        if (s->got >= 1000000)
+        s->ev = 0;
+        if (torx_wait(s->ctx, &s->ev) != TORX_OK || s->got >= 1000000)
             return -1;
     }
     return 0;
@@ -212,12 +216,12 @@ int main(int argc, char **argv)
                     const torx_protocol_t proto = proto_ids[protos[p]];
                     const size_t len = (size_t)sizes[z];
                     double t0 = 0;
-                    s.got = 0;
+                    const int base = s.got;
                     for (long k = 0; k < iters + 2; k++) {
                         if (k == 2)
                             t0 = torx_wtime(s.ctx);
                         if (send_wait(&s, partner, H_PING, s.buf, len, proto) ||
-                            wait_got(&s, (int)k + 1))
+                            wait_got(&s, base + (int)k + 1))
                             return die("ping-pong");
                     }
                     const double us = (torx_wtime(s.ctx) - t0) / (2.0 * (double)iters) * 1e6;
@@ -241,9 +245,10 @@ int main(int argc, char **argv)
             const torx_protocol_t proto = proto_ids[s.ctrl_msg[1]];
             const size_t len = (size_t)s.ctrl_msg[2];
             const long n = s.ctrl_msg[3] + 2;
-            s.got = 0;
+            const int base = s.got_at_ctrl;
             for (long k = 0; k < n; k++)
-                if (wait_got(&s, (int)k + 1) || send_wait(&s, 0, H_PING, s.buf, len, proto))
+                if (wait_got(&s, base + (int)k + 1) ||
+                    send_wait(&s, 0, H_PING, s.buf, len, proto))
                     return die("ping-pong");
         }
     }

@@ -494,7 +494,8 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
     if ((rc = stats_open(ctx)) != TORX_OK)
         goto fail;
 
-    if ((rc = torxm_bind(ctx)) != TORX_OK)
+    /* a modelled machine's tasks have no host cores to bind to */
+    if (!(torxp_device_caps(NULL) & TORXP_CAP_MODELLED) && (rc = torxm_bind(ctx)) != TORX_OK)
         goto fail;
 
     /* co: the communication thread injects the device's own bulk packets
@@ -505,6 +506,18 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
                                    .flags = ctx->mode == TORX_MODE_CO ? TORX_PKT_SHARED_INJECT : 0};
     if ((rc = torx_pkt_open(&pattr, &ctx->dev)) != TORX_OK)
         goto fail;
+    if (ctx->dev->caps & TORXP_CAP_NO_BULK) {
+        /* BG/L's way: the cores move rendezvous data in packets */
+        if (ctx->limits.rzv_data == TORX_RZV_DATA_BULK) {
+            rc = torxp_error(TORX_ERR_ENV,
+                             "torx: TORX_RZV_DATA=bulk, but the %s device has no bulk transfers "
+                             "here; use auto or packets",
+                             torx_pkt_device_name(ctx->dev));
+            goto fail;
+        }
+        if (ctx->limits.rzv_data == TORX_RZV_DATA_AUTO)
+            ctx->limits.rzv_data = TORX_RZV_DATA_PACKETS;
+    }
     ctx->charges = ctx->dev->ops->charge != NULL;
 
     if (!(ctx->peers = torxp_calloc((size_t)ctx->size, sizeof *ctx->peers))) {
@@ -620,6 +633,10 @@ int torx_advance(torx_ctx_t *ctx)
         /* co: the communication thread reads the network; take what it
          * staged and finished. */
         n += torxm_co_advance(ctx);
+        /* the task's side touches no device: where spinning must cost
+         * simulated time (sim), an idle advance costs a poll */
+        if (n == 0 && TORXM_UNLIKELY(torxm_exact_wait(ctx)))
+            torxp_yield(ctx->dev);
     } else {
         if (TORXM_UNLIKELY(ctx->bulk != NULL))
             n += torxm_bulk_progress(ctx);

@@ -36,6 +36,13 @@ static torx_status_t check_attr(const torx_pkt_attr_t *attr)
     return TORX_OK;
 }
 
+unsigned torxp_device_caps(const char *device)
+{
+    if (!device)
+        device = getenv("TORX_DEVICE");
+    return device && !strcmp(device, "sim") ? TORXP_CAP_EXACT_WAIT | TORXP_CAP_MODELLED : 0;
+}
+
 torx_status_t torx_pkt_open(const torx_pkt_attr_t *attr, torx_pkt_dev_t **dev)
 {
     torx_status_t rc = check_attr(attr);

@@ -102,6 +102,16 @@ typedef struct torxp_dev_ops {
  * or a wake comes, and spinning costs simulated time: idle waiters go
  * straight to torx_pkt_wait / word_wait and do not spin or yield first. */
 #define TORXP_CAP_EXACT_WAIT 0x1u
+/* TORXP_CAP_MODELLED: the device's tasks are not processes of the host but
+ * tasks of a modelled machine (sim): no binding to the host's cores. */
+#define TORXP_CAP_MODELLED 0x2u
+/* TORXP_CAP_NO_BULK: no bulk transfers (torx_bulk_get refuses): the layers
+ * above move bulk data in packets (sim on a machine without DMA, BG/L). */
+#define TORXP_CAP_NO_BULK 0x4u
+/* The caps of the device torx_pkt_open will open for device (NULL:
+ * TORX_DEVICE), known before it opens: for what a task does first, such
+ * as binding to its core. 0 for a name it does not know. */
+unsigned torxp_device_caps(const char *device);
 
 /* The base every device embeds first (container_of style). */
 struct torx_pkt_dev {

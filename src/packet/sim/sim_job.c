@@ -49,7 +49,7 @@ struct torxp_sim_job {
     int argc;
     char **argv, **envp;
     int *status; /* by rank: the task's return value; -1 until it returns */
-    int finished;
+    int finished, aborted;
     double t0; /* SimGrid's clock when the job started */
     /* the bootstrap's collectives: a generation-counted rendezvous */
     int boot_arrived;
@@ -389,6 +389,16 @@ static void task_actor(int argc, char **argv)
     }
     job->status[a->rank] = rc;
     job->finished++;
+    if (rc != 0 && !job->aborted) { /* as mpiexec does: one failed task ends the job */
+        job->aborted = 1;
+        fprintf(stderr, "torx-sim: task %d failed (status %d): ending the job\n", a->rank, rc);
+        for (int r = 0; r < job->ntasks; r++)
+            if (job->status[r] == -1 && r != a->rank) {
+                if (job->actors[r].helper)
+                    sg_actor_kill(job->actors[r].helper->self);
+                sg_actor_kill(job->actors[r].self);
+            }
+    }
 }
 
 /* Ends a job that runs past TORX_SIM_TIME_LIMIT simulated seconds: its
