@@ -372,6 +372,48 @@ static torx_status_t stats_open(torx_ctx_t *ctx)
     return TORX_OK;
 }
 
+/* A packet's receive function on a device that charges the task's core
+ * (sim): the protocol's, then the charge of the bytes it copied into user
+ * buffers (ctx->copied), once the packet is done with. Every copy of the
+ * receive paths happens inside a receive function, so none is missed; the
+ * shm hot path only counts them (one add), and tests nothing. */
+static void charged_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt)
+{
+    const uint64_t before = ctx->copied;
+    ctx->charged_rx[torxm_sw_type(pkt)](ctx, peer, pkt);
+    if (ctx->copied != before)
+        torxp_charge(ctx->dev, TORXP_CPU_COPY, (size_t)(ctx->copied - before));
+}
+
+/* A handler on a device that charges the task's core (sim): the match's
+ * charge, then the registered handler (arg: its entry in ctx->charged).
+ * Installed in its place by torx_register, so that matching on the other
+ * devices tests nothing for it. */
+static void charged_handler(torx_ctx_t *ctx, void *arg, const torx_recv_info_t *info,
+                            torx_recv_t *recv)
+{
+    const torxm_handler_t *h = arg;
+    torxp_charge(ctx->dev, TORXP_CPU_MATCH, 1);
+    h->fn(ctx, h->arg, info, recv);
+}
+
+void torxm_charges_start(torx_ctx_t *ctx)
+{
+    if (ctx->charges || !ctx->dev->ops->charge)
+        return;
+    ctx->charges = 1;
+    for (unsigned type = 0; type < TORXM_PKT_NTYPES; type++)
+        if (ctx->rx[type].fn) {
+            ctx->charged_rx[type] = ctx->rx[type].fn;
+            ctx->rx[type].fn = charged_rx;
+        }
+    for (int id = 0; id < TORX_MSG_HANDLERS; id++)
+        if (ctx->handlers[id].fn) {
+            ctx->charged[id] = ctx->handlers[id];
+            ctx->handlers[id] = (torxm_handler_t){charged_handler, &ctx->charged[id]};
+        }
+}
+
 static void build_dispatch(torx_ctx_t *ctx)
 {
     for (unsigned p = 0; p < TORX_PROTO_COUNT; p++)
@@ -518,7 +560,6 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
         if (ctx->limits.rzv_data == TORX_RZV_DATA_AUTO)
             ctx->limits.rzv_data = TORX_RZV_DATA_PACKETS;
     }
-    ctx->charges = ctx->dev->ops->charge != NULL;
 
     if (!(ctx->peers = torxp_calloc((size_t)ctx->size, sizeof *ctx->peers))) {
         rc = torxp_error(TORX_ERR_NOMEM, "torx: out of memory for %d peers", ctx->size);
@@ -527,6 +568,7 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
     for (int i = 0; i < ctx->size; i++)
         ctx->peers[i].coord = torx_map_coord(&ctx->map, i);
     build_dispatch(ctx);
+    torxm_charges_start(ctx);
     if (ctx->limits.stage_min) {
         const size_t max = torx_stage_max(ctx->dev);
         ctx->stage_chunk =
@@ -961,18 +1003,6 @@ double torx_wtime(const torx_ctx_t *ctx)
 const torx_limits_t *torx_ctx_limits(const torx_ctx_t *ctx)
 {
     return &ctx->limits;
-}
-
-/* A handler on a device that charges the task's core (sim): the match's
- * charge, then the registered handler (arg: its entry in ctx->charged).
- * Installed in its place by torx_register, so that matching on the other
- * devices tests nothing for it. */
-static void charged_handler(torx_ctx_t *ctx, void *arg, const torx_recv_info_t *info,
-                            torx_recv_t *recv)
-{
-    const torxm_handler_t *h = arg;
-    torxp_charge(ctx->dev, TORXP_CPU_MATCH, 1);
-    h->fn(ctx, h->arg, info, recv);
 }
 
 torx_status_t torx_register(torx_ctx_t *ctx, int id, torx_handler_fn fn, void *harg)

@@ -65,16 +65,12 @@ static inline int torxm_exact_wait(const torx_ctx_t *ctx)
     return (ctx->dev->caps & TORXP_CAP_EXACT_WAIT) != 0;
 }
 
-/* Charges the task's core for work of the message layer (torxp_charge) on a
- * device that has it (sim). The hot path tests one word of the context,
- * set at init, instead of following ctx->dev->ops (two instructions instead
- * of four and a register held across the handler call). The matches are
- * charged by the handler table instead (torx_register). */
-static inline void torxm_charge(torx_ctx_t *ctx, torxp_cpu_event_t ev, size_t n)
-{
-    if (TORXM_UNLIKELY(ctx->charges))
-        torxp_charge(ctx->dev, ev, n);
-}
+/* On a device with a charge op (sim): from now on the context charges the
+ * task's core for its matches and copies (TORXP_CPU_MATCH before each
+ * handler, TORXP_CPU_COPY after each packet that copied into a user
+ * buffer), by wrapping its handler and receive tables (msg.c). torx_init
+ * calls it; nothing on a device without the op. */
+void torxm_charges_start(torx_ctx_t *ctx);
 
 /* ---- Protocol table ------------------------------------------------------------ */
 
@@ -297,14 +293,14 @@ torxm_rx_t *torxm_rx_new(torx_ctx_t *ctx, int src, const torx_recv_t *recv, uint
 void torxm_rx_init(torxm_rx_t *rx, int src, const torx_recv_t *recv, uint64_t total,
                    unsigned proto);
 /* Writes n bytes that belong at off of the message (the part below cap),
- * charging the copy to the task's core (torxm_charge). */
+ * counted in ctx->copied (the copy's charge, msg.c's charged_rx). */
 static inline void torxm_rx_put(torx_ctx_t *ctx, torxm_rx_t *rx, uint64_t off, const void *src,
                                 uint64_t n)
 {
     if (rx->buf && off < rx->cap) {
         const uint64_t k = n < rx->cap - off ? n : rx->cap - off;
         memcpy(rx->buf + off, src, k);
-        torxm_charge(ctx, TORXP_CPU_COPY, (size_t)k);
+        ctx->copied += k;
     }
     rx->arrived += n;
 }
@@ -321,7 +317,7 @@ int torxm_deferred_discard(torx_ctx_t *ctx);
 torx_status_t torxm_truncated(int src, uint64_t total, uint64_t cap);
 
 /* Finishes a receive whose data was all in its first packet (the copy
- * charged to the task's core, torxm_charge). */
+ * counted in ctx->copied, as in torxm_rx_put). */
 static inline void torxm_recv_now(torx_ctx_t *ctx, int src, const torx_recv_t *recv,
                                   const void *data, size_t total)
 {
@@ -335,7 +331,7 @@ static inline void torxm_recv_now(torx_ctx_t *ctx, int src, const torx_recv_t *r
         }
         if (n) {
             memcpy(recv->buf, data, n);
-            torxm_charge(ctx, TORXP_CPU_COPY, n);
+            ctx->copied += n;
         }
     }
     if (recv->done)

@@ -172,17 +172,22 @@ struct torx_ctx {
     torx_pkt_dev_t *dev;
     int rank, size;
     torx_coord_t self;
-    int charges;         /* dev charges work to the task's core (torxm_charge) */
+    int charges;         /* dev charges work to the task's core (torxm_charges_start) */
     torxm_peer_t *peers; /* by rank */
+    /* Bytes the receive paths copied into user buffers (torxm_rx_put,
+     * torxm_recv_now): counted always, one add; charged to the task's core
+     * after each packet where the device charges (msg.c's charged_rx). */
+    uint64_t copied;
 
-    /* Reception dispatch, built at init from torxm_protocols. */
+    /* Reception dispatch, built at init from torxm_protocols (where the
+     * device charges, msg.c's charged_rx wraps each: torxm_charges_start). */
     struct {
         torxm_rx_fn fn;
         uint8_t proto;
     } rx[TORXM_PKT_NTYPES];
 
     /* What torxm_match calls: the registered handlers, or where the device
-     * charges matches (ctx->charges) torxm_charged_handler with the
+     * charges matches (ctx->charges) msg.c's charged_handler with the
      * registered one in charged[] as its argument. */
     torxm_handler_t handlers[TORX_MSG_HANDLERS];
     uint64_t warned_handlers; /* bit per id: an unregistered-id warning printed */
@@ -231,6 +236,7 @@ struct torx_ctx {
     torx_boot_t own_boot; /* when torx_init started PMI itself */
     int owns_boot;
     torxm_handler_t charged[TORX_MSG_HANDLERS]; /* ctx->charges: the registered handlers */
+    torxm_rx_fn charged_rx[TORXM_PKT_NTYPES];   /* ctx->charges: the protocols' receive functions */
 };
 
 #endif /* TORXM_TYPES_H */

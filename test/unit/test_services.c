@@ -8,6 +8,8 @@
  *     device here, as the sim device will);
  *   - the task-state hook: torx_last_error and the TORX_VERBOSE cache live
  *     in the state it returns;
+ *   - on a device with a charge op the message layer charges one match per
+ *     message and exactly the bytes it copies into user buffers;
  *   - torx_wtime and torx_pkt_wtime advance, on the host's clock. */
 #include "harness.h"
 #include "msglayer/msg_internal.h"
@@ -314,6 +316,124 @@ START_TEST(host_task_state_is_per_thread)
 }
 END_TEST
 
+/* ---- The message layer's charges ------------------------------------------------ */
+
+/* The shm device with a charge op added (what sim will have): the message
+ * layer charges one match per message that reaches its handler, and the
+ * bytes it copies into user buffers, whatever the protocol. */
+#define CH_HANDLER 7
+#define CH_BUF (1u << 17)
+
+static uint64_t ch_charged[2]; /* by torxp_cpu_event_t, in this task */
+
+static void ch_charge(torx_pkt_dev_t *dev, torxp_cpu_event_t ev, size_t n)
+{
+    (void)dev;
+    ch_charged[ev] += n;
+}
+
+typedef struct ch_rx {
+    int got, failed;
+    uint64_t bytes;
+    volatile int all;
+    int expect;
+    uint8_t *buf;
+} ch_rx_t;
+
+static void ch_done(torx_ctx_t *ctx, void *arg, torx_status_t st, size_t n)
+{
+    (void)ctx;
+    ch_rx_t *r = arg;
+    r->failed |= st != TORX_OK;
+    r->bytes += n;
+    if (++r->got == r->expect)
+        r->all = 1;
+}
+
+static void ch_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info, torx_recv_t *recv)
+{
+    (void)ctx;
+    (void)info;
+    ch_rx_t *r = harg;
+    recv->buf = r->buf;
+    recv->len = CH_BUF;
+    recv->done = ch_done;
+    recv->arg = r;
+}
+
+static const struct {
+    size_t len;
+    torx_protocol_t proto;
+} ch_msgs[] = {{0, TORX_PROTO_ONEPKT},   {1, TORX_PROTO_ONEPKT},    {200, TORX_PROTO_ONEPKT},
+               {1000, TORX_PROTO_EAGER}, {20000, TORX_PROTO_EAGER}, {3000, TORX_PROTO_ADAPTIVE},
+               {100000, TORX_PROTO_RZV}, {1, TORX_PROTO_AUTO},      {65536, TORX_PROTO_AUTO}};
+#define CH_NMSGS ((int)(sizeof ch_msgs / sizeof ch_msgs[0]))
+
+static int charge_task(torx_boot_t *boot, void *arg)
+{
+    (void)arg;
+    torx_ctx_t *ctx;
+    torx_init_attr_t attr = {.boot = boot, .mode = TORX_MODE_HEATER};
+    TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
+    TASK_CHECK(!ctx->charges, "the shm device charges");
+    static torxp_dev_ops_t ops;
+    ops = *ctx->dev->ops;
+    ops.charge = ch_charge;
+    ctx->dev->ops = &ops;
+    torxm_charges_start(ctx);
+    TASK_CHECK(ctx->charges, "torxm_charges_start did not start charging");
+    ch_rx_t r = {.expect = CH_NMSGS, .buf = malloc(CH_BUF)};
+    TASK_CHECK(torx_register(ctx, CH_HANDLER, ch_handler, &r) == TORX_OK, "register");
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    uint64_t total = 0;
+    if (boot->rank == 0) {
+        static uint8_t data[100000];
+        static torx_msg_t m[CH_NMSGS];
+        const uint64_t hdr = 42; /* handed to the handler in place: no copy */
+        for (int i = 0; i < CH_NMSGS; i++) {
+            total += ch_msgs[i].len;
+            TASK_CHECK(torx_send(ctx, &m[i], 1, CH_HANDLER, &hdr, sizeof hdr, data, ch_msgs[i].len,
+                                 ch_msgs[i].proto, NULL, NULL) == TORX_OK,
+                       "send %d: %s", i, torx_last_error());
+        }
+        for (int i = 0; i < CH_NMSGS; i++)
+            while (torx_msg_pending(&m[i]))
+                TASK_CHECK(torx_advance(ctx) >= 0, "%s", torx_last_error());
+        /* Acks, tokens and clear-to-sends reached us: no handler ran. */
+        TASK_CHECK(ch_charged[TORXP_CPU_MATCH] == 0 && ch_charged[TORXP_CPU_COPY] == 0,
+                   "the sender was charged %llu matches and %llu bytes",
+                   (unsigned long long)ch_charged[TORXP_CPU_MATCH],
+                   (unsigned long long)ch_charged[TORXP_CPU_COPY]);
+    } else {
+        for (int i = 0; i < CH_NMSGS; i++)
+            total += ch_msgs[i].len;
+        TASK_CHECK(torx_wait_timeout(ctx, &r.all, 60) == TORX_OK, "received %d of %d", r.got,
+                   CH_NMSGS);
+        TASK_CHECK(!r.failed && r.bytes == total, "received %llu bytes of %llu",
+                   (unsigned long long)r.bytes, (unsigned long long)total);
+        TASK_CHECK(ch_charged[TORXP_CPU_MATCH] == CH_NMSGS, "%llu matches charged for %d messages",
+                   (unsigned long long)ch_charged[TORXP_CPU_MATCH], CH_NMSGS);
+        TASK_CHECK(ch_charged[TORXP_CPU_COPY] == total,
+                   "%llu bytes of copies charged for %llu bytes received",
+                   (unsigned long long)ch_charged[TORXP_CPU_COPY], (unsigned long long)total);
+    }
+    TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
+    free(r.buf);
+    return 0;
+}
+
+/* Rendezvous data by packets, so that the message layer copies it too
+ * (a bulk get is the device's to charge); eager by packets, then staged. */
+START_TEST(msg_charges_matches_and_copies)
+{
+    setenv("TORX_RZV_DATA", "packets", 1);
+    setenv("TORX_STAGE_MIN", _i ? "1" : "0", 1);
+    RUN_JOB(2, charge_task, NULL);
+    unsetenv("TORX_RZV_DATA");
+    unsetenv("TORX_STAGE_MIN");
+}
+END_TEST
+
 /* ---- torx_wtime ---------------------------------------------------------------------- */
 
 static int wtime_task(torx_boot_t *boot, void *arg)
@@ -371,6 +491,10 @@ int main(void)
     tcase_add_test(state, task_state_hook_is_used);
     tcase_add_test(state, host_task_state_is_per_thread);
     suite_add_tcase(s, state);
+    TCase *ch = tcase_create("charges");
+    tcase_add_loop_test(ch, msg_charges_matches_and_copies, 0, 2);
+    tcase_set_timeout(ch, 150);
+    suite_add_tcase(s, ch);
     TCase *wt = tcase_create("wtime");
     tcase_add_test(wt, wtime_advances);
     tcase_set_timeout(wt, 150);
