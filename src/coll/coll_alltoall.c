@@ -398,9 +398,10 @@ static torx_status_t paced_run(torx_coll_group_t *g, torx_coll_kind_t kind, cons
             int to = (me + g->a2a_perm[next]) % n;
             torx_protocol_t proto = TORX_PROTO_AUTO;
             if (sbytes[to] <= eager_upto &&
-                torx_choose_protocol(c->ctx, g->tasks[to], sizeof h, sbytes[to]) == TORX_PROTO_RZV)
+                torx_choose_protocol(c->ctx, torxc_task(g, to), sizeof h, sbytes[to]) ==
+                    TORX_PROTO_RZV)
                 proto = TORX_PROTO_EAGER;
-            err = torx_send(c->ctx, m, g->tasks[to], c->handler, &h, sizeof h,
+            err = torx_send(c->ctx, m, torxc_task(g, to), c->handler, &h, sizeof h,
                             (const char *)in + sdispl[to], sbytes[to], proto, sent, c);
             if (err != TORX_OK)
                 break;
@@ -436,7 +437,7 @@ static torx_status_t send_desc(torx_coll_group_t *g, int m, const a2a_hdr_t *h,
     torx_coll_t *c = g->c;
     torxc_a2a_t *a = &c->a2a;
     torx_status_t st =
-        torx_send_inject(c->ctx, g->tasks[m], c->handler, h, sizeof *h, d, sizeof *d);
+        torx_send_inject(c->ctx, torxc_task(g, m), c->handler, h, sizeof *h, d, sizeof *d);
     if (st != TORX_AGAIN)
         return st;
     unsigned spins = 0;
@@ -446,8 +447,8 @@ static torx_status_t send_desc(torx_coll_group_t *g, int m, const a2a_hdr_t *h,
             if (torx_msg_pending(msg))
                 continue;
             g->a2a_descs[w] = *d;
-            st = torx_send(c->ctx, msg, g->tasks[m], c->handler, h, sizeof *h, &g->a2a_descs[w],
-                           sizeof *d, TORX_PROTO_AUTO, sent, c);
+            st = torx_send(c->ctx, msg, torxc_task(g, m), c->handler, h, sizeof *h,
+                           &g->a2a_descs[w], sizeof *d, TORX_PROTO_AUTO, sent, c);
             if (st == TORX_OK)
                 a->in_flight++;
             return st;
