@@ -393,7 +393,6 @@ void torx_coll_group_free(torx_coll_group_t *g)
     free(g->a2a_perm);
     free(g->a2a_descs);
     free(g->a2a_v);
-    free(g->bcast_v);
     free(g->xchg);
     free(g->split);
     free(g->direct_addr);

@@ -67,7 +67,11 @@ typedef struct torxc_a2a {
     uint32_t group_id, seq;
     int n;
     char *out;
+    /* where each member's block goes; NULL in a broadcast, whose one block
+     * (root's, root_bytes at out) needs no table (torxc_a2a_rbytes) */
     const size_t *rbytes, *rdispl;
+    int root;
+    size_t root_bytes;
     int received;  /* blocks in place, this task's own included */
     int in_flight; /* sends not yet done */
     torx_status_t status;
@@ -156,7 +160,6 @@ struct torx_coll_group {
     int *a2a_perm;
     struct torxc_piece_desc *a2a_descs; /* descriptors the window's sends carry */
     size_t *a2a_v;                      /* alltoall's counts and displacements */
-    size_t *bcast_v;                    /* the paced bcast's */
     unsigned char *xchg;                /* direct exchange: the members' vectors */
     unsigned char *split; /* scratch (group_scratch): the split exchange's parts, direct
                            * reads' chunks, the allgather's counts */
