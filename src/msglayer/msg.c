@@ -76,10 +76,10 @@ static const char *const mode_names[] = {"heater", "co", "vn", NULL};
 /* In torx_rzv_data_t order. */
 static const char *const rzv_data_names[] = {"auto", "bulk", "packets", "staged", NULL};
 
-/* TORX_VERBOSE's words for how rendezvous data moves to a task on this
- * host (auto: the default way, TORXM_ASK_DEFAULT, here, and why). */
 static void peer_init(const torx_ctx_t *ctx, torxm_peer_t *p, int rank);
 
+/* TORX_VERBOSE's words for how rendezvous data moves to a task on this
+ * host (auto: the default way, TORXM_ASK_DEFAULT, here, and why). */
 static void rzv_data_describe(const torx_ctx_t *ctx, char *buf, size_t len)
 {
     const unsigned cost = torx_bulk_cost(ctx->dev, ctx->self);
