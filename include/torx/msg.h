@@ -370,7 +370,9 @@ typedef void (*torx_send_done_fn)(torx_ctx_t *ctx, torx_msg_t *msg, void *arg);
  *   TORX_ERR_INVAL: ctx or msg NULL, dest not in the job, handler or hdr_len
  *   out of range, hdr or data NULL with a length, or a forced protocol that
  *   is unknown or does not suit (one-packet: too big; virtual node: dest not
- *   on this node in vn mode; eager, adaptive: len >= 4 GiB).
+ *   on this node in vn mode; eager, adaptive: len >= 4 GiB). TORX_ERR_NOMEM:
+ *   the first message to dest (or to a rank near it) and no memory for its
+ *   peer record (made on first contact, for 64 ranks at a time).
  * NOTES
  *   msg and data stay untouched until done has run (done NULL: while
  *   torx_msg_pending); msg must not be pending when passed. Sends to one
@@ -397,6 +399,7 @@ torx_status_t torx_send(torx_ctx_t *ctx, torx_msg_t *msg, int dest, int handler,
  *                   (vn) message when staged.
  *   TORX_AGAIN      not sent, nothing changed: use torx_send.
  *   TORX_ERR_INVAL  as torx_send (ctx NULL, dest, handler, lengths).
+ *   TORX_ERR_NOMEM  as torx_send: no memory for dest's peer record.
  * NOTES
  *   For latency-bound senders (an MPI send can then complete at once).
  * SEE ALSO torx_send
@@ -494,8 +497,9 @@ torx_status_t torx_line_send(const torx_line_t *line, const void *hdr, const voi
  *   The number of events handled (packets, sends pushed, callbacks run); 0
  *   when idle, and always 0 when called from a handler or callback. A
  *   negative torx_status_t once the context has failed: memory for a
- *   message already arriving, or a packet a peer waits for, could not be
- *   had (torx_last_error says which). Nothing more can be relied on then;
+ *   message already arriving (or for the record of a peer whose first
+ *   packet arrived), or a packet a peer waits for, could not be had
+ *   (torx_last_error says which). Nothing more can be relied on then;
  *   end the task (an MPI job: abort it) with that message.
  * NOTES
  *   Handlers and callbacks run only here, in the calling thread, and in the

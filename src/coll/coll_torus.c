@@ -106,13 +106,21 @@ torx_status_t torxc_torus_group_init(torx_coll_group_t *g)
     const torx_shape_t s = torx_pkt_shape(c->dev);
     const unsigned ext[3] = {s.x, s.y, s.z};
     g->box = 0;
-    if ((g->coord = malloc((size_t)g->n * sizeof *g->coord)) == NULL)
-        return torxp_error(TORX_ERR_NOMEM, "torx: torx_coll_group_create: out of memory");
+    if (!g->tasks) { /* the job in rank order: the map's table is the group's */
+        g->coord = map->coord;
+        g->coord_shared = 1;
+    } else {
+        torx_coord_t *coord = malloc((size_t)g->n * sizeof *coord);
+        if (coord == NULL)
+            return torxp_error(TORX_ERR_NOMEM, "torx: torx_coll_group_create: out of memory");
+        for (int i = 0; i < g->n; i++)
+            coord[i] = torx_map_coord(map, g->tasks[i]);
+        g->coord = coord;
+    }
     unsigned char used[4][256];
     memset(used, 0, sizeof used);
     for (int i = 0; i < g->n; i++) {
-        const torx_coord_t k = torx_map_coord(map, g->tasks[i]);
-        g->coord[i] = k;
+        const torx_coord_t k = g->coord[i];
         used[0][k.x] = used[1][k.y] = used[2][k.z] = used[3][k.t] = 1;
     }
     unsigned cnt[4] = {0, 0, 0, 0};
@@ -436,7 +444,7 @@ torx_status_t torxc_torus_bcast(torx_coll_group_t *g, void *buf, size_t bytes, i
         nmates = 0;
         for (int i = 0; i < g->n; i++)
             if (i != me && same_node(g->coord[i], rc))
-                mates[nmates++] = g->tasks[i];
+                mates[nmates++] = torxc_task(g, i);
     }
 
     torx_status_t err = TORX_OK;
@@ -446,8 +454,8 @@ torx_status_t torxc_torus_bcast(torx_coll_group_t *g, void *buf, size_t bytes, i
         if (me != root) {
             const bc_hdr_t r = {.msg = TORXC_MSG_BCAST_READY, .group_id = g->id, .seq = seq};
             torx_status_t st;
-            while ((st = torx_send_inject(c->ctx, g->tasks[root], c->handler, &r, sizeof r, NULL,
-                                          0)) == TORX_AGAIN)
+            while ((st = torx_send_inject(c->ctx, torxc_task(g, root), c->handler, &r, sizeof r,
+                                          NULL, 0)) == TORX_AGAIN)
                 torxc_progress(c, &spins);
             if (st != TORX_OK) {
                 free(mates);

@@ -76,13 +76,16 @@ static const char *const mode_names[] = {"heater", "co", "vn", NULL};
 /* In torx_rzv_data_t order. */
 static const char *const rzv_data_names[] = {"auto", "bulk", "packets", "staged", NULL};
 
+static void peer_init(const torx_ctx_t *ctx, torxm_peer_t *p, int rank);
+
 /* TORX_VERBOSE's words for how rendezvous data moves to a task on this
  * host (auto: the default way, TORXM_ASK_DEFAULT, here, and why). */
 static void rzv_data_describe(const torx_ctx_t *ctx, char *buf, size_t len)
 {
     const unsigned cost = torx_bulk_cost(ctx->dev, ctx->self);
-    const torxm_path_in_t in =
-        torxm_path_inputs(ctx, &ctx->peers[ctx->rank], TORXM_ASK_DEFAULT, 0, 0);
+    torxm_peer_t self; /* as this task's own record would be: no page for it yet */
+    peer_init(ctx, &self, ctx->rank);
+    const torxm_path_in_t in = torxm_path_inputs(ctx, &self, TORXM_ASK_DEFAULT, 0, 0);
     const char *choice = torxm_path_choose(&in).path == TORXM_PATH_STAGED ? "staging" : "bulk get";
     switch (ctx->limits.rzv_data) {
     case TORX_RZV_DATA_BULK:
@@ -457,16 +460,19 @@ static void ctx_free(torx_ctx_t *ctx)
         n = e->next;
         free(e);
     }
-    if (ctx->peers) {
-        for (int i = 0; i < ctx->size; i++) {
-            torxm_peer_t *p = &ctx->peers[i];
+    for (int k = 0; ctx->peer_pages && k < torxm_peer_npages(ctx); k++) {
+        torxm_peer_t *page = ctx->peer_pages[k];
+        for (int i = 0; page && i < torxm_peer_page_len(ctx, k); i++) {
+            torxm_peer_t *p = &page[i];
             for (torxm_early_t *e = p->early, *n; e; e = n) {
                 n = e->next;
                 free(e);
             }
             free_rx_list(p->adapt);
+            free(p->eager); /* a pooled record, off the free list while in use */
             free(p->way);
         }
+        free(page);
     }
     /* Receive records still waiting for rendezvous packets live only in
      * the cookie table, marked as ours. */
@@ -474,7 +480,7 @@ static void ctx_free(torx_ctx_t *ctx)
         if (ctx->cookies[i].p && ctx->cookies[i].owned)
             free(ctx->cookies[i].p);
     free(ctx->cookies);
-    free(ctx->peers);
+    free(ctx->peer_pages);
     free(ctx->bytes_to);
     if (ctx->stats_fd >= 0)
         close(ctx->stats_fd);
@@ -561,23 +567,18 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
             ctx->limits.rzv_data = TORX_RZV_DATA_PACKETS;
     }
 
-    if (!(ctx->peers = torxp_calloc((size_t)ctx->size, sizeof *ctx->peers))) {
-        rc = torxp_error(TORX_ERR_NOMEM, "torx: out of memory for %d peers", ctx->size);
+    /* The peers' records come on first contact (torxm_peer_touch). */
+    if (!(ctx->peer_pages = torxp_calloc((size_t)torxm_peer_npages(ctx), sizeof(torxm_peer_t *)))) {
+        rc = torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the peer table of %d ranks",
+                         ctx->size);
         goto fail;
     }
-    for (int i = 0; i < ctx->size; i++)
-        ctx->peers[i].coord = torx_map_coord(&ctx->map, i);
     build_dispatch(ctx);
     torxm_charges_start(ctx);
     if (ctx->limits.stage_min) {
         const size_t max = torx_stage_max(ctx->dev);
         ctx->stage_chunk =
             (uint32_t)(ctx->limits.stage_chunk < max ? ctx->limits.stage_chunk : max);
-    }
-    for (int i = 0; ctx->stage_chunk && i < ctx->size; i++) {
-        torxm_peer_t *p = &ctx->peers[i];
-        p->staged = (uint8_t)torx_stage_reaches(ctx->dev, p->coord);
-        p->way_host = p->staged && i != ctx->rank && torx_bulk_cost(ctx->dev, p->coord) != 0;
     }
     /* The shm device runs every task on this host. A device with exact
      * waits (sim) models the tasks' cores itself: the host's say nothing. */
@@ -605,6 +606,55 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
 fail:
     ctx_free(ctx);
     return rc;
+}
+
+/* ---- Peers -------------------------------------------------------------------------- */
+
+/* A peer's record as it starts: its coordinate, and whether the staging
+ * area reaches it (and the pair then measures its rendezvous ways). */
+static void peer_init(const torx_ctx_t *ctx, torxm_peer_t *p, int rank)
+{
+    *p = (torxm_peer_t){.rank = rank, .coord = torx_map_coord(&ctx->map, rank)};
+    if (ctx->stage_chunk) {
+        p->staged = (uint8_t)torx_stage_reaches(ctx->dev, p->coord);
+        p->way_host = p->staged && rank != ctx->rank && torx_bulk_cost(ctx->dev, p->coord) != 0;
+    }
+}
+
+torxm_peer_t *torxm_peer_touch(torx_ctx_t *ctx, int rank)
+{
+    const int k = rank >> TORXM_PEER_PAGE_SHIFT, n = torxm_peer_page_len(ctx, k);
+    torxm_peer_t *page = torxp_malloc((size_t)n * sizeof *page);
+    if (!page) {
+        torxp_error(TORX_ERR_NOMEM,
+                    "torx: rank %d: out of memory for the peer records of ranks %d..%d (%zu "
+                    "bytes), wanted for rank %d",
+                    ctx->rank, k << TORXM_PEER_PAGE_SHIFT, (k << TORXM_PEER_PAGE_SHIFT) + n - 1,
+                    (size_t)n * sizeof *page, rank);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++)
+        peer_init(ctx, &page[i], (k << TORXM_PEER_PAGE_SHIFT) + i);
+    ctx->peer_pages[k] = page;
+    return &page[rank & (TORXM_PEER_PAGE - 1)];
+}
+
+/* The first packet from a rank of a page without records: makes the page,
+ * then dispatches. Out of memory, the context fails (torx_advance returns
+ * TORX_ERR_NOMEM from now on) and the packet is dropped. A tail call from
+ * torxm_dispatch, so that the hot path saves no registers for it. */
+static void __attribute__((noinline, cold))
+dispatch_first(torx_ctx_t *ctx, const torx_pkt_hdr_t *pkt)
+{
+    const uint32_t src = torxm_sw_src(pkt);
+    if (torxm_peer_touch(ctx, (int)src)) {
+        torxm_dispatch(ctx, pkt);
+        return;
+    }
+    ctx->malformed++;
+    torxm_fail(ctx, TORX_ERR_NOMEM,
+               "out of memory for the record of rank %u, whose packet arrived; dropped (%s)", src,
+               torx_last_error());
 }
 
 /* ---- Advance ------------------------------------------------------------------------ */
@@ -641,8 +691,13 @@ void torxm_dispatch(torx_ctx_t *ctx, const torx_pkt_hdr_t *pkt)
     const unsigned type = torxm_sw_type(pkt);
     const uint32_t src = torxm_sw_src(pkt);
     if (TORXM_LIKELY(type < TORXM_PKT_NTYPES && ctx->rx[type].fn && src < (uint32_t)ctx->size)) {
+        torxm_peer_t *page = ctx->peer_pages[src >> TORXM_PEER_PAGE_SHIFT];
+        if (TORXM_UNLIKELY(!page)) {
+            dispatch_first(ctx, pkt);
+            return;
+        }
         ctx->stats[ctx->rx[type].proto].packets_received++;
-        ctx->rx[type].fn(ctx, &ctx->peers[src], pkt);
+        ctx->rx[type].fn(ctx, &page[src & (TORXM_PEER_PAGE - 1)], pkt);
     } else {
         bad_dispatch(ctx, pkt);
     }

@@ -570,7 +570,7 @@ static int co_post(torx_ctx_t *ctx)
                                                  .remote = rx->raddr,
                                                  .local = (uint64_t)(uintptr_t)rx->buf,
                                                  .len = rx->want,
-                                                 .peer = ctx->peers[rx->src].coord};
+                                                 .peer = torx_map_coord(&ctx->map, rx->src)};
         /* release: the command happens before the thread's acquire. */
         __atomic_store_n(&co->cmd_tail, t + 1, __ATOMIC_RELEASE);
         co->outstanding++;

@@ -89,13 +89,53 @@ typedef struct torxm_proto {
 
 extern const torxm_proto_t torxm_protocols[TORX_PROTO_COUNT];
 
+/* ---- Peers ---------------------------------------------------------------------- */
+
+/* Makes the page of rank's peer (every record in it set up as torx_init
+ * used to: coordinate, staging reach, way_host) and returns rank's record;
+ * NULL, with the error recorded (torx_last_error), when memory ran out. */
+torxm_peer_t *torxm_peer_touch(torx_ctx_t *ctx, int rank) __attribute__((noinline, cold));
+
+/* The record of peer rank (0 <= rank < ctx->size, not checked), made on
+ * first contact: the hot paths pay one load and a branch that is taken once
+ * per 64 ranks. NULL when its page could not be had (out of memory): the
+ * caller fails the send, or on the receive path the context (torxm_fail). */
+static inline torxm_peer_t *torxm_peer(torx_ctx_t *ctx, int rank)
+{
+    const unsigned r = (unsigned)rank; /* no sign extension on the way */
+    torxm_peer_t *page = ctx->peer_pages[r >> TORXM_PEER_PAGE_SHIFT];
+    if (TORXM_LIKELY(page != NULL))
+        return &page[r & (TORXM_PEER_PAGE - 1)];
+    return torxm_peer_touch(ctx, rank);
+}
+
+/* The record of a peer this task has already exchanged with (a packet came
+ * from it, or a message went to it): its page exists. */
+static inline torxm_peer_t *torxm_peer_known(const torx_ctx_t *ctx, int rank)
+{
+    const unsigned r = (unsigned)rank;
+    return &ctx->peer_pages[r >> TORXM_PEER_PAGE_SHIFT][r & (TORXM_PEER_PAGE - 1)];
+}
+
+/* Pages of the peer table, and the records in page k (the last page may
+ * be short). Loops over every peer walk the pages that exist. */
+static inline int torxm_peer_npages(const torx_ctx_t *ctx)
+{
+    return (ctx->size + TORXM_PEER_PAGE - 1) >> TORXM_PEER_PAGE_SHIFT;
+}
+static inline int torxm_peer_page_len(const torx_ctx_t *ctx, int k)
+{
+    const int left = ctx->size - (k << TORXM_PEER_PAGE_SHIFT);
+    return left < TORXM_PEER_PAGE ? left : TORXM_PEER_PAGE;
+}
+
 /* Counts len data bytes of a message to peer, once per message, where its
  * protocol counts it as sent. One increment when TORX_STATS is on; off, a
  * branch that is never taken. */
 static inline void torxm_count_dest(torx_ctx_t *ctx, const torxm_peer_t *peer, uint64_t len)
 {
     if (TORXM_UNLIKELY(ctx->bytes_to != NULL))
-        ctx->bytes_to[peer - ctx->peers] += len;
+        ctx->bytes_to[peer->rank] += len;
 }
 
 /* Push and receive functions (proto_*.c). */

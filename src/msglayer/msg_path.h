@@ -154,7 +154,7 @@ static inline int torxm_rzv_way_measured(const torx_ctx_t *ctx, const torxm_peer
 }
 static inline int torxm_rzv_way_leads(const torx_ctx_t *ctx, const torxm_peer_t *peer)
 {
-    return ctx->rank < (int)(peer - ctx->peers);
+    return ctx->rank < peer->rank;
 }
 /* Whether this task counts a measured transfer of len bytes with peer
  * (torxm_rzv_way_sent, torxm_rzv_way_received): it leads the pair. */

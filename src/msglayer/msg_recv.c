@@ -185,7 +185,7 @@ whole_packet_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt, 
 {
     const uint32_t w = torxm_sw_word(pkt);
     const unsigned hl = (w >> 8) & 0xffu;
-    const int src = (int)(peer - ctx->peers);
+    const int src = peer->rank;
     if (TORXM_UNLIKELY(hl > pkt->payload_len)) {
         torxm_bad_packet(ctx, src,
                          in_sequence

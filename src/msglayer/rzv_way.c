@@ -229,7 +229,12 @@ void torxm_rzv_way_log(const torx_ctx_t *ctx)
     if (ctx->dev->verbose < 2)
         return;
     for (int r = 0; r < ctx->size; r++) {
-        const struct torxm_rzv_way *w = ctx->peers[r].way;
+        const torxm_peer_t *page = ctx->peer_pages[r >> TORXM_PEER_PAGE_SHIFT];
+        if (!page) { /* no record, no way: on to the next page */
+            r |= TORXM_PEER_PAGE - 1;
+            continue;
+        }
+        const struct torxm_rzv_way *w = page[r & (TORXM_PEER_PAGE - 1)].way;
         for (int c = 0; w && c < CLASSES; c++) {
             const way_class_t *k = &w->c[c];
             if (!k->measured)
