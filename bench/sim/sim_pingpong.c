@@ -61,8 +61,8 @@ static void on_ctrl(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info, t
 {
     (void)ctx, (void)info;
     state_t *s = harg;
-    *recv = (torx_recv_t){
-        .buf = s->ctrl_msg, .len = sizeof s->ctrl_msg, .done = ctrl_done, .arg = s};
+    *recv =
+        (torx_recv_t){.buf = s->ctrl_msg, .len = sizeof s->ctrl_msg, .done = ctrl_done, .arg = s};
 }
 
 static void sent_done(torx_ctx_t *ctx, torx_msg_t *msg, void *arg)
@@ -82,8 +82,7 @@ static int send_wait(state_t *s, int dest, int handler, const void *data, size_t
 {
     torx_msg_t msg;
     const int before = s->sent;
-    if (torx_send(s->ctx, &msg, dest, handler, NULL, 0, data, len, proto, sent_done, s) !=
-        TORX_OK)
+    if (torx_send(s->ctx, &msg, dest, handler, NULL, 0, data, len, proto, sent_done, s) != TORX_OK)
         return -1;
     while (s->sent == before)
         if (torx_advance(s->ctx) < 0)
@@ -136,8 +135,8 @@ static unsigned ring_dist(unsigned a, unsigned b, unsigned n)
 {
     const unsigned d = a > b ? a - b : b - a;
     return getenv("TORX_SIM_MESH") && !strcmp(getenv("TORX_SIM_MESH"), "1") ? d
-           : d < n - d                                                       ? d
-                                                                             : n - d;
+           : d < n - d                                                      ? d
+                                                                            : n - d;
 }
 
 /* The lowest rank hops away from rank 0 on another node, or -1. */
@@ -148,8 +147,8 @@ static int partner_at(const torx_ctx_t *ctx, unsigned hops)
     const torx_shape_t s = map->shape;
     for (int r = 1; r < torx_size(ctx); r++) {
         const torx_coord_t c = torx_map_coord(map, r);
-        const unsigned d = ring_dist(o.x, c.x, s.x) + ring_dist(o.y, c.y, s.y) +
-                           ring_dist(o.z, c.z, s.z);
+        const unsigned d =
+            ring_dist(o.x, c.x, s.x) + ring_dist(o.y, c.y, s.y) + ring_dist(o.z, c.z, s.z);
         if (d == hops && (hops > 0 || c.t != o.t))
             return r;
     }
@@ -247,8 +246,7 @@ int main(int argc, char **argv)
             const long n = s.ctrl_msg[3] + 2;
             const int base = s.got_at_ctrl;
             for (long k = 0; k < n; k++)
-                if (wait_got(&s, base + (int)k + 1) ||
-                    send_wait(&s, 0, H_PING, s.buf, len, proto))
+                if (wait_got(&s, base + (int)k + 1) || send_wait(&s, 0, H_PING, s.buf, len, proto))
                     return die("ping-pong");
         }
     }

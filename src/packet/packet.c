@@ -55,7 +55,8 @@ torx_status_t torx_pkt_open(const torx_pkt_attr_t *attr, torx_pkt_dev_t **dev)
             if (!strcmp(device_names[device], attr->device))
                 break;
         if (!device_names[device])
-            return torxp_error(TORX_ERR_INVAL, "torx: unknown device '%s' (expected shm, ofi or sim)",
+            return torxp_error(TORX_ERR_INVAL,
+                               "torx: unknown device '%s' (expected shm, ofi or sim)",
                                attr->device);
     } else {
         rc = torx_env_choice("TORX_DEVICE", device_names, DEVICE_SHM, &device);

@@ -162,8 +162,8 @@ START_TEST(adaptive_overtakes_exactly_once_and_repeats)
 {
     sim_env();
     flow_arg_t arg = {.shape = {4, 4, 1, 1}, .ctl = TORX_PKT_ADAPTIVE, .to = {1, 1, 0, 0}};
-    arrivals_t *run = mmap(NULL, 3 * sizeof *run, PROT_READ | PROT_WRITE,
-                           MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    arrivals_t *run =
+        mmap(NULL, 3 * sizeof *run, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     ck_assert(run != MAP_FAILED);
     run_in_child(&arg, &run[0]);
     ck_assert_msg(run[0].reordered > 0, "no adaptive packet overtook another");
@@ -258,8 +258,7 @@ START_TEST(latency_linear_in_distance)
     ck_assert_int_eq(torx_boot_fork_run(16, latency_task, NULL, TEST_JOB_TIMEOUT, 0), 0);
     for (int h = 2; h <= 8; h++) {
         const double step = (one_way[h - 1] - one_way[h - 2]) * 1e9;
-        ck_assert_msg(fabs(step - HOP_NS) < 1e-3, "hop %d adds %.6f ns, not %.0f", h, step,
-                      HOP_NS);
+        ck_assert_msg(fabs(step - HOP_NS) < 1e-3, "hop %d adds %.6f ns, not %.0f", h, step, HOP_NS);
     }
 }
 END_TEST
@@ -309,16 +308,16 @@ START_TEST(two_flows_share_a_link)
     const double alone = flow_done[0];
     /* alone: the link's rate (256 + 14 wire bytes at 175 MB/s per packet) */
     const double wire = 4000 * 270 / 175e6;
-    ck_assert_msg(fabs(alone / wire - 1) < 0.02, "one flow: %.6f s, the link takes %.6f s",
-                  alone, wire);
+    ck_assert_msg(fabs(alone / wire - 1) < 0.02, "one flow: %.6f s, the link takes %.6f s", alone,
+                  wire);
     both = 1;
     ck_assert_int_eq(torx_boot_fork_run(4, share_task, &both, TEST_JOB_TIMEOUT, 0), 0);
     /* links are granted in order of reservation, not round robin: the
      * through flow finishes a little first (docs/sim.md#the-network-model) */
     for (int f = 0; f < 2; f++)
         ck_assert_msg(fabs(flow_done[f] / (2 * wire) - 1) < 0.08,
-                      "flow %d with another: %.6f s, half the link takes %.6f s", f,
-                      flow_done[f], 2 * wire);
+                      "flow %d with another: %.6f s, half the link takes %.6f s", f, flow_done[f],
+                      2 * wire);
 }
 END_TEST
 
@@ -382,7 +381,8 @@ START_TEST(bad_machine_file_refused)
     char path[] = "/tmp/torx-test-machine-XXXXXX";
     const int fd = mkstemp(path);
     ck_assert_int_ge(fd, 0);
-    static const char bad[] = "name bad\ncores_per_node 2\nclock 700 MHz\nlink_bandwidth 17x MB/s\n";
+    static const char bad[] =
+        "name bad\ncores_per_node 2\nclock 700 MHz\nlink_bandwidth 17x MB/s\n";
     ck_assert_int_eq(write(fd, bad, sizeof bad - 1), (ssize_t)(sizeof bad - 1));
     close(fd);
     setenv("TORX_SIM_MACHINE", path, 1);

@@ -31,8 +31,8 @@ typedef struct torxp_sim_task torxp_sim_task_t;
 typedef struct torxp_sim_actor {
     torxp_sim_job_t *job;
     int rank;
-    int is_helper;     /* a communication thread, not the task's main actor */
-    double owed;       /* compute time charged but not yet slept (seconds) */
+    int is_helper;            /* a communication thread, not the task's main actor */
+    double owed;              /* compute time charged but not yet slept (seconds) */
     torxp_task_state_t state; /* torx_last_error, the TORX_VERBOSE cache */
     void *(*fn)(void *);      /* helper actors: what to run */
     void *arg;
@@ -86,8 +86,8 @@ void torxp_sim_thread_join(torxp_thread_t *t);
 /* The job's settings (sim_job.c reads them from the environment). */
 typedef struct torxp_sim_config {
     torxp_sim_machine_t machine;
-    int mesh;      /* TORX_SIM_MESH: no wraparound links */
-    uint64_t seed; /* TORX_SIM_SEED: adaptive routing */
+    int mesh;          /* TORX_SIM_MESH: no wraparound links */
+    uint64_t seed;     /* TORX_SIM_SEED: adaptive routing */
     double time_limit; /* TORX_SIM_TIME_LIMIT: simulated seconds, 0: none */
 } torxp_sim_config_t;
 const torxp_sim_config_t *torxp_sim_config(const torxp_sim_job_t *job);
@@ -159,13 +159,13 @@ torx_status_t torxp_sim_gi_poll(torxp_sim_job_t *job, torxp_sim_task_t *task, do
 /* Bulk transfers by the DMA engine: start (get: the data flows from peer
  * to this task), reserve what is due by now, the next time one needs
  * attention, and finish (TORX_OK: done and copied, b freed). */
-torx_status_t torxp_sim_bulk_start(torxp_sim_job_t *job, torxp_sim_task_t *t, double now,
-                                   int get, torx_coord_t peer, const void *remote, void *local,
-                                   size_t len, torxp_sim_xfer_t **b);
+torx_status_t torxp_sim_bulk_start(torxp_sim_job_t *job, torxp_sim_task_t *t, double now, int get,
+                                   torx_coord_t peer, const void *remote, void *local, size_t len,
+                                   torxp_sim_xfer_t **b);
 void torxp_sim_bulk_progress(torxp_sim_job_t *job, torxp_sim_task_t *t, double now);
 double torxp_sim_bulk_next(const torxp_sim_task_t *t);
-torx_status_t torxp_sim_bulk_finish(torxp_sim_job_t *job, torxp_sim_task_t *t,
-                                    torxp_sim_xfer_t *b, double now);
+torx_status_t torxp_sim_bulk_finish(torxp_sim_job_t *job, torxp_sim_task_t *t, torxp_sim_xfer_t *b,
+                                    double now);
 
 /* Where task rank's copy of ptr is: ptr itself, unless it points into the
  * program's private data and another task's copy is in place (sim_job.c). */

@@ -72,8 +72,8 @@ static torx_status_t sim_inject(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
                 return torxp_error(TORX_ERR_INVAL,
                                    "torx: deposit line from (%u,%u,%u) to (%u,%u,%u) wraps round, "
                                    "and this partition is a mesh (TORX_SIM_MESH=1)",
-                                   dev->self.x, dev->self.y, dev->self.z, hdr->dest.x,
-                                   hdr->dest.y, hdr->dest.z);
+                                   dev->self.x, dev->self.y, dev->self.z, hdr->dest.x, hdr->dest.y,
+                                   hdr->dest.z);
         }
     }
     torxp_sim_actor_t *a = enter();
@@ -241,8 +241,8 @@ static torx_status_t bulk_start(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord
                            len);
     torxp_sim_actor_t *a = enter();
     torxp_sim_xfer_t *b;
-    const torx_status_t rc = torxp_sim_bulk_start(d->job, d->task, torxp_sim_now(a), get, peer,
-                                                  remote, local, len, &b);
+    const torx_status_t rc =
+        torxp_sim_bulk_start(d->job, d->task, torxp_sim_now(a), get, peer, remote, local, len, &b);
     if (rc != TORX_OK)
         return rc;
     memset(op, 0, sizeof *op);
@@ -275,8 +275,8 @@ static torx_status_t sim_bulk_test(torx_pkt_dev_t *dev, torx_bulk_t *op)
     torxp_sim_actor_t *a = enter();
     const double now = torxp_sim_now(a) + SIM_TIME_EPS;
     torxp_sim_bulk_progress(d->job, d->task, now);
-    const torx_status_t rc = torxp_sim_bulk_finish(
-        d->job, d->task, (torxp_sim_xfer_t *)(uintptr_t)op->priv[0], now);
+    const torx_status_t rc =
+        torxp_sim_bulk_finish(d->job, d->task, (torxp_sim_xfer_t *)(uintptr_t)op->priv[0], now);
     if (rc == TORX_AGAIN) {
         torxp_sim_charge_s(a, d->c_poll);
         return rc;
@@ -368,8 +368,8 @@ static void sim_thread_join(torx_pkt_dev_t *dev, torxp_thread_t *t)
 static void sim_charge(torx_pkt_dev_t *dev, torxp_cpu_event_t ev, size_t n)
 {
     sim_dev_t *d = sim_of(dev);
-    torxp_sim_charge_s(torxp_sim_self(), ev == TORXP_CPU_MATCH ? d->c_match * (double)n
-                                                               : d->c_copy_byte * (double)n);
+    torxp_sim_charge_s(torxp_sim_self(),
+                       ev == TORXP_CPU_MATCH ? d->c_match * (double)n : d->c_copy_byte * (double)n);
 }
 
 static void sim_close(torx_pkt_dev_t *dev)
@@ -453,16 +453,16 @@ torx_status_t torxp_sim_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
     const int failed = torxp_sim_vote(d->job, rc == TORX_OK);
     const int all_ok = failed == 0;
     if (!all_ok && rc == TORX_OK)
-        rc = torxp_error(TORX_ERR_PEER, "torx: sim: %d task(s) failed to open their device",
-                         failed);
+        rc =
+            torxp_error(TORX_ERR_PEER, "torx: sim: %d task(s) failed to open their device", failed);
     if (!all_ok) {
         if (d->task)
             torxp_sim_net_detach(d->job, d->task);
         free(d);
         return rc != TORX_OK ? rc : torxp_error(TORX_ERR_NOMEM, "torx: sim: open failed");
     }
-    torxp_log(&d->base, 1, "sim device: %s machine, %ux%ux%u %s, %u task(s) per node",
-              m->name, attr->shape.x, attr->shape.y, attr->shape.z,
+    torxp_log(&d->base, 1, "sim device: %s machine, %ux%ux%u %s, %u task(s) per node", m->name,
+              attr->shape.x, attr->shape.y, attr->shape.z,
               torxp_sim_config(d->job)->mesh ? "mesh" : "torus", attr->shape.t);
     *out = &d->base;
     return TORX_OK;

@@ -446,8 +446,8 @@ torx_status_t torxp_sim_thread_start(torxp_thread_t *t, void *(*fn)(void *), voi
     torxp_sim_actor_t *a = torxp_calloc(1, sizeof *a);
     if (!a)
         return torxp_error(TORX_ERR_NOMEM, "torx: sim: no memory for a thread");
-    *a = (torxp_sim_actor_t){.job = self->job, .rank = self->rank, .is_helper = 1, .fn = fn,
-                             .arg = arg};
+    *a = (torxp_sim_actor_t){
+        .job = self->job, .rank = self->rank, .is_helper = 1, .fn = fn, .arg = arg};
     a->state.verbose = self->state.verbose;
     park_init(a);
     self->helper = a;

@@ -35,7 +35,7 @@
 #include <math.h>
 #include <string.h>
 
-#define CN_DEPTH 4 /* rounds in flight, as on the shm device */
+#define CN_DEPTH 4      /* rounds in flight, as on the shm device */
 #define ROUTER_BUFFER 1 /* packets a router input holds (docs/sim.md#the-network-model) */
 
 typedef struct cn_round {
@@ -120,8 +120,8 @@ static torx_status_t net_create(torxp_sim_job_t *job, torx_shape_t shape, torxp_
         free(n->tasks);
         free(n->task_of_slot);
         free(n);
-        return torxp_error(TORX_ERR_NOMEM, "torx: sim: no memory for a %ux%ux%u torus",
-                           shape.x, shape.y, shape.z);
+        return torxp_error(TORX_ERR_NOMEM, "torx: sim: no memory for a %ux%ux%u torus", shape.x,
+                           shape.y, shape.z);
     }
     n->byte_s = 1.0 / m->link_bandwidth;
     n->hop_s = m->hop_latency;
@@ -370,8 +370,8 @@ static double route(torxp_sim_net_t *n, uint64_t *rng, torx_coord_t from, torx_c
     unsigned left[3];
     int dir[3], tie[3];
     for (int d = 0; d < 3; d++) {
-        left[d] = way(n, *coord_field(&at, d), *coord_field(&to, d), extent(n, d), &dir[d],
-                      &tie[d]);
+        left[d] =
+            way(n, *coord_field(&at, d), *coord_field(&to, d), extent(n, d), &dir[d], &tie[d]);
         if (tie[d] && (ctl & TORX_PKT_ADAPTIVE) && (torxp_chaos_next(rng) & 1))
             dir[d] = -1;
     }
@@ -498,17 +498,17 @@ torx_status_t torxp_sim_net_inject(torxp_sim_job_t *job, torxp_sim_task_t *t, do
 
 /* ---- bulk transfers by the DMA engine (bulk dma) ------------------------------- */
 
-torx_status_t torxp_sim_bulk_start(torxp_sim_job_t *job, torxp_sim_task_t *t, double now,
-                                   int get, torx_coord_t peer, const void *remote, void *local,
-                                   size_t len, torxp_sim_xfer_t **out)
+torx_status_t torxp_sim_bulk_start(torxp_sim_job_t *job, torxp_sim_task_t *t, double now, int get,
+                                   torx_coord_t peer, const void *remote, void *local, size_t len,
+                                   torxp_sim_xfer_t **out)
 {
     torxp_sim_net_t *n = *torxp_sim_job_net(job);
     torxp_sim_task_t *p = torx_coord_in_shape(n->shape, peer)
                               ? n->task_of_slot[torx_coord_index(n->shape, peer)]
                               : NULL;
     if (!p)
-        return torxp_error(TORX_ERR_INVAL, "torx: bulk transfer: no task at (%u,%u,%u,%u)",
-                           peer.x, peer.y, peer.z, peer.t);
+        return torxp_error(TORX_ERR_INVAL, "torx: bulk transfer: no task at (%u,%u,%u,%u)", peer.x,
+                           peer.y, peer.z, peer.t);
     torxp_sim_xfer_t *b = torxp_calloc(1, sizeof *b);
     if (!b)
         return torxp_error(TORX_ERR_NOMEM, "torx: sim: no memory for a bulk transfer");
@@ -550,9 +550,9 @@ void torxp_sim_bulk_progress(torxp_sim_job_t *job, torxp_sim_task_t *t, double n
             }
             double arrive = b->t_next, engine_at = b->t_next;
             for (int k = 0; k < BULK_WINDOW && b->reserved < b->len; k++) {
-                const size_t piece =
-                    b->len - b->reserved < TORX_PKT_MAX_PAYLOAD ? b->len - b->reserved
-                                                                 : TORX_PKT_MAX_PAYLOAD;
+                const size_t piece = b->len - b->reserved < TORX_PKT_MAX_PAYLOAD
+                                         ? b->len - b->reserved
+                                         : TORX_PKT_MAX_PAYLOAD;
                 const double wire = wire_s(n, torx_pkt_chunks_for(piece));
                 engine_at = *engine > b->t_next ? *engine : b->t_next;
                 *engine = engine_at + wire / n->byte_s * n->dma_byte_s;
@@ -584,8 +584,8 @@ double torxp_sim_bulk_next(const torxp_sim_task_t *t)
 }
 
 /* TORX_OK (and b freed, its bytes copied) once done by now; TORX_AGAIN. */
-torx_status_t torxp_sim_bulk_finish(torxp_sim_job_t *job, torxp_sim_task_t *t,
-                                    torxp_sim_xfer_t *b, double now)
+torx_status_t torxp_sim_bulk_finish(torxp_sim_job_t *job, torxp_sim_task_t *t, torxp_sim_xfer_t *b,
+                                    double now)
 {
     if (b->reserved < b->len || b->done_at > now)
         return TORX_AGAIN;
@@ -640,8 +640,12 @@ torx_status_t torxp_sim_cn_inject(torxp_sim_job_t *job, torxp_sim_task_t *t, dou
     if (c->round != r + 1) {
         if (c->round && c->readers < n->ntasks)
             return TORX_NO_ROOM; /* a reader is CN_DEPTH rounds behind */
-        *c = (cn_round_t){.round = r + 1, .op = (uint8_t)op, .type = (uint8_t)type,
-                          .bad_task = -1, .root = -1, .second_root = -1};
+        *c = (cn_round_t){.round = r + 1,
+                          .op = (uint8_t)op,
+                          .type = (uint8_t)type,
+                          .bad_task = -1,
+                          .root = -1,
+                          .second_root = -1};
     }
     const int has_data = op != TORX_CN_BCAST || is_root;
     if (c->count == 0) {
@@ -680,8 +684,7 @@ torx_status_t torxp_sim_cn_inject(torxp_sim_job_t *job, torxp_sim_task_t *t, dou
     return TORX_OK;
 }
 
-torx_status_t torxp_sim_cn_read(torxp_sim_job_t *job, torxp_sim_task_t *t, double now,
-                                void *result)
+torx_status_t torxp_sim_cn_read(torxp_sim_job_t *job, torxp_sim_task_t *t, double now, void *result)
 {
     torxp_sim_net_t *n = *torxp_sim_job_net(job);
     const uint64_t r = t->cn_read;

@@ -40,9 +40,10 @@ static int simrun_main(int argc, char **argv, char **envp)
     return claimed(program_main, argc, argv, envp);
 }
 
-__attribute__((visibility("default"))) int
-__libc_start_main(main_fn main, int argc, char **argv, void (*init)(void), void (*fini)(void),
-                  void (*rtld_fini)(void), void *stack_end)
+__attribute__((visibility("default"))) int __libc_start_main(main_fn main, int argc, char **argv,
+                                                             void (*init)(void), void (*fini)(void),
+                                                             void (*rtld_fini)(void),
+                                                             void *stack_end)
 {
     start_fn real = (start_fn)dlsym(RTLD_NEXT, "__libc_start_main");
     if (!real) {

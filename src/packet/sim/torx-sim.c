@@ -24,12 +24,11 @@
 
 static void usage(FILE *to)
 {
-    fprintf(to,
-            "usage: torx-sim --torus XxYxZ | --mesh XxYxZ [--mode heater|co|vn]\n"
-            "                [--map ORDER|FILE] [--machine NAME|FILE] [--seed N]\n"
-            "                PROGRAM [ARGS...]\n"
-            "Runs a torx message-layer program with one task per node (vn: one per\n"
-            "core) on a modelled Blue Gene torus, in simulated time. See torx-sim(1).\n");
+    fprintf(to, "usage: torx-sim --torus XxYxZ | --mesh XxYxZ [--mode heater|co|vn]\n"
+                "                [--map ORDER|FILE] [--machine NAME|FILE] [--seed N]\n"
+                "                PROGRAM [ARGS...]\n"
+                "Runs a torx message-layer program with one task per node (vn: one per\n"
+                "core) on a modelled Blue Gene torus, in simulated time. See torx-sim(1).\n");
 }
 
 static int die(const char *fmt, const char *arg)
@@ -142,8 +141,7 @@ int main(int argc, char **argv)
     if (!preload || !*preload)
         preload = TORX_SIM_PRELOAD;
     if (access(preload, R_OK) != 0)
-        return die("cannot read %s (TORX_SIM_PRELOAD, or the installed libtorx-simrun)",
-                   preload);
+        return die("cannot read %s (TORX_SIM_PRELOAD, or the installed libtorx-simrun)", preload);
     const char *old = getenv("LD_PRELOAD");
     char *pre = malloc(strlen(preload) + (old ? strlen(old) : 0) + 2);
     if (!pre)
