@@ -48,7 +48,10 @@
 /* CLOCK_MONOTONIC through the vDSO: tens of ns per call, negligible against
  * batches of thousands of operations, and comparable across the two pinned
  * processes (one clock for the whole host, unlike a raw TSC read on a VM
- * that might not be synchronised). */
+ * that might not be synchronised). Programs time torx with torx's own clock
+ * once they have a device or context (bench_torx_now_ns, bench_msg_now_ns:
+ * the same clock on shm and ofi, simulated time on the sim device); this one
+ * serves floors.c and whatever runs before. */
 static inline double bench_now_ns(void)
 {
     struct timespec ts;
@@ -428,6 +431,12 @@ static inline torx_pkt_dev_t *bench_torx_open_line(torx_boot_t *boot)
     return dev;
 }
 
+/* The device's clock (torx_pkt_wtime) in ns, for timing torx. */
+static inline double bench_torx_now_ns(const torx_pkt_dev_t *dev)
+{
+    return torx_pkt_wtime(dev) * 1e9;
+}
+
 /* The next packet, waiting for it. */
 static inline const torx_pkt_hdr_t *bench_torx_wait(torx_pkt_dev_t *dev)
 {
@@ -525,6 +534,12 @@ static inline int bench_msg_pin_co_threads(int rank, const cpu_set_t *launch)
     }
     closedir(d);
     return err;
+}
+
+/* The program's clock (torx_wtime) in ns, for timing torx. */
+static inline double bench_msg_now_ns(const torx_ctx_t *ctx)
+{
+    return torx_wtime(ctx) * 1e9;
 }
 
 /* A send completion that only wakes the waiting task: arg is the flag its

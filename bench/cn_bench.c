@@ -167,9 +167,9 @@ static int cn_task(torx_boot_t *boot, void *arg)
             for (int k = 0; k < 2 && rc == 0; k++) {
                 const int o = pair[(k + b) & 1]; /* alternate which goes first */
                 for (long s = 0; s < per_block && rc == 0; s++) {
-                    double t0 = bench_now_ns();
+                    double t0 = bench_torx_now_ns(c.dev);
                     rc = run_op(&c, o, BATCH);
-                    ns[o][cnt[o]++] = (bench_now_ns() - t0) / BATCH;
+                    ns[o][cnt[o]++] = (bench_torx_now_ns(c.dev) - t0) / BATCH;
                 }
             }
         }

@@ -259,7 +259,7 @@ static double torx_sample(torx_protocol_t proto, int bi, long m)
     if (g.rank == 0) {
         if (bi)
             send_ctrl(CTRL_GO);
-        t0 = bench_now_ns();
+        t0 = bench_msg_now_ns(g.ctx);
     } else if (bi) {
         wait_for(have_go);
     }
@@ -269,7 +269,7 @@ static double torx_sample(torx_protocol_t proto, int bi, long m)
     check_bytes(rx_before, (bi || g.rank == 1) ? m : 0);
     if (g.rank == 0) {
         wait_for(have_done);
-        t = bench_now_ns() - t0;
+        t = bench_msg_now_ns(g.ctx) - t0;
     } else {
         send_ctrl(CTRL_DONE);
     }
@@ -318,9 +318,9 @@ static double ref_sample(int cma, int busy, int bi, long m, uint64_t seq)
     const uint8_t *peer_src = (const uint8_t *)(uintptr_t)sh->src[1 - g.rank];
     if (!bi) {
         if (g.rank == 1) {
-            const double t0 = bench_now_ns();
+            const double t0 = bench_msg_now_ns(g.ctx);
             ref_copy(cma, m, peer, peer_src);
-            sh->ref_ns = bench_now_ns() - t0;
+            sh->ref_ns = bench_msg_now_ns(g.ctx) - t0;
             __atomic_store_n(&sh->done, seq, __ATOMIC_RELEASE);
             return 0;
         }
@@ -335,11 +335,11 @@ static double ref_sample(int cma, int busy, int bi, long m, uint64_t seq)
     }
     if (g.rank == 0) {
         __atomic_store_n(&sh->go, seq, __ATOMIC_RELEASE);
-        const double t0 = bench_now_ns();
+        const double t0 = bench_msg_now_ns(g.ctx);
         ref_copy(cma, m, peer, peer_src);
         while (__atomic_load_n(&sh->done, __ATOMIC_ACQUIRE) != seq)
             bench_relax();
-        return (bench_now_ns() - t0) * 1e-9;
+        return (bench_msg_now_ns(g.ctx) - t0) * 1e-9;
     }
     while (__atomic_load_n(&sh->go, __ATOMIC_ACQUIRE) != seq)
         bench_relax();

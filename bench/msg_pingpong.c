@@ -235,9 +235,9 @@ static int pp_task(torx_boot_t *boot, void *arg)
         for (int k = 0; k < nmodes && rc == 0; k++) {
             const int m = modes[(k + b) % nmodes];
             for (long s = 0; s < per_block; s++) {
-                const double t0 = bench_now_ns();
+                const double t0 = bench_msg_now_ns(g.ctx);
                 run_mode(m, BENCH_BATCH);
-                ns[m][cnt[m]++] = (bench_now_ns() - t0) / (2.0 * BENCH_BATCH);
+                ns[m][cnt[m]++] = (bench_msg_now_ns(g.ctx) - t0) / (2.0 * BENCH_BATCH);
             }
             rc = settle(boot);
         }

@@ -183,9 +183,9 @@ static int pp_task(torx_boot_t *boot, void *arg)
                  * block from always favouring the same mode. */
                 const int m = modes[(k + b) % nmodes];
                 for (long s = 0; s < per_block && rc == 0; s++) {
-                    double t0 = bench_now_ns();
+                    double t0 = bench_torx_now_ns(c.dev);
                     rc = run_mode(&c, m, len, BENCH_BATCH);
-                    ns[m][cnt[m]++] = (bench_now_ns() - t0) / (2.0 * BENCH_BATCH);
+                    ns[m][cnt[m]++] = (bench_torx_now_ns(c.dev) - t0) / (2.0 * BENCH_BATCH);
                 }
             }
         }

@@ -104,13 +104,13 @@ static int stream_size(torx_pkt_dev_t *dev, bench_ref_end_t *ref, int rank, uint
     for (int r = -1; r < job->reps; r++) { /* r == -1: warm-up, untimed */
         for (int k = 0; k < 2; k++) {
             const int torx = (k + (r & 1)) & 1; /* ring first on even samples */
-            double t0 = bench_now_ns();
+            double t0 = bench_torx_now_ns(dev);
             if (!torx)
                 bench_ring_stream(ref, len, job->packets, buf, BUF_BYTES);
             else if ((rank == 0 ? torx_send_sample(dev, len, job->packets, buf, &seq)
                                 : torx_recv_sample(dev, len, job->packets, buf, &seq, &bad)))
                 return 1;
-            double t = bench_now_ns() - t0;
+            double t = bench_torx_now_ns(dev) - t0;
             if (r >= 0) {
                 gbs[torx][r] = (double)len * job->packets / t;
                 mpps[torx][r] = job->packets / t * 1e3;

@@ -3,7 +3,15 @@
  *
  * A bad map found after start-up costs a whole job, so every rejection says
  * what was wrong and where: the file and line, the dimension, value and
- * extent, the earlier line that already holds a coordinate. */
+ * extent, the earlier line that already holds a coordinate.
+ *
+ * Maps are immutable once made, and the tasks of one process (the sim
+ * device runs a whole job in one) build the same one: a map's tables live
+ * in one reference-counted block, and the blocks of order and file maps
+ * stay in a cache while a map holds them, so that a second torx_map_from_*
+ * asking the same (the order or the file, the shape, the ntasks) takes a
+ * reference instead of building. A torx_map_t points into its block (coord
+ * is the block's last member), and torx_map_free drops the reference. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -13,11 +21,15 @@
 #include "map_internal.h"
 #include "packet/pkt_internal.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define TORXM_NDIMS 4          /* x, y, z, t */
 #define TORXM_REASON_BYTES 256 /* the reason part of a file error */
@@ -71,33 +83,178 @@ static torx_status_t check_shape(torx_shape_t s, int ntasks)
     return TORX_OK;
 }
 
+/* ---- Map blocks and the cache of shared maps --------------------------------- */
+
+enum { MAP_COORDS, MAP_ORDER, MAP_FILE }; /* what a block was made from */
+
+/* The file a map was read from, as it was: a file map is shared only with a
+ * request for the same path while the file is the same one, unchanged. */
+typedef struct file_id {
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+} file_id_t;
+
+/* One map's tables: this header, coord[cap], then rank_of_slot[slots]. */
+typedef struct map_block {
+    struct map_block *next; /* in the cache, when cached */
+    unsigned long refs;     /* maps that point here; under cache_lock */
+    int cached;
+    /* what was asked for (the cache's key) */
+    int kind;
+    torx_shape_t shape;
+    int ntasks_asked; /* a file's 0: as many as it has */
+    int ntasks;       /* what the map holds (set when cached) */
+    char order[5];    /* MAP_ORDER, upper case */
+    file_id_t file;   /* MAP_FILE */
+    char *path;       /* MAP_FILE: the path the map names (map->path) */
+    int cap;          /* room in coord */
+    int *rank_of_slot;
+    torx_coord_t coord[]; /* last: torx_map_free finds the block from map->coord */
+} map_block_t;
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static map_block_t *cache; /* the blocks of live order and file maps */
+
+static map_block_t *block_of(const torx_map_t *map)
+{
+    return (map_block_t *)(void *)((char *)map->coord - offsetof(map_block_t, coord));
+}
+
+/* A block for ncoord ranks (at least 1) on shape s, every slot empty,
+ * refs 1, not cached. */
+static map_block_t *block_new(torx_shape_t s, int ncoord)
+{
+    const size_t slots = torx_shape_slots(s), cap = (size_t)(ncoord > 0 ? ncoord : 1);
+    static_assert(offsetof(map_block_t, coord) % _Alignof(int) == 0 &&
+                      sizeof(torx_coord_t) % _Alignof(int) == 0,
+                  "rank_of_slot follows coord aligned");
+    map_block_t *b = torxp_malloc(offsetof(map_block_t, coord) + cap * sizeof(torx_coord_t) +
+                                  slots * sizeof(int));
+    if (!b)
+        return NULL;
+    memset(b, 0, offsetof(map_block_t, coord));
+    b->refs = 1;
+    b->shape = s;
+    b->cap = (int)cap;
+    b->rank_of_slot = (int *)(void *)(b->coord + cap);
+    memset(b->coord, 0, cap * sizeof(torx_coord_t));
+    for (size_t i = 0; i < slots; i++)
+        b->rank_of_slot[i] = -1;
+    return b;
+}
+
+/* Points map at b's tables. */
+static void map_point(torx_map_t *map, map_block_t *b, int ntasks)
+{
+    map->shape = b->shape;
+    map->ntasks = ntasks;
+    map->coord = b->coord;
+    map->rank_of_slot = b->rank_of_slot;
+    map->path = b->path;
+}
+
 /* An empty map of shape s: room for ncoord ranks, no slot taken. */
 static torx_status_t map_alloc(torx_shape_t s, int ncoord, torx_map_t *map)
 {
-    unsigned slots = torx_shape_slots(s);
     *map = (torx_map_t){.shape = s};
-    map->coord = torxp_calloc((size_t)(ncoord > 0 ? ncoord : 1), sizeof *map->coord);
-    map->rank_of_slot = torxp_malloc((size_t)slots * sizeof *map->rank_of_slot);
-    if (!map->coord || !map->rank_of_slot) {
-        torx_map_free(map);
+    map_block_t *b = block_new(s, ncoord);
+    if (!b)
         return torxp_error(TORX_ERR_NOMEM,
                            "torx: no memory for the rank map of torus %ux%ux%u at %u tasks per "
                            "node (%u slots)",
-                           s.x, s.y, s.z, s.t, slots);
-    }
-    for (unsigned i = 0; i < slots; i++)
-        map->rank_of_slot[i] = -1;
+                           s.x, s.y, s.z, s.t, torx_shape_slots(s));
+    map_point(map, b, 0);
     return TORX_OK;
+}
+
+static void block_unref(map_block_t *b)
+{
+    pthread_mutex_lock(&cache_lock);
+    const unsigned long left = --b->refs;
+    if (!left && b->cached)
+        for (map_block_t **pp = &cache; *pp; pp = &(*pp)->next)
+            if (*pp == b) {
+                *pp = b->next;
+                break;
+            }
+    pthread_mutex_unlock(&cache_lock);
+    if (!left) {
+        free(b->path);
+        free(b);
+    }
 }
 
 void torx_map_free(torx_map_t *map)
 {
     if (!map)
         return;
-    free(map->coord);
-    free(map->rank_of_slot);
-    free(map->path);
+    if (map->coord)
+        block_unref(block_of(map));
     *map = (torx_map_t){.ntasks = 0};
+}
+
+static int same_request(const map_block_t *a, const map_block_t *key)
+{
+    if (a->kind != key->kind || a->ntasks_asked != key->ntasks_asked ||
+        a->shape.x != key->shape.x || a->shape.y != key->shape.y || a->shape.z != key->shape.z ||
+        a->shape.t != key->shape.t)
+        return 0;
+    if (a->kind == MAP_ORDER)
+        return memcmp(a->order, key->order, sizeof a->order) == 0;
+    return a->file.dev == key->file.dev && a->file.ino == key->file.ino &&
+           a->file.size == key->file.size && a->file.mtime.tv_sec == key->file.mtime.tv_sec &&
+           a->file.mtime.tv_nsec == key->file.mtime.tv_nsec && strcmp(a->path, key->path) == 0;
+}
+
+/* The cached block that answers the request key, with a reference taken;
+ * NULL when none is alive. Caller holds cache_lock. */
+static map_block_t *cache_find_locked(const map_block_t *key)
+{
+    for (map_block_t *b = cache; b; b = b->next)
+        if (same_request(b, key)) {
+            b->refs++;
+            return b;
+        }
+    return NULL;
+}
+
+/* *map becomes a map of the cached block that answers key, if one is alive. */
+static int cache_take(const map_block_t *key, torx_map_t *map)
+{
+    pthread_mutex_lock(&cache_lock);
+    map_block_t *b = cache_find_locked(key);
+    pthread_mutex_unlock(&cache_lock);
+    if (!b)
+        return 0;
+    map_point(map, b, b->ntasks);
+    return 1;
+}
+
+/* *map, a finished order or file map, answers later requests like key from
+ * now on: its block goes into the cache, or, when another caller cached
+ * the same map meanwhile, *map takes that one and drops its own. */
+static void cache_put(torx_map_t *map, const map_block_t *key)
+{
+    map_block_t *b = block_of(map);
+    b->kind = key->kind;
+    b->ntasks_asked = key->ntasks_asked;
+    b->ntasks = map->ntasks;
+    memcpy(b->order, key->order, sizeof b->order);
+    b->file = key->file;
+    pthread_mutex_lock(&cache_lock);
+    map_block_t *other = cache_find_locked(key);
+    if (!other) {
+        b->cached = 1;
+        b->next = cache;
+        cache = b;
+    }
+    pthread_mutex_unlock(&cache_lock);
+    if (other) {
+        block_unref(b);
+        map_point(map, other, other->ntasks);
+    }
 }
 
 /* ---- Order strings -------------------------------------------------------- */
@@ -176,6 +333,13 @@ torx_status_t torx_map_from_order(const char *order, torx_shape_t shape, int nta
     if (ntasks == 0)
         return torxp_error(TORX_ERR_INVAL,
                            "torx: mapping order '%s' for ntasks=0: must be at least 1", order);
+    map_block_t key = {.kind = MAP_ORDER, .shape = shape, .ntasks_asked = ntasks};
+    for (int k = 0; k < TORXM_NDIMS; k++)
+        key.order[k] = (char)(dim_name[perm[k]] - 'a' + 'A');
+    if (cache_take(&key, map)) {
+        memcpy(map->order, key.order, sizeof map->order);
+        return TORX_OK;
+    }
     if ((rc = map_alloc(shape, ntasks, map)) != TORX_OK)
         return rc;
 
@@ -191,9 +355,8 @@ torx_status_t torx_map_from_order(const char *order, torx_shape_t shape, int nta
         map->rank_of_slot[torx_coord_index(shape, map->coord[r])] = r;
     }
     map->ntasks = ntasks;
-    for (int k = 0; k < TORXM_NDIMS; k++)
-        map->order[k] = (char)(dim_name[perm[k]] - 'a' + 'A');
-    map->order[TORXM_NDIMS] = '\0';
+    memcpy(map->order, key.order, sizeof map->order);
+    cache_put(map, &key);
     return TORX_OK;
 }
 
@@ -349,10 +512,14 @@ static torx_status_t parse_rank_line(const char *path, unsigned long line, const
 static int grow(torx_map_t *map, unsigned long **lines, int *cap)
 {
     int ncap = *cap < INT_MAX / 2 ? *cap * 2 : INT_MAX;
-    torx_coord_t *c = torxp_realloc(map->coord, (size_t)ncap * sizeof *c);
-    if (!c)
+    map_block_t *old = block_of(map), *b = block_new(map->shape, ncap);
+    if (!b)
         return 0;
-    map->coord = c;
+    memcpy(b->coord, old->coord, (size_t)old->cap * sizeof *b->coord);
+    memcpy(b->rank_of_slot, old->rank_of_slot, torx_shape_slots(map->shape) * sizeof(int));
+    b->path = old->path; /* the block is the map's alone while it is read */
+    free(old);
+    map_point(map, b, map->ntasks);
     unsigned long *l = torxp_realloc(*lines, (size_t)ncap * sizeof *l);
     if (!l)
         return 0;
@@ -371,12 +538,25 @@ static torx_status_t read_map_file(const char *path, torx_shape_t shape, int nta
     torx_status_t rc = check_shape(shape, ntasks);
     if (rc != TORX_OK)
         return rc;
+    /* The same regular file, unchanged, for the same request: share. */
+    map_block_t key = {
+        .kind = MAP_FILE, .shape = shape, .ntasks_asked = ntasks, .path = (char *)path};
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+        key.file = (file_id_t){st.st_dev, st.st_ino, st.st_size, st.st_mtim};
+        if (cache_take(&key, map))
+            return TORX_OK;
+    }
     FILE *f = fopen(path, "r");
     if (!f) {
         *io_errno = errno;
         return torxp_error(TORX_ERR_INVAL, "torx: %s: cannot open the mapping file: %s", path,
                            strerror(errno));
     }
+    /* What was read is what the map says: the identity of the file opened. */
+    const int shareable = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
+    if (shareable)
+        key.file = (file_id_t){st.st_dev, st.st_ino, st.st_size, st.st_mtim};
     /* ntasks 0: the file says how many; it cannot exceed the slots without a
      * duplicate, so the arrays grow from a small start. */
     int cap = ntasks > 0 ? ntasks : 64;
@@ -389,7 +569,7 @@ static torx_status_t read_map_file(const char *path, torx_shape_t shape, int nta
                  : torxp_error(TORX_ERR_NOMEM, "torx: %s: no memory for %d ranks", path, cap);
         goto fn_fail;
     }
-    if (!(map->path = strdup(path))) {
+    if (!(block_of(map)->path = map->path = strdup(path))) {
         rc = torxp_error(TORX_ERR_NOMEM, "torx: %s: no memory for the path", path);
         goto fn_fail;
     }
@@ -453,6 +633,8 @@ static torx_status_t read_map_file(const char *path, torx_shape_t shape, int nta
         goto fn_fail;
     }
     map->ntasks = nranks;
+    if (shareable)
+        cache_put(map, &key);
 
 fn_exit:
     free(buf);

@@ -764,8 +764,7 @@ torx_status_t torx_map_optimize(const torx_traffic_t *t, torx_shape_t shape,
     }
     /* The caller gets a map of explicit coordinates, whichever stage won. */
     best.order[0] = '\0';
-    free(best.path);
-    best.path = NULL;
+    best.path = NULL; /* its block's, if it came from a file */
     *map = best;
     free(best_pos);
     opt_free(&o);

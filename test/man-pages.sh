@@ -34,9 +34,12 @@ for p in "$top/man/torx.7" "$top/man/torx-map.1" "$man3"/*.3; do
     [ -z "$w" ] || fail "$p: groff warns: $w"
 done
 
-# Every name in a NAME comment of the headers (the generated version.h too)
-# has its page, whose SYNOPSIS holds the #include and a declaration.
-names=$(cat "$top"/include/torx/*.h "$build/include/torx/version.h" | awk '
+# Every name in a NAME comment of the headers (the generated version.h too,
+# once: an in-tree build makes it among the others) has its page, whose
+# SYNOPSIS holds the #include and a declaration.
+gen_version=$build/include/torx/version.h
+[ "$gen_version" -ef "$top/include/torx/version.h" ] && gen_version=
+names=$(cat "$top"/include/torx/*.h ${gen_version:+"$gen_version"} | awk '
     /^\/\* NAME[ \t]/ { t = $0; sub(/^\/\* NAME[ \t]+/, "", t); going = 1 }
     going && !/^\/\* NAME/ { l = $0; sub(/^ \*[ \t]*/, "", l); t = t " " l }
     going && index(t, " - ") {

@@ -173,15 +173,25 @@ void torx_coll_finalize(torx_coll_t *c);
 /* NAME     torx_coll_group_create - describe a group of tasks
  * DESCRIPTION
  *   tasks[0..n-1] are the group's tasks (message-layer ranks, distinct) in
- *   group order; me is this task's index. id names the group in its
- *   messages: the same on every member, and different from every other
- *   group whose members may be in a collective at the same time (an MPI
- *   communicator's context id). Works out, once, what the group can use:
- *   every task of the job (collective network, global interrupt), a box of
- *   the torus (the deposit-bit broadcast). Local: no communication.
+ *   group order; me is this task's index. tasks NULL: every task of the
+ *   job in rank order (n must be the job's size, me this task's rank).
+ *   id names the group in its messages: the same on every member, and
+ *   different from every other group whose members may be in a collective
+ *   at the same time (an MPI communicator's context id). Works out, once,
+ *   what the group can use: every task of the job (collective network,
+ *   global interrupt), a box of the torus (the deposit-bit broadcast).
+ *   Local: no communication.
  * RETURN VALUE
  *   TORX_OK; TORX_ERR_INVAL (n < 1, me out of range, tasks[me] is not this
- *   task, a task out of range or repeated); TORX_ERR_NOMEM.
+ *   task, a task out of range or repeated, tasks NULL for fewer tasks than
+ *   the job's); TORX_ERR_NOMEM.
+ * NOTES
+ *   The job in rank order (tasks NULL, or 0, 1, ..., n-1: an MPI world
+ *   and its duplicates) keeps no per-member table: its memory does not
+ *   grow with the job. Other groups keep their task list and coordinates
+ *   (8 bytes per member). Where members read each other's buffers (a
+ *   group of every task, one host, cross-memory attach, not co mode) the
+ *   group also keeps 32 bytes per member for their addresses.
  */
 torx_status_t torx_coll_group_create(torx_coll_t *c, uint32_t id, int n, const int *tasks,
                                      int me, torx_coll_group_t **out);

@@ -22,6 +22,13 @@
  * On error every constructor leaves *map holding no memory (ntasks 0,
  * pointers NULL), so torx_map_free() on it is harmless; torx_last_error()
  * holds the message.
+ *
+ * Maps are read-only once made. The tables of order and file maps are
+ * shared within the process: a constructor asked for a map that is alive
+ * already (the same order, or the same file unchanged, with the same shape
+ * and ntasks) returns a reference to its tables instead of building them,
+ * and torx_map_free drops the reference; the tables go with the last one.
+ * A job's tasks that share a process (the sim device) hold one copy.
  */
 #ifndef TORX_MAP_H
 #define TORX_MAP_H
@@ -33,6 +40,10 @@
 extern "C" {
 #endif
 
+/* The tables coord, rank_of_slot and the string path belong to the
+ * constructor's allocation, possibly shared with other maps of the process:
+ * read them, never write or free them; copy a map only as a view that the
+ * original outlives. */
 typedef struct torx_map {
     torx_shape_t shape; /* x,y,z extents; t = tasks per node */
     int ntasks;
@@ -61,6 +72,10 @@ int torx_map_order_valid(const char *s);
  *   TORX_OK: *map is the map. TORX_ERR_INVAL: map NULL; order not a
  *   permutation of XYZT (the message names it and why); a zero extent;
  *   ntasks < 1 or above the shape's slots. TORX_ERR_NOMEM: no memory.
+ * NOTES
+ *   While a map of the same order (in any case), shape and ntasks is alive
+ *   in the process, *map shares its tables (no memory, no work). Safe to
+ *   call from several threads at once.
  * SEE ALSO torx_map_from_spec, torx_map_free, torx_map_order_valid
  */
 torx_status_t torx_map_from_order(const char *order, torx_shape_t shape, int ntasks,
@@ -77,6 +92,14 @@ torx_status_t torx_map_from_order(const char *order, torx_shape_t shape, int nta
  *   opened or read; a bad line ("torx: path:line: reason": fields,
  *   numbers, range, t beyond the tasks per node, duplicates, too few or too
  *   many rank lines); no rank line at all. TORX_ERR_NOMEM: no memory.
+ * NOTES
+ *   While a map read from the same path, shape and ntasks is alive in the
+ *   process and the file is still the one read (a regular file of the same
+ *   device, inode, size and modification time), *map shares its tables and
+ *   the file is not read again. A file rewritten in place to the same
+ *   size within the file system's timestamp granularity is not noticed
+ *   until every map of it is freed. Safe to call from several threads at
+ *   once.
  * SEE ALSO torx_map_from_spec, torx_map_write, torx-map(1)
  */
 torx_status_t torx_map_from_file(const char *path, torx_shape_t shape, int ntasks, torx_map_t *map);
@@ -103,7 +126,8 @@ torx_status_t torx_map_from_spec(const char *spec, const char *name, torx_shape_
  *   The shape from TORX_TORUS (or derived from the job size, see
  *   torx_env_shape) with t = tasks_per_node, and the ranks 0..ntasks-1 by
  *   TORX_MAPPING (an order string, else a file path; unset or empty: XYZT).
- *   This is what torx_init does.
+ *   This is what torx_init does; the tasks of a job that share a process
+ *   share the map's tables (see torx_map_from_order, torx_map_from_file).
  * RETURN VALUE
  *   TORX_OK. TORX_ERR_ENV: a bad TORX_TORUS, or a TORX_MAPPING that is
  *   neither an order nor a readable file. Otherwise as
@@ -115,8 +139,10 @@ torx_status_t torx_map_from_env(int ntasks, int tasks_per_node, torx_map_t *map)
 
 /* NAME     torx_map_free - release a map
  * DESCRIPTION
- *   Frees what a torx_map_from_* call allocated and zeroes *map. map may be
- *   NULL, or a map a constructor failed on.
+ *   Drops *map's reference to the tables a torx_map_from_* call made or
+ *   shared, frees them when it was the last, and zeroes *map. map may be
+ *   NULL, or a map a constructor failed on. Call it once per constructor
+ *   call (not for copies of *map).
  * RETURN VALUE
  *   None.
  * SEE ALSO torx_map_from_spec
@@ -174,7 +200,7 @@ torx_status_t torx_map_write(const torx_map_t *map, FILE *out);
  *   says, given as an array. Checks what a file's lines are checked for:
  *   every coordinate inside the shape (t below the tasks per node), no
  *   coordinate twice. Free *map with torx_map_free; its order and path
- *   are empty.
+ *   are empty, and its tables its own (never shared).
  * RETURN VALUE
  *   TORX_OK. TORX_ERR_INVAL: map or coord NULL; a zero extent; ntasks < 1
  *   or above the shape's slots; a coordinate out of range or used twice

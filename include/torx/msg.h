@@ -370,7 +370,9 @@ typedef void (*torx_send_done_fn)(torx_ctx_t *ctx, torx_msg_t *msg, void *arg);
  *   TORX_ERR_INVAL: ctx or msg NULL, dest not in the job, handler or hdr_len
  *   out of range, hdr or data NULL with a length, or a forced protocol that
  *   is unknown or does not suit (one-packet: too big; virtual node: dest not
- *   on this node in vn mode; eager, adaptive: len >= 4 GiB).
+ *   on this node in vn mode; eager, adaptive: len >= 4 GiB). TORX_ERR_NOMEM:
+ *   the first message to dest (or to a rank near it) and no memory for its
+ *   peer record (made on first contact, for 64 ranks at a time).
  * NOTES
  *   msg and data stay untouched until done has run (done NULL: while
  *   torx_msg_pending); msg must not be pending when passed. Sends to one
@@ -397,6 +399,7 @@ torx_status_t torx_send(torx_ctx_t *ctx, torx_msg_t *msg, int dest, int handler,
  *                   (vn) message when staged.
  *   TORX_AGAIN      not sent, nothing changed: use torx_send.
  *   TORX_ERR_INVAL  as torx_send (ctx NULL, dest, handler, lengths).
+ *   TORX_ERR_NOMEM  as torx_send: no memory for dest's peer record.
  * NOTES
  *   For latency-bound senders (an MPI send can then complete at once).
  * SEE ALSO torx_send
@@ -494,8 +497,9 @@ torx_status_t torx_line_send(const torx_line_t *line, const void *hdr, const voi
  *   The number of events handled (packets, sends pushed, callbacks run); 0
  *   when idle, and always 0 when called from a handler or callback. A
  *   negative torx_status_t once the context has failed: memory for a
- *   message already arriving, or a packet a peer waits for, could not be
- *   had (torx_last_error says which). Nothing more can be relied on then;
+ *   message already arriving (or for the record of a peer whose first
+ *   packet arrived), or a packet a peer waits for, could not be had
+ *   (torx_last_error says which). Nothing more can be relied on then;
  *   end the task (an MPI job: abort it) with that message.
  * NOTES
  *   Handlers and callbacks run only here, in the calling thread, and in the
@@ -512,8 +516,9 @@ int torx_advance(torx_ctx_t *ctx);
  *   until a packet comes (the packet layer's doorbell; in co mode, until the
  *   communication thread has something for the task), so an idle waiter does
  *   not burn a core; an oversubscribed job (more tasks, or in co mode
- *   threads, than CPUs) yields from the start. While its own sends wait for
- *   room at a busy peer, it naps instead.
+ *   threads, than CPUs) yields from the start, and on a device that
+ *   simulates (sim) it sleeps at once. While its own sends wait for room at
+ *   a busy peer, it naps instead.
  * RETURN VALUE
  *   TORX_OK once *flag is non-zero (at once if it already is);
  *   TORX_ERR_INVAL when ctx or flag is NULL.
@@ -534,6 +539,23 @@ torx_status_t torx_wait(torx_ctx_t *ctx, volatile int *flag);
  * SEE ALSO torx_wait, torx_advance
  */
 torx_status_t torx_wait_timeout(torx_ctx_t *ctx, volatile int *flag, double timeout_s);
+
+/* NAME     torx_wtime - the program's clock, in seconds
+ * DESCRIPTION
+ *   Seconds since an arbitrary origin, as a double, like MPI_Wtime: the
+ *   clock of ctx's packet device, the one torx itself keeps its deadlines
+ *   by (torx_wait_timeout, torx_finalize). On the shm and ofi devices the
+ *   host's CLOCK_MONOTONIC, one clock for every task of a host; on the sim
+ *   device simulated time, so that a program times what the simulated
+ *   machine would take, not what the simulation took.
+ * RETURN VALUE
+ *   The time; it cannot fail (ctx must be live: it is not checked).
+ * NOTES
+ *   Differences are meaningful, the origin is not. Cheap (a vDSO call on
+ *   the host), but not free: time batches of operations, not single ones.
+ * SEE ALSO torx_pkt_wtime, torx_wait_timeout
+ */
+double torx_wtime(const torx_ctx_t *ctx);
 
 /* ---- Coprocessor mode ----------------------------------------------------- */
 

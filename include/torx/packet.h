@@ -253,6 +253,22 @@ const char *torx_pkt_device_name(const torx_pkt_dev_t *dev);
 torx_coord_t torx_pkt_self(const torx_pkt_dev_t *dev);
 torx_shape_t torx_pkt_shape(const torx_pkt_dev_t *dev);
 
+/* NAME     torx_pkt_wtime - the task's clock, in seconds
+ * DESCRIPTION
+ *   Seconds since an arbitrary origin, as a double (like MPI_Wtime), read
+ *   from the device's clock: CLOCK_MONOTONIC on shm and ofi, the same clock
+ *   for every task of a host; simulated time on a device that simulates
+ *   (sim). For timing a program that uses the packet layer directly; a
+ *   message-layer program uses torx_wtime.
+ * RETURN VALUE
+ *   The time; it cannot fail. dev NULL: the host's monotonic clock.
+ * NOTES
+ *   Differences are meaningful, the origin is not. Cheap (a vDSO call on
+ *   the host), but not free: time batches of operations, not single ones.
+ * SEE ALSO torx_wtime, torx_pkt_open
+ */
+double torx_pkt_wtime(const torx_pkt_dev_t *dev);
+
 /* NAME     torx_pkt_inject - send one torus packet
  * DESCRIPTION
  *   Injects a packet with the fields dest, ctl and sw of *hdr and a payload

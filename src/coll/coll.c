@@ -285,45 +285,77 @@ void torx_coll_finalize(torx_coll_t *c)
 
 /* ---- groups ---------------------------------------------------------------- */
 
+static int int_cmp(const void *a, const void *b)
+{
+    const int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* Why tasks[0..n-1] is not a set of distinct ranks of the job (recorded),
+ * or TORX_OK. In O(n) memory, whatever the job's size: a sorted copy. */
+static torx_status_t check_tasks(const torx_coll_t *c, int n, const int *tasks)
+{
+    for (int i = 0; i < n; i++)
+        if (tasks[i] < 0 || tasks[i] >= c->job_size)
+            return torxp_error(TORX_ERR_INVAL,
+                               "torx: torx_coll_group_create: task %d (index %d) is out of range",
+                               tasks[i], i);
+    int *sorted = malloc((size_t)n * sizeof *sorted);
+    if (sorted == NULL)
+        return torxp_error(TORX_ERR_NOMEM, "torx: torx_coll_group_create: out of memory");
+    memcpy(sorted, tasks, (size_t)n * sizeof *sorted);
+    qsort(sorted, (size_t)n, sizeof *sorted, int_cmp);
+    int dup = -1;
+    for (int i = 1; i < n && dup < 0; i++)
+        if (sorted[i] == sorted[i - 1])
+            dup = sorted[i];
+    free(sorted);
+    if (dup < 0)
+        return TORX_OK;
+    int at = 0;
+    while (tasks[at] != dup)
+        at++;
+    while (tasks[++at] != dup)
+        ;
+    return torxp_error(TORX_ERR_INVAL,
+                       "torx: torx_coll_group_create: task %d (index %d) is repeated", dup, at);
+}
+
 torx_status_t torx_coll_group_create(torx_coll_t *c, uint32_t id, int n, const int *tasks, int me,
                                      torx_coll_group_t **out)
 {
-    if (c == NULL || tasks == NULL || out == NULL)
+    if (c == NULL || out == NULL)
         return torxp_error(TORX_ERR_INVAL, "torx: torx_coll_group_create: NULL argument");
     *out = NULL;
     if (n < 1 || n > c->job_size || me < 0 || me >= n)
         return torxp_error(TORX_ERR_INVAL,
                            "torx: torx_coll_group_create: %d tasks with me = %d (job of %d)", n, me,
                            c->job_size);
-    if (tasks[me] != c->job_rank)
+    if (tasks == NULL && n != c->job_size)
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: torx_coll_group_create: tasks NULL (the whole job) with %d "
+                           "tasks, in a job of %d",
+                           n, c->job_size);
+    const int mine = tasks ? tasks[me] : me;
+    if (mine != c->job_rank)
         return torxp_error(TORX_ERR_INVAL,
                            "torx: torx_coll_group_create: tasks[me = %d] is %d, not this task (%d)",
-                           me, tasks[me], c->job_rank);
+                           me, mine, c->job_rank);
+    /* The job in rank order (MPI_COMM_WORLD and its duplicates) keeps no
+     * table: member i is rank i. */
+    int identity = n == c->job_size;
+    for (int i = 0; tasks && identity && i < n; i++)
+        identity = tasks[i] == i;
+    torx_status_t st = identity ? TORX_OK : check_tasks(c, n, tasks);
+    if (st != TORX_OK)
+        return st;
     torx_coll_group_t *g = calloc(1, sizeof *g);
-    unsigned char *seen = calloc((size_t)c->job_size, 1);
-    if (g == NULL || seen == NULL || (g->tasks = malloc((size_t)n * sizeof(int))) == NULL ||
-        (g->direct_addr = malloc((size_t)n * sizeof *g->direct_addr)) == NULL) {
-        free(seen);
-        if (g)
-            free(g->tasks);
+    if (g == NULL || (!identity && (g->tasks = malloc((size_t)n * sizeof(int))) == NULL)) {
         free(g);
         return torxp_error(TORX_ERR_NOMEM, "torx: torx_coll_group_create: out of memory");
     }
-    for (int i = 0; i < n; i++) {
-        if (tasks[i] < 0 || tasks[i] >= c->job_size || seen[tasks[i]]) {
-            torx_status_t st = torxp_error(
-                TORX_ERR_INVAL, "torx: torx_coll_group_create: task %d (index %d) %s", tasks[i], i,
-                tasks[i] < 0 || tasks[i] >= c->job_size ? "is out of range" : "is repeated");
-            free(seen);
-            free(g->direct_addr);
-            free(g->tasks);
-            free(g);
-            return st;
-        }
-        seen[tasks[i]] = 1;
-        g->tasks[i] = tasks[i];
-    }
-    free(seen);
+    if (!identity)
+        memcpy(g->tasks, tasks, (size_t)n * sizeof(int));
     g->c = c;
     g->id = id;
     g->n = n;
@@ -331,9 +363,17 @@ torx_status_t torx_coll_group_create(torx_coll_t *c, uint32_t id, int n, const i
     /* Distinct tasks, as many as the job has: every task, in some order. */
     g->all_tasks = n == c->job_size;
     g->last = "none";
-    torx_status_t st = torxc_torus_group_init(g);
+    /* The members' addresses for collectives that read each other's
+     * buffers, made now: a member short of memory at the call could not
+     * take part in the exchange of addresses, and the others would wait. */
+    if (torxc_direct_applies(g) &&
+        (g->direct_addr = malloc((size_t)n * sizeof *g->direct_addr)) == NULL)
+        st = torxp_error(TORX_ERR_NOMEM, "torx: torx_coll_group_create: out of memory");
+    if (st == TORX_OK)
+        st = torxc_torus_group_init(g);
     if (st != TORX_OK) {
-        free(g->coord);
+        if (!g->coord_shared)
+            free((void *)g->coord);
         free(g->direct_addr);
         free(g->tasks);
         free(g);
@@ -353,11 +393,11 @@ void torx_coll_group_free(torx_coll_group_t *g)
     free(g->a2a_perm);
     free(g->a2a_descs);
     free(g->a2a_v);
-    free(g->bcast_v);
     free(g->xchg);
     free(g->split);
     free(g->direct_addr);
-    free(g->coord);
+    if (!g->coord_shared)
+        free((void *)g->coord);
     free(g->tasks);
     free(g);
 }

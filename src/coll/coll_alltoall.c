@@ -127,11 +127,22 @@ static void unexp_done(torx_ctx_t *ctx, void *arg, torx_status_t st, size_t rece
     u->complete = 1;
 }
 
+/* The bytes of block `from` of the running collective, and their place in
+ * out: from its tables, or a broadcast's (root's block only, at 0). */
+static size_t rbytes_of(const torxc_a2a_t *a, uint32_t from)
+{
+    return a->rbytes ? a->rbytes[from] : from == (uint32_t)a->root ? a->root_bytes : 0;
+}
+static size_t rdispl_of(const torxc_a2a_t *a, uint32_t from)
+{
+    return a->rdispl ? a->rdispl[from] : 0;
+}
+
 /* Where block `from` of the running collective goes. */
 static void place(const torxc_a2a_t *a, uint32_t from, void **buf, size_t *len)
 {
-    *buf = a->out + a->rdispl[from];
-    *len = a->rbytes[from];
+    *buf = a->out + rdispl_of(a, from);
+    *len = rbytes_of(a, from);
 }
 
 /* Copies the piece a descriptor names out of its root's area into place
@@ -154,11 +165,11 @@ static void take_piece(torx_coll_t *c, uint32_t from, const void *p, size_t n)
                          "torx: bcast: member %u sent a descriptor (%u+%u) that names no piece of "
                          "its staging area",
                          from, d.ref.off, d.ref.len);
-    else if (d.at > a->rbytes[from] || d.ref.len > a->rbytes[from] - d.at)
+    else if (d.at > rbytes_of(a, from) || d.ref.len > rbytes_of(a, from) - d.at)
         st = torxp_error(TORX_ERR_TRUNCATE, "torx: bcast: %llu bytes from member %u, %zu expected",
-                         (unsigned long long)d.at + d.ref.len, from, a->rbytes[from]);
+                         (unsigned long long)d.at + d.ref.len, from, rbytes_of(a, from));
     else
-        memcpy(a->out + a->rdispl[from] + d.at, data, d.ref.len);
+        memcpy(a->out + rdispl_of(a, from) + d.at, data, d.ref.len);
     torx_mstage_release(c->dev, d.src, d.ref);
     count_block(c, st);
 }
@@ -310,24 +321,27 @@ static void step_order(int *perm, int n, uint64_t seed)
 }
 
 /* The group's paced state, made at its first paced collective: the send
- * window, the step order and the descriptors the window's sends may
- * carry. what names the collective in the error. */
-static torx_status_t paced_state(torx_coll_group_t *g, const char *what)
+ * window, the descriptors the window's sends may carry and, for an
+ * alltoall(v) (perm), the step order (one int per member). what names
+ * the collective in the error. */
+static torx_status_t paced_state(torx_coll_group_t *g, const char *what, int perm)
 {
     if (g->a2a_msgs == NULL)
         g->a2a_msgs = calloc(TORXC_A2A_WINDOW, sizeof(torx_msg_t));
-    if (g->a2a_perm == NULL)
+    if (perm && g->a2a_perm == NULL)
         g->a2a_perm = malloc(sizeof(int) * (size_t)g->n);
     if (g->a2a_descs == NULL)
         g->a2a_descs = malloc(TORXC_A2A_WINDOW * sizeof(piece_desc_t));
-    if (g->a2a_msgs == NULL || g->a2a_perm == NULL || g->a2a_descs == NULL)
+    if (g->a2a_msgs == NULL || (perm && g->a2a_perm == NULL) || g->a2a_descs == NULL)
         return torxp_error(TORX_ERR_NOMEM, "torx: %s: out of memory", what);
     return TORX_OK;
 }
 
 /* Makes this task's running collective the group's next one, to place
- * blocks at out + rdispl[from]. */
-static void begin(torx_coll_group_t *g, void *out, const size_t *rbytes, const size_t *rdispl)
+ * blocks at out + rdispl[from] (rbytes NULL: a broadcast from root of
+ * root_bytes, placed at out). */
+static void begin(torx_coll_group_t *g, void *out, const size_t *rbytes, const size_t *rdispl,
+                  int root, size_t root_bytes)
 {
     torxc_a2a_t *a = &g->c->a2a;
     a->active = 1;
@@ -337,6 +351,8 @@ static void begin(torx_coll_group_t *g, void *out, const size_t *rbytes, const s
     a->out = out;
     a->rbytes = rbytes;
     a->rdispl = rdispl;
+    a->root = root;
+    a->root_bytes = root_bytes;
     a->received = 0;
     a->in_flight = 0;
     a->status = TORX_OK;
@@ -359,10 +375,10 @@ static torx_status_t paced_run(torx_coll_group_t *g, torx_coll_kind_t kind, cons
     if (a->lost)
         return torxp_error(TORX_ERR_NOMEM,
                            "torx: alltoall: %d early blocks were lost for want of memory", a->lost);
-    torx_status_t st = paced_state(g, "alltoall");
+    torx_status_t st = paced_state(g, sparse ? "bcast" : "alltoall", !sparse);
     if (st != TORX_OK)
         return st;
-    begin(g, out, rbytes, rdispl);
+    begin(g, out, rbytes, rdispl, -1, 0);
     int expect = n; /* blocks to place, this task's own included */
     if (sparse) {
         expect = 1;
@@ -380,7 +396,12 @@ static torx_status_t paced_run(torx_coll_group_t *g, torx_coll_kind_t kind, cons
     a->received++;
     claim_unexpected(c);
 
-    step_order(g->a2a_perm, n, ((uint64_t)g->id << 32) ^ a->seq);
+    /* Every member in its own order, so that no member takes every block
+     * at once; a sparse exchange (one sender: the broadcast's root) goes
+     * round the group from the sender, and needs no table. */
+    if (!sparse)
+        step_order(g->a2a_perm, n, ((uint64_t)g->id << 32) ^ a->seq);
+#define STEP(k) (sparse ? (k) + 1 : g->a2a_perm[k])
     a2a_hdr_t h = {.kind = (uint32_t)kind, .group_id = g->id, .seq = a->seq, .from = (uint32_t)me};
     unsigned spins = 0;
     int next = 0; /* steps started (a sparse exchange passes its empty blocks) */
@@ -388,19 +409,20 @@ static torx_status_t paced_run(torx_coll_group_t *g, torx_coll_kind_t kind, cons
     for (;;) {
         /* Start sends into free window slots. */
         for (int w = 0; w < TORXC_A2A_WINDOW; w++) {
-            while (sparse && next < n - 1 && sbytes[(me + g->a2a_perm[next]) % n] == 0)
+            while (sparse && next < n - 1 && sbytes[(me + STEP(next)) % n] == 0)
                 next++;
             if (next == n - 1)
                 break;
             torx_msg_t *m = &g->a2a_msgs[w];
             if (torx_msg_pending(m))
                 continue;
-            int to = (me + g->a2a_perm[next]) % n;
+            int to = (me + STEP(next)) % n;
             torx_protocol_t proto = TORX_PROTO_AUTO;
             if (sbytes[to] <= eager_upto &&
-                torx_choose_protocol(c->ctx, g->tasks[to], sizeof h, sbytes[to]) == TORX_PROTO_RZV)
+                torx_choose_protocol(c->ctx, torxc_task(g, to), sizeof h, sbytes[to]) ==
+                    TORX_PROTO_RZV)
                 proto = TORX_PROTO_EAGER;
-            err = torx_send(c->ctx, m, g->tasks[to], c->handler, &h, sizeof h,
+            err = torx_send(c->ctx, m, torxc_task(g, to), c->handler, &h, sizeof h,
                             (const char *)in + sdispl[to], sbytes[to], proto, sent, c);
             if (err != TORX_OK)
                 break;
@@ -414,6 +436,7 @@ static torx_status_t paced_run(torx_coll_group_t *g, torx_coll_kind_t kind, cons
     /* The window's messages belong to the group: none may stay in flight. */
     while (a->in_flight > 0)
         torxc_progress(c, &spins);
+#undef STEP
     a->active = 0;
     if (err != TORX_OK)
         return err;
@@ -436,7 +459,7 @@ static torx_status_t send_desc(torx_coll_group_t *g, int m, const a2a_hdr_t *h,
     torx_coll_t *c = g->c;
     torxc_a2a_t *a = &c->a2a;
     torx_status_t st =
-        torx_send_inject(c->ctx, g->tasks[m], c->handler, h, sizeof *h, d, sizeof *d);
+        torx_send_inject(c->ctx, torxc_task(g, m), c->handler, h, sizeof *h, d, sizeof *d);
     if (st != TORX_AGAIN)
         return st;
     unsigned spins = 0;
@@ -446,8 +469,8 @@ static torx_status_t send_desc(torx_coll_group_t *g, int m, const a2a_hdr_t *h,
             if (torx_msg_pending(msg))
                 continue;
             g->a2a_descs[w] = *d;
-            st = torx_send(c->ctx, msg, g->tasks[m], c->handler, h, sizeof *h, &g->a2a_descs[w],
-                           sizeof *d, TORX_PROTO_AUTO, sent, c);
+            st = torx_send(c->ctx, msg, torxc_task(g, m), c->handler, h, sizeof *h,
+                           &g->a2a_descs[w], sizeof *d, TORX_PROTO_AUTO, sent, c);
             if (st == TORX_OK)
                 a->in_flight++;
             return st;
@@ -461,8 +484,7 @@ static torx_status_t send_desc(torx_coll_group_t *g, int m, const a2a_hdr_t *h,
  * members copy it out when it comes, or when they enter the broadcast.
  * The root returns when the last descriptor is out; the area's room comes
  * back as members release, which is the root's only wait. */
-static torx_status_t staged_bcast(torx_coll_group_t *g, void *buf, size_t bytes, int root,
-                                  size_t *rbytes, size_t *displ)
+static torx_status_t staged_bcast(torx_coll_group_t *g, void *buf, size_t bytes, int root)
 {
     torx_coll_t *c = g->c;
     torxc_a2a_t *a = &c->a2a;
@@ -472,7 +494,7 @@ static torx_status_t staged_bcast(torx_coll_group_t *g, void *buf, size_t bytes,
     if (a->lost)
         return torxp_error(TORX_ERR_NOMEM,
                            "torx: bcast: %d early blocks were lost for want of memory", a->lost);
-    begin(g, buf, rbytes, displ);
+    begin(g, buf, NULL, NULL, root, bytes);
     a->received = 1; /* the root's own block: in place */
     const a2a_hdr_t h = {.kind = TORX_COLL_BCAST | TORXC_A2A_REF,
                          .group_id = g->id,
@@ -527,24 +549,42 @@ torx_status_t torxc_paced_bcast(torx_coll_group_t *g, void *buf, size_t bytes, i
 {
     const int n = g->n;
     torx_coll_t *c = g->c;
-    if (g->bcast_v == NULL && (g->bcast_v = malloc(3 * (size_t)n * sizeof(size_t))) == NULL)
+    if (torxc_staged_bcast_applies(g, bytes)) {
+        const torx_status_t st = paced_state(g, "bcast", 0);
+        return st != TORX_OK ? st : staged_bcast(g, buf, bytes, root);
+    }
+    if (g->me != root) { /* one block to place, the root's: no tables */
+        torxc_a2a_t *a = &c->a2a;
+        if (a->lost)
+            return torxp_error(TORX_ERR_NOMEM,
+                               "torx: bcast: %d early blocks were lost for want of memory",
+                               a->lost);
+        begin(g, buf, NULL, NULL, root, bytes);
+        a->received = 1; /* this member's own block: nothing */
+        claim_unexpected(c);
+        unsigned spins = 0;
+        while (a->received < 2)
+            torxc_progress(c, &spins);
+        a->active = 0;
+        return a->status;
+    }
+    /* The root: bytes to send and to receive per member, then the
+     * displacements (all 0: one buffer), for this call. It sends to every
+     * other member and receives nothing. */
+    size_t *v = malloc(3 * (size_t)n * sizeof(size_t));
+    if (v == NULL)
         return torxp_error(TORX_ERR_NOMEM, "torx: bcast: out of memory");
-    /* Bytes to send and to receive per member, then the displacements (all
-     * 0: one buffer). The root sends to every other member and receives
-     * nothing; the others send nothing and receive from the root. */
-    size_t *sbytes = g->bcast_v, *rbytes = g->bcast_v + n, *displ = g->bcast_v + 2 * n;
-    const int at_root = g->me == root;
+    size_t *sbytes = v, *rbytes = v + n, *displ = v + 2 * n;
     for (int m = 0; m < n; m++) {
-        sbytes[m] = at_root && m != root ? bytes : 0;
-        rbytes[m] = !at_root && m == root ? bytes : 0;
+        sbytes[m] = m != root ? bytes : 0;
+        rbytes[m] = 0;
         displ[m] = 0;
     }
-    if (torxc_staged_bcast_applies(g, bytes)) {
-        const torx_status_t st = paced_state(g, "bcast");
-        return st != TORX_OK ? st : staged_bcast(g, buf, bytes, root, rbytes, displ);
-    }
     const size_t eager_upto = c->direct_reads ? 2 * torx_stage_max(c->dev) : 0;
-    return paced_run(g, TORX_COLL_BCAST, buf, sbytes, displ, buf, rbytes, displ, 1, eager_upto);
+    const torx_status_t st =
+        paced_run(g, TORX_COLL_BCAST, buf, sbytes, displ, buf, rbytes, displ, 1, eager_upto);
+    free(v);
+    return st;
 }
 
 void torxc_a2a_finalize(torx_coll_t *c)

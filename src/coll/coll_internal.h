@@ -15,7 +15,6 @@
 
 #include "packet/pkt_internal.h" /* torxp_error: the library's one error record */
 
-#include <sched.h>
 #include <stdint.h>
 
 /* Pure spins before a waiting collective starts yielding the CPU: a round
@@ -67,7 +66,11 @@ typedef struct torxc_a2a {
     uint32_t group_id, seq;
     int n;
     char *out;
+    /* where each member's block goes; NULL in a broadcast, whose one block
+     * (root's, root_bytes at out) needs no table (torxc_a2a_rbytes) */
     const size_t *rbytes, *rdispl;
+    int root;
+    size_t root_bytes;
     int received;  /* blocks in place, this task's own included */
     int in_flight; /* sends not yet done */
     torx_status_t status;
@@ -146,7 +149,9 @@ struct torx_coll_group {
     torx_coll_t *c;
     uint32_t id; /* the caller's: the same on every member */
     int n, me;
-    int *tasks;    /* group index -> message-layer rank */
+    /* group index -> message-layer rank (torxc_task); NULL when the group
+     * is the job in rank order (the world and its duplicates): no table */
+    int *tasks;
     int all_tasks; /* spans every task of the job: collective network, GI */
     const char *last;
     uint32_t a2a_seq;     /* alltoalls run on this group */
@@ -154,12 +159,13 @@ struct torx_coll_group {
     int *a2a_perm;
     struct torxc_piece_desc *a2a_descs; /* descriptors the window's sends carry */
     size_t *a2a_v;                      /* alltoall's counts and displacements */
-    size_t *bcast_v;                    /* the paced bcast's */
     unsigned char *xchg;                /* direct exchange: the members' vectors */
     unsigned char *split; /* scratch (group_scratch): the split exchange's parts, direct
                            * reads' chunks, the allgather's counts */
     size_t split_cap;
-    torxc_direct_addr_t *direct_addr; /* one per member, made with the group */
+    /* one per member, made with the group where members read each other's
+     * buffers (torxc_direct_applies), else NULL */
+    torxc_direct_addr_t *direct_addr;
     /* torus bcast (coll_torus.c): whether the group fills a box of the
      * torus, its dimensions longer than one node, and this task's lines
      * along each (one on a whole ring, one each way on a run) */
@@ -168,9 +174,18 @@ struct torx_coll_group {
     uint8_t box_dim[3];
     int box_nlines[3];
     torx_line_t box_line[3][2];
-    torx_coord_t *coord; /* group index -> torus coordinate */
-    uint32_t bc_seq;     /* torus bcasts run on this group */
+    /* group index -> torus coordinate: the rank map's own table when the
+     * group is the job in rank order (coord_shared), else the group's */
+    const torx_coord_t *coord;
+    int coord_shared;
+    uint32_t bc_seq; /* torus bcasts run on this group */
 };
+
+/* The message-layer rank of member i of g. */
+static inline int torxc_task(const torx_coll_group_t *g, int i)
+{
+    return g->tasks ? g->tasks[i] : i;
+}
 
 /* Device polls between two calls of the progress function while a
  * collective waits on the global interrupt or collective network: an MPI
@@ -179,7 +194,7 @@ struct torx_coll_group {
 #define TORXC_POLLS_PER_PROGRESS 16
 
 /* Waits for one step: the caller's progress (or torx_advance), then,
- * after TORXC_SPINS calls, a sched_yield every 8th. */
+ * after TORXC_SPINS calls, a yield (torxp_yield) every 8th. */
 static inline void torxc_progress(torx_coll_t *c, unsigned *spins)
 {
     if (c->progress)
@@ -187,7 +202,7 @@ static inline void torxc_progress(torx_coll_t *c, unsigned *spins)
     else
         torx_advance(c->ctx);
     if (++*spins >= TORXC_SPINS && (*spins & 7) == 0)
-        sched_yield();
+        torxp_yield(c->dev);
 }
 
 /* Waits for one step of a device round (a global-interrupt or collective-

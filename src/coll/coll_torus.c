@@ -106,13 +106,21 @@ torx_status_t torxc_torus_group_init(torx_coll_group_t *g)
     const torx_shape_t s = torx_pkt_shape(c->dev);
     const unsigned ext[3] = {s.x, s.y, s.z};
     g->box = 0;
-    if ((g->coord = malloc((size_t)g->n * sizeof *g->coord)) == NULL)
-        return torxp_error(TORX_ERR_NOMEM, "torx: torx_coll_group_create: out of memory");
+    if (!g->tasks) { /* the job in rank order: the map's table is the group's */
+        g->coord = map->coord;
+        g->coord_shared = 1;
+    } else {
+        torx_coord_t *coord = malloc((size_t)g->n * sizeof *coord);
+        if (coord == NULL)
+            return torxp_error(TORX_ERR_NOMEM, "torx: torx_coll_group_create: out of memory");
+        for (int i = 0; i < g->n; i++)
+            coord[i] = torx_map_coord(map, g->tasks[i]);
+        g->coord = coord;
+    }
     unsigned char used[4][256];
     memset(used, 0, sizeof used);
     for (int i = 0; i < g->n; i++) {
-        const torx_coord_t k = torx_map_coord(map, g->tasks[i]);
-        g->coord[i] = k;
+        const torx_coord_t k = g->coord[i];
         used[0][k.x] = used[1][k.y] = used[2][k.z] = used[3][k.t] = 1;
     }
     unsigned cnt[4] = {0, 0, 0, 0};
@@ -320,12 +328,13 @@ static int share_push(bc_share_t *s, const torxc_bcast_t *b, int k, size_t avail
 typedef struct bc_unit {
     bc_share_t share;
     const torxc_bcast_t *b;
+    torx_pkt_dev_t *dev; /* for the clock and yields */
 } bc_unit_t;
 
 static void unit_run(void *arg)
 {
     bc_unit_t *u = arg;
-    double start = torxp_mono_s();
+    double start = torxp_now_s(u->dev);
     for (int k = 0; k < u->b->nroutes; k++) {
         if (!(u->share.routes & 1u << k))
             continue;
@@ -334,7 +343,7 @@ static void unit_run(void *arg)
         uint64_t seen = u->share.sent;
         while ((rc = share_push(&u->share, u->b, k, all)) == 0) {
             /* 60 s without taking a packet: a member is gone or stuck */
-            const double now = torxp_mono_s();
+            const double now = torxp_now_s(u->dev);
             if (u->share.sent != seen) {
                 seen = u->share.sent;
                 start = now;
@@ -342,7 +351,7 @@ static void unit_run(void *arg)
                 u->share.status = TORX_ERR_PEER;
                 return;
             }
-            sched_yield();
+            torxp_yield(u->dev);
         }
         if (rc < 0) {
             u->share.status = (torx_status_t)rc;
@@ -420,6 +429,7 @@ torx_status_t torxc_torus_bcast(torx_coll_group_t *g, void *buf, size_t bytes, i
         unit->share.h = own.h;
         unit->share.status = TORX_OK;
         unit->b = b;
+        unit->dev = c->dev;
     }
 
     /* The root's node-mates, in vn mode: they get every packet from it. */
@@ -434,7 +444,7 @@ torx_status_t torxc_torus_bcast(torx_coll_group_t *g, void *buf, size_t bytes, i
         nmates = 0;
         for (int i = 0; i < g->n; i++)
             if (i != me && same_node(g->coord[i], rc))
-                mates[nmates++] = g->tasks[i];
+                mates[nmates++] = torxc_task(g, i);
     }
 
     torx_status_t err = TORX_OK;
@@ -444,8 +454,8 @@ torx_status_t torxc_torus_bcast(torx_coll_group_t *g, void *buf, size_t bytes, i
         if (me != root) {
             const bc_hdr_t r = {.msg = TORXC_MSG_BCAST_READY, .group_id = g->id, .seq = seq};
             torx_status_t st;
-            while ((st = torx_send_inject(c->ctx, g->tasks[root], c->handler, &r, sizeof r, NULL,
-                                          0)) == TORX_AGAIN)
+            while ((st = torx_send_inject(c->ctx, torxc_task(g, root), c->handler, &r, sizeof r,
+                                          NULL, 0)) == TORX_AGAIN)
                 torxc_progress(c, &spins);
             if (st != TORX_OK) {
                 free(mates);

@@ -11,10 +11,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
 const torxm_proto_t torxm_protocols[TORX_PROTO_COUNT] = {
@@ -56,7 +54,9 @@ const torxm_proto_t torxm_protocols[TORX_PROTO_COUNT] = {
 /* Waiting: idle advances spun before yielding, yields before sleeping on
  * the device's doorbell (torx_pkt_wait), and the longest sleep (deadlines
  * and the bulk liveness checks run between sleeps). Naps serve where no
- * doorbell rings: sends waiting for room at a peer, the final barrier. */
+ * doorbell rings: sends waiting for room at a peer, the final barrier. On a
+ * device with exact waits (TORXP_CAP_EXACT_WAIT) a wait starts past the
+ * spins and yields (wait_until). */
 #define WAIT_SPINS 4096u
 #define WAIT_YIELDS 4096u
 #define WAIT_SLEEP_MS 20
@@ -76,13 +76,16 @@ static const char *const mode_names[] = {"heater", "co", "vn", NULL};
 /* In torx_rzv_data_t order. */
 static const char *const rzv_data_names[] = {"auto", "bulk", "packets", "staged", NULL};
 
+static void peer_init(const torx_ctx_t *ctx, torxm_peer_t *p, int rank);
+
 /* TORX_VERBOSE's words for how rendezvous data moves to a task on this
  * host (auto: the default way, TORXM_ASK_DEFAULT, here, and why). */
 static void rzv_data_describe(const torx_ctx_t *ctx, char *buf, size_t len)
 {
     const unsigned cost = torx_bulk_cost(ctx->dev, ctx->self);
-    const torxm_path_in_t in =
-        torxm_path_inputs(ctx, &ctx->peers[ctx->rank], TORXM_ASK_DEFAULT, 0, 0);
+    torxm_peer_t self; /* as this task's own record would be: no page for it yet */
+    peer_init(ctx, &self, ctx->rank);
+    const torxm_path_in_t in = torxm_path_inputs(ctx, &self, TORXM_ASK_DEFAULT, 0, 0);
     const char *choice = torxm_path_choose(&in).path == TORXM_PATH_STAGED ? "staging" : "bulk get";
     switch (ctx->limits.rzv_data) {
     case TORX_RZV_DATA_BULK:
@@ -372,6 +375,48 @@ static torx_status_t stats_open(torx_ctx_t *ctx)
     return TORX_OK;
 }
 
+/* A packet's receive function on a device that charges the task's core
+ * (sim): the protocol's, then the charge of the bytes it copied into user
+ * buffers (ctx->copied), once the packet is done with. Every copy of the
+ * receive paths happens inside a receive function, so none is missed; the
+ * shm hot path only counts them (one add), and tests nothing. */
+static void charged_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt)
+{
+    const uint64_t before = ctx->copied;
+    ctx->charged_rx[torxm_sw_type(pkt)](ctx, peer, pkt);
+    if (ctx->copied != before)
+        torxp_charge(ctx->dev, TORXP_CPU_COPY, (size_t)(ctx->copied - before));
+}
+
+/* A handler on a device that charges the task's core (sim): the match's
+ * charge, then the registered handler (arg: its entry in ctx->charged).
+ * Installed in its place by torx_register, so that matching on the other
+ * devices tests nothing for it. */
+static void charged_handler(torx_ctx_t *ctx, void *arg, const torx_recv_info_t *info,
+                            torx_recv_t *recv)
+{
+    const torxm_handler_t *h = arg;
+    torxp_charge(ctx->dev, TORXP_CPU_MATCH, 1);
+    h->fn(ctx, h->arg, info, recv);
+}
+
+void torxm_charges_start(torx_ctx_t *ctx)
+{
+    if (ctx->charges || !ctx->dev->ops->charge)
+        return;
+    ctx->charges = 1;
+    for (unsigned type = 0; type < TORXM_PKT_NTYPES; type++)
+        if (ctx->rx[type].fn) {
+            ctx->charged_rx[type] = ctx->rx[type].fn;
+            ctx->rx[type].fn = charged_rx;
+        }
+    for (int id = 0; id < TORX_MSG_HANDLERS; id++)
+        if (ctx->handlers[id].fn) {
+            ctx->charged[id] = ctx->handlers[id];
+            ctx->handlers[id] = (torxm_handler_t){charged_handler, &ctx->charged[id]};
+        }
+}
+
 static void build_dispatch(torx_ctx_t *ctx)
 {
     for (unsigned p = 0; p < TORX_PROTO_COUNT; p++)
@@ -415,16 +460,19 @@ static void ctx_free(torx_ctx_t *ctx)
         n = e->next;
         free(e);
     }
-    if (ctx->peers) {
-        for (int i = 0; i < ctx->size; i++) {
-            torxm_peer_t *p = &ctx->peers[i];
+    for (int k = 0; ctx->peer_pages && k < torxm_peer_npages(ctx); k++) {
+        torxm_peer_t *page = ctx->peer_pages[k];
+        for (int i = 0; page && i < torxm_peer_page_len(ctx, k); i++) {
+            torxm_peer_t *p = &page[i];
             for (torxm_early_t *e = p->early, *n; e; e = n) {
                 n = e->next;
                 free(e);
             }
             free_rx_list(p->adapt);
+            free(p->eager); /* a pooled record, off the free list while in use */
             free(p->way);
         }
+        free(page);
     }
     /* Receive records still waiting for rendezvous packets live only in
      * the cookie table, marked as ours. */
@@ -432,7 +480,7 @@ static void ctx_free(torx_ctx_t *ctx)
         if (ctx->cookies[i].p && ctx->cookies[i].owned)
             free(ctx->cookies[i].p);
     free(ctx->cookies);
-    free(ctx->peers);
+    free(ctx->peer_pages);
     free(ctx->bytes_to);
     if (ctx->stats_fd >= 0)
         close(ctx->stats_fd);
@@ -494,7 +542,8 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
     if ((rc = stats_open(ctx)) != TORX_OK)
         goto fail;
 
-    if ((rc = torxm_bind(ctx)) != TORX_OK)
+    /* a modelled machine's tasks have no host cores to bind to */
+    if (!(torxp_device_caps(NULL) & TORXP_CAP_MODELLED) && (rc = torxm_bind(ctx)) != TORX_OK)
         goto fail;
 
     /* co: the communication thread injects the device's own bulk packets
@@ -505,27 +554,36 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
                                    .flags = ctx->mode == TORX_MODE_CO ? TORX_PKT_SHARED_INJECT : 0};
     if ((rc = torx_pkt_open(&pattr, &ctx->dev)) != TORX_OK)
         goto fail;
+    if (ctx->dev->caps & TORXP_CAP_NO_BULK) {
+        /* BG/L's way: the cores move rendezvous data in packets */
+        if (ctx->limits.rzv_data == TORX_RZV_DATA_BULK) {
+            rc = torxp_error(TORX_ERR_ENV,
+                             "torx: TORX_RZV_DATA=bulk, but the %s device has no bulk transfers "
+                             "here; use auto or packets",
+                             torx_pkt_device_name(ctx->dev));
+            goto fail;
+        }
+        if (ctx->limits.rzv_data == TORX_RZV_DATA_AUTO)
+            ctx->limits.rzv_data = TORX_RZV_DATA_PACKETS;
+    }
 
-    if (!(ctx->peers = torxp_calloc((size_t)ctx->size, sizeof *ctx->peers))) {
-        rc = torxp_error(TORX_ERR_NOMEM, "torx: out of memory for %d peers", ctx->size);
+    /* The peers' records come on first contact (torxm_peer_touch). */
+    if (!(ctx->peer_pages = torxp_calloc((size_t)torxm_peer_npages(ctx), sizeof(torxm_peer_t *)))) {
+        rc = torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the peer table of %d ranks",
+                         ctx->size);
         goto fail;
     }
-    for (int i = 0; i < ctx->size; i++)
-        ctx->peers[i].coord = torx_map_coord(&ctx->map, i);
     build_dispatch(ctx);
+    torxm_charges_start(ctx);
     if (ctx->limits.stage_min) {
         const size_t max = torx_stage_max(ctx->dev);
         ctx->stage_chunk =
             (uint32_t)(ctx->limits.stage_chunk < max ? ctx->limits.stage_chunk : max);
     }
-    for (int i = 0; ctx->stage_chunk && i < ctx->size; i++) {
-        torxm_peer_t *p = &ctx->peers[i];
-        p->staged = (uint8_t)torx_stage_reaches(ctx->dev, p->coord);
-        p->way_host = p->staged && i != ctx->rank && torx_bulk_cost(ctx->dev, p->coord) != 0;
-    }
-    /* The shm device runs every task on this host. */
+    /* The shm device runs every task on this host. A device with exact
+     * waits (sim) models the tasks' cores itself: the host's say nothing. */
     const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    ctx->oversubscribed = cpus > 0 && ctx->size > cpus;
+    ctx->oversubscribed = !torxm_exact_wait(ctx) && cpus > 0 && ctx->size > cpus;
     if (ctx->mode == TORX_MODE_CO && (rc = torxm_co_start(ctx)) != TORX_OK)
         goto fail;
     char rzv[160];
@@ -548,6 +606,55 @@ torx_status_t torx_init(const torx_init_attr_t *attr, torx_ctx_t **out)
 fail:
     ctx_free(ctx);
     return rc;
+}
+
+/* ---- Peers -------------------------------------------------------------------------- */
+
+/* A peer's record as it starts: its coordinate, and whether the staging
+ * area reaches it (and the pair then measures its rendezvous ways). */
+static void peer_init(const torx_ctx_t *ctx, torxm_peer_t *p, int rank)
+{
+    *p = (torxm_peer_t){.rank = rank, .coord = torx_map_coord(&ctx->map, rank)};
+    if (ctx->stage_chunk) {
+        p->staged = (uint8_t)torx_stage_reaches(ctx->dev, p->coord);
+        p->way_host = p->staged && rank != ctx->rank && torx_bulk_cost(ctx->dev, p->coord) != 0;
+    }
+}
+
+torxm_peer_t *torxm_peer_touch(torx_ctx_t *ctx, int rank)
+{
+    const int k = rank >> TORXM_PEER_PAGE_SHIFT, n = torxm_peer_page_len(ctx, k);
+    torxm_peer_t *page = torxp_malloc((size_t)n * sizeof *page);
+    if (!page) {
+        torxp_error(TORX_ERR_NOMEM,
+                    "torx: rank %d: out of memory for the peer records of ranks %d..%d (%zu "
+                    "bytes), wanted for rank %d",
+                    ctx->rank, k << TORXM_PEER_PAGE_SHIFT, (k << TORXM_PEER_PAGE_SHIFT) + n - 1,
+                    (size_t)n * sizeof *page, rank);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++)
+        peer_init(ctx, &page[i], (k << TORXM_PEER_PAGE_SHIFT) + i);
+    ctx->peer_pages[k] = page;
+    return &page[rank & (TORXM_PEER_PAGE - 1)];
+}
+
+/* The first packet from a rank of a page without records: makes the page,
+ * then dispatches. Out of memory, the context fails (torx_advance returns
+ * TORX_ERR_NOMEM from now on) and the packet is dropped. A tail call from
+ * torxm_dispatch, so that the hot path saves no registers for it. */
+static void __attribute__((noinline, cold))
+dispatch_first(torx_ctx_t *ctx, const torx_pkt_hdr_t *pkt)
+{
+    const uint32_t src = torxm_sw_src(pkt);
+    if (torxm_peer_touch(ctx, (int)src)) {
+        torxm_dispatch(ctx, pkt);
+        return;
+    }
+    ctx->malformed++;
+    torxm_fail(ctx, TORX_ERR_NOMEM,
+               "out of memory for the record of rank %u, whose packet arrived; dropped (%s)", src,
+               torx_last_error());
 }
 
 /* ---- Advance ------------------------------------------------------------------------ */
@@ -584,8 +691,13 @@ void torxm_dispatch(torx_ctx_t *ctx, const torx_pkt_hdr_t *pkt)
     const unsigned type = torxm_sw_type(pkt);
     const uint32_t src = torxm_sw_src(pkt);
     if (TORXM_LIKELY(type < TORXM_PKT_NTYPES && ctx->rx[type].fn && src < (uint32_t)ctx->size)) {
+        torxm_peer_t *page = ctx->peer_pages[src >> TORXM_PEER_PAGE_SHIFT];
+        if (TORXM_UNLIKELY(!page)) {
+            dispatch_first(ctx, pkt);
+            return;
+        }
         ctx->stats[ctx->rx[type].proto].packets_received++;
-        ctx->rx[type].fn(ctx, &ctx->peers[src], pkt);
+        ctx->rx[type].fn(ctx, &page[src & (TORXM_PEER_PAGE - 1)], pkt);
     } else {
         bad_dispatch(ctx, pkt);
     }
@@ -618,6 +730,10 @@ int torx_advance(torx_ctx_t *ctx)
         /* co: the communication thread reads the network; take what it
          * staged and finished. */
         n += torxm_co_advance(ctx);
+        /* the task's side touches no device: where spinning must cost
+         * simulated time (sim), an idle advance costs a poll */
+        if (n == 0 && TORXM_UNLIKELY(torxm_exact_wait(ctx)))
+            torxp_yield(ctx->dev);
     } else {
         if (TORXM_UNLIKELY(ctx->bulk != NULL))
             n += torxm_bulk_progress(ctx);
@@ -654,13 +770,13 @@ static void idle_backoff(torx_ctx_t *ctx, unsigned idle, double deadline, int do
     if (!ctx->oversubscribed && idle < WAIT_SPINS)
         return;
     if (idle < WAIT_SPINS + WAIT_YIELDS) {
-        sched_yield();
+        torxp_yield(ctx->dev);
         return;
     }
     if (doorbell && !ctx->busy && !ctx->ctrl_head) {
         int ms = WAIT_SLEEP_MS;
         if (deadline >= 0) {
-            const double left = deadline - torxp_mono_s();
+            const double left = deadline - torxp_now_s(ctx->dev);
             if (left <= 0)
                 return;
             if (left * 1e3 < ms)
@@ -674,35 +790,37 @@ static void idle_backoff(torx_ctx_t *ctx, unsigned idle, double deadline, int do
     long ns = WAIT_NAP_NS * (long)(1 + (idle - WAIT_SPINS - WAIT_YIELDS) / 256);
     if (ns > WAIT_NAP_MAX_NS)
         ns = WAIT_NAP_MAX_NS;
-    const struct timespec nap = {0, ns};
-    nanosleep(&nap, NULL);
+    torxp_nap(ctx->dev, (uint64_t)ns);
 }
 
 /* The message layer's one wait loop: advances until ready(ctx, arg)
  * answers other than TORX_AGAIN and returns that answer, or an advance's
  * error. While idle it backs off (idle_backoff; doorbell 0 where no packet
  * ends the wait). deadline >= 0: past it, TORX_AGAIN; the clock is read
- * only while idle, and rarely while spinning. Inlined, so that each wait's
+ * only while idle, and rarely while spinning. On a device with exact waits
+ * the idle count starts past the spins and yields, so every idle round
+ * sleeps on the device and reads its clock. Inlined, so that each wait's
  * ready is too. */
 static inline __attribute__((always_inline)) torx_status_t
 wait_until(torx_ctx_t *ctx, torx_status_t (*ready)(torx_ctx_t *, void *), void *arg,
            double deadline, int doorbell)
 {
-    unsigned idle = 0;
+    const unsigned idle0 = torxm_exact_wait(ctx) ? WAIT_SPINS + WAIT_YIELDS : 0;
+    unsigned idle = idle0;
     torx_status_t st;
     while ((st = ready(ctx, arg)) == TORX_AGAIN) {
         const int n = torx_advance(ctx);
         if (TORXM_UNLIKELY(n < 0))
             return (torx_status_t)n;
         if (n) {
-            idle = 0;
+            idle = idle0;
             continue;
         }
         idle_backoff(ctx, idle, deadline, doorbell);
         if (idle < UINT32_MAX)
             idle++;
         if (deadline >= 0 && ((idle & 255) == 0 || idle >= WAIT_SPINS + WAIT_YIELDS) &&
-            torxp_mono_s() > deadline)
+            torxp_now_s(ctx->dev) > deadline)
             return TORX_AGAIN;
     }
     return st;
@@ -718,7 +836,7 @@ torx_status_t torx_wait_timeout(torx_ctx_t *ctx, volatile int *flag, double time
 {
     if (!ctx || !flag)
         return torxp_error(TORX_ERR_INVAL, "torx: torx_wait: %s is NULL", ctx ? "flag" : "ctx");
-    const double deadline = timeout_s >= 0 ? torxp_mono_s() + timeout_s : -1;
+    const double deadline = timeout_s >= 0 ? torxp_now_s(ctx->dev) + timeout_s : -1;
     const torx_status_t rc = wait_until(ctx, flag_set, (void *)flag, deadline, 1);
     if (rc == TORX_AGAIN)
         return *flag ? TORX_OK : TORX_AGAIN;
@@ -788,17 +906,17 @@ static int stats_job_totals(const torx_ctx_t *ctx, const torx_hop_bytes_t *mine,
 {
     uint64_t lane[TORX_CN_PACKET_BYTES / sizeof(uint64_t)] = {mine->bytes, mine->hop_bytes,
                                                               mine->local_bytes};
-    const double deadline = torxp_mono_s() + STATS_TOTAL_TIMEOUT_S;
+    const double deadline = torxp_now_s(ctx->dev) + STATS_TOTAL_TIMEOUT_S;
     torx_status_t rc;
     while ((rc = torx_cn_inject(ctx->dev, TORX_CN_ADD, TORX_CN_U64, 0, lane)) == TORX_NO_ROOM)
-        if (torxp_mono_s() > deadline)
+        if (torxp_now_s(ctx->dev) > deadline)
             return 0;
     if (rc != TORX_OK)
         return 0;
     while ((rc = torx_cn_read(ctx->dev, lane)) == TORX_AGAIN) {
-        if (torxp_mono_s() > deadline)
+        if (torxp_now_s(ctx->dev) > deadline)
             return 0;
-        sched_yield();
+        torxp_yield(ctx->dev);
     }
     if (rc != TORX_OK)
         return 0;
@@ -863,7 +981,7 @@ torx_status_t torx_finalize(torx_ctx_t *ctx)
         return torxp_error(TORX_ERR_INVAL, "torx: torx_finalize called from a handler or callback");
     /* A failed context cannot drain or meet its peers: it only closes. */
     torx_status_t rc = ctx->failed;
-    const double deadline = torxp_mono_s() + FINALIZE_TIMEOUT_S;
+    const double deadline = torxp_now_s(ctx->dev) + FINALIZE_TIMEOUT_S;
     /* Deferred messages nobody accepted: discarding them lets their senders
      * complete (they wait for our ack or clear-to-send) instead of timing out
      * in their own finalize. */
@@ -932,6 +1050,11 @@ torx_pkt_dev_t *torx_ctx_device(torx_ctx_t *ctx)
     return ctx->dev;
 }
 
+double torx_wtime(const torx_ctx_t *ctx)
+{
+    return torxp_now_s(ctx->dev);
+}
+
 const torx_limits_t *torx_ctx_limits(const torx_ctx_t *ctx)
 {
     return &ctx->limits;
@@ -942,8 +1065,12 @@ torx_status_t torx_register(torx_ctx_t *ctx, int id, torx_handler_fn fn, void *h
     if (!ctx || id < 0 || id >= TORX_MSG_HANDLERS)
         return torxp_error(TORX_ERR_INVAL, "torx: torx_register: handler id %d (expected 0..%d)",
                            id, TORX_MSG_HANDLERS - 1);
-    ctx->handlers[id].fn = fn;
-    ctx->handlers[id].arg = harg;
+    if (ctx->charges && fn) {
+        ctx->charged[id] = (torxm_handler_t){fn, harg};
+        ctx->handlers[id] = (torxm_handler_t){charged_handler, &ctx->charged[id]};
+    } else {
+        ctx->handlers[id] = (torxm_handler_t){fn, harg};
+    }
     ctx->warned_handlers &= ~(1ull << id);
     return TORX_OK;
 }

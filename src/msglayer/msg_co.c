@@ -52,16 +52,22 @@
  * the network ("own", all of the above); without one ("shared") the task
  * reads the network and moves rendezvous data itself, exactly as in heater
  * mode (ctx->co_net = 0), and the thread only runs work units, sleeping on
- * a futex of its own (comm_bell) that only torx_costart and stop ring: it
- * takes no CPU from the task unless it has work.
+ * a word of its own (comm_bell) that only torx_costart and stop ring: it
+ * takes no CPU from the task unless it has work. On a device that models
+ * the node's cores itself (TORXP_CAP_EXACT_WAIT, sim) the host's cores say
+ * nothing: auto is "own".
  *
  * Sleeping. While work comes, the thread spins (it owns its core); after a
  * while idle it yields, then sleeps on the device doorbell (torx_pkt_wait),
  * which an injector rings for a packet and the task rings (torx_pkt_wake) for
- * a command or work unit. The task, waiting, sleeps on a futex in the
- * scratchpad that the thread rings when it staged, finished or completed
- * something. Both use the same protocol: set a flag, seq_cst fence, recheck,
- * sleep; the other side publishes, fences, tests the flag, rings. */
+ * a command or work unit. The task, waiting, sleeps on a word in the
+ * scratchpad (torxp_word_wait: a futex on the host) that the thread rings
+ * when it staged, finished or completed something. Both use the same
+ * protocol: set a flag, seq_cst fence, recheck, sleep; the other side
+ * publishes, fences, tests the flag, rings. On a device with exact waits
+ * (TORXP_CAP_EXACT_WAIT) neither spins nor yields: idle, both sleep at once.
+ * The thread, its sleeps and its clock are the device's (torxp_thread_start
+ * and the other calls of pkt_internal.h). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -70,15 +76,9 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <linux/futex.h>
-#include <pthread.h>
-#include <sched.h>
-#include <signal.h>
 #include <stdalign.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #define CO_STAGE 1024u               /* staged packets, power of two */
@@ -155,9 +155,9 @@ struct torxm_co {
     /* ---- wakeups ---- */
     alignas(CO_LINE) uint32_t task_sleeping; /* task writes */
     uint32_t stop;                           /* task writes, once */
-    alignas(CO_LINE) uint32_t task_bell;     /* thread bumps: futex word */
+    alignas(CO_LINE) uint32_t task_bell;     /* thread bumps: the task's wait word */
     alignas(CO_LINE) uint32_t comm_idle;     /* thread writes */
-    alignas(CO_LINE) uint32_t comm_bell;     /* task bumps: futex word ("shared") */
+    alignas(CO_LINE) uint32_t comm_bell;     /* task bumps: the thread's wait word ("shared") */
 
     /* ---- slots ---- */
     alignas(CO_LINE) co_cmd_t cmds[CO_CMDS];
@@ -173,8 +173,9 @@ struct torxm_co {
     alignas(CO_LINE) torx_pkt_dev_t *dev;
     int owns_net; /* "own": the thread reads the network and moves gets */
     int oversubscribed;
+    int exact_wait; /* the device's TORXP_CAP_EXACT_WAIT: idle, sleep at once */
     int started;
-    pthread_t thread;
+    torxp_thread_t thread;
 };
 
 static_assert(
@@ -191,11 +192,6 @@ static_assert((CO_STAGE & (CO_STAGE - 1)) == 0 && (CO_CMDS & (CO_CMDS - 1)) == 0
                   (CO_UNITS & (CO_UNITS - 1)) == 0,
               "ring sizes are powers of two");
 static_assert(sizeof(co_cmd_t) == 40, "a command is 40 bytes");
-
-static long futex_private(uint32_t *word, int op, uint32_t val, const struct timespec *ts)
-{
-    return syscall(SYS_futex, word, op | FUTEX_PRIVATE_FLAG, val, ts, NULL, 0);
-}
 
 static inline void cpu_relax(void)
 {
@@ -217,7 +213,7 @@ static void ring_task(struct torxm_co *co)
         /* release: nothing rides on the bell (the rings carry their own
          * release), but the bump comes after what we published. */
         __atomic_add_fetch(&co->task_bell, 1, __ATOMIC_RELEASE);
-        futex_private(&co->task_bell, FUTEX_WAKE, INT_MAX, NULL);
+        torxp_word_wake(co->dev, &co->task_bell);
     }
 }
 
@@ -380,15 +376,12 @@ static void comm_sleep(struct torxm_co *co)
         if (!co->owns_net) {
             /* "shared": only torx_costart and stop ring comm_bell; a wake
              * after the fence changed it, so the wait returns at once. */
-            /* relaxed: ordered by the fence; the futex compares it. */
+            /* relaxed: ordered by the fence; the wait compares it. */
             const uint32_t bell = __atomic_load_n(&co->comm_bell, __ATOMIC_RELAXED);
-            if (!comm_has_orders(co)) {
-                const struct timespec ts = {0, CO_SLEEP_MS * 1000000L};
-                futex_private(&co->comm_bell, FUTEX_WAIT, bell, &ts);
-            }
+            if (!comm_has_orders(co))
+                torxp_word_wait(co->dev, &co->comm_bell, bell, CO_SLEEP_MS * 1000000LL);
         } else if (co->stage_full) {
-            const struct timespec nap = {0, CO_FULL_NAP_NS};
-            nanosleep(&nap, NULL);
+            torxp_nap(co->dev, CO_FULL_NAP_NS);
         } else {
             /* A wake by the task after the fence makes this return at once
              * (the doorbell remembers bumps since the last wait). */
@@ -410,8 +403,8 @@ static void *comm_main(void *arg)
             if (work) {
                 ring_task(co);
                 idle = 0;
-            } else if (++idle < CO_SHARED_YIELDS) {
-                sched_yield();
+            } else if (++idle < CO_SHARED_YIELDS && !co->exact_wait) {
+                torxp_yield(co->dev);
             } else {
                 comm_sleep(co);
             }
@@ -428,12 +421,13 @@ static void *comm_main(void *arg)
             idle++;
         /* Oversubscribed: no spin phase at all, only the yields (counting
          * the spin budget as yields made an idle thread yield 22000 times,
-         * about 5% of a core, before it slept). */
-        const unsigned spins = co->oversubscribed ? 0 : CO_SPINS;
+         * about 5% of a core, before it slept). Exact waits: neither. */
+        const unsigned spins = co->oversubscribed || co->exact_wait ? 0 : CO_SPINS;
+        const unsigned yields = co->exact_wait ? 0 : CO_YIELDS;
         if (idle < spins)
             cpu_relax();
-        else if (idle < spins + CO_YIELDS)
-            sched_yield();
+        else if (idle < spins + yields)
+            torxp_yield(co->dev);
         else
             comm_sleep(co);
     }
@@ -456,7 +450,7 @@ static void wake_comm(struct torxm_co *co)
     } else {
         /* release: after the order we published (the ring carries its own). */
         __atomic_add_fetch(&co->comm_bell, 1, __ATOMIC_RELEASE);
-        futex_private(&co->comm_bell, FUTEX_WAKE, 1, NULL);
+        torxp_word_wake(co->dev, &co->comm_bell);
     }
 }
 
@@ -491,13 +485,16 @@ torx_status_t torxm_co_start(torx_ctx_t *ctx)
         free(co);
         return rc;
     }
+    /* A device with exact waits models the node's cores itself: the host's
+     * cores and bindings say nothing about whether the thread has one. */
+    co->exact_wait = torxm_exact_wait(ctx);
     const char *why = NULL;
-    if (role == CO_ROLE_AUTO)
+    if (role == CO_ROLE_AUTO && !co->exact_wait)
         why = core_short(ctx);
     co->owns_net = role == CO_ROLE_OWN || (role == CO_ROLE_AUTO && !why);
     const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     /* "own": two running threads per task. */
-    co->oversubscribed = cpus > 0 && (co->owns_net ? 2L : 1L) * ctx->size > cpus;
+    co->oversubscribed = !co->exact_wait && cpus > 0 && (co->owns_net ? 2L : 1L) * ctx->size > cpus;
     ctx->oversubscribed = co->oversubscribed;
     ctx->co_wait_tail = &ctx->co_wait;
     if (ctx->rank == 0) {
@@ -505,7 +502,9 @@ torx_status_t torxm_co_start(torx_ctx_t *ctx)
             torxp_log(ctx->dev, 1,
                       "co mode: the communication thread reads the network and moves "
                       "rendezvous data (%s)",
-                      role == CO_ROLE_OWN ? "TORX_CO_THREAD=own" : "it has a core of its own");
+                      role == CO_ROLE_OWN ? "TORX_CO_THREAD=own"
+                      : co->exact_wait    ? "the device models the node's cores"
+                                          : "it has a core of its own");
         else
             torxp_log(ctx->dev, 1,
                       "co mode: %s: the task reads the network and moves rendezvous data as "
@@ -513,22 +512,20 @@ torx_status_t torxm_co_start(torx_ctx_t *ctx)
                       why ? why : "TORX_CO_THREAD=shared");
     }
 
-    /* The thread takes no signals: they belong to the application's thread. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    const int err = pthread_create(&co->thread, NULL, comm_main, co);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (err) {
+    /* The device's thread; on the host a pthread that takes no signals
+     * (they belong to the application's thread). */
+    if ((rc = torxp_thread_start(ctx->dev, &co->thread, comm_main, co)) != TORX_OK) {
         free(co);
-        return torxp_error(TORX_ERR_SYS, "torx: cannot start the communication thread: %s",
-                           strerror(err));
+        const char *err = torx_last_error();
+        if (strncmp(err, "torx: ", 6) == 0)
+            err += 6;
+        return torxp_error(rc, "torx: cannot start the communication thread: %s", err);
     }
     co->started = 1;
     ctx->co = co;
     ctx->co_net = co->owns_net;
-    if (co->owns_net)
-        torxm_bind_comm(ctx, co->thread);
+    if (co->owns_net && !ctx->dev->ops->thread_start) /* a host thread: bind it */
+        torxm_bind_comm(ctx, co->thread.pthread);
     return TORX_OK;
 }
 
@@ -541,7 +538,7 @@ void torxm_co_stop(torx_ctx_t *ctx)
         /* release: pairs with the thread's acquire of stop. */
         __atomic_store_n(&co->stop, 1u, __ATOMIC_RELEASE);
         wake_comm(co);
-        pthread_join(co->thread, NULL);
+        torxp_thread_join(co->dev, &co->thread);
     }
     /* Receive records of gets that never finished (finalize timed out, or
      * init failed): handed over and not reaped, or never handed over. */
@@ -573,7 +570,7 @@ static int co_post(torx_ctx_t *ctx)
                                                  .remote = rx->raddr,
                                                  .local = (uint64_t)(uintptr_t)rx->buf,
                                                  .len = rx->want,
-                                                 .peer = ctx->peers[rx->src].coord};
+                                                 .peer = torx_map_coord(&ctx->map, rx->src)};
         /* release: the command happens before the thread's acquire. */
         __atomic_store_n(&co->cmd_tail, t + 1, __ATOMIC_RELEASE);
         co->outstanding++;
@@ -655,39 +652,43 @@ static void sleep_task(struct torxm_co *co, int ms)
     /* seq_cst fence: StoreLoad between task_sleeping and the recheck;
      * pairs with the fence in ring_task. */
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (!task_has_news(co, units)) {
-        const struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-        futex_private(&co->task_bell, FUTEX_WAIT, bell, &ts);
-    }
+    if (!task_has_news(co, units))
+        torxp_word_wait(co->dev, &co->task_bell, bell, (int64_t)ms * 1000000);
     /* relaxed: a late ring only bumps the bell. */
     __atomic_store_n(&co->task_sleeping, 0u, __ATOMIC_RELAXED);
 }
 
 void torxm_co_idle(torx_ctx_t *ctx, unsigned idle, double deadline)
 {
+    const int exact = ctx->co->exact_wait;
     if (!ctx->co_net) {
-        /* "shared": waiting for a work unit that runs on our own core. */
-        sched_yield();
+        /* "shared": waiting for a work unit that runs on our own core.
+         * Exact waits: sleep until the thread says it finished one. */
+        if (exact)
+            sleep_task(ctx->co, TASK_SLEEP_MS);
+        else
+            torxp_yield(ctx->dev);
         return;
     }
-    const unsigned spins = ctx->oversubscribed ? 0 : TASK_SPINS; /* as in comm_main */
+    /* as in comm_main */
+    const unsigned spins = ctx->oversubscribed || exact ? 0 : TASK_SPINS;
+    const unsigned yields = exact ? 0 : TASK_YIELDS;
     if (idle < spins) {
         cpu_relax();
         return;
     }
-    if (idle < spins + TASK_YIELDS) {
-        sched_yield();
+    if (idle < spins + yields) {
+        torxp_yield(ctx->dev);
         return;
     }
     if (ctx->busy || ctx->ctrl_head) {
         /* Our sends wait for room at a peer, which rings nobody: nap. */
-        const struct timespec nap = {0, TASK_NAP_NS};
-        nanosleep(&nap, NULL);
+        torxp_nap(ctx->dev, TASK_NAP_NS);
         return;
     }
     int ms = TASK_SLEEP_MS;
     if (deadline >= 0) {
-        const double left = deadline - torxp_mono_s();
+        const double left = deadline - torxp_now_s(ctx->dev);
         if (left <= 0)
             return;
         if (left * 1e3 < ms)

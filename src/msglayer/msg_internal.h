@@ -57,6 +57,21 @@ torx_status_t torxm_bind(torx_ctx_t *ctx);
  * node has one of its own and torx bound the task. */
 void torxm_bind_comm(torx_ctx_t *ctx, pthread_t thread);
 
+/* Whether ctx's device waits exactly (TORXP_CAP_EXACT_WAIT, the sim
+ * device): idle waits then sleep on the device at once, without spinning or
+ * yielding first, and the host's CPU counts say nothing about the job. */
+static inline int torxm_exact_wait(const torx_ctx_t *ctx)
+{
+    return (ctx->dev->caps & TORXP_CAP_EXACT_WAIT) != 0;
+}
+
+/* On a device with a charge op (sim): from now on the context charges the
+ * task's core for its matches and copies (TORXP_CPU_MATCH before each
+ * handler, TORXP_CPU_COPY after each packet that copied into a user
+ * buffer), by wrapping its handler and receive tables (msg.c). torx_init
+ * calls it; nothing on a device without the op. */
+void torxm_charges_start(torx_ctx_t *ctx);
+
 /* ---- Protocol table ------------------------------------------------------------ */
 
 typedef struct torxm_proto {
@@ -74,13 +89,53 @@ typedef struct torxm_proto {
 
 extern const torxm_proto_t torxm_protocols[TORX_PROTO_COUNT];
 
+/* ---- Peers ---------------------------------------------------------------------- */
+
+/* Makes the page of rank's peer (every record in it set up as torx_init
+ * used to: coordinate, staging reach, way_host) and returns rank's record;
+ * NULL, with the error recorded (torx_last_error), when memory ran out. */
+torxm_peer_t *torxm_peer_touch(torx_ctx_t *ctx, int rank) __attribute__((noinline, cold));
+
+/* The record of peer rank (0 <= rank < ctx->size, not checked), made on
+ * first contact: the hot paths pay one load and a branch that is taken once
+ * per 64 ranks. NULL when its page could not be had (out of memory): the
+ * caller fails the send, or on the receive path the context (torxm_fail). */
+static inline torxm_peer_t *torxm_peer(torx_ctx_t *ctx, int rank)
+{
+    const unsigned r = (unsigned)rank; /* no sign extension on the way */
+    torxm_peer_t *page = ctx->peer_pages[r >> TORXM_PEER_PAGE_SHIFT];
+    if (TORXM_LIKELY(page != NULL))
+        return &page[r & (TORXM_PEER_PAGE - 1)];
+    return torxm_peer_touch(ctx, rank);
+}
+
+/* The record of a peer this task has already exchanged with (a packet came
+ * from it, or a message went to it): its page exists. */
+static inline torxm_peer_t *torxm_peer_known(const torx_ctx_t *ctx, int rank)
+{
+    const unsigned r = (unsigned)rank;
+    return &ctx->peer_pages[r >> TORXM_PEER_PAGE_SHIFT][r & (TORXM_PEER_PAGE - 1)];
+}
+
+/* Pages of the peer table, and the records in page k (the last page may
+ * be short). Loops over every peer walk the pages that exist. */
+static inline int torxm_peer_npages(const torx_ctx_t *ctx)
+{
+    return (ctx->size + TORXM_PEER_PAGE - 1) >> TORXM_PEER_PAGE_SHIFT;
+}
+static inline int torxm_peer_page_len(const torx_ctx_t *ctx, int k)
+{
+    const int left = ctx->size - (k << TORXM_PEER_PAGE_SHIFT);
+    return left < TORXM_PEER_PAGE ? left : TORXM_PEER_PAGE;
+}
+
 /* Counts len data bytes of a message to peer, once per message, where its
  * protocol counts it as sent. One increment when TORX_STATS is on; off, a
  * branch that is never taken. */
 static inline void torxm_count_dest(torx_ctx_t *ctx, const torxm_peer_t *peer, uint64_t len)
 {
     if (TORXM_UNLIKELY(ctx->bytes_to != NULL))
-        ctx->bytes_to[peer - ctx->peers] += len;
+        ctx->bytes_to[peer->rank] += len;
 }
 
 /* Push and receive functions (proto_*.c). */
@@ -277,12 +332,15 @@ torxm_rx_t *torxm_rx_new(torx_ctx_t *ctx, int src, const torx_recv_t *recv, uint
                          unsigned proto);
 void torxm_rx_init(torxm_rx_t *rx, int src, const torx_recv_t *recv, uint64_t total,
                    unsigned proto);
-/* Writes n bytes that belong at off of the message (the part below cap). */
-static inline void torxm_rx_put(torxm_rx_t *rx, uint64_t off, const void *src, uint64_t n)
+/* Writes n bytes that belong at off of the message (the part below cap),
+ * counted in ctx->copied (the copy's charge, msg.c's charged_rx). */
+static inline void torxm_rx_put(torx_ctx_t *ctx, torxm_rx_t *rx, uint64_t off, const void *src,
+                                uint64_t n)
 {
     if (rx->buf && off < rx->cap) {
         const uint64_t k = n < rx->cap - off ? n : rx->cap - off;
         memcpy(rx->buf + off, src, k);
+        ctx->copied += k;
     }
     rx->arrived += n;
 }
@@ -298,7 +356,8 @@ int torxm_deferred_discard(torx_ctx_t *ctx);
 /* Records why a message was truncated and returns TORX_ERR_TRUNCATE. */
 torx_status_t torxm_truncated(int src, uint64_t total, uint64_t cap);
 
-/* Finishes a receive whose data was all in its first packet. */
+/* Finishes a receive whose data was all in its first packet (the copy
+ * counted in ctx->copied, as in torxm_rx_put). */
 static inline void torxm_recv_now(torx_ctx_t *ctx, int src, const torx_recv_t *recv,
                                   const void *data, size_t total)
 {
@@ -310,8 +369,10 @@ static inline void torxm_recv_now(torx_ctx_t *ctx, int src, const torx_recv_t *r
             n = recv->len;
             st = torxm_truncated(src, total, recv->len);
         }
-        if (n)
+        if (n) {
             memcpy(recv->buf, data, n);
+            ctx->copied += n;
+        }
     }
     if (recv->done)
         recv->done(ctx, recv->arg, st, n);

@@ -154,7 +154,7 @@ static inline int torxm_rzv_way_measured(const torx_ctx_t *ctx, const torxm_peer
 }
 static inline int torxm_rzv_way_leads(const torx_ctx_t *ctx, const torxm_peer_t *peer)
 {
-    return ctx->rank < (int)(peer - ctx->peers);
+    return ctx->rank < peer->rank;
 }
 /* Whether this task counts a measured transfer of len bytes with peer
  * (torxm_rzv_way_sent, torxm_rzv_way_received): it leads the pair. */
@@ -179,7 +179,7 @@ void torxm_rzv_way_open(torxm_peer_t *peer, int staged);
 int torxm_rzv_way_staged(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len);
 /* The leader counts each long transfer of the pair as it completes, staged
  * or by bulk get, one of its sends or of its receives, finished at when
- * (torxp_mono_ns of the receiving task: a get's ack carries it; 0: now). */
+ * (torxp_now_ns of the receiving task: a get's ack carries it; 0: now). */
 void torxm_rzv_way_sent(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len, int staged,
                         uint64_t when);
 void torxm_rzv_way_received(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len, int staged,

@@ -59,6 +59,9 @@ void torxm_match(torx_ctx_t *ctx, int src, unsigned handler, const void *hdr, si
     torx_proto_stats_t *s = &ctx->stats[proto];
     s->received++;
     s->bytes_received += total;
+    /* On a device that charges the task's core, the handler is msg.c's
+     * charged_handler, which charges the match (TORXP_CPU_MATCH), once per
+     * message, then calls the registered one. */
     if (TORXM_LIKELY(handler < TORX_MSG_HANDLERS && ctx->handlers[handler].fn)) {
         const torx_recv_info_t info = {.src = src,
                                        .hdr = hdr,
@@ -182,7 +185,7 @@ whole_packet_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt, 
 {
     const uint32_t w = torxm_sw_word(pkt);
     const unsigned hl = (w >> 8) & 0xffu;
-    const int src = (int)(peer - ctx->peers);
+    const int src = peer->rank;
     if (TORXM_UNLIKELY(hl > pkt->payload_len)) {
         torxm_bad_packet(ctx, src,
                          in_sequence

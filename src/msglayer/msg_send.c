@@ -6,7 +6,7 @@
 
 static int same_node(const torx_ctx_t *ctx, int dest)
 {
-    const torx_coord_t a = ctx->self, b = ctx->peers[dest].coord;
+    const torx_coord_t a = ctx->self, b = torx_map_coord(&ctx->map, dest);
     return a.x == b.x && a.y == b.y && a.z == b.z;
 }
 
@@ -209,7 +209,9 @@ inject_larger(torx_ctx_t *ctx, int dest, int handler, const void *hdr, size_t hd
     if (len > ctx->stage_chunk)
         return TORX_AGAIN;
     const torx_protocol_t p = torx_choose_protocol(ctx, dest, hdr_len, len);
-    torxm_peer_t *peer = &ctx->peers[dest];
+    torxm_peer_t *peer = torxm_peer(ctx, dest);
+    if (TORXM_UNLIKELY(!peer))
+        return TORX_ERR_NOMEM; /* torxm_peer_touch said why */
     /* Slow copies may send it by rendezvous: torx_send decides (and counts
      * the probe), so this asks without one and records nothing. */
     if (torxm_stages(ctx, peer, p, len)) {
@@ -234,8 +236,11 @@ torx_status_t torx_send_inject(torx_ctx_t *ctx, int dest, int handler, const voi
         return args_check("torx_send_inject", ctx, dest, handler, hdr, hdr_len, data, len);
     if (!onepkt_fits(ctx, hdr_len + len))
         return inject_larger(ctx, dest, handler, hdr, hdr_len, data, len);
-    const torx_status_t rc = onepkt_now(ctx, &ctx->peers[dest], handler, hdr ? hdr : nothing,
-                                        hdr_len, data ? data : nothing, len);
+    torxm_peer_t *peer = torxm_peer(ctx, dest);
+    if (TORXM_UNLIKELY(!peer))
+        return TORX_ERR_NOMEM; /* torxm_peer_touch said why */
+    const torx_status_t rc =
+        onepkt_now(ctx, peer, handler, hdr ? hdr : nothing, hdr_len, data ? data : nothing, len);
     return rc == TORX_NO_ROOM ? TORX_AGAIN : rc;
 }
 
@@ -296,7 +301,9 @@ torx_status_t torx_send(torx_ctx_t *ctx, torx_msg_t *msg, int dest, int handler,
         hdr = nothing;
     if (!data)
         data = nothing;
-    torxm_peer_t *peer = &ctx->peers[dest];
+    torxm_peer_t *peer = torxm_peer(ctx, dest);
+    if (TORXM_UNLIKELY(!peer))
+        return TORX_ERR_NOMEM; /* torxm_peer_touch said why */
     torxm_msg_t *m = torxm_msg(msg);
     torx_protocol_t p =
         protocol == TORX_PROTO_AUTO ? torx_choose_protocol(ctx, dest, hdr_len, len) : protocol;
@@ -512,7 +519,7 @@ static torx_status_t ctrl_inject(torx_ctx_t *ctx, int dest, unsigned type, uint3
                                  const void *payload, size_t len, unsigned proto)
 {
     torx_pkt_hdr_t h;
-    torx_pkt_hdr_init(&h, ctx->peers[dest].coord, 0);
+    torx_pkt_hdr_init(&h, torx_map_coord(&ctx->map, dest), 0);
     torxm_sw_set(&h, type, (uint32_t)ctx->rank, word);
     const struct iovec iov = {(void *)payload, len};
     return torxm_inject(ctx, &h, &iov, len ? 1 : 0, proto);

@@ -77,7 +77,7 @@ typedef struct torxm_rx {
     uint32_t seq; /* adaptive: the message's seq */
     uint8_t proto;
     uint8_t ack_type;      /* rendezvous, vn: the packet type of the ack */
-    uint8_t pooled;        /* 1: from the free list; 0: a peer's embedded eager record */
+    uint8_t pooled;        /* 1: from the free list (ctx->rx_free); 0: not */
     uint8_t flags;         /* deferred: the scout's flags (TORXM_SCOUT_PACKETS);
                               reassembly: TORXM_RX_STAGED for staged pieces */
     uint8_t deferred;      /* on ctx->deferred, waiting for torx_accept */
@@ -105,16 +105,20 @@ static_assert(offsetof(torxm_early_t, payload) ==
 
 struct torxm_rzv_way; /* rzv_way.c */
 
-/* Per-peer state: both directions. */
+/* Per-peer state: both directions. Made on first contact (torxm_peer,
+ * msg_internal.h), in pages of TORXM_PEER_PAGE ranks: a task of a large job
+ * keeps records only for the peers it talks to. 96 bytes, so that a page
+ * is 6 KiB. */
 typedef struct torxm_peer {
     /* send */
     torxm_msg_t *head, **tail; /* pending queue; tail valid when head != NULL */
     struct torxm_peer *busy_next;
-    uint8_t busy;         /* on ctx->busy */
+    int32_t rank;         /* the peer's */
     uint32_t tx_seq;      /* messages started to this peer */
     uint32_t tokens_owed; /* adaptive messages not yet matched there */
     uint32_t awaiting;    /* rendezvous sends whose scout is out (ctx->awaiting's share) */
     torx_coord_t coord;
+    uint8_t busy;   /* on ctx->busy */
     uint8_t staged; /* the staging area reaches this peer (torx_stage_reaches) */
     /* another task of this host that the staging area reaches and whose
      * bulk gets the device measured (torx_bulk_cost): the pair measures its
@@ -135,11 +139,16 @@ typedef struct torxm_peer {
     struct torxm_rzv_way *way;
     /* receive */
     uint32_t rx_seq;      /* messages matched from this peer */
-    torxm_rx_t *eager;    /* the eager message being reassembled, or NULL */
-    torxm_rx_t eager_rec; /* its record: one at a time per source, never allocated */
+    torxm_rx_t *eager;    /* the eager or staged message being reassembled (a pooled
+                           * record: one at a time per source), or NULL */
     torxm_rx_t *adapt;    /* adaptive messages being reassembled */
     torxm_early_t *early; /* adaptive packets parked before their turn */
 } torxm_peer_t;
+static_assert(sizeof(torxm_peer_t) <= 96, "a peer record stays small: pages of 64 are 6 KiB");
+
+/* Peers come in pages of this many ranks (ctx->peer_pages). */
+#define TORXM_PEER_PAGE_SHIFT 6
+#define TORXM_PEER_PAGE (1 << TORXM_PEER_PAGE_SHIFT)
 
 /* A control packet (token, ack, clear-to-send) the FIFOs had no room for. */
 typedef struct torxm_ctrl {
@@ -163,22 +172,36 @@ typedef struct torxm_cookie_slot {
 
 typedef void (*torxm_rx_fn)(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt);
 
+typedef struct torxm_handler {
+    torx_handler_fn fn;
+    void *arg;
+} torxm_handler_t;
+
 struct torx_ctx {
     torx_pkt_dev_t *dev;
     int rank, size;
     torx_coord_t self;
-    torxm_peer_t *peers; /* by rank */
+    int charges; /* dev charges work to the task's core (torxm_charges_start) */
+    /* Peers by rank, made on first contact (torxm_peer): page k holds ranks
+     * k * TORXM_PEER_PAGE and on (fewer in the last page), NULL until one
+     * of them is touched. 8 bytes per 64 ranks. */
+    torxm_peer_t **peer_pages;
+    /* Bytes the receive paths copied into user buffers (torxm_rx_put,
+     * torxm_recv_now): counted always, one add; charged to the task's core
+     * after each packet where the device charges (msg.c's charged_rx). */
+    uint64_t copied;
 
-    /* Reception dispatch, built at init from torxm_protocols. */
+    /* Reception dispatch, built at init from torxm_protocols (where the
+     * device charges, msg.c's charged_rx wraps each: torxm_charges_start). */
     struct {
         torxm_rx_fn fn;
         uint8_t proto;
     } rx[TORXM_PKT_NTYPES];
 
-    struct {
-        torx_handler_fn fn;
-        void *arg;
-    } handlers[TORX_MSG_HANDLERS];
+    /* What torxm_match calls: the registered handlers, or where the device
+     * charges matches (ctx->charges) msg.c's charged_handler with the
+     * registered one in charged[] as its argument. */
+    torxm_handler_t handlers[TORX_MSG_HANDLERS];
     uint64_t warned_handlers; /* bit per id: an unregistered-id warning printed */
 
     torx_limits_t limits;
@@ -224,6 +247,8 @@ struct torx_ctx {
     torx_boot_t *boot;
     torx_boot_t own_boot; /* when torx_init started PMI itself */
     int owns_boot;
+    torxm_handler_t charged[TORX_MSG_HANDLERS]; /* ctx->charges: the registered handlers */
+    torxm_rx_fn charged_rx[TORXM_PKT_NTYPES];   /* ctx->charges: the protocols' receive functions */
 };
 
 #endif /* TORXM_TYPES_H */

@@ -95,7 +95,7 @@ torx_status_t torxm_adapt_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t 
 
 void torxm_eager_first_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt)
 {
-    const int src = (int)(peer - ctx->peers);
+    const int src = peer->rank;
     const uint32_t w = torxm_sw_word(pkt);
     const unsigned hl = (w >> 8) & 0xffu;
     const uint8_t *p = torx_pkt_payload(pkt);
@@ -115,9 +115,14 @@ void torxm_eager_first_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hd
         torxm_recv_now(ctx, src, &recv, data, (size_t)total);
         return;
     }
-    torxm_rx_t *rx = &peer->eager_rec;
-    torxm_rx_init(rx, src, &recv, total, TORX_PROTO_EAGER);
-    torxm_rx_put(rx, 0, data, n);
+    torxm_rx_t *rx = torxm_rx_new(ctx, src, &recv, total, TORX_PROTO_EAGER);
+    if (TORXM_UNLIKELY(!rx)) { /* the context has failed; the receive fails */
+        torxm_matched(ctx, peer);
+        if (recv.done)
+            recv.done(ctx, recv.arg, TORX_ERR_NOMEM, 0);
+        return;
+    }
+    torxm_rx_put(ctx, rx, 0, data, n);
     peer->eager = rx;
     torxm_matched(ctx, peer);
 }
@@ -128,11 +133,11 @@ void torxm_eager_more_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr
     const uint64_t off = torxm_sw_word(pkt);
     if (TORXM_UNLIKELY(!rx || off != rx->arrived || off + pkt->payload_len > rx->want ||
                        (rx->flags & TORXM_RX_STAGED))) {
-        torxm_bad_packet(ctx, (int)(peer - ctx->peers),
-                   rx ? "an eager packet out of place" : "an eager packet without a message");
+        torxm_bad_packet(ctx, peer->rank,
+                         rx ? "an eager packet out of place" : "an eager packet without a message");
         return;
     }
-    torxm_rx_put(rx, off, torx_pkt_payload(pkt), pkt->payload_len);
+    torxm_rx_put(ctx, rx, off, torx_pkt_payload(pkt), pkt->payload_len);
     if (rx->arrived == rx->want) {
         peer->eager = NULL;
         torxm_rx_finish(ctx, rx);
@@ -149,8 +154,7 @@ static void park(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt,
      * message. Packets of a second one are a broken or hostile peer's, and
      * parking them would let it grow this list without bound. */
     if (TORXM_UNLIKELY(peer->early != NULL && peer->early->seq != seq)) {
-        torxm_bad_packet(ctx, (int)(peer - ctx->peers),
-                         "adaptive packets of two messages ahead of their turn");
+        torxm_bad_packet(ctx, peer->rank, "adaptive packets of two messages ahead of their turn");
         return;
     }
     torxm_early_t *e = ctx->early_free;
@@ -160,7 +164,7 @@ static void park(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt,
         torxm_fail(ctx, TORX_ERR_NOMEM,
                    "out of memory parking an early adaptive packet from rank %d (its message "
                    "cannot complete)",
-                   (int)(peer - ctx->peers));
+                   peer->rank);
         return;
     }
     ctx->parked++;
@@ -176,9 +180,9 @@ static void unpark(torx_ctx_t *ctx, torxm_early_t *e)
     ctx->early_free = e;
 }
 
-static void adapt_put(torxm_rx_t *rx, const torx_pkt_hdr_t *pkt)
+static void adapt_put(torx_ctx_t *ctx, torxm_rx_t *rx, const torx_pkt_hdr_t *pkt)
 {
-    torxm_rx_put(rx, torxm_sw_word(pkt), (const uint8_t *)torx_pkt_payload(pkt) + 4,
+    torxm_rx_put(ctx, rx, torxm_sw_word(pkt), (const uint8_t *)torx_pkt_payload(pkt) + 4,
                  pkt->payload_len - TORXM_ADAPT_MORE_PREFIX);
 }
 
@@ -202,7 +206,7 @@ static void adapt_unlink(torxm_peer_t *peer, torxm_rx_t *rx)
 /* Matches the adaptive message whose first packet is pkt (its turn has come). */
 static void adapt_first(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt)
 {
-    const int src = (int)(peer - ctx->peers);
+    const int src = peer->rank;
     const uint32_t w = torxm_sw_word(pkt);
     const unsigned hl = (w >> 8) & 0xffu;
     const uint8_t *p = torx_pkt_payload(pkt);
@@ -228,7 +232,7 @@ static void adapt_first(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_
         return;
     }
     rx->seq = seq;
-    torxm_rx_put(rx, 0, data, n);
+    torxm_rx_put(ctx, rx, 0, data, n);
     /* Data packets of this message that came before it. */
     for (torxm_early_t **pp = &peer->early; *pp;) {
         torxm_early_t *e = *pp;
@@ -239,7 +243,7 @@ static void adapt_first(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_
             if (TORXM_UNLIKELY(adapt_more_past(rx, &e->pkt)))
                 torxm_bad_packet(ctx, src, "an adaptive data packet past its message");
             else
-                adapt_put(rx, &e->pkt);
+                adapt_put(ctx, rx, &e->pkt);
             unpark(ctx, e);
         } else {
             pp = &e->next;
@@ -273,7 +277,7 @@ void torxm_adapt_first_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hd
     const uint32_t w = torxm_sw_word(pkt);
     const unsigned hl = (w >> 8) & 0xffu;
     if (TORXM_UNLIKELY(TORXM_ADAPT_FIRST_PREFIX + hl > pkt->payload_len)) {
-        torxm_bad_packet(ctx, (int)(peer - ctx->peers), "a short adaptive first packet");
+        torxm_bad_packet(ctx, peer->rank, "a short adaptive first packet");
         return;
     }
     const uint32_t seq = torxm_ld32((const uint8_t *)torx_pkt_payload(pkt) + 4);
@@ -288,7 +292,7 @@ void torxm_adapt_first_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hd
 void torxm_adapt_more_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt)
 {
     if (TORXM_UNLIKELY(pkt->payload_len < TORXM_ADAPT_MORE_PREFIX)) {
-        torxm_bad_packet(ctx, (int)(peer - ctx->peers), "a short adaptive data packet");
+        torxm_bad_packet(ctx, peer->rank, "a short adaptive data packet");
         return;
     }
     const uint32_t seq = torxm_ld32(torx_pkt_payload(pkt));
@@ -299,15 +303,14 @@ void torxm_adapt_more_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr
         if ((int32_t)(seq - peer->rx_seq) >= 0)
             park(ctx, peer, pkt, seq); /* it beat its first packet */
         else
-            torxm_bad_packet(ctx, (int)(peer - ctx->peers),
-                       "an adaptive data packet of a finished message");
+            torxm_bad_packet(ctx, peer->rank, "an adaptive data packet of a finished message");
         return;
     }
     if (TORXM_UNLIKELY(adapt_more_past(rx, pkt))) {
-        torxm_bad_packet(ctx, (int)(peer - ctx->peers), "an adaptive data packet past its message");
+        torxm_bad_packet(ctx, peer->rank, "an adaptive data packet past its message");
         return;
     }
-    adapt_put(rx, pkt);
+    adapt_put(ctx, rx, pkt);
     if (rx->arrived == rx->want) {
         adapt_unlink(peer, rx);
         torxm_rx_finish(ctx, rx);
@@ -318,7 +321,7 @@ void torxm_adapt_token_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hd
 {
     (void)pkt;
     if (TORXM_UNLIKELY(!peer->tokens_owed)) {
-        torxm_bad_packet(ctx, (int)(peer - ctx->peers), "an adaptive token nobody waits for");
+        torxm_bad_packet(ctx, peer->rank, "an adaptive token nobody waits for");
         return;
     }
     if (--peer->tokens_owed == 0 && peer->head)

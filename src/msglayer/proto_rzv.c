@@ -168,9 +168,8 @@ static torxm_msg_t *awaiting_msg(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t c
 {
     torxm_msg_t *m = torxm_cookie_get(ctx, cookie, 0);
     if (TORXM_UNLIKELY(!m || m->magic != TORXM_MSG_MAGIC || m->state != TORXM_MSG_AWAIT ||
-                       &ctx->peers[m->dest] != peer)) {
-        torxm_bad_packet(ctx, (int)(peer - ctx->peers),
-                         "a rendezvous reply naming no waiting send");
+                       m->dest != peer->rank)) {
+        torxm_bad_packet(ctx, peer->rank, "a rendezvous reply naming no waiting send");
         return NULL;
     }
     return m;
@@ -179,7 +178,7 @@ static torxm_msg_t *awaiting_msg(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t c
 void torxm_ack_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt)
 {
     if (TORXM_UNLIKELY(pkt->payload_len < 8)) {
-        torxm_bad_packet(ctx, (int)(peer - ctx->peers), "a short rendezvous ack");
+        torxm_bad_packet(ctx, peer->rank, "a short rendezvous ack");
         return;
     }
     const uint8_t *p = torx_pkt_payload(pkt);
@@ -193,7 +192,7 @@ void torxm_ack_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt
 void torxm_cts_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt)
 {
     if (TORXM_UNLIKELY(pkt->payload_len < 24)) {
-        torxm_bad_packet(ctx, (int)(peer - ctx->peers), "a short clear-to-send");
+        torxm_bad_packet(ctx, peer->rank, "a short clear-to-send");
         return;
     }
     const uint8_t *p = torx_pkt_payload(pkt);
@@ -202,7 +201,7 @@ void torxm_cts_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt
         return;
     const uint64_t want = torxm_ld64(p + 16);
     if (TORXM_UNLIKELY(want > m->len)) {
-        torxm_bad_packet(ctx, (int)(peer - ctx->peers), "a clear-to-send for more than was sent");
+        torxm_bad_packet(ctx, peer->rank, "a clear-to-send for more than was sent");
         return;
     }
     if (want == 0) {
@@ -212,7 +211,7 @@ void torxm_cts_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt
     const int staged = torxm_sw_word(pkt) & TORXM_CTS_STAGED;
     if (TORXM_UNLIKELY(staged ? !torxm_rzv_offers_stage(ctx, peer, m)
                               : m->proto != TORX_PROTO_RZV)) {
-        torxm_bad_packet(ctx, (int)(peer - ctx->peers),
+        torxm_bad_packet(ctx, peer->rank,
                          staged ? "a clear-to-send asking for staging that was not offered"
                                 : "a clear-to-send asking a vn message for packets");
         return;
@@ -236,7 +235,7 @@ void torxm_bulk_done(torx_ctx_t *ctx, torxm_rx_t *rx, torx_status_t st)
         rx->status = st;
     else
         rx->arrived = rx->want;
-    torxm_peer_t *peer = &ctx->peers[rx->src];
+    torxm_peer_t *peer = torxm_peer_known(ctx, rx->src);
     /* Ack even after a failed get: the sender's buffer is free either way.
      * When the sender leads the pair's way (rzv_way.c), the ack says when
      * the get finished: acks queue while a task copies, and the time one
@@ -248,7 +247,7 @@ void torxm_bulk_done(torx_ctx_t *ctx, torxm_rx_t *rx, torx_status_t st)
             torxm_rzv_way_received(ctx, peer, rx->total, 0, 0);
     } else if (st >= 0 && torxm_rzv_way_measured(ctx, peer, rx->total) &&
                !torxm_rzv_way_leads(ctx, peer)) {
-        ack[1] = torxp_mono_ns();
+        ack[1] = torxp_now_ns(ctx->dev);
         ack_len = sizeof ack;
     }
     torxm_ctrl_send(ctx, rx->src, rx->ack_type, 0, ack, ack_len, rx->proto);
@@ -299,7 +298,7 @@ static void scout_start(torx_ctx_t *ctx, const scout_t *s, const torx_recv_t *re
         rx->pooled = 1;
         rx->later = 1;
     }
-    torxm_peer_t *peer = &ctx->peers[s->src];
+    torxm_peer_t *peer = torxm_peer_known(ctx, s->src);
     const unsigned path = take_path(ctx, peer, s->flags, total);
     const int staged = path == TORXM_PATH_STAGED;
     const int counted = torxm_rzv_way_counts(ctx, peer, total);
@@ -413,7 +412,7 @@ static void scout_defer(torx_ctx_t *ctx, const scout_t *s, torx_deferred_t **def
 
 void torxm_scout_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt)
 {
-    const int src = (int)(peer - ctx->peers);
+    const int src = peer->rank;
     const unsigned type = torxm_sw_type(pkt);
     const uint32_t w = torxm_sw_word(pkt);
     const unsigned hl = (w >> 8) & 0xffu;
@@ -506,7 +505,7 @@ int torxm_bulk_progress(torx_ctx_t *ctx)
 
 void torxm_rzv_data_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt)
 {
-    const int src = (int)(peer - ctx->peers);
+    const int src = peer->rank;
     if (TORXM_UNLIKELY(pkt->payload_len < TORXM_RZV_DATA_PREFIX)) {
         torxm_bad_packet(ctx, src, "a short rendezvous data packet");
         return;
@@ -518,7 +517,7 @@ void torxm_rzv_data_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t
         torxm_bad_packet(ctx, src, "rendezvous data for no transfer of it");
         return;
     }
-    torxm_rx_put(rx, off, p + TORXM_RZV_DATA_PREFIX, n);
+    torxm_rx_put(ctx, rx, off, p + TORXM_RZV_DATA_PREFIX, n);
     if (rx->arrived == rx->want)
         torxm_rzv_stream_done(ctx, rx);
 }
@@ -528,6 +527,6 @@ void torxm_rzv_stream_done(torx_ctx_t *ctx, torxm_rx_t *rx)
     torxm_cookie_free(ctx, rx->rcookie);
     ctx->inflight_rx--;
     if (rx->way_counted)
-        torxm_rzv_way_received(ctx, &ctx->peers[rx->src], rx->total, 1, 0);
+        torxm_rzv_way_received(ctx, torxm_peer_known(ctx, rx->src), rx->total, 1, 0);
     torxm_rx_finish(ctx, rx);
 }

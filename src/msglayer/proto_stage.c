@@ -132,7 +132,7 @@ static inline torx_stage_ref_t ref_at(const uint8_t *p)
 
 void torxm_staged_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt)
 {
-    const int src = (int)(peer - ctx->peers);
+    const int src = peer->rank;
     const unsigned proto =
         torxm_sw_type(pkt) == TORXM_PKT_VN_STAGED ? TORX_PROTO_VN : TORX_PROTO_EAGER;
     const uint32_t w = torxm_sw_word(pkt);
@@ -163,10 +163,16 @@ void torxm_staged_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *
         torx_stage_release(ctx->dev, peer->coord, ref);
         return;
     }
-    torxm_rx_t *rx = &peer->eager_rec;
-    torxm_rx_init(rx, src, &recv, total, proto);
+    torxm_rx_t *rx = torxm_rx_new(ctx, src, &recv, total, proto);
+    if (TORXM_UNLIKELY(!rx)) { /* the context has failed; the receive fails */
+        torx_stage_release(ctx->dev, peer->coord, ref);
+        torxm_matched(ctx, peer);
+        if (recv.done)
+            recv.done(ctx, recv.arg, TORX_ERR_NOMEM, 0);
+        return;
+    }
     rx->flags = TORXM_RX_STAGED;
-    torxm_rx_put(rx, 0, data, ref.len);
+    torxm_rx_put(ctx, rx, 0, data, ref.len);
     torx_stage_release(ctx->dev, peer->coord, ref);
     ctx->staged_pieces++;
     peer->eager = rx;
@@ -177,7 +183,7 @@ void torxm_piece_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *p
 {
     torxm_rx_t *rx = peer->eager;
     const uint64_t off = torxm_sw_word(pkt);
-    const int src = (int)(peer - ctx->peers);
+    const int src = peer->rank;
     if (TORXM_UNLIKELY(!rx || !(rx->flags & TORXM_RX_STAGED) ||
                        pkt->payload_len != TORXM_PIECE_BYTES)) {
         torxm_bad_packet(ctx, src,
@@ -192,7 +198,7 @@ void torxm_piece_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *p
         torxm_bad_packet(ctx, src, "a staged piece that is not the next one of its message");
         return;
     }
-    torxm_rx_put(rx, off, data, ref.len);
+    torxm_rx_put(ctx, rx, off, data, ref.len);
     torx_stage_release(ctx->dev, peer->coord, ref);
     ctx->staged_pieces++;
     if (rx->arrived == rx->want) {
@@ -203,7 +209,7 @@ void torxm_piece_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *p
 
 void torxm_rzv_piece_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt)
 {
-    const int src = (int)(peer - ctx->peers);
+    const int src = peer->rank;
     if (TORXM_UNLIKELY(pkt->payload_len != TORXM_RZV_PIECE_BYTES)) {
         torxm_bad_packet(ctx, src, "a short staged rendezvous piece");
         return;
@@ -222,7 +228,7 @@ void torxm_rzv_piece_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_
                          "transfer");
         return;
     }
-    torxm_rx_put(rx, off, data, ref.len);
+    torxm_rx_put(ctx, rx, off, data, ref.len);
     torx_stage_release(ctx->dev, peer->coord, ref);
     ctx->staged_pieces++;
     if (rx->arrived == rx->want)

@@ -6,16 +6,16 @@
  * and the pair's rate in each: the bytes of its long transfers, both
  * directions, that completed within an epoch, over the epoch's time. A
  * transfer completes when its receiver has the data: a get's end comes in
- * its ack (CLOCK_MONOTONIC is one clock for the host's tasks). An epoch is
- * an interval of that clock. It ends once it holds more than
- * EPOCH_TRANSFERS transfers, EPOCH_BYTES bytes and EPOCH_NS; its figure is
- * taken once every transfer that completed before its end has reported:
- * the acks of the leader's sends wait in its FIFO behind the scouts of a
- * whole window of its receives (each a bulk get run in the handler), so
- * they report up to a window late. Epochs counted in the order reports
- * arrived read bulk gets at half their rate (13.8 GB/s in epochs of a
- * stream that ran at 28), and the
- * pair kept staging where the two ways ran level.
+ * its ack (torxp_now_ns: CLOCK_MONOTONIC, one clock for the host's tasks;
+ * the simulated clock on sim). An epoch is an interval of that clock. It
+ * ends once it holds more than EPOCH_TRANSFERS transfers, EPOCH_BYTES bytes
+ * and EPOCH_NS; its figure is taken once every transfer that completed
+ * before its end has reported: the acks of the leader's sends wait in its
+ * FIFO behind the scouts of a whole window of its receives (each a bulk get
+ * run in the handler), so they report up to a window late. Epochs counted
+ * in the order reports arrived read bulk gets at half their rate (13.8 GB/s
+ * in epochs of a stream that ran at 28), and the pair kept staging where
+ * the two ways ran level.
  *
  * An epoch counts only transfers that went its way: after a switch the
  * transfers whose scouts were out already complete the old way, and the
@@ -171,7 +171,7 @@ static void way_done(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len, int stag
         return;
     way_class_t *k = &w->c[class_of(len)];
     const unsigned way = k->bulk ^ k->exploring;
-    const uint64_t t = when ? when : torxp_mono_ns();
+    const uint64_t t = when ? when : torxp_now_ns(ctx->dev);
     if ((unsigned)!staged != way) { /* one from before a switch: the epoch starts after it */
         k->floor = t > k->floor ? t : k->floor;
         memset(&k->now, 0, sizeof k->now);
@@ -229,7 +229,12 @@ void torxm_rzv_way_log(const torx_ctx_t *ctx)
     if (ctx->dev->verbose < 2)
         return;
     for (int r = 0; r < ctx->size; r++) {
-        const struct torxm_rzv_way *w = ctx->peers[r].way;
+        const torxm_peer_t *page = ctx->peer_pages[r >> TORXM_PEER_PAGE_SHIFT];
+        if (!page) { /* no record, no way: on to the next page */
+            r |= TORXM_PEER_PAGE - 1;
+            continue;
+        }
+        const struct torxm_rzv_way *w = page[r & (TORXM_PEER_PAGE - 1)].way;
         for (int c = 0; w && c < CLASSES; c++) {
             const way_class_t *k = &w->c[c];
             if (!k->measured)

@@ -398,6 +398,12 @@ int torx_boot_fork_run(int ntasks, torx_task_main_fn task_main, void *arg, doubl
                            "torx: torx_boot_fork_run: cpus_per_task=%d, must be >= 0",
                            cpus_per_task);
 
+#ifdef TORX_HAVE_SIMGRID
+    /* The tasks as actors of this process, in simulated time (docs/sim.md). */
+    const char *device = getenv("TORX_DEVICE");
+    if (device && !strcmp(device, "sim"))
+        return torxp_sim_run_tasks(ntasks, task_main, arg);
+#endif
     const size_t n = (size_t)ntasks;
     const size_t pids_off = sizeof(fork_shared_t);
     const size_t lens_off = pids_off + n * sizeof(int32_t);

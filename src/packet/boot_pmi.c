@@ -573,6 +573,10 @@ torx_status_t torx_boot_pmi_init(torx_boot_t *boot)
 {
     if (!boot)
         return torxp_error(TORX_ERR_INVAL, "torx: torx_boot_pmi_init: boot is NULL");
+#ifdef TORX_HAVE_SIMGRID
+    if (torxp_sim_running()) /* a task of a simulated job (torx-sim) */
+        return torxp_sim_boot_init(boot);
+#endif
     long timeout;
     torx_status_t rc = torx_env_int("TORX_BOOT_TIMEOUT", 1, 86400, PMI_TIMEOUT_DEF, &timeout);
     if (rc != TORX_OK)

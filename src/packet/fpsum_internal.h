@@ -48,7 +48,6 @@
 #include "pkt_internal.h"
 
 #include <math.h>
-#include <sched.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -147,7 +146,7 @@ static inline void torxp_fpsum_wait(torx_pkt_dev_t *dev, const torxp_fpsum_io_t 
 {
     io->poll(dev);
     if (++*spins >= TORXP_FPSUM_SPINS && (*spins & 7) == 0)
-        sched_yield();
+        torxp_yield(dev);
 }
 
 /* One collective round over S64 lanes, to completion. */

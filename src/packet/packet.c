@@ -6,8 +6,8 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-static const char *const device_names[] = {"shm", "ofi", NULL};
-enum { DEVICE_SHM, DEVICE_OFI };
+static const char *const device_names[] = {"shm", "ofi", "sim", NULL};
+enum { DEVICE_SHM, DEVICE_OFI, DEVICE_SIM };
 
 static torx_status_t check_attr(const torx_pkt_attr_t *attr)
 {
@@ -36,6 +36,13 @@ static torx_status_t check_attr(const torx_pkt_attr_t *attr)
     return TORX_OK;
 }
 
+unsigned torxp_device_caps(const char *device)
+{
+    if (!device)
+        device = getenv("TORX_DEVICE");
+    return device && !strcmp(device, "sim") ? TORXP_CAP_EXACT_WAIT | TORXP_CAP_MODELLED : 0;
+}
+
 torx_status_t torx_pkt_open(const torx_pkt_attr_t *attr, torx_pkt_dev_t **dev)
 {
     torx_status_t rc = check_attr(attr);
@@ -48,7 +55,8 @@ torx_status_t torx_pkt_open(const torx_pkt_attr_t *attr, torx_pkt_dev_t **dev)
             if (!strcmp(device_names[device], attr->device))
                 break;
         if (!device_names[device])
-            return torxp_error(TORX_ERR_INVAL, "torx: unknown device '%s' (expected shm or ofi)",
+            return torxp_error(TORX_ERR_INVAL,
+                               "torx: unknown device '%s' (expected shm, ofi or sim)",
                                attr->device);
     } else {
         rc = torx_env_choice("TORX_DEVICE", device_names, DEVICE_SHM, &device);
@@ -64,6 +72,14 @@ torx_status_t torx_pkt_open(const torx_pkt_attr_t *attr, torx_pkt_dev_t **dev)
     switch (device) {
     case DEVICE_SHM:
         return torxp_shm_open(attr, &env, dev);
+    case DEVICE_SIM:
+#ifdef TORX_HAVE_SIMGRID
+        return torxp_sim_open(attr, &env, dev);
+#else
+        return torxp_error(TORX_ERR_UNSUPPORTED,
+                           "torx: TORX_DEVICE=sim: this build has no sim device (configured "
+                           "--without-simgrid or libsimgrid-dev missing)");
+#endif
     default:
 #ifdef TORX_HAVE_OFI
         return torxp_ofi_hybrid_open(attr, &env, dev);
@@ -95,6 +111,11 @@ torx_coord_t torx_pkt_self(const torx_pkt_dev_t *dev)
 torx_shape_t torx_pkt_shape(const torx_pkt_dev_t *dev)
 {
     return dev->shape;
+}
+
+double torx_pkt_wtime(const torx_pkt_dev_t *dev)
+{
+    return torxp_now_s(dev);
 }
 
 torx_status_t torx_pkt_inject(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,

@@ -3,8 +3,10 @@
 #ifndef TORXP_INTERNAL_H
 #define TORXP_INTERNAL_H
 
+#include <torx/boot.h>
 #include <torx/packet.h>
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -14,6 +16,22 @@
 #define TORXP_LIKELY(x) __builtin_expect(!!(x), 1)
 #define TORXP_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define TORXP_CACHELINE 64
+
+/* A thread of libtorx (co mode's communication thread): a pthread on the
+ * host; a device that runs tasks itself (sim) keeps its own handle in
+ * dev_thread. */
+typedef struct torxp_thread {
+    pthread_t pthread;
+    void *dev_thread;
+} torxp_thread_t;
+
+/* Work of the layers above that a device may charge to the task's core
+ * (torxp_charge). */
+typedef enum {
+    TORXP_CPU_MATCH, /* a message matched: its handler ran; n = 1 */
+    TORXP_CPU_COPY   /* n bytes copied by the message layer between a packet or staging area
+                      * and a user buffer */
+} torxp_cpu_event_t;
 
 /* What every device provides. The packet layer's public calls are thin
  * wrappers over this table; a device fills it with designated initializers. */
@@ -61,7 +79,39 @@ typedef struct torxp_dev_ops {
     const void *(*mstage_data)(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
     void (*mstage_release)(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
     void (*close)(torx_pkt_dev_t *dev);
+    /* Time, waiting and threads (docs/packet-layer.md#time-waiting-and-threads).
+     * NULL: the host's own: CLOCK_MONOTONIC, nanosleep, sched_yield, a private
+     * futex, pthreads. */
+    double (*now_s)(const torx_pkt_dev_t *dev); /* seconds, full precision */
+    void (*nap)(torx_pkt_dev_t *dev, uint64_t ns);
+    void (*yield)(torx_pkt_dev_t *dev);
+    /* Sleeps while *word == expected, at most timeout_ns (< 0: no limit);
+     * TORX_OK when woken or the word differs, TORX_AGAIN on timeout. */
+    torx_status_t (*word_wait)(torx_pkt_dev_t *dev, uint32_t *word, uint32_t expected,
+                               int64_t timeout_ns);
+    void (*word_wake)(torx_pkt_dev_t *dev, uint32_t *word); /* wakes every waiter */
+    torx_status_t (*thread_start)(torx_pkt_dev_t *dev, torxp_thread_t *thread, void *(*fn)(void *),
+                                  void *arg);
+    void (*thread_join)(torx_pkt_dev_t *dev, torxp_thread_t *thread);
+    /* Charges the task's core for work the layer above did (sim only). */
+    void (*charge)(torx_pkt_dev_t *dev, torxp_cpu_event_t ev, size_t n);
 } torxp_dev_ops_t;
+
+/* torx_pkt_dev.caps: what the layers above may rely on.
+ * TORXP_CAP_EXACT_WAIT: torx_pkt_wait returns exactly when a packet arrives
+ * or a wake comes, and spinning costs simulated time: idle waiters go
+ * straight to torx_pkt_wait / word_wait and do not spin or yield first. */
+#define TORXP_CAP_EXACT_WAIT 0x1u
+/* TORXP_CAP_MODELLED: the device's tasks are not processes of the host but
+ * tasks of a modelled machine (sim): no binding to the host's cores. */
+#define TORXP_CAP_MODELLED 0x2u
+/* TORXP_CAP_NO_BULK: no bulk transfers (torx_bulk_get refuses): the layers
+ * above move bulk data in packets (sim on a machine without DMA, BG/L). */
+#define TORXP_CAP_NO_BULK 0x4u
+/* The caps of the device torx_pkt_open will open for device (NULL:
+ * TORX_DEVICE), known before it opens: for what a task does first, such
+ * as binding to its core. 0 for a name it does not know. */
+unsigned torxp_device_caps(const char *device);
 
 /* The base every device embeds first (container_of style). */
 struct torx_pkt_dev {
@@ -70,6 +120,7 @@ struct torx_pkt_dev {
     torx_coord_t self;
     int rank, size;       /* from the bootstrap */
     int verbose;          /* TORX_VERBOSE */
+    unsigned caps;        /* TORXP_CAP_*; 0 on shm and ofi */
     uint64_t malformed;   /* received packets dropped by torxp_hdr_invalid */
     torx_status_t failed; /* an error the device cannot recover from, else TORX_OK */
 };
@@ -78,7 +129,10 @@ struct torx_pkt_dev {
  * getrandom, or when it has none to give at once, the clock and the pid. */
 uint64_t torxp_random64(void);
 
-/* Monotonic time in seconds, for deadlines and timeouts (not the hot path). */
+/* The host's monotonic clock, for the devices and the bootstraps only (shm,
+ * ofi, boot_fork.c, boot_pmi.c): code above the devices reads the task's
+ * clock, torxp_now_ns / torxp_now_s. In seconds, for deadlines and timeouts
+ * (not the hot path). */
 static inline double torxp_mono_s(void)
 {
     struct timespec ts;
@@ -93,6 +147,84 @@ static inline uint64_t torxp_mono_ns(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+/* ---- Time, waiting and threads of the layers above the devices -------------------- *
+ *
+ * Everything outside the devices that reads a clock, sleeps, yields, waits
+ * on a word or starts a thread goes through these, so that a device that
+ * runs many tasks in one process in simulated time (sim) can take them
+ * over (docs/packet-layer.md#time-waiting-and-threads). Each calls dev's
+ * op, or where it has none (shm, ofi) the host's own (host_services.c). */
+
+/* The task's clock in ns, and in seconds: monotonic; on the host
+ * CLOCK_MONOTONIC, one clock for every task of a host, so one task's
+ * reading can travel to another (rzv_way.c's acks). dev may be NULL: the
+ * host's clock. */
+static inline uint64_t torxp_now_ns(const torx_pkt_dev_t *dev)
+{
+    if (dev && TORXP_UNLIKELY(dev->ops->now_s != NULL))
+        return (uint64_t)(dev->ops->now_s(dev) * 1e9 + 0.5);
+    return torxp_mono_ns();
+}
+
+static inline double torxp_now_s(const torx_pkt_dev_t *dev)
+{
+    if (dev && TORXP_UNLIKELY(dev->ops->now_s != NULL))
+        return dev->ops->now_s(dev);
+    return torxp_mono_s();
+}
+
+/* Sleeps at least ns (the host: nanosleep, resumed after a signal). */
+void torxp_nap(torx_pkt_dev_t *dev, uint64_t ns);
+/* Lets other threads (tasks) run (the host: sched_yield). */
+void torxp_yield(torx_pkt_dev_t *dev);
+/* Sleeps while *word == expected, at most timeout_ns (< 0: no limit).
+ * TORX_OK when woken or the word differs (or, on the host, a signal cut
+ * the sleep short: callers recheck), TORX_AGAIN on timeout. The host's is
+ * a process-private futex: waiter and waker are threads of one process. */
+torx_status_t torxp_word_wait(torx_pkt_dev_t *dev, uint32_t *word, uint32_t expected,
+                              int64_t timeout_ns);
+/* Wakes every waiter on word (after the caller changed it). */
+void torxp_word_wake(torx_pkt_dev_t *dev, uint32_t *word);
+/* Starts fn(arg) in a thread of the task. The host's is a pthread that
+ * takes no signals (they belong to the application's threads). TORX_OK, or
+ * TORX_ERR_SYS with the reason recorded. */
+torx_status_t torxp_thread_start(torx_pkt_dev_t *dev, torxp_thread_t *thread, void *(*fn)(void *),
+                                 void *arg);
+/* Waits for a thread torxp_thread_start started to return. */
+void torxp_thread_join(torx_pkt_dev_t *dev, torxp_thread_t *thread);
+
+/* Charges the task's core for n units of ev (sim only). Nothing but a
+ * predictable branch on the other devices: the shm hot path calls it. */
+static inline void torxp_charge(torx_pkt_dev_t *dev, torxp_cpu_event_t ev, size_t n)
+{
+    if (TORXP_UNLIKELY(dev->ops->charge != NULL))
+        dev->ops->charge(dev, ev, n);
+}
+
+/* ---- Per-task state -------------------------------------------------------------- */
+
+#define TORXP_ERRMSG_BYTES 512
+#define TORXP_VERBOSE_UNREAD (-2)
+/* Per-task state of libtorx outside any device: on the host one per thread;
+ * a device that runs many tasks in one thread (sim) installs a hook that
+ * returns the running task's (torxp_set_task_state_hook). */
+typedef struct torxp_task_state {
+    char last_error[TORXP_ERRMSG_BYTES];
+    int verbose; /* TORX_VERBOSE as read, or -2: not read yet */
+} torxp_task_state_t;
+/* Makes ts a new task's state: no error, TORX_VERBOSE not read yet. */
+static inline void torxp_task_state_init(torxp_task_state_t *ts)
+{
+    ts->last_error[0] = '\0';
+    ts->verbose = TORXP_VERBOSE_UNREAD;
+}
+/* The running task's state: the hook's answer, or this thread's own. */
+torxp_task_state_t *torxp_task_state(void);
+/* Installs hook (NULL: back to one state per thread). Process-wide: set it
+ * once, before any task runs; each state it returns starts as
+ * torxp_task_state_init makes it. */
+void torxp_set_task_state_hook(torxp_task_state_t *(*hook)(void));
 
 /* Fault injection (configure --enable-fault-injection, tests only):
  * TORX_FAULT_ALLOC=N makes the Nth allocation through torxp_malloc,
@@ -269,6 +401,23 @@ torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
 torx_status_t torxp_ofi_hybrid_open(const torx_pkt_attr_t *attr, const torxp_env_t *env,
                                     torx_pkt_dev_t **dev);
 #endif
+
+#ifdef TORX_HAVE_SIMGRID
+/* The sim device (src/packet/sim/): opened only by a task of a simulated
+ * job. torxp_sim_run_tasks: torx_boot_fork_run's job as actors of this
+ * process (TORX_DEVICE=sim); its return value is torx_boot_fork_run's.
+ * torxp_sim_running: whether this process runs such a job now. */
+torx_status_t torxp_sim_open(const torx_pkt_attr_t *attr, const torxp_env_t *env,
+                             torx_pkt_dev_t **dev);
+int torxp_sim_run_tasks(int ntasks, torx_task_main_fn task_main, void *arg);
+int torxp_sim_running(void);
+torx_status_t torxp_sim_boot_init(torx_boot_t *boot);
+#endif
+
+/* Mutable state that every task of a process shares, and that torx-sim
+ * must not give each task a copy of when libtorx is linked into the
+ * program (docs/sim.md#how-a-job-runs). */
+#define TORXP_PROCESS_WIDE __attribute__((section("torx_process")))
 
 /* Records a formatted error message for torx_last_error() and returns status.
  * Messages start with "torx: ". */

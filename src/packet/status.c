@@ -1,4 +1,5 @@
-/* Status names, the per-thread last-error message, and start-up logging. */
+/* Status names, the per-task state (the last-error message, TORX_VERBOSE),
+ * and start-up logging. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -11,12 +12,26 @@
 #include <string.h>
 #include <unistd.h>
 
-#define TORXP_ERRMSG_BYTES 512
 #define TORXP_LOGLINE_BYTES 1024
 
-/* One message per thread: errors raised in a communication thread must not
- * overwrite the one the application thread is about to read. */
-static _Thread_local char last_error[TORXP_ERRMSG_BYTES];
+/* One state per thread on the host: errors raised in a communication thread
+ * must not overwrite the one the application thread is about to read. A
+ * device that runs many tasks in one thread hooks in its own per task. */
+static _Thread_local torxp_task_state_t thread_state = {.verbose = TORXP_VERBOSE_UNREAD};
+/* Set once before any task runs (or by tests, between jobs): relaxed
+ * atomics suffice, nothing else rides on it. */
+static torxp_task_state_t *(*task_state_hook)(void);
+
+torxp_task_state_t *torxp_task_state(void)
+{
+    torxp_task_state_t *(*hook)(void) = __atomic_load_n(&task_state_hook, __ATOMIC_RELAXED);
+    return hook ? hook() : &thread_state;
+}
+
+void torxp_set_task_state_hook(torxp_task_state_t *(*hook)(void))
+{
+    __atomic_store_n(&task_state_hook, hook, __ATOMIC_RELAXED);
+}
 
 const char *torx_status_str(torx_status_t status)
 {
@@ -49,7 +64,7 @@ const char *torx_status_str(torx_status_t status)
 
 const char *torx_last_error(void)
 {
-    return last_error;
+    return torxp_task_state()->last_error;
 }
 
 torx_status_t torxp_error(torx_status_t status, const char *fmt, ...)
@@ -66,25 +81,21 @@ torx_status_t torxp_error(torx_status_t status, const char *fmt, ...)
     va_end(ap);
     if (n < 0)
         snprintf(tmp, sizeof tmp, "torx: (unformattable error message '%s')", fmt);
-    memcpy(last_error, tmp, sizeof tmp);
+    memcpy(torxp_task_state()->last_error, tmp, sizeof tmp);
     errno = saved_errno;
     return status;
 }
 
-/* TORX_VERBOSE for logs that have no device yet. Parsed quietly (a bad value
- * means 0): logging must not overwrite the caller's last error, and
- * torx_pkt_open reports bad values properly. TORX_VERBOSE=-1 silences even
- * warnings (test suites that count stderr lines as failures). ENV_UNREAD =
- * not read yet. Relaxed
- * atomics suffice: every thread computes the same value from the same
- * environment, so a racing first read only repeats the work. */
-#define ENV_UNREAD (-100)
-static int env_verbose = ENV_UNREAD;
-
+/* TORX_VERBOSE for logs that have no device yet, read once per task (per
+ * thread on the host). Parsed quietly (a bad value means 0): logging must
+ * not overwrite the caller's last error, and torx_pkt_open reports bad
+ * values properly. TORX_VERBOSE=-1 silences even warnings (test suites
+ * that count stderr lines as failures). */
 static int verbose_from_env(void)
 {
-    int v = __atomic_load_n(&env_verbose, __ATOMIC_RELAXED);
-    if (v != ENV_UNREAD)
+    torxp_task_state_t *ts = torxp_task_state();
+    int v = ts->verbose;
+    if (v != TORXP_VERBOSE_UNREAD)
         return v;
     v = 0;
     const char *s = getenv("TORX_VERBOSE");
@@ -95,7 +106,7 @@ static int verbose_from_env(void)
         if (errno == 0 && *end == '\0' && l >= -1 && l <= 3)
             v = (int)l;
     }
-    __atomic_store_n(&env_verbose, v, __ATOMIC_RELAXED);
+    ts->verbose = v;
     return v;
 }
 
@@ -163,7 +174,10 @@ void torxp_dev_malformed(torx_pkt_dev_t *dev, const char *fmt, ...)
 #ifdef TORX_FAULT_INJECTION
 /* Fault injection (tests only; see pkt_internal.h). The variables are read
  * once, strictly; the counters are atomic because co mode's thread
- * allocates and injects too. */
+ * allocates and injects too. They stay process-wide, not per task
+ * (torxp_task_state): a device that runs many tasks in one process counts
+ * the calls of all of them together, which the fault tests (one task per
+ * process) never meet. */
 static const char *const fault_vars[TORXP_FAULT_KINDS] = {"TORX_FAULT_ALLOC", "TORX_FAULT_INJECT"};
 static unsigned long fault_calls[TORXP_FAULT_KINDS];
 

@@ -108,7 +108,11 @@ static const uint8_t payload[8192];
 static void forget_partial_receives(void)
 {
     for (int r = 0; r < ctx->size; r++) {
-        torxm_peer_t *p = &ctx->peers[r];
+        torxm_peer_t *p = ctx->peer_pages[r >> TORXM_PEER_PAGE_SHIFT]
+                              ? torxm_peer_known(ctx, r)
+                              : NULL; /* no record: nothing to forget */
+        if (!p)
+            continue;
         while (p->early) {
             torxm_early_t *e = p->early;
             p->early = e->next;
@@ -121,7 +125,11 @@ static void forget_partial_receives(void)
             rx->next = ctx->rx_free;
             ctx->rx_free = rx;
         }
-        p->eager = NULL;
+        if (p->eager) {
+            p->eager->next = ctx->rx_free;
+            ctx->rx_free = p->eager;
+            p->eager = NULL;
+        }
     }
 }
 

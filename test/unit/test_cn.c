@@ -2,9 +2,10 @@
  *
  * Most cases run the shm device's functions directly: a harness maps an
  * anonymous shared region holding the cn and gi regions, forks N tasks, and
- * gives each a zeroed torxp_shm_dev_t with rank, size and the region
- * pointers. That lets the tests count rounds, probe the pipeline depth and
- * make one task deliberately slow. The double sum runs its core
+ * gives each a zeroed torxp_shm_dev_t with rank, size, the region
+ * pointers and an ops table without entries (harness_ops). That lets the
+ * tests count rounds, probe the pipeline depth and make one task
+ * deliberately slow. The double sum runs its core
  * (fpsum_internal.h) over those same functions, and, at the end, through the
  * public API on a real device (torx_pkt_open under torx_boot_fork_run).
  */
@@ -57,6 +58,10 @@ typedef struct job {
 } job_t;
 
 typedef int (*task_fn)(torxp_shm_dev_t *d, job_t *job, const void *arg);
+
+/* The harness's devices: no op of their own, so the layers above use the
+ * host's time, waiting and threads (the reproducible sum's yields). */
+static const torxp_dev_ops_t harness_ops = {.name = "test_cn harness"};
 
 /* In a task: */
 static int g_rank = -1;
@@ -142,6 +147,7 @@ static void job_run(job_t *j, task_fn fn, const void *arg)
             g_deadline = test_now() + TASK_SECONDS;
             torxp_shm_dev_t d;
             memset(&d, 0, sizeof d);
+            d.base.ops = &harness_ops;
             d.base.rank = (int)r;
             d.base.size = (int)j->n;
             d.cn = j->cn;
@@ -957,6 +963,7 @@ START_TEST(test_fpsum_inval)
 {
     torxp_shm_dev_t d;
     memset(&d, 0, sizeof d);
+    d.base.ops = &harness_ops;
     d.base.size = 1;
     double in[33] = {0}, out[33];
     ck_assert_int_eq(torxp_fpsum_run(&d.base, &shm_io, in, out, 33), TORX_ERR_INVAL);

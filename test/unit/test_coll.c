@@ -1322,6 +1322,78 @@ START_TEST(waiting_collective_advances)
 }
 END_TEST
 
+/* Groups: the whole job in rank order (tasks NULL, or the identity list)
+ * keeps no table of its own and reads the map's coordinates; any other
+ * order has its tables; bad lists are refused, in memory of the group's
+ * size. The world group runs collectives. */
+static int group_task(torx_boot_t *boot, void *arg)
+{
+    (void)arg;
+    torx_ctx_t *ctx;
+    torx_coll_t *c;
+    if (coll_open(boot, NULL, &ctx, &c))
+        return 1;
+    const int n = boot->size, me = boot->rank;
+    int ident[MAX_TASKS], rev[MAX_TASKS];
+    for (int i = 0; i < n; i++)
+        ident[i] = i, rev[i] = n - 1 - i;
+    torx_coll_group_t *w, *id, *r;
+    TASK_CHECK(torx_coll_group_create(c, 1, n, NULL, me, &w) == TORX_OK, "%s", torx_last_error());
+    TASK_CHECK(torx_coll_group_create(c, 2, n, ident, me, &id) == TORX_OK, "%s", torx_last_error());
+    TASK_CHECK(torx_coll_group_create(c, 3, n, rev, n - 1 - me, &r) == TORX_OK, "%s",
+               torx_last_error());
+    const torx_coord_t *map_coord = torx_ctx_map(ctx)->coord;
+    TASK_CHECK(!w->tasks && w->coord == map_coord && w->all_tasks, "the world group has a table");
+    TASK_CHECK(!id->tasks && id->coord == map_coord, "the identity list made a table");
+    TASK_CHECK(r->tasks && r->coord != map_coord && r->all_tasks && torxc_task(r, 0) == n - 1,
+               "the reversed group");
+    for (int i = 0; i < n; i++)
+        TASK_CHECK(torx_coord_equal(r->coord[i], map_coord[n - 1 - i]), "member %d's coordinate",
+                   i);
+    /* refused */
+    int bad[MAX_TASKS];
+    for (int i = 0; i < n; i++)
+        bad[i] = (me + (i ? 1 : 0)) % n; /* me, then the next one again and again */
+    torx_coll_group_t *g = NULL;
+    TASK_CHECK(torx_coll_group_create(c, 4, 3, bad, 0, &g) == TORX_ERR_INVAL && !g &&
+                   strstr(torx_last_error(), "is repeated"),
+               "%s", torx_last_error());
+    bad[1] = n + 3;
+    TASK_CHECK(torx_coll_group_create(c, 4, 2, bad, 0, &g) == TORX_ERR_INVAL &&
+                   strstr(torx_last_error(), "out of range"),
+               "%s", torx_last_error());
+    TASK_CHECK(torx_coll_group_create(c, 4, n - 1, NULL, 0, &g) == TORX_ERR_INVAL &&
+                   strstr(torx_last_error(), "the whole job"),
+               "%s", torx_last_error());
+    TASK_CHECK(torx_coll_group_create(c, 4, n, NULL, (me + 1) % n, &g) == TORX_ERR_INVAL &&
+                   strstr(torx_last_error(), "not this task"),
+               "%s", torx_last_error());
+    /* the world group works */
+    TASK_CHECK(torx_coll_barrier(w, TORX_COLL_ALG_GI) == TORX_OK, "%s", torx_last_error());
+    int64_t one = me + 1, sum = 0;
+    TASK_CHECK(torx_coll_allreduce(w, TORX_COLL_ALG_CN, &one, &sum, 1, TORX_COLL_S64,
+                                   TORX_COLL_SUM) == TORX_OK,
+               "%s", torx_last_error());
+    TASK_CHECK(sum == (int64_t)n * (n + 1) / 2, "sum %lld", (long long)sum);
+    int64_t all[MAX_TASKS] = {0};
+    TASK_CHECK(torx_coll_allgather(r, TORX_COLL_ALG_TORUS, &one, all, sizeof one) == TORX_OK, "%s",
+               torx_last_error());
+    for (int i = 0; i < n; i++)
+        TASK_CHECK(all[i] == n - i, "the reversed allgather's member %d: %lld", i,
+                   (long long)all[i]);
+    torx_coll_group_free(w);
+    torx_coll_group_free(id);
+    torx_coll_group_free(r);
+    return coll_close(boot, ctx, c);
+}
+
+START_TEST(groups)
+{
+    clear_env();
+    RUN_JOB(4, group_task, NULL);
+}
+END_TEST
+
 static Suite *coll_suite(void)
 {
     Suite *s = suite_create("coll");
@@ -1336,6 +1408,7 @@ static Suite *coll_suite(void)
     tcase_add_test(tc, oversubscribed_agreed);
     tcase_add_test(tc, waiting_collective_advances);
     tcase_add_test(tc, long_allreduce_length_mismatch);
+    tcase_add_test(tc, groups);
     suite_add_tcase(s, tc);
     TCase *fp = tcase_create("fpsum");
     tcase_set_timeout(fp, 300);

@@ -18,6 +18,8 @@
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -669,6 +671,140 @@ START_TEST(spec_without_name)
 }
 END_TEST
 
+/* ---- Shared maps --------------------------------------------------------------------- */
+
+/* Identical requests alive at once share one table; any difference in the
+ * order, the shape or ntasks makes a map of its own; a map outlives the
+ * others that shared its table. */
+START_TEST(shared_orders)
+{
+    const torx_shape_t s222 = {2, 2, 2, 1}, s222t2 = {2, 2, 2, 2};
+    torx_map_t a, b, c, d, e, f;
+    ck_assert_int_eq(torx_map_from_order("xyzt", s222, 8, &a), TORX_OK);
+    ck_assert_int_eq(torx_map_from_order("XYZT", s222, 8, &b), TORX_OK);
+    ck_assert_int_eq(torx_map_from_spec(NULL, "TORX_MAPPING", s222, 8, &c), TORX_OK);
+    ck_assert_ptr_eq(a.coord, b.coord);
+    ck_assert_ptr_eq(a.rank_of_slot, b.rank_of_slot);
+    ck_assert_ptr_eq(a.coord, c.coord);
+    ck_assert_str_eq(b.order, "XYZT");
+    ck_assert_str_eq(c.order, "XYZT");
+    ck_assert_int_eq(torx_map_from_order("XYZT", s222, 7, &d), TORX_OK);
+    ck_assert_int_eq(torx_map_from_order("TXYZ", s222, 8, &e), TORX_OK);
+    ck_assert_int_eq(torx_map_from_order("XYZT", s222t2, 8, &f), TORX_OK);
+    ck_assert_ptr_ne(d.coord, a.coord);
+    ck_assert_ptr_ne(e.coord, a.coord);
+    ck_assert_ptr_ne(f.coord, a.coord);
+    ck_assert_int_eq(d.ntasks, 7);
+    torx_map_free(&a);
+    torx_map_free(&c);
+    assert_tables_consistent(&b); /* still whole */
+    assert_coord(b.coord[5], 1, 0, 1, 0, "XYZT after the others went", 5);
+    torx_map_t g;
+    ck_assert_int_eq(torx_map_from_order("XYZT", s222, 8, &g), TORX_OK);
+    ck_assert_ptr_eq(g.coord, b.coord);
+    /* a map of explicit coordinates is never shared */
+    torx_map_t h;
+    ck_assert_int_eq(torx_map_from_coords(b.coord, s222, 8, &h), TORX_OK);
+    ck_assert_ptr_ne(h.coord, b.coord);
+    assert_tables_consistent(&h);
+    torx_map_free(&b);
+    torx_map_free(&d);
+    torx_map_free(&e);
+    torx_map_free(&f);
+    torx_map_free(&g);
+    torx_map_free(&h);
+    ck_assert_int_eq(torx_map_from_order("XYZT", s222, 8, &a), TORX_OK);
+    assert_tables_consistent(&a);
+    torx_map_free(&a);
+}
+END_TEST
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_ge(fputs(text, f), 0);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+/* A file map is shared while the file is the one read, unchanged; a file
+ * rewritten meanwhile (another size here) or replaced is read again. */
+START_TEST(shared_files)
+{
+    const torx_shape_t s211 = {2, 1, 1, 1};
+    char path[PATH_MAX];
+    temp_path(path, sizeof path);
+    write_text(path, "0 0 0 0\n1 0 0 0\n");
+    torx_map_t a, b, c, d;
+    ck_assert_msg(torx_map_from_file(path, s211, 2, &a) == TORX_OK, "%s", torx_last_error());
+    ck_assert_int_eq(torx_map_from_spec(path, "TORX_MAPPING", s211, 2, &b), TORX_OK);
+    ck_assert_int_eq(torx_map_from_file(path, s211, 0, &c), TORX_OK); /* another request */
+    ck_assert_ptr_eq(a.coord, b.coord);
+    ck_assert_ptr_ne(a.coord, c.coord);
+    ck_assert_str_eq(b.path, path);
+    ck_assert_str_eq(b.order, "");
+    ck_assert_int_eq(c.ntasks, 2);
+    write_text(path, "# swapped\n1 0 0 0\n0 0 0 0\n");
+    ck_assert_int_eq(torx_map_from_file(path, s211, 2, &d), TORX_OK);
+    ck_assert_ptr_ne(d.coord, a.coord);
+    assert_coord(d.coord[0], 1, 0, 0, 0, "the rewritten file", 0);
+    assert_coord(a.coord[0], 0, 0, 0, 0, "the map of the file as it was", 0);
+    torx_map_free(&a);
+    torx_map_free(&b);
+    torx_map_free(&c);
+    torx_map_free(&d);
+    /* replaced by another file of the same size: read again */
+    ck_assert_int_eq(torx_map_from_file(path, s211, 2, &a), TORX_OK);
+    char other[PATH_MAX];
+    temp_path(other, sizeof other);
+    write_text(other, "# swapped\n0 0 0 0\n1 0 0 0\n");
+    ck_assert_int_eq(rename(other, path), 0);
+    ck_assert_int_eq(torx_map_from_file(path, s211, 2, &b), TORX_OK);
+    ck_assert_ptr_ne(a.coord, b.coord);
+    assert_coord(b.coord[0], 0, 0, 0, 0, "the replaced file", 0);
+    assert_coord(a.coord[0], 1, 0, 0, 0, "the map of the file replaced", 0);
+    torx_map_free(&a);
+    torx_map_free(&b);
+    unlink(path);
+}
+END_TEST
+
+/* Threads building, sharing and freeing the same maps at once (the cache's
+ * lock; ThreadSanitizer runs see the races it prevents). */
+#define SHARE_THREADS 4
+#define SHARE_ROUNDS 300
+static void *share_thread(void *arg)
+{
+    const torx_shape_t s = {8, 8, 8, 1};
+    const int seed = (int)(intptr_t)arg;
+    torx_map_t keep[2] = {{.ntasks = 0}, {.ntasks = 0}};
+    for (int i = 0; i < SHARE_ROUNDS; i++) {
+        torx_map_t *m = &keep[(i + seed) & 1];
+        torx_map_free(m);
+        if (torx_map_from_order((i + seed) % 3 ? "XYZT" : "ZYXT", s, 512 - (i % 2), m) != TORX_OK)
+            return (void *)1;
+        const int r = (i * 37 + seed) % m->ntasks;
+        if (torx_map_rank(m, torx_map_coord(m, r)) != r)
+            return (void *)1;
+    }
+    torx_map_free(&keep[0]);
+    torx_map_free(&keep[1]);
+    return NULL;
+}
+
+START_TEST(shared_threads)
+{
+    pthread_t t[SHARE_THREADS];
+    for (int i = 0; i < SHARE_THREADS; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, share_thread, (void *)(intptr_t)i), 0);
+    for (int i = 0; i < SHARE_THREADS; i++) {
+        void *bad;
+        ck_assert_int_eq(pthread_join(t[i], &bad), 0);
+        ck_assert_msg(bad == NULL, "thread %d: a map came out wrong: %s", i, torx_last_error());
+    }
+}
+END_TEST
+
 static Suite *map_suite(void)
 {
     Suite *s = suite_create("map");
@@ -698,6 +834,12 @@ static Suite *map_suite(void)
     tcase_add_loop_test(tc, env_garbage_table, 0, N_OF(env_garbage));
     tcase_add_test(tc, env_shape_errors);
     tcase_add_test(tc, spec_without_name);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("shared");
+    tcase_add_test(tc, shared_orders);
+    tcase_add_test(tc, shared_files);
+    tcase_add_test(tc, shared_threads);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -759,7 +759,8 @@ static int pair_task(torx_boot_t *boot, void *argp)
     const int cma = !strncmp(torx_bulk_path(torx_ctx_device(ctx)), "cma", 3);
     const unsigned mean =
         (unsigned)(strtoul(v->bulk_cost[0], NULL, 10) + strtoul(v->bulk_cost[1], NULL, 10) + 1) / 2;
-    const unsigned cost = torx_bulk_cost(torx_ctx_device(ctx), ctx->peers[peer].coord);
+    const unsigned cost =
+        torx_bulk_cost(torx_ctx_device(ctx), torx_map_coord(torx_ctx_map(ctx), peer));
     TASK_CHECK(!cma || cost == mean, "rank %d: torx_bulk_cost %u, not the pair's mean %u",
                boot->rank, cost, mean);
     const int stages = cma && mean > 200;
@@ -862,8 +863,9 @@ static int way_task(torx_boot_t *boot, void *argp)
     torx_init_attr_t attr = {.boot = boot, .mode = -1};
     TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
     if (boot->rank == 0) {
-        torxm_peer_t *peer = &ctx->peers[1];
-        TASK_CHECK(torxm_rzv_way_leads(ctx, peer) && !torxm_rzv_way_leads(ctx, &ctx->peers[0]),
+        torxm_peer_t *peer = torxm_peer(ctx, 1);
+        TASK_CHECK(peer && torxm_rzv_way_leads(ctx, peer) &&
+                       !torxm_rzv_way_leads(ctx, torxm_peer(ctx, 0)),
                    "the lower rank leads");
         /* bulk gets fast: the first epochs explore, then the pair keeps them */
         int fast = way_phase(ctx, peer, 0, 600);
@@ -942,7 +944,8 @@ static int way_late_task(torx_boot_t *boot, void *argp)
     torx_init_attr_t attr = {.boot = boot, .mode = -1};
     TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
     if (boot->rank == 0) {
-        torxm_peer_t *peer = &ctx->peers[1];
+        torxm_peer_t *peer = torxm_peer(ctx, 1);
+        TASK_CHECK(peer != NULL, "%s", torx_last_error());
         uint64_t clock = 1000000000;
         const double bulk = WAY_WINDOW * (double)WAY_FAST_NS;
         /* bulk gets move the pair's bytes 1.4x as fast as staging (a window

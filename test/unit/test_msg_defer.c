@@ -101,7 +101,8 @@ static int inject_task(torx_boot_t *boot, void *argp)
     TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
     torx_proto_stats_t st[TORX_PROTO_COUNT], st2[TORX_PROTO_COUNT];
     if (boot->rank == 1) {
-        torxm_peer_t *peer = &ctx->peers[0];
+        torxm_peer_t *peer = torxm_peer(ctx, 0);
+        TASK_CHECK(peer != NULL, "%s", torx_last_error());
         uint64_t bytes = 0;
         uint8_t data[TORX_MSG_ONEPKT_MAX];
         for (uint32_t seq = 0; seq < NINJ; seq++) {
@@ -301,7 +302,8 @@ static int eager_batch_task(torx_boot_t *boot, void *argp)
     TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
     int nobatch = 0;
     if (boot->rank == 1) {
-        torxm_peer_t *peer = &ctx->peers[0];
+        torxm_peer_t *peer = torxm_peer(ctx, 0);
+        TASK_CHECK(peer != NULL, "%s", torx_last_error());
         /* Rank 0 sits in the barrier and reads nothing. The ofi device
          * takes batches of one: there such a message is left to torx_send,
          * whole, and nothing else is tried. (Hybrid jobs reach a task of
@@ -321,7 +323,8 @@ static int eager_batch_task(torx_boot_t *boot, void *argp)
         return 0;
     }
     if (boot->rank == 1) {
-        torxm_peer_t *peer = &ctx->peers[0];
+        torxm_peer_t *peer = torxm_peer(ctx, 0);
+        TASK_CHECK(peer != NULL, "%s", torx_last_error());
         torx_proto_stats_t st[TORX_PROTO_COUNT], st2[TORX_PROTO_COUNT];
         TASK_CHECK(eb_send(ctx, EB_FILL) == TORX_AGAIN,
                    "a %d-packet message injected into %d free slots", (int)eb_pkts(eb_len(EB_FILL)),
@@ -442,7 +445,8 @@ static int order_task(torx_boot_t *boot, void *argp)
     TASK_CHECK(torx_register(ctx, H_DATA, ord_handler, &s) == TORX_OK, "register");
     TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
     if (boot->rank == 1) {
-        torxm_peer_t *peer = &ctx->peers[0];
+        torxm_peer_t *peer = torxm_peer(ctx, 0);
+        TASK_CHECK(peer != NULL, "%s", torx_last_error());
         static torx_msg_t msgs[ORD_TOTAL];
         static uint8_t data[ORD_TOTAL][128];
         for (uint32_t seq = 0; seq < ORD_TOTAL; seq++)
