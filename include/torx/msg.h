@@ -255,8 +255,7 @@ const torx_limits_t *torx_ctx_limits(const torx_ctx_t *ctx);
  *   the job only rules out virtual node.
  * SEE ALSO torx_send, torx_limits_t, torx_protocol_name
  */
-torx_protocol_t torx_choose_protocol(const torx_ctx_t *ctx, int dest, size_t hdr_len,
-                                     size_t len);
+torx_protocol_t torx_choose_protocol(const torx_ctx_t *ctx, int dest, size_t hdr_len, size_t len);
 
 /* ---- Receiving ------------------------------------------------------------ */
 
@@ -264,10 +263,10 @@ torx_protocol_t torx_choose_protocol(const torx_ctx_t *ctx, int dest, size_t hdr
 #define TORX_MSG_HANDLERS 64 /* handler ids 0..63 */
 
 typedef struct torx_recv_info {
-    int src;          /* sending rank */
-    const void *hdr;  /* the sender's header; valid during the handler */
+    int src;         /* sending rank */
+    const void *hdr; /* the sender's header; valid during the handler */
     size_t hdr_len;
-    size_t data_len;  /* bytes the sender sends */
+    size_t data_len; /* bytes the sender sends */
     /* Non-NULL when all the data is already here (one-packet, and any
      * message whose data fits its first packet, including zero-length
      * ones): valid during the handler only; the handler may consume it
@@ -605,7 +604,7 @@ torx_status_t torx_cojoin(torx_ctx_t *ctx, int handle);
  * moved (control packets such as tokens, acks and clear-to-sends count
  * under their protocol's packets). */
 typedef struct torx_proto_stats {
-    uint64_t sent, received;           /* messages */
+    uint64_t sent, received; /* messages */
     uint64_t bytes_sent, bytes_received;
     uint64_t packets_sent, packets_received;
 } torx_proto_stats_t;

@@ -24,8 +24,7 @@ void torxm_fail(torx_ctx_t *ctx, torx_status_t st, const char *fmt, ...)
 void torxm_bad_packet(torx_ctx_t *ctx, int src, const char *what)
 {
     ctx->malformed++;
-    torxp_error(TORX_ERR_PROTO, "torx: protocol error: %s from rank %d; packet dropped", what,
-                src);
+    torxp_error(TORX_ERR_PROTO, "torx: protocol error: %s from rank %d; packet dropped", what, src);
     torxp_log(ctx->dev, 0, "protocol error: %s from rank %d; packet dropped", what, src);
 }
 
@@ -51,8 +50,7 @@ warn_unregistered(torx_ctx_t *ctx, int src, unsigned handler)
 }
 
 void torxm_match(torx_ctx_t *ctx, int src, unsigned handler, const void *hdr, size_t hdr_len,
-                 size_t total, const void *data, unsigned proto, int deferrable,
-                 torx_recv_t *recv)
+                 size_t total, const void *data, unsigned proto, int deferrable, torx_recv_t *recv)
 {
     deferrable = deferrable && !data;
     *recv = (torx_recv_t){.buf = NULL};
@@ -83,8 +81,7 @@ void torxm_match(torx_ctx_t *ctx, int src, unsigned handler, const void *hdr, si
 
 /* ---- Receive records --------------------------------------------------------------- */
 
-void torxm_rx_init(torxm_rx_t *rx, int src, const torx_recv_t *recv, uint64_t total,
-                   unsigned proto)
+void torxm_rx_init(torxm_rx_t *rx, int src, const torx_recv_t *recv, uint64_t total, unsigned proto)
 {
     *rx = (torxm_rx_t){.buf = recv->buf,
                        .cap = recv->buf ? recv->len : 0,

@@ -16,8 +16,8 @@
 
 /* Injects m's data packets from m->off on; seq_prefix adds the u32 seq in
  * front of the data (adaptive). TORX_OK when all are out. */
-static torx_status_t push_more(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m,
-                               unsigned type, unsigned ctl, int seq_prefix, unsigned proto)
+static torx_status_t push_more(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m, unsigned type,
+                               unsigned ctl, int seq_prefix, unsigned proto)
 {
     torx_pkt_hdr_t h;
     torx_pkt_hdr_init(&h, peer->coord, ctl);
@@ -86,12 +86,10 @@ torx_status_t torxm_adapt_push(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t 
         m->off = n;
         m->state = TORXM_MSG_MORE;
     }
-    return push_more(ctx, peer, m, TORXM_PKT_ADAPT_MORE, TORX_PKT_ADAPTIVE, 1,
-                     TORX_PROTO_ADAPTIVE);
+    return push_more(ctx, peer, m, TORXM_PKT_ADAPT_MORE, TORX_PKT_ADAPTIVE, 1, TORX_PROTO_ADAPTIVE);
 }
 
 /* ---- Eager reception ------------------------------------------------------------- */
-
 
 void torxm_eager_first_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hdr_t *pkt)
 {
@@ -100,8 +98,9 @@ void torxm_eager_first_rx(torx_ctx_t *ctx, torxm_peer_t *peer, const torx_pkt_hd
     const unsigned hl = (w >> 8) & 0xffu;
     const uint8_t *p = torx_pkt_payload(pkt);
     if (TORXM_UNLIKELY(TORXM_EAGER_FIRST_PREFIX + hl > pkt->payload_len || peer->eager)) {
-        torxm_bad_packet(ctx, src, peer->eager ? "an eager message starting inside another"
-                                         : "a short eager first packet");
+        torxm_bad_packet(ctx, src,
+                         peer->eager ? "an eager message starting inside another"
+                                     : "a short eager first packet");
         return;
     }
     const uint64_t total = torxm_ld32(p);
