@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #endif
 
+#include "config.h" /* TORX_MACHINE_DIR */
 #include "packet/sim/sim_machine.h"
 
 #include <torx/packet.h>

@@ -13,6 +13,7 @@
  * result is correctly rounded (90 ns is exactly the double 90e-9) and does
  * not depend on the locale. */
 #include "sim_machine.h"
+#include "config.h" /* TORX_MACHINE_DIR */
 
 #include "packet/pkt_internal.h"
 
@@ -25,7 +26,7 @@
 #include <string.h>
 
 #ifndef TORX_MACHINE_DIR
-#error "TORX_MACHINE_DIR (the installed machine files' directory) comes from Makefile.am"
+#error "TORX_MACHINE_DIR (the installed machine files' directory) comes from configure"
 #endif
 
 #define TOKEN_SHOWN 40 /* longest token quoted back in a message */
