@@ -114,8 +114,10 @@ typedef struct map_block {
     torx_coord_t coord[]; /* last: torx_map_free finds the block from map->coord */
 } map_block_t;
 
-static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
-static map_block_t *cache; /* the blocks of live order and file maps */
+/* Process-wide (TORXP_PROCESS_WIDE): under torx-sim every task of the process
+ * shares the cache, also where libtorx is linked into the program. */
+static TORXP_PROCESS_WIDE pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static TORXP_PROCESS_WIDE map_block_t *cache; /* the blocks of live order and file maps */
 
 static map_block_t *block_of(const torx_map_t *map)
 {

@@ -20,7 +20,7 @@
 static _Thread_local torxp_task_state_t thread_state = {.verbose = TORXP_VERBOSE_UNREAD};
 /* Set once before any task runs (or by tests, between jobs): relaxed
  * atomics suffice, nothing else rides on it. */
-static torxp_task_state_t *(*task_state_hook)(void);
+static TORXP_PROCESS_WIDE torxp_task_state_t *(*task_state_hook)(void);
 
 torxp_task_state_t *torxp_task_state(void)
 {
