@@ -288,6 +288,24 @@ static void park_destroy(torxp_sim_actor_t *a)
 
 /* ---- the bootstrap --------------------------------------------------------------- */
 
+/* Every task of the job comes here; the last one in closes the round (the
+ * vote's count with it) and wakes the rest. */
+static void meet(torxp_sim_job_t *job, torxp_sim_actor_t *a)
+{
+    const uint64_t gen = job->boot_gen;
+    if (++job->boot_arrived == job->ntasks) {
+        job->boot_arrived = 0;
+        job->vote_result = job->vote_failed;
+        job->vote_failed = 0;
+        job->boot_gen++;
+        for (int r = 0; r < job->ntasks; r++)
+            unpark(&job->actors[r]);
+    } else {
+        while (job->boot_gen == gen)
+            torxp_sim_park(a, -1);
+    }
+}
+
 /* Every task of the job reaches this; the last one in releases the rest.
  * With a buffer: each task's len bytes, gathered in rank order. */
 static torx_status_t boot_collective(torx_boot_t *boot, const void *mine, void *all, size_t len)
@@ -308,16 +326,7 @@ static torx_status_t boot_collective(torx_boot_t *boot, const void *mine, void *
                            boot->rank, len, job->boot_len);
     if (len)
         memcpy(job->boot_buf + (size_t)boot->rank * len, mine, len);
-    const uint64_t gen = job->boot_gen;
-    if (++job->boot_arrived == job->ntasks) {
-        job->boot_arrived = 0;
-        job->boot_gen++;
-        for (int r = 0; r < job->ntasks; r++)
-            unpark(&job->actors[r]);
-    } else {
-        while (job->boot_gen == gen)
-            torxp_sim_park(a, -1);
-    }
+    meet(job, a);
     if (len)
         memcpy(all, job->boot_buf, (size_t)job->ntasks * len);
     return TORX_OK;
@@ -325,20 +334,8 @@ static torx_status_t boot_collective(torx_boot_t *boot, const void *mine, void *
 
 int torxp_sim_vote(torxp_sim_job_t *job, int ok)
 {
-    torxp_sim_actor_t *a = torxp_sim_self();
     job->vote_failed += !ok;
-    const uint64_t gen = job->boot_gen;
-    if (++job->boot_arrived == job->ntasks) {
-        job->boot_arrived = 0;
-        job->vote_result = job->vote_failed;
-        job->vote_failed = 0;
-        job->boot_gen++;
-        for (int r = 0; r < job->ntasks; r++)
-            unpark(&job->actors[r]);
-    } else {
-        while (job->boot_gen == gen)
-            torxp_sim_park(a, -1);
-    }
+    meet(job, torxp_sim_self());
     return job->vote_result;
 }
 
