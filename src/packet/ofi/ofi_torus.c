@@ -717,15 +717,10 @@ static torx_status_t inject_locked(torxp_ofi_dev_t *d, const torx_pkt_hdr_t *hdr
         if (d->stash_active)
             return TORX_NO_ROOM;
     }
-    size_t len = 0;
-    for (int k = 0; k < iovcnt; k++)
-        len += iov[k].iov_len;
-    if (TORXP_UNLIKELY(len > TORX_PKT_MAX_PAYLOAD))
-        return torxp_error(TORX_ERR_INVAL, "torx: packet payload of %zu bytes exceeds %d", len,
-                           TORX_PKT_MAX_PAYLOAD);
-    if (TORXP_UNLIKELY(!torx_coord_in_shape(dev->shape, hdr->dest)))
-        return torxp_error(TORX_ERR_INVAL, "torx: destination (%u,%u,%u,%u) is outside the torus",
-                           hdr->dest.x, hdr->dest.y, hdr->dest.z, hdr->dest.t);
+    size_t len;
+    const torx_status_t bad = torxp_inject_check(dev, hdr, iov, iovcnt, &len);
+    if (TORXP_UNLIKELY(bad != TORX_OK))
+        return bad;
     const unsigned slot = torx_coord_index(dev->shape, hdr->dest);
     if (TORXP_UNLIKELY(d->slot_rank[slot] < 0))
         return torxp_error(TORX_ERR_INVAL, "torx: no task at destination (%u,%u,%u,%u)",

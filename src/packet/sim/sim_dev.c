@@ -50,15 +50,10 @@ static torx_status_t sim_inject(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
                                 const struct iovec *iov, int iovcnt)
 {
     sim_dev_t *d = sim_of(dev);
-    size_t len = 0;
-    for (int i = 0; i < iovcnt; i++)
-        len += iov[i].iov_len;
-    if (TORXP_UNLIKELY(len > TORX_PKT_MAX_PAYLOAD))
-        return torxp_error(TORX_ERR_INVAL, "torx: packet payload of %zu bytes exceeds %d", len,
-                           TORX_PKT_MAX_PAYLOAD);
-    if (TORXP_UNLIKELY(!torx_coord_in_shape(dev->shape, hdr->dest)))
-        return torxp_error(TORX_ERR_INVAL, "torx: destination (%u,%u,%u,%u) is outside the torus",
-                           hdr->dest.x, hdr->dest.y, hdr->dest.z, hdr->dest.t);
+    size_t len;
+    const torx_status_t bad = torxp_inject_check(dev, hdr, iov, iovcnt, &len);
+    if (TORXP_UNLIKELY(bad != TORX_OK))
+        return bad;
     if (hdr->ctl & TORX_PKT_DEPOSIT) {
         unsigned hops;
         const torx_status_t rc = torxp_deposit_hops(dev, hdr, &hops);
