@@ -773,6 +773,18 @@ static void idle_backoff(torx_ctx_t *ctx, unsigned idle, double deadline, int do
         torxp_yield(ctx->dev);
         return;
     }
+    /* Exact waits (sim): a wait for room polls; sends that wait for a
+     * packet sleep until one comes, as an idle task does. */
+    if (torxm_exact_wait(ctx) && (ctx->busy || ctx->ctrl_head)) {
+        if (torxm_fifo_was_full(ctx)) {
+            torxp_yield(ctx->dev);
+            return;
+        }
+        if (doorbell) {
+            torx_pkt_wait(ctx->dev, WAIT_SLEEP_MS);
+            return;
+        }
+    }
     if (doorbell && !ctx->busy && !ctx->ctrl_head) {
         int ms = WAIT_SLEEP_MS;
         if (deadline >= 0) {

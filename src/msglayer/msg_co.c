@@ -682,9 +682,18 @@ void torxm_co_idle(torx_ctx_t *ctx, unsigned idle, double deadline)
         return;
     }
     if (ctx->busy || ctx->ctrl_head) {
-        /* Our sends wait for room at a peer, which rings nobody: nap. */
-        torxp_nap(ctx->dev, TASK_NAP_NS);
-        return;
+        /* Our sends wait for room at a peer, which rings nobody: nap.
+         * Exact waits (sim): room in the task's own injection FIFO is
+         * polled for, and a wait for a packet (a token, a clear-to-send)
+         * sleeps until the thread stages one (torxm_fifo_was_full). */
+        if (!exact) {
+            torxp_nap(ctx->dev, TASK_NAP_NS);
+            return;
+        }
+        if (torxm_fifo_was_full(ctx)) {
+            torxp_yield(ctx->dev);
+            return;
+        }
     }
     int ms = TASK_SLEEP_MS;
     if (deadline >= 0) {

@@ -270,7 +270,24 @@ static inline torx_status_t torxm_inject(torx_ctx_t *ctx, const torx_pkt_hdr_t *
     torx_status_t rc = torx_pkt_inject(ctx->dev, h, iov, iovcnt);
     if (TORXM_LIKELY(rc == TORX_OK))
         ctx->stats[proto].packets_sent++;
+    else if (rc == TORX_NO_ROOM)
+        ctx->fifo_full = 1;
     return rc;
+}
+
+/* Whether the last push or control packet found the FIFO full since the
+ * last look, forgetting it: the wait that follows is for room, not for a
+ * packet (a token, a clear-to-send). On a device with exact waits (sim)
+ * room comes back as the task's own injection FIFO drains, which no wait
+ * reports: a waiter for it polls (torxp_yield, an empty poll of the
+ * modelled core), as Blue Gene/L's cores polled the FIFO's status. A nap
+ * of the host's length, tens of microseconds, would leave the link idle
+ * for dozens of packets' time. */
+static inline int torxm_fifo_was_full(torx_ctx_t *ctx)
+{
+    const int full = ctx->fifo_full;
+    ctx->fifo_full = 0;
+    return full;
 }
 
 /* Appends m to peer's queue (and peer to the busy list). */
