@@ -2,12 +2,19 @@
 # The sim device's figures against the original's (docs/sim.md,
 # bench/RESULTS.md "Modelled torus"):
 #
-#   bench/sim/run-sim-bench.sh [table1] [fig4a] [scale] [scale64k]
+#   bench/sim/run-sim-bench.sh [table1] [fig4a] [fig4b] [fig4cf] [scale] [scale64k]
 #
 #   table1    Table 1, message-layer column: 1-byte half round trip to the
 #             nearest neighbour per protocol, 8x8x8, co mode, bgl (the
 #             calibration: it checks the fit holds)
 #   fig4a     Fig 4(a): the same against Manhattan distance, 1 to 12 hops
+#   fig4b     Fig 4(b): one bidirectional link, rank 0 and its +x neighbour
+#             streaming to each other, 8 B to 1 MiB (auto protocol), co and
+#             heater mode (sim_links); about 15 s
+#   fig4cf    Fig 4(c)-(f): rank 0 exchanging 64 KiB messages with 1 to 6
+#             neighbours at once, eager, rendezvous and adaptive eager, in
+#             heater mode (one core does everything) and co mode (the
+#             communication thread reads the network); about 80 s
 #   scale     sim_scale (start, barrier, 8-byte allreduce, neighbour
 #             exchange, finalize) at 512 and 4,096 nodes: simulated times,
 #             wall time and peak memory
@@ -65,6 +72,94 @@ bench_machine
                 awk '{ split($4, h, "="); split($6, u, "=")
                        printf "| %d | %.4f | %.2f |\n", h[2], u[2], 3.35 + 0.09 * (h[2] - 1) }'
             ;;
+        fig4b)
+            echo
+            echo "## Fig 4(b): one bidirectional link against message size (bgl, 8x8x8, auto protocol)"
+            echo
+            echo "MB/s: bytes both ways per microsecond. Published: about 311 MB/s net"
+            echo "(2 x 175 MB/s x 240/270), half of the peak near 500-byte messages."
+            echo
+            sizes=8,16,32,64,128,256,512,1024,2048,4096,8192,16384,32768,65536,131072,262144,524288,1048576
+            fig4b_raw=$(for m in co heater; do
+                "$sim" --torus 8x8x8 --mode "$m" "$build/bench/sim/sim_links" --protos auto \
+                    --sizes "$sizes" --links 1
+            done)
+            # columns for bench/sim/plot-fig4.gp: bytes, co MB/s, heater MB/s
+            echo "$fig4b_raw" |
+                awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+                       bw[v["mode"], v["bytes"]] = v["mbps"]; if (!(v["bytes"] in seen)) { seen[v["bytes"]] = 1; order[++n] = v["bytes"] } }
+                     END { print "# bytes co_mbps heater_mbps"
+                           for (i = 1; i <= n; i++) print order[i], bw["co", order[i]], bw["heater", order[i]] }' \
+                    >"$out_dir/sim-fig4b.dat"
+            echo "| bytes | sim co, MB/s | co / 311 | sim heater, MB/s | heater / 311 |"
+            echo "|---|---|---|---|---|"
+            echo "$fig4b_raw" |
+                awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+                       bw[v["mode"], v["bytes"]] = v["mbps"]; if (!(v["bytes"] in seen)) { seen[v["bytes"]] = 1; order[++n] = v["bytes"] } }
+                     END { for (i = 1; i <= n; i++) { b = order[i]
+                             printf "| %d | %.1f | %.2f | %.1f | %.2f |\n", b, bw["co", b], bw["co", b] / 311,
+                                    bw["heater", b], bw["heater", b] / 311 } }'
+            echo
+            echo "| quantity | published | sim co | co / published | sim heater | heater / published |"
+            echo "|---|---|---|---|---|---|"
+            # half of each mode's own peak, log-interpolated between the sizes around it
+            echo "$fig4b_raw" |
+                awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+                       m = v["mode"]; k = ++n[m]; sz[m, k] = v["bytes"]; bw[m, k] = v["mbps"]
+                       if (v["mbps"] > peak[m]) peak[m] = v["mbps"] }
+                     function half(m,   k, h) { h = peak[m] / 2
+                       for (k = 2; k <= n[m]; k++) if (bw[m, k] >= h && bw[m, k - 1] < h)
+                         return exp(log(sz[m, k - 1]) + (log(sz[m, k] / sz[m, k - 1])) * (h - bw[m, k - 1]) / (bw[m, k] - bw[m, k - 1]))
+                       return 0 }
+                     END { printf "| peak, MB/s | 311 | %.1f | %.2f | %.1f | %.2f |\n", peak["co"], peak["co"] / 311,
+                                  peak["heater"], peak["heater"] / 311
+                           printf "| bytes at half of the peak | 500 | %.0f | %.2f | %.0f | %.2f |\n", half("co"),
+                                  half("co") / 500, half("heater"), half("heater") / 500 }'
+            ;;
+        fig4cf)
+            echo
+            echo "## Fig 4(c)-(f): 1 to 6 bidirectional links at once (bgl, 8x8x8, 64 KiB messages)"
+            echo
+            echo "Rank 0 exchanges with 1..6 torus neighbours at once; MB/s: bytes it sent and"
+            echo "received per microsecond; fraction: of links x 311 MB/s; links' worth: MB/s / 311."
+            echo "heater: one core does all the protocol work; co: the communication thread reads"
+            echo "the network on the node's second core."
+            echo
+            fig4cf_raw=$(for m in heater co; do
+                "$sim" --torus 8x8x8 --mode "$m" "$build/bench/sim/sim_links" \
+                    --protos eager,rzv,adaptive --sizes 65536 --links 1,2,3,4,5,6
+            done)
+            # columns for bench/sim/plot-fig4.gp: links, then MB/s per protocol and mode
+            echo "$fig4cf_raw" |
+                awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+                       bw[v["proto"] "_" v["mode"], v["links"]] = v["mbps"] }
+                     END { split("eager_heater rzv_heater adaptive_heater eager_co rzv_co adaptive_co", c, " ")
+                           printf "# links"; for (j = 1; j <= 6; j++) printf " %s", c[j]; print ""
+                           for (l = 1; l <= 6; l++) { printf "%d", l
+                             for (j = 1; j <= 6; j++) printf " %s", bw[c[j], l]; print "" } }' \
+                    >"$out_dir/sim-fig4cf.dat"
+            echo "| protocol | mode | 1 link | 2 | 3 | 4 | 5 | 6 | links' worth (best) |"
+            echo "|---|---|---|---|---|---|---|---|---|"
+            echo "$fig4cf_raw" |
+                awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+                       key = v["proto"] " | " v["mode"]; if (!(key in seen)) { seen[key] = 1; order[++n] = key }
+                       bw[key, v["links"]] = v["mbps"]; if (v["mbps"] > best[key]) best[key] = v["mbps"] }
+                     END { for (i = 1; i <= n; i++) { k = order[i]; printf "| %s", k
+                             for (l = 1; l <= 6; l++) printf " | %.0f (%.2f)", bw[k, l], bw[k, l] / (311 * l)
+                             printf " | %.2f |\n", best[k] / 311 } }'
+            echo
+            echo "| figure | protocol | published, links' worth | sim, mode | sim, links' worth | sim / published |"
+            echo "|---|---|---|---|---|---|"
+            echo "$fig4cf_raw" |
+                awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+                       k = v["proto"] " " v["mode"]; if (v["mbps"] > best[k]) best[k] = v["mbps"] }
+                     function row(fig, name, pub, bound, k) {
+                       printf "| %s | %s | %s | %s | %.2f | %.2f |\n", fig, name, pub, k, best[k] / 311, best[k] / 311 / bound }
+                     END { row("4(c)", "eager", "about 2", 2, "eager heater")
+                           row("4(d)", "rendezvous", "about 2", 2, "rzv heater")
+                           row("4(e)", "adaptive eager", "below 2", 2, "adaptive heater")
+                           row("4(f)", "rendezvous, coprocessor", "above 3", 3, "rzv co") }'
+            ;;
         scale | scale64k)
             echo
             echo "## Scale: sim_scale (bgl, heater)"
@@ -80,7 +175,7 @@ bench_machine
             done
             ;;
         *)
-            echo "$bench_name: unknown figure '$w' (table1, fig4a, scale, scale64k)" >&2
+            echo "$bench_name: unknown figure '$w' (table1, fig4a, fig4b, fig4cf, scale, scale64k)" >&2
             exit 2
             ;;
         esac
