@@ -517,7 +517,9 @@ int torx_advance(torx_ctx_t *ctx);
  *   not burn a core; an oversubscribed job (more tasks, or in co mode
  *   threads, than CPUs) yields from the start, and on a device that
  *   simulates (sim) it sleeps at once. While its own sends wait for room at
- *   a busy peer, it naps instead.
+ *   a busy peer, it naps instead (on a device that simulates, it polls for
+ *   room in its injection FIFO, and sleeps when the sends wait for a
+ *   packet).
  * RETURN VALUE
  *   TORX_OK once *flag is non-zero (at once if it already is);
  *   TORX_ERR_INVAL when ctx or flag is NULL.
