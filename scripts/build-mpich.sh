@@ -448,7 +448,15 @@ fi
 
 # torx's version in mpichversion and MPI_Get_library_version: configure
 # substitutes it into src/include/mpichinfo.h (read by initinfo.c only);
-# a later commit rewrites that line there.
+# a later commit rewrites that line there. First bring the build system up
+# to date (am--refresh): the overlay's m4 files are symlinks into this
+# checkout, so a fresh clone makes them newer than the cached configure,
+# and make's own `config.status --recheck` would rewrite mpichinfo.h with
+# the string of the cache's first configure after our edit.
+make -C "$bdir" am--refresh >"$kdir/refresh.log" 2>&1 || {
+    tail -n 30 "$kdir/refresh.log" >&2
+    die "regenerating MPICH's build system failed (log: $kdir/refresh.log)"
+}
 info=$bdir/src/include/mpichinfo.h
 [ -f "$info" ] || die "configure left no $info"
 want_line="#define MPICH_CUSTOM_STRING \"$custom\""
