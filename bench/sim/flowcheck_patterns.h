@@ -58,9 +58,9 @@ static inline int fc_node(const unsigned d[3], unsigned x, unsigned y, unsigned 
     return (int)(x + d[0] * (y + d[1] * z));
 }
 
-static inline int fc_add(fc_plan_t *p, int src, int dst, long bytes)
+/* Adds message `index` of the pattern, if it is one p keeps. */
+static inline int fc_add(fc_plan_t *p, int index, int src, int dst, long bytes)
 {
-    const int index = p->total++;
     if (p->only >= 0 && src != p->only && dst != p->only)
         return 0;
     if (p->nmsgs == p->cap) {
@@ -125,6 +125,7 @@ static inline int fc_plan(const char *name, const unsigned d[3], int wrap, long 
         }
     }
     int bad = 0;
+    p->total = (int)cap;
     if (!strcmp(name, "hops")) {
         /* X first, then Y, then Z, each at most half way round (a torus) */
         unsigned to[3] = {0, 0, 0};
@@ -139,7 +140,8 @@ static inline int fc_plan(const char *name, const unsigned d[3], int wrap, long 
             fc_plan_free(p);
             return -1;
         }
-        bad |= fc_add(p, 0, fc_node(d, to[0], to[1], to[2]), bytes);
+        p->total = 1;
+        bad |= fc_add(p, 0, 0, fc_node(d, to[0], to[1], to[2]), bytes);
     } else if (!strcmp(name, "share") || !strcmp(name, "line")) {
         const int line = !strcmp(name, "line");
         if (d[0] < (wrap ? 7u : 4u)) {
@@ -148,8 +150,8 @@ static inline int fc_plan(const char *name, const unsigned d[3], int wrap, long 
             fc_plan_free(p);
             return -1;
         }
-        bad |= fc_add(p, 0, fc_node(d, line ? 3 : 2, 0, 0), bytes);
-        bad |= fc_add(p, 1, fc_node(d, 2, 0, 0), bytes);
+        bad |= fc_add(p, 0, 0, fc_node(d, line ? 3 : 2, 0, 0), bytes);
+        bad |= fc_add(p, 1, 1, fc_node(d, 2, 0, 0), bytes);
         p->nnamed = 2;
     } else if (!strcmp(name, "fanout")) {
         for (int k = 0; k < 3; k++) {
@@ -161,25 +163,42 @@ static inline int fc_plan(const char *name, const unsigned d[3], int wrap, long 
             unsigned up[3] = {0, 0, 0}, down[3] = {0, 0, 0};
             up[k] = 1;
             down[k] = d[k] - 1;
-            bad |= fc_add(p, 0, fc_node(d, up[0], up[1], up[2]), bytes);
-            bad |= fc_add(p, 0, fc_node(d, down[0], down[1], down[2]), bytes);
+            bad |= fc_add(p, 2 * k, 0, fc_node(d, up[0], up[1], up[2]), bytes);
+            bad |= fc_add(p, 2 * k + 1, 0, fc_node(d, down[0], down[1], down[2]), bytes);
         }
     } else if (!strcmp(name, "alltoall")) {
-        /* each node's messages in order of destination, starting after itself */
-        for (unsigned s = 0; s < n; s++)
+        /* message s * (n - 1) + k - 1: from s to s + k (mod n), so that each
+         * node's messages go in order of destination, starting after itself;
+         * one node's part alone costs O(n), not O(n^2) */
+        for (unsigned s = 0; s < n; s++) {
+            if (only >= 0 && s != (unsigned)only) {
+                const unsigned k = ((unsigned)only + n - s) % n; /* s sends to only */
+                bad |= fc_add(p, (int)(s * (n - 1) + k - 1), (int)s, only, bytes);
+                continue;
+            }
             for (unsigned k = 1; k < n; k++)
-                bad |= fc_add(p, (int)s, (int)((s + k) % n), bytes);
-    } else { /* stream */
+                bad |= fc_add(p, (int)(s * (n - 1) + k - 1), (int)s, (int)((s + k) % n), bytes);
+        }
+    } else { /* stream: message m * n + s from s to its +X neighbour */
         if (d[0] < 2) {
             snprintf(why, whylen, "stream needs X of at least 2");
             fc_plan_free(p);
             return -1;
         }
-        for (long m = 0; m < hops; m++)
+        for (long m = 0; m < hops; m++) {
+            if (only >= 0) {
+                const unsigned x = (unsigned)only % d[0];
+                const int left = only - (int)x + (int)((x + d[0] - 1) % d[0]);
+                bad |= fc_add(p, (int)(m * n) + only, only, only - (int)x + (int)((x + 1) % d[0]),
+                              bytes);
+                bad |= fc_add(p, (int)(m * n) + left, left, only, bytes);
+                continue;
+            }
             for (unsigned s = 0; s < n; s++) {
                 const unsigned x = s % d[0];
-                bad |= fc_add(p, (int)s, (int)(s - x + (x + 1) % d[0]), bytes);
+                bad |= fc_add(p, (int)(m * n + s), (int)s, (int)(s - x + (x + 1) % d[0]), bytes);
             }
+        }
     }
     if (bad) {
         fc_plan_free(p);

@@ -5,6 +5,7 @@
  * for torx-sim, one task per node (heater mode):
  *
  *   torx-sim --torus XxYxZ --machine M sim_linkcheck --pattern P --bytes S [--hops H]
+ *            [--late]
  *
  * The patterns are those of bench/sim/flowcheck_patterns.h. A message of S
  * bytes is ceil(S / 240) deterministic packets (dimension-ordered, as
@@ -12,7 +13,11 @@
  * injects its messages' packets round robin, one packet of each message in
  * turn, so that its messages share its links as flows would; when the
  * injection FIFO is full it reads what has arrived and retries. The time of
- * a message is from the barrier to its last packet read.
+ * a message is from the barrier to its last packet read. With --late a
+ * task reads nothing until every task has injected everything (a second
+ * barrier): every packet of the pattern is then in flight at once, for
+ * measuring what packets in flight cost the model (the times are then
+ * meaningless).
  *
  * Measure the network alone with a machine whose processor costs are zero
  * but cpu_poll_empty's (bench/sim/run-sim-bench.sh flowcheck writes one):
@@ -21,9 +26,12 @@
  *
  * Rank 0 prints one line:
  *   linkcheck pattern=P bytes=S hops=H msgs=M packets=N time_us=T
- *             flow0_us=.. flow1_us=.. start_spread_ns=D wall_s=W maxrss_mib=R
+ *             flow0_us=.. flow1_us=.. start_spread_ns=D no_room=F waits=W
+ *             wall_s=W maxrss_mib=R
  * flowK_us for the flows of share and line; start_spread_ns: how far apart
- * the tasks left the barrier (0 when they all start together). */
+ * the tasks left the barrier (0 when they all start together); no_room:
+ * injections refused for a full FIFO, waits: torx_pkt_wait calls, summed
+ * over the tasks. */
 #include <torx/map.h>
 #include <torx/packet.h>
 
@@ -67,10 +75,10 @@ static torx_status_t barrier(torx_pkt_dev_t *dev)
     return rc;
 }
 
-/* MAX over every task of lanes[0..31] (64-bit). */
-static torx_status_t allmax(torx_pkt_dev_t *dev, uint64_t lanes[32])
+/* op (MAX or ADD) over every task of lanes[0..31] (64-bit). */
+static torx_status_t allreduce(torx_pkt_dev_t *dev, torx_cn_op_t op, uint64_t lanes[32])
 {
-    torx_status_t rc = torx_cn_inject(dev, TORX_CN_MAX, TORX_CN_U64, 0, lanes);
+    torx_status_t rc = torx_cn_inject(dev, op, TORX_CN_U64, 0, lanes);
     if (rc != TORX_OK)
         return rc;
     while ((rc = torx_cn_read(dev, lanes)) == TORX_AGAIN)
@@ -116,7 +124,13 @@ int main(int argc, char **argv)
     const double wall0 = wall();
     const char *pattern = NULL;
     long bytes = -1, hops = 1;
+    int late = 0;
     for (int i = 1; i < argc; i += 2) {
+        if (!strcmp(argv[i], "--late")) {
+            late = 1;
+            i--;
+            continue;
+        }
         if (i + 1 >= argc) {
             fprintf(stderr, "sim_linkcheck: %s without its value\n", argv[i]);
             return 2;
@@ -134,7 +148,7 @@ int main(int argc, char **argv)
     }
     if (!pattern || bytes < 0 || hops < 0) {
         fprintf(stderr, "usage: sim_linkcheck --pattern hops|share|fanout|alltoall|line|stream "
-                        "--bytes S [--hops H]   (S, H: whole numbers)\n");
+                        "--bytes S [--hops H] [--late]   (S, H: whole numbers)\n");
         return 2;
     }
 
@@ -185,6 +199,7 @@ int main(int argc, char **argv)
             expect += packets_of(g->bytes);
     }
     rx_t rx = {0};
+    uint64_t no_room = 0, waits = 0;
 
     if (barrier(dev) != TORX_OK)
         return die(rank, "barrier");
@@ -201,7 +216,9 @@ int main(int argc, char **argv)
         memcpy(h.sw + 4, &last, 4);
         const torx_status_t rc = torx_pkt_inject1(dev, &h, payload, (size_t)len);
         if (rc == TORX_NO_ROOM) { /* the empty poll it cost lets time pass */
-            drain(dev, plan.nnamed, &rx);
+            no_room++;
+            if (!late)
+                drain(dev, plan.nnamed, &rx);
             continue;
         }
         if (rc != TORX_OK)
@@ -213,10 +230,16 @@ int main(int argc, char **argv)
         if (at >= live)
             at = 0;
     }
+    if (late) {
+        if (barrier(dev) != TORX_OK)
+            return die(rank, "barrier");
+    }
     while (rx.got < expect) {
         drain(dev, plan.nnamed, &rx);
-        if (rx.got < expect)
+        if (rx.got < expect) {
+            waits++;
             torx_pkt_wait(dev, 100);
+        }
     }
 
     /* lanes: 0 latest start, 1 earliest start (as its complement), 2 latest
@@ -227,8 +250,12 @@ int main(int argc, char **argv)
     lanes[2] = (uint64_t)(rx.last_end * PS);
     for (int k = 0; k < plan.nnamed; k++)
         lanes[3 + k] = (uint64_t)(rx.named_end[k] * PS);
-    if (allmax(dev, lanes) != TORX_OK)
+    if (allreduce(dev, TORX_CN_MAX, lanes) != TORX_OK)
         return die(rank, "result reduction");
+    /* what the run cost: packet-layer calls that did no work */
+    uint64_t counts[32] = {no_room, waits};
+    if (allreduce(dev, TORX_CN_ADD, counts) != TORX_OK)
+        return die(rank, "count reduction");
     const double start = (double)(UINT64_MAX - lanes[1]) / PS;
     /* every message of the pattern has the same size */
     const long packets = (long)plan.total * packets_of(bytes);
@@ -239,9 +266,9 @@ int main(int argc, char **argv)
                bytes, hops, plan.total, packets, ((double)lanes[2] / PS - start) * 1e6);
         for (int k = 0; k < plan.nnamed; k++)
             printf(" flow%d_us=%.4f", k, ((double)lanes[3 + k] / PS - start) * 1e6);
-        printf(" start_spread_ns=%.3f wall_s=%.3f maxrss_mib=%.1f\n",
-               ((double)lanes[0] / PS - start) * 1e9, wall() - wall0,
-               (double)ru.ru_maxrss / 1024.0);
+        printf(" start_spread_ns=%.3f no_room=%llu waits=%llu wall_s=%.3f maxrss_mib=%.1f\n",
+               ((double)lanes[0] / PS - start) * 1e9, (unsigned long long)counts[0],
+               (unsigned long long)counts[1], wall() - wall0, (double)ru.ru_maxrss / 1024.0);
         fflush(stdout);
     }
     if (barrier(dev) != TORX_OK)
