@@ -136,27 +136,36 @@ int main(int argc, char **argv)
         sargv[sargc++] = argv[i];
     const char *torus = NULL, *pattern = NULL;
     long bytes = -1, hops = 1;
+    char why[200];
     /* options of ours; SimGrid takes its --cfg= and --log= out in simgrid_init */
     for (int i = 1; i < argc; i++) {
         if (!strncmp(argv[i], "--cfg=", 6) || !strncmp(argv[i], "--log=", 6))
             continue;
-        if (i + 1 >= argc)
-            return usage("an option without its value");
+        const int known = !strcmp(argv[i], "--torus") || !strcmp(argv[i], "--pattern") ||
+                          !strcmp(argv[i], "--bytes") || !strcmp(argv[i], "--hops");
+        if (!known || i + 1 >= argc) {
+            snprintf(why, sizeof why, known ? "%s without its value" : "unknown option %s",
+                     argv[i]);
+            return usage(why);
+        }
         if (!strcmp(argv[i], "--torus"))
             torus = argv[++i];
         else if (!strcmp(argv[i], "--pattern"))
             pattern = argv[++i];
-        else if (!strcmp(argv[i], "--bytes"))
-            bytes = fc_parse_count(argv[++i]);
-        else if (!strcmp(argv[i], "--hops"))
-            hops = fc_parse_count(argv[++i]);
-        else
-            return usage("unknown option");
+        else if (!strcmp(argv[i], "--bytes") || !strcmp(argv[i], "--hops")) {
+            const long v = fc_parse_count(argv[i + 1]);
+            if (v < 1) {
+                snprintf(why, sizeof why, "%s \"%s\" is not a whole number from 1 to 2147483647",
+                         argv[i], argv[i + 1]);
+                return usage(why);
+            }
+            *(argv[i][2] == 'b' ? &bytes : &hops) = v;
+            i++;
+        }
     }
     if (!torus || !pattern || bytes < 0)
         return usage("--torus, --pattern and --bytes are required");
     unsigned dims[3];
-    char why[200];
     if (fc_parse_torus(torus, dims, why, sizeof why) != 0)
         return usage(why);
     if (fc_plan(pattern, dims, 1, bytes, hops, -1, &plan, why, sizeof why) != 0)

@@ -119,64 +119,82 @@ static long packets_of(long bytes)
     return (bytes + TORX_PKT_MAX_PAYLOAD - 1) / TORX_PKT_MAX_PAYLOAD;
 }
 
+/* The arguments; 0, or -1 with the reason in why. */
+static int parse_args(int argc, char **argv, const char **pattern, long *bytes, long *hops,
+                      int *late, char *why, size_t whylen)
+{
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--late")) {
+            *late = 1;
+            continue;
+        }
+        if (i + 1 >= argc) {
+            snprintf(why, whylen, "%s without its value", argv[i]);
+            return -1;
+        }
+        const char *opt = argv[i], *val = argv[++i];
+        if (!strcmp(opt, "--pattern")) {
+            *pattern = val;
+        } else if (!strcmp(opt, "--bytes") || !strcmp(opt, "--hops")) {
+            const long v = fc_parse_count(val);
+            if (v < 1) {
+                snprintf(why, whylen, "%s \"%s\" is not a whole number from 1 to 2147483647", opt,
+                         val);
+                return -1;
+            }
+            *(opt[2] == 'b' ? bytes : hops) = v;
+        } else {
+            snprintf(why, whylen, "unknown option %s", opt);
+            return -1;
+        }
+    }
+    if (!*pattern || *bytes < 0) {
+        snprintf(why, whylen, "--pattern and --bytes are required");
+        return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const double wall0 = wall();
     const char *pattern = NULL;
     long bytes = -1, hops = 1;
     int late = 0;
-    for (int i = 1; i < argc; i += 2) {
-        if (!strcmp(argv[i], "--late")) {
-            late = 1;
-            i--;
-            continue;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "sim_linkcheck: %s without its value\n", argv[i]);
-            return 2;
-        }
-        if (!strcmp(argv[i], "--pattern"))
-            pattern = argv[i + 1];
-        else if (!strcmp(argv[i], "--bytes"))
-            bytes = fc_parse_count(argv[i + 1]);
-        else if (!strcmp(argv[i], "--hops"))
-            hops = fc_parse_count(argv[i + 1]);
-        else {
-            fprintf(stderr, "sim_linkcheck: unknown option %s\n", argv[i]);
-            return 2;
-        }
-    }
-    if (!pattern || bytes < 0 || hops < 0) {
-        fprintf(stderr, "usage: sim_linkcheck --pattern hops|share|fanout|alltoall|line|stream "
-                        "--bytes S [--hops H] [--late]   (S, H: whole numbers)\n");
-        return 2;
-    }
+    char why[200];
+    const int bad_args = parse_args(argc, argv, &pattern, &bytes, &hops, &late, why, sizeof why);
 
     torx_boot_t boot;
     if (torx_boot_pmi_init(&boot) != TORX_OK)
         return die(-1, "bootstrap");
     const int rank = boot.rank;
+    /* every task finds the same mistakes: rank 0 names them */
+    if (bad_args) {
+        if (rank == 0)
+            fprintf(stderr,
+                    "sim_linkcheck: %s\nusage: sim_linkcheck --pattern "
+                    "hops|share|fanout|alltoall|line|stream --bytes S [--hops H] [--late]\n",
+                    why);
+        return 2;
+    }
     torx_map_t map;
     if (torx_map_from_env(boot.size, 1, &map) != TORX_OK)
         return die(rank, "map");
     const unsigned d[3] = {map.shape.x, map.shape.y, map.shape.z};
     if ((unsigned)boot.size != d[0] * d[1] * d[2]) {
-        fprintf(stderr,
-                "sim_linkcheck: %d tasks on %ux%ux%u nodes: run one task per node "
-                "(torx-sim --mode heater)\n",
-                boot.size, d[0], d[1], d[2]);
+        if (rank == 0)
+            fprintf(stderr,
+                    "sim_linkcheck: %d tasks on %ux%ux%u nodes: run one task per node "
+                    "(torx-sim --mode heater)\n",
+                    boot.size, d[0], d[1], d[2]);
         return 2;
     }
     fc_plan_t plan;
-    char why[200];
     const char *mesh = getenv("TORX_SIM_MESH");
     if (fc_plan(pattern, d, !(mesh && !strcmp(mesh, "1")), bytes, hops, rank, &plan, why,
                 sizeof why) != 0) {
-        fprintf(stderr, "sim_linkcheck: %s\n", why);
-        return 2;
-    }
-    if (plan.nnamed > 30) {
-        fprintf(stderr, "sim_linkcheck: at most 30 named flows\n");
+        if (rank == 0)
+            fprintf(stderr, "sim_linkcheck: %s\n", why);
         return 2;
     }
     const torx_pkt_attr_t attr = {
