@@ -2,7 +2,7 @@
 # The sim device's figures against the original's (docs/sim.md,
 # bench/RESULTS.md "Modelled torus"):
 #
-#   bench/sim/run-sim-bench.sh [table1] [fig4a] [fig4b] [fig4cf] [scale] [scale64k]
+#   bench/sim/run-sim-bench.sh [table1] [fig4a] [fig4b] [fig4cf] [scale] [scale64k] [flowcheck]
 #
 #   table1    Table 1, message-layer column: 1-byte half round trip to the
 #             nearest neighbour per protocol, 8x8x8, co mode, bgl (the
@@ -19,6 +19,11 @@
 #             exchange, finalize) at 512 and 4,096 nodes: simulated times,
 #             wall time and peak memory
 #   scale64k  the same at 64x32x32 (65,536 nodes; about 10 minutes, 6 GiB)
+#   flowcheck the sim device's link model against SimGrid's flow model CM02
+#             on small patterns (docs/sim.md#checked-against-simgrids-flow-model):
+#             sim_linkcheck on a bgl without processor costs, sim_flowcheck
+#             on SimGrid's torus cluster (about 5 minutes: the 64 KiB
+#             alltoall is 1.1 million packets)
 #
 # Without arguments: table1 fig4a scale. Simulated times are the same on
 # every machine (the model is deterministic); wall times and memory are this
@@ -174,8 +179,67 @@ bench_machine
                                   v["allreduce_us"], v["exchange_us"], v["wall_s"], v["maxrss_mib"] }'
             done
             ;;
+        flowcheck)
+            # The network alone: bgl with every processor cost zero but the
+            # empty poll's, which only paces a sender's retries while its
+            # injection FIFO is full (docs/sim.md#checked-against-simgrids-flow-model).
+            fc_dir=$(mktemp -d)
+            sed -e 's/^name .*/name bgl-net/' \
+                -e 's/^\(cpu_\(inject_packet\|receive_packet\|match\|copy_byte\|cn_packet\)\) .*/\1 0 cycles/' \
+                "$root/src/packet/sim/machines/bgl" >"$fc_dir/bgl-net"
+            fc_kv() { awk -v k="$1" '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) print kv[2] } }'; }
+            # fc_row LABEL TORUS KEY WHY ARGS...: one row from both programs;
+            # KEY: time_us, flow0_us or flow1_us. Leaves each program's
+            # whole wall time (s) and peak memory (MiB) in fc_cm_* and fc_sim_*.
+            fc_row() {
+                local label=$1 torus=$2 key=$3 why=$4 out_cm out_sim t
+                shift 4
+                t=$(date +%s%N)
+                out_cm=$(/usr/bin/time -f "maxrss_kib=%M" "$build/bench/sim/sim_flowcheck" \
+                    --torus "$torus" "$@" 2>&1)
+                fc_cm_wall=$(awk -v a="$t" -v b="$(date +%s%N)" 'BEGIN { printf "%.2f", (b - a) / 1e9 }')
+                fc_cm_mib=$(echo "$out_cm" | fc_kv maxrss_kib | awk '{ printf "%.0f", $1 / 1024 }')
+                t=$(date +%s%N)
+                out_sim=$(/usr/bin/time -f "maxrss_kib=%M" "$sim" --torus "$torus" \
+                    --machine "$fc_dir/bgl-net" "$build/bench/sim/sim_linkcheck" "$@" 2>&1)
+                fc_sim_wall=$(awk -v a="$t" -v b="$(date +%s%N)" 'BEGIN { printf "%.2f", (b - a) / 1e9 }')
+                fc_sim_mib=$(echo "$out_sim" | fc_kv maxrss_kib | awk '{ printf "%.0f", $1 / 1024 }')
+                fc_sim_pkts=$(echo "$out_sim" | fc_kv packets)
+                awk -v l="$label" -v c="$(echo "$out_cm" | fc_kv "$key")" \
+                    -v s="$(echo "$out_sim" | fc_kv "$key")" -v w="$why" \
+                    'BEGIN { printf "| %s | %.3f | %.3f | %.3f | %s |\n", l, c, s, s / c, w }'
+            }
+            fc_walls=()
+            pk="packetisation: 270 wire bytes per 240 of data (1.125)"
+            echo
+            echo "## Link model against SimGrid CM02 (bgl links: 175 MB/s, 90 ns per hop; sim: bgl without processor costs)"
+            echo
+            echo "| pattern | CM02, us | sim, us | sim / CM02 | why they differ |"
+            echo "|---|---|---|---|---|"
+            fc_row "(a) 240 B, 1 hop" 8x8x8 time_us "one full packet: 270 B on the wire (1.543 us) against 240 B (1.371 us); the 90 ns hop is the same" --pattern hops --bytes 240 --hops 1
+            fc_row "(a) 240 B, 12 hops" 8x8x8 time_us "as 1 hop; 11 more hops add 0.990 us in both" --pattern hops --bytes 240 --hops 12
+            fc_row "(a) 64 KiB, 1 hop" 8x8x8 time_us "$pk" --pattern hops --bytes 65536 --hops 1
+            fc_row "(a) 64 KiB, 12 hops" 8x8x8 time_us "$pk; cut-through pipelines the packets, so a hop adds 90 ns, as CM02's latency" --pattern hops --bytes 65536 --hops 12
+            fc_row "(b) 2 x 64 KiB on one link, last" 8x8x8 time_us "$pk: the shared link is busy all along in both" --pattern share --bytes 65536
+            fc_row "(b) through flow (0,0,0)->(2,0,0)" 8x8x8 flow0_us "CM02 weighs a flow by 1/route latency: the 2-hop flow gets 1/3 until the other ends; sim: the link in reservation order, about half each, the through flow first" --pattern share --bytes 65536
+            fc_row "(b) local flow (1,0,0)->(2,0,0)" 8x8x8 flow1_us "CM02 gives the 1-hop flow 2/3 of the link" --pattern share --bytes 65536
+            fc_row "(c) 64 KiB to each of 6 neighbours" 8x8x8 time_us "$pk; six links in parallel in both (the 8-packet FIFO keeps all six busy)" --pattern fanout --bytes 65536
+            fc_row "(d) alltoall 2 KiB, 4x4x4" 4x4x4 time_us "CM02 reaches the busiest link's bound (48 messages on each of the busiest X+ links); sim leaves links idle: one-packet router buffers and links reserved in injection order, not arrival order" --pattern alltoall --bytes 2048
+            fc_walls+=("| 2 KiB | 4,032 | $fc_sim_pkts | $fc_cm_wall | $fc_cm_mib | $fc_sim_wall | $fc_sim_mib |")
+            fc_row "(d) alltoall 64 KiB, 4x4x4" 4x4x4 time_us "as 2 KiB" --pattern alltoall --bytes 65536
+            fc_walls+=("| 64 KiB | 4,032 | $fc_sim_pkts | $fc_cm_wall | $fc_cm_mib | $fc_sim_wall | $fc_sim_mib |")
+            fc_row "(e) line: P0->P3" 8x8x8 flow0_us "CM02: the 3-hop flow gets 1/4 of the shared link; sim about half; BG/P's hardware gave it the whole link" --pattern line --bytes 65536
+            fc_row "(e) line: P1->P2" 8x8x8 flow1_us "CM02: 3/4 of the link; sim about half" --pattern line --bytes 65536
+            echo
+            echo "### Wall cost of (d), this machine (one run each: repeat and take the minimum)"
+            echo
+            echo "| alltoall, 64 nodes | messages | sim packets | CM02 wall, s | CM02 memory, MiB | sim wall, s | sim memory, MiB |"
+            echo "|---|---|---|---|---|---|---|"
+            printf '%s\n' "${fc_walls[@]}"
+            rm -rf "$fc_dir"
+            ;;
         *)
-            echo "$bench_name: unknown figure '$w' (table1, fig4a, fig4b, fig4cf, scale, scale64k)" >&2
+            echo "$bench_name: unknown figure '$w' (table1, fig4a, fig4b, fig4cf, scale, scale64k, flowcheck)" >&2
             exit 2
             ;;
         esac
