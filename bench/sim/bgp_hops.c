@@ -1,9 +1,10 @@
 /* bgp_hops: the BG/P MPI study's latency against system size. Rank 0
  * ping-pongs with the farthest task of the partition (the most hops away;
- * on a single node, another task of that node), for each message size:
+ * on a single node, another task of that node), or with --hops H the
+ * lowest rank H hops away (0: on rank 0's node), for each message size:
  * small sizes give the latency, a large one the one-way bandwidth.
  *
- *   bgp_hops [--sizes LIST] [--iters N]     (default 0,1K,1M and 10)
+ *   bgp_hops [--sizes LIST] [--iters N] [--hops H]  (default 0,1K,1M; 10)
  *
  * Needs 2 tasks at least. Rank 0 runs 2 warm-up round trips and N timed
  * ones per size, and prints per size
@@ -14,13 +15,15 @@
  * under mpiexec. */
 #include "bgp_common.h"
 
-static int farthest(const bgp_t *b, unsigned *hops)
+/* want < 0: the lowest rank farthest from rank 0; else the lowest rank
+ * want hops away (0: another task of rank 0's node); -1 if none. */
+static int partner_at(const bgp_t *b, long want, unsigned *hops)
 {
     int best = -1;
     *hops = 0;
     for (int r = 1; r < b->size; r++) {
         const unsigned h = bgp_hops(b, 0, r);
-        if (best < 0 || h > *hops) {
+        if (want >= 0 ? h == (unsigned long)want && best < 0 : best < 0 || h > *hops) {
             best = r;
             *hops = h;
         }
@@ -31,14 +34,19 @@ static int farthest(const bgp_t *b, unsigned *hops)
 int main(int argc, char **argv)
 {
     static const char prog[] = "bgp_hops";
-    long sizes[BGP_MAXLIST] = {0, 1024, 1 << 20}, iters = 10;
+    long sizes[BGP_MAXLIST] = {0, 1024, 1 << 20}, iters = 10, want = -1;
     int nsizes = 3;
     for (int i = 1; i < argc; i += 2) {
-        if (i + 1 >= argc || (strcmp(argv[i], "--sizes") && strcmp(argv[i], "--iters"))) {
-            fprintf(stderr, "%s: bad argument '%s'\nusage: %s [--sizes LIST] [--iters N]\n", prog,
-                    argv[i], prog);
+        if (i + 1 >= argc || (strcmp(argv[i], "--sizes") && strcmp(argv[i], "--iters") &&
+                              strcmp(argv[i], "--hops"))) {
+            fprintf(stderr,
+                    "%s: bad argument '%s'\nusage: %s [--sizes LIST] [--iters N] [--hops H]\n",
+                    prog, argv[i], prog);
             return 2;
         }
+        if (!strcmp(argv[i], "--hops") &&
+            bgp_parse_long(prog, argv[i], argv[i + 1], 0, 1000, &want))
+            return 2;
         if (!strcmp(argv[i], "--sizes") &&
             (nsizes = bgp_parse_sizes(prog, argv[i], argv[i + 1], sizes)) < 0)
             return 2;
@@ -59,7 +67,13 @@ int main(int argc, char **argv)
         return 2;
     }
     unsigned hops;
-    const int partner = farthest(&b, &hops);
+    const int partner = partner_at(&b, want, &hops);
+    if (partner < 0) {
+        if (b.rank == 0)
+            fprintf(stderr, "%s: --hops %ld: no task that far from rank 0\n", prog, want);
+        bgp_finish(&b);
+        return 2;
+    }
     char shape[32];
     bgp_shape_str(&b, shape, sizeof shape);
     for (int z = 0; z < nsizes; z++) {

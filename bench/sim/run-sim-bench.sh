@@ -12,6 +12,10 @@
 #             exchange, finalize) at 512 and 4,096 nodes: simulated times,
 #             wall time and peak memory
 #   scale64k  the same at 64x32x32 (65,536 nodes; about 10 minutes, 6 GiB)
+#   bgp       the BG/P MPI study's suite on bgp beside its published results
+#             (bench/sim/bgp-bench.sh; one test: bgp-hops, bgp-congestion,
+#             bgp-multistream, bgp-hotspot, bgp-fan; BGP_SCALE=1 for the
+#             large partitions); plot with bench/sim/plot-bgp.gp
 #
 # Without arguments: table1 fig4a scale. Simulated times are the same on
 # every machine (the model is deterministic); wall times and memory are this
@@ -79,8 +83,14 @@ bench_machine
                                   v["allreduce_us"], v["exchange_us"], v["wall_s"], v["maxrss_mib"] }'
             done
             ;;
+        bgp | bgp-hops | bgp-congestion | bgp-multistream | bgp-hotspot | bgp-fan)
+            # shellcheck source=bench/sim/bgp-bench.sh
+            . "$here/sim/bgp-bench.sh"
+            bgp_bench "$w"
+            ;;
         *)
-            echo "$bench_name: unknown figure '$w' (table1, fig4a, scale, scale64k)" >&2
+            echo "$bench_name: unknown figure '$w' (table1, fig4a, scale, scale64k, bgp, bgp-hops," \
+                "bgp-congestion, bgp-multistream, bgp-hotspot, bgp-fan)" >&2
             exit 2
             ;;
         esac
