@@ -6,7 +6,7 @@
 if (!exists("dir")) dir = 'bench/results'
 if (!exists("figs")) figs = 'docs/figures'
 
-set terminal pngcairo size 800,500 font ",10"
+set terminal pngcairo size 800,500 font ",10" noenhanced
 set grid
 set key top left
 
@@ -38,8 +38,8 @@ set logscale xy
 set xlabel "tasks"
 set ylabel "workers' mean half round trip, us"
 set yrange [*:*]
-plot dir.'/sim-bgp-hotspot.dat' using ($2 == 0 ? $1 : 1/0):3 with linespoints lw 2 title "sim, 0 B", \
-     '' using ($2 == 1024 ? $1 : 1/0):3 with linespoints lw 2 title "sim, 1 KiB"
+plot '< awk ''$2 == 0'' '.dir.'/sim-bgp-hotspot.dat' using 1:3 with linespoints lw 2 title "sim, 0 B", \
+     '< awk ''$2 == 1024'' '.dir.'/sim-bgp-hotspot.dat' using 1:3 with linespoints lw 2 title "sim, 1 KiB"
 unset logscale xy
 
 # ---- fan-out and fan-in ---------------------------------------------------------
@@ -49,6 +49,8 @@ set xlabel "neighbours"
 set ylabel "aggregate, Mb/s"
 set xrange [0.5:6.5]
 set yrange [0:22000]
+set xtics 1
+set key bottom right
 plot dir.'/sim-bgp-fan.dat' using 1:2 with linespoints lw 2 title "sim, fan-out", \
      '' using 1:3 with linespoints lw 2 title "sim, fan-in", \
      18000 with lines dt 2 lw 2 title "published fan-out peak (= the machine file's dma_bandwidth)", \
@@ -61,9 +63,10 @@ set xlabel "streams"
 set ylabel "aggregate, Mb/s"
 set xrange [0.5:4.5]
 set yrange [0:4000]
+set xtics 1
 set key bottom right
-plot dir.'/sim-bgp-multistream.dat' using ($1 == 65536 ? $2 : 1/0):3 with linespoints lw 2 title "sim, 64 KiB", \
-     '' using ($1 == 1048576 ? $2 : 1/0):3 with linespoints lw 2 title "sim, 1 MiB", \
+plot '< awk ''$1 == 65536'' '.dir.'/sim-bgp-multistream.dat' using 2:3 with linespoints lw 2 title "sim, 64 KiB", \
+     '< awk ''$1 == 1048576'' '.dir.'/sim-bgp-multistream.dat' using 2:3 with linespoints lw 2 title "sim, 1 MiB", \
      3400 with lines dt 2 lw 2 title "published: the link, 425 MB/s"
 
 # ---- two-pair congestion --------------------------------------------------------
@@ -73,6 +76,7 @@ set xlabel ""
 set ylabel "Mb/s"
 set xrange [*:*]
 set yrange [0:3500]
+set xtics autofreq
 set key top right
 set style data histogram
 set style histogram clustered gap 1
