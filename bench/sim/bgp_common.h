@@ -331,7 +331,8 @@ static inline unsigned bgp_ring(const bgp_t *b, unsigned a, unsigned c, unsigned
     return b->mesh || d <= n - d ? d : n - d;
 }
 
-/* Hops between the nodes of ranks r and s, on a mesh without wraparound. */
+/* Hops between the nodes of ranks r and s: each dimension the shorter way
+ * round on a torus, straight across on a mesh (TORX_SIM_MESH). */
 static inline unsigned bgp_hops(const bgp_t *b, int r, int s)
 {
     const torx_coord_t p = torx_map_coord(b->map, r), q = torx_map_coord(b->map, s);
@@ -350,7 +351,7 @@ static inline int bgp_rank_at(const bgp_t *b, int x, int y, int z, int t)
     return torx_map_rank(b->map, c);
 }
 
-/* "8x8x8 torus" or "4x1x1 mesh", for the reports. */
+/* "8x8x8" (a torus) or "4x4x2-mesh", for the reports. */
 static inline const char *bgp_shape_str(const bgp_t *b, char *buf, size_t n)
 {
     const torx_shape_t sh = b->map->shape;
