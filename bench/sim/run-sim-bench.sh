@@ -24,6 +24,10 @@
 #             sim_linkcheck on a bgl without processor costs, sim_flowcheck
 #             on SimGrid's torus cluster (about 5 minutes: the 64 KiB
 #             alltoall is 1.1 million packets)
+#   bgp       the BG/P MPI study's suite on bgp beside its published results
+#             (bench/sim/bgp-bench.sh; one test: bgp-hops, bgp-congestion,
+#             bgp-multistream, bgp-hotspot, bgp-fan; BGP_SCALE=1 for the
+#             large partitions); plot with bench/sim/plot-bgp.gp
 #
 # Without arguments: table1 fig4a scale. Simulated times are the same on
 # every machine (the model is deterministic); wall times and memory are this
@@ -238,8 +242,14 @@ bench_machine
             printf '%s\n' "${fc_walls[@]}"
             rm -rf "$fc_dir"
             ;;
+        bgp | bgp-hops | bgp-congestion | bgp-multistream | bgp-hotspot | bgp-fan)
+            # shellcheck source=bench/sim/bgp-bench.sh
+            . "$here/sim/bgp-bench.sh"
+            bgp_bench "$w"
+            ;;
         *)
-            echo "$bench_name: unknown figure '$w' (table1, fig4a, fig4b, fig4cf, scale, scale64k, flowcheck)" >&2
+            echo "$bench_name: unknown figure '$w' (table1, fig4a, fig4b, fig4cf, scale, scale64k, flowcheck," \
+                "bgp, bgp-hops, bgp-congestion, bgp-multistream, bgp-hotspot, bgp-fan)" >&2
             exit 2
             ;;
         esac
