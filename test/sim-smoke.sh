@@ -1,6 +1,7 @@
 #!/bin/sh
 # torx-sim end to end, as a user runs it (docs/sim.md): examples/msg_hello
-# unchanged in heater, co and vn modes; the 512-node (8x8x8) ping-pong of
+# unchanged in heater, co and vn modes; a program's globals kept per task
+# (test/sim/sim_globals); the 512-node (8x8x8) ping-pong of
 # Table 1 and Fig 4(a) on bgl, checked against the model's exact per-hop
 # term; and the scale program at 512 nodes (barrier, collective-network
 # allreduce, neighbour exchange). Skipped (77) in a build without the sim
@@ -26,6 +27,9 @@ for mode in heater co vn; do
         fail "msg_hello ($mode) failed: $out"
     echo "$out" | grep -q "rank 0: reply from rank 1: hello back" || fail "msg_hello ($mode): $out"
 done
+# each task's globals stay its own, across the wakes that let others run
+out=$(./torx-sim --torus 2x2x2 --mode vn test/sim/sim_globals 2>&1) || fail "sim_globals: $out"
+echo "$out" | grep -q "^sim_globals: ok" || fail "sim_globals: $out"
 out=$(./torx-sim --torus 8x8x8 --mode co bench/sim/sim_pingpong --protos onepkt,rzv --hops 1,2,12 \
     --iters 5 2>&1) || fail "sim_pingpong failed: $out"
 echo "$out"

@@ -21,7 +21,11 @@ torx_protocol_t torx_choose_protocol(const torx_ctx_t *ctx, int dest, size_t hdr
 {
     if (onepkt_fits(ctx, hdr_len + len))
         return TORX_PROTO_ONEPKT;
-    if (ctx->mode == TORX_MODE_VN && dest >= 0 && dest < ctx->size && same_node(ctx, dest))
+    /* The vn protocol moves its data by a bulk copy or the staging area; a
+     * device with neither (sim's bgl: no DMA engine) carries a node's own
+     * messages through the torus, as BG/L did (docs/sim.md#how-a-job-runs). */
+    if (ctx->mode == TORX_MODE_VN && dest >= 0 && dest < ctx->size && same_node(ctx, dest) &&
+        !(ctx->dev->caps & TORXP_CAP_NO_BULK))
         return TORX_PROTO_VN;
     /* adaptive_limit 0 is off, also for the empty messages one-packet used
      * to take before onepkt_limit could be 0. */

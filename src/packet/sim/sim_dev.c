@@ -147,7 +147,7 @@ static torx_status_t sim_wait(torx_pkt_dev_t *dev, int timeout_ms)
         }
         const double until = next < deadline ? next : deadline;
         t->asleep_until = until;
-        torxp_sim_park(a, until - now);
+        torxp_sim_park(a, isinf(until) ? -1 : until - now); /* -1: no time limit */
         t->asleep_until = INFINITY;
     }
     return rc;

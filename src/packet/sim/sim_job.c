@@ -257,13 +257,19 @@ int torxp_sim_park(torxp_sim_actor_t *a, double s)
     return woken;
 }
 
+/* The notify is a simcall: other actors may run inside it and swap their
+ * program data in, so the caller takes its own back (torxp_sim_resumed). */
 static void unpark(torxp_sim_actor_t *a)
 {
     if (!a)
         return;
     a->wake_pending = 1;
-    if (a->parked)
+    if (a->parked) {
         sg_cond_notify_all(a->park);
+        torxp_sim_actor_t *self = torxp_sim_self();
+        if (self)
+            torxp_sim_resumed(self);
+    }
 }
 
 void torxp_sim_wake_task(torxp_sim_job_t *job, int rank)
@@ -451,6 +457,7 @@ torx_status_t torxp_sim_thread_start(torxp_thread_t *t, void *(*fn)(void *), voi
     char name[32];
     snprintf(name, sizeof name, "comm-%d", self->rank);
     start_actor(a, name, helper_actor);
+    torxp_sim_resumed(self); /* as after any simcall (unpark) */
     t->dev_thread = a;
     return TORX_OK;
 }
