@@ -89,7 +89,12 @@ static const torx_pkt_hdr_t *sim_peek(torx_pkt_dev_t *dev)
     if (d->task->bulk)
         torxp_sim_bulk_progress(d->job, d->task, torxp_sim_now(a) + SIM_TIME_EPS);
     torxp_sim_pkt_t *p = torxp_sim_net_peek(d->task, torxp_sim_now(a) + SIM_TIME_EPS);
-    return p ? &p->hdr : NULL;
+    if (p)
+        return &p->hdr;
+    /* an empty peek is an empty poll: a task that peeks in a loop must let
+     * time pass, or the actors that would send it a packet never run */
+    torxp_sim_charge_s(a, d->c_poll);
+    return NULL;
 }
 
 static int sim_poll(torx_pkt_dev_t *dev)
