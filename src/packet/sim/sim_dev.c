@@ -454,7 +454,7 @@ torx_status_t torxp_sim_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
     const int all_ok = failed == 0;
     if (!all_ok && rc == TORX_OK)
         rc =
-            torxp_error(TORX_ERR_PEER, "torx: sim: %d task(s) failed to open their device", failed);
+            torxp_error(TORX_ERR_PEER, "torx: sim: %d task(s) failed to attach to the job", failed);
     if (!all_ok) {
         if (d->task)
             torxp_sim_net_detach(d->job, d->task);
