@@ -82,6 +82,36 @@ static torx_status_t sim_inject(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
     return torxp_sim_net_inject(d->job, d->task, torxp_sim_now(a), hdr, iov, iovcnt, len);
 }
 
+/* Up to 8 deterministic packets to one destination (torx_pkt_inject_batch
+ * checked that much), all or none: the injection FIFO has room for all of
+ * them now, or none is taken. Room only grows while the core writes them
+ * (slots free as packets leave), so each then finds its slot. */
+static torx_status_t sim_inject_batch(torx_pkt_dev_t *dev, const torx_pkt_out_t *pkts, int n)
+{
+    sim_dev_t *d = sim_of(dev);
+    size_t len[TORX_PKT_BATCH_MAX];
+    for (int i = 0; i < n; i++) {
+        const torx_status_t bad =
+            torxp_inject_check(dev, pkts[i].hdr, pkts[i].iov, pkts[i].iovcnt, &len[i]);
+        if (TORXP_UNLIKELY(bad != TORX_OK))
+            return bad;
+    }
+    torxp_sim_actor_t *a = enter();
+    if (torxp_sim_net_room(d->job, d->task, torxp_sim_now(a)) < n) {
+        torxp_sim_charge_s(a, d->c_poll);
+        return TORX_NO_ROOM;
+    }
+    for (int i = 0; i < n; i++) {
+        torxp_sim_charge_s(a, d->c_inject);
+        torxp_sim_sync(a);
+        const torx_status_t rc = torxp_sim_net_inject(
+            d->job, d->task, torxp_sim_now(a), pkts[i].hdr, pkts[i].iov, pkts[i].iovcnt, len[i]);
+        if (rc != TORX_OK)
+            return rc;
+    }
+    return TORX_OK;
+}
+
 static const torx_pkt_hdr_t *sim_peek(torx_pkt_dev_t *dev)
 {
     sim_dev_t *d = sim_of(dev);
@@ -382,6 +412,7 @@ static void sim_close(torx_pkt_dev_t *dev)
 static const torxp_dev_ops_t sim_ops = {
     .name = "sim",
     .inject = sim_inject,
+    .inject_batch = sim_inject_batch,
     .poll = sim_poll,
     .peek = sim_peek,
     .consume = sim_consume,
