@@ -474,7 +474,12 @@ torx_status_t torxp_sim_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
     if (!d->dma)
         d->base.caps |= TORXP_CAP_NO_BULK;
     torx_status_t rc;
-    if (attr->boot->size != torxp_sim_job_size(d->job))
+    if (attr->shape.t > m->cores_per_node)
+        rc = torxp_error(TORX_ERR_ENV,
+                         "torx: sim: %u tasks per node (TORX_CORES_PER_NODE in vn mode), but the "
+                         "%s machine's nodes have %u cores",
+                         attr->shape.t, m->name, m->cores_per_node);
+    else if (attr->boot->size != torxp_sim_job_size(d->job))
         rc = torxp_error(TORX_ERR_INVAL,
                          "torx: sim: the bootstrap has %d tasks, the simulated job %d",
                          attr->boot->size, torxp_sim_job_size(d->job));
