@@ -210,7 +210,9 @@ static torx_status_t __attribute__((noinline))
 inject_larger(torx_ctx_t *ctx, int dest, int handler, const void *hdr, size_t hdr_len,
               const void *data, size_t len)
 {
-    if (len > ctx->stage_chunk)
+    /* staging off (stage_chunk 0: TORX_STAGE_BYTES=0, or a device without
+     * staging areas, sim) leaves eager batches, which eager_now bounds */
+    if (ctx->stage_chunk && len > ctx->stage_chunk)
         return TORX_AGAIN;
     const torx_protocol_t p = torx_choose_protocol(ctx, dest, hdr_len, len);
     torxm_peer_t *peer = torxm_peer(ctx, dest);

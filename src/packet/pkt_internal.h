@@ -219,7 +219,8 @@ static inline void torxp_task_state_init(torxp_task_state_t *ts)
     ts->last_error[0] = '\0';
     ts->verbose = TORXP_VERBOSE_UNREAD;
 }
-/* The running task's state: the hook's answer, or this thread's own. */
+/* The running task's state: the hook's answer, or this thread's own (also
+ * when the hook answers NULL: no task of its device runs now). */
 torxp_task_state_t *torxp_task_state(void);
 /* Installs hook (NULL: back to one state per thread). Process-wide: set it
  * once, before any task runs; each state it returns starts as

@@ -25,7 +25,10 @@ static TORXP_PROCESS_WIDE torxp_task_state_t *(*task_state_hook)(void);
 torxp_task_state_t *torxp_task_state(void)
 {
     torxp_task_state_t *(*hook)(void) = __atomic_load_n(&task_state_hook, __ATOMIC_RELAXED);
-    return hook ? hook() : &thread_state;
+    /* NULL from the hook: no task of the device runs now (between sim
+     * jobs, or a process forked after one), so the thread's own */
+    torxp_task_state_t *ts = hook ? hook() : NULL;
+    return ts ? ts : &thread_state;
 }
 
 void torxp_set_task_state_hook(torxp_task_state_t *(*hook)(void))

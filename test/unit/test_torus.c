@@ -22,6 +22,32 @@
 #define SCALE 1
 #endif
 
+static int on_sim(void)
+{
+    const char *device = getenv("TORX_DEVICE");
+    return device && !strcmp(device, "sim");
+}
+
+/* n packets, fewer where each costs more wall time: a sanitized build, and
+ * the sim device, whose tasks are actors of one process, each packet a
+ * switch between them (test/sim-variant.sh's time). */
+static uint32_t scaled(uint32_t n)
+{
+    return n / SCALE / (on_sim() ? 20 : 1);
+}
+
+/* The sim device's reception FIFOs never fill (docs/sim.md#the-network-model):
+ * a task that reads nothing never holds its senders back, so the
+ * backpressure these cases fill toward cannot come. */
+static int skip_on_sim(torx_boot_t *boot, const char *name)
+{
+    if (!on_sim())
+        return 0;
+    if (boot->rank == 0)
+        printf("%s: not run on sim (reception FIFOs never fill there)\n", name);
+    return 1;
+}
+
 /* Packet identity in the software header: sender rank, then sequence. */
 static void stamp(torx_pkt_hdr_t *h, uint32_t sender, uint32_t seq)
 {
@@ -77,12 +103,12 @@ static int order_task(torx_boot_t *boot, void *argp)
     } else {
         uint32_t next[64] = {0};
         const uint64_t total = (uint64_t)(arg->ntasks - 1) * arg->per_sender;
-        const double deadline = test_now() + 100;
+        const double deadline = torx_pkt_wtime(dev) + 100;
         unsigned spins = 0;
         for (uint64_t got = 0; got < total;) {
             const torx_pkt_hdr_t *p = torx_pkt_peek(dev);
             if (!p) {
-                TASK_CHECK(test_now() < deadline, "only %llu of %llu packets arrived",
+                TASK_CHECK(torx_pkt_wtime(dev) < deadline, "only %llu of %llu packets arrived",
                            (unsigned long long)got, (unsigned long long)total);
                 test_relax(&spins);
                 continue;
@@ -111,7 +137,7 @@ static int order_task(torx_boot_t *boot, void *argp)
 START_TEST(deterministic_order_many_producers)
 {
     /* 3 producers x 700k packets into one task: millions in all. */
-    order_arg_t arg = {.ntasks = 4, .per_sender = 700000 / SCALE, .ctl = 0};
+    order_arg_t arg = {.ntasks = 4, .per_sender = scaled(700000), .ctl = 0};
     RUN_JOB(arg.ntasks, order_task, &arg);
 }
 END_TEST
@@ -120,7 +146,7 @@ START_TEST(deterministic_order_shared_fifos)
 {
     /* 8 producers, so two share each of the root's FIFOs (on shm): their
      * slots must be reserved by compare-and-swap, or packets are lost. */
-    order_arg_t arg = {.ntasks = 9, .per_sender = 100000 / SCALE, .ctl = 0};
+    order_arg_t arg = {.ntasks = 9, .per_sender = scaled(100000), .ctl = 0};
     RUN_JOB(arg.ntasks, order_task, &arg);
 }
 END_TEST
@@ -129,7 +155,7 @@ START_TEST(deterministic_order_under_chaos)
 {
     /* Chaos scatters adaptive packets only; pinned ones keep their order. */
     setenv("TORX_CHAOS", "7", 1);
-    order_arg_t arg = {.ntasks = 8, .per_sender = 50000 / SCALE, .ctl = 0};
+    order_arg_t arg = {.ntasks = 8, .per_sender = scaled(50000), .ctl = 0};
     RUN_JOB(arg.ntasks, order_task, &arg);
 }
 END_TEST
@@ -159,12 +185,12 @@ static int chaos_task(torx_boot_t *boot, void *argp)
         uint32_t last[CHAOS_SENDERS + 1] = {0};
         uint64_t inversions = 0;
         const uint64_t total = (uint64_t)CHAOS_SENDERS * per_sender;
-        const double deadline = test_now() + 100;
+        const double deadline = torx_pkt_wtime(dev) + 100;
         unsigned spins = 0;
         for (uint64_t got = 0; got < total;) {
             const torx_pkt_hdr_t *p = torx_pkt_peek(dev);
             if (!p) {
-                TASK_CHECK(test_now() < deadline, "only %llu of %llu arrived",
+                TASK_CHECK(torx_pkt_wtime(dev) < deadline, "only %llu of %llu arrived",
                            (unsigned long long)got, (unsigned long long)total);
                 test_relax(&spins);
                 continue;
@@ -192,8 +218,11 @@ static int chaos_task(torx_boot_t *boot, void *argp)
          * inversions chaos makes depends on how far the root lags: 483 of
          * 60000 in a ThreadSanitizer run where it kept up, thousands
          * otherwise; 1 in 1000 is a floor only broken scattering misses. */
-        TASK_CHECK(inversions > total / 1000, "chaos reordered only %llu of %llu packets",
-                   (unsigned long long)inversions, (unsigned long long)total);
+        /* The sim device reorders adaptive packets by its routing, not by
+         * TORX_CHAOS (docs/sim.md#the-network-model): exactly once only. */
+        TASK_CHECK(on_sim() || inversions > total / 1000,
+                   "chaos reordered only %llu of %llu packets", (unsigned long long)inversions,
+                   (unsigned long long)total);
     }
     TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
     torx_pkt_close(dev);
@@ -203,7 +232,7 @@ static int chaos_task(torx_boot_t *boot, void *argp)
 START_TEST(adaptive_reordered_exactly_once)
 {
     setenv("TORX_CHAOS", "12345", 1);
-    uint32_t per_sender = 200000 / SCALE;
+    uint32_t per_sender = scaled(200000);
     RUN_JOB(CHAOS_SENDERS + 1, chaos_task, &per_sender);
 }
 END_TEST
@@ -337,12 +366,13 @@ static int deposit_task(torx_boot_t *boot, void *argp)
         TASK_CHECK(torx_pkt_inject1(dev, &bad, NULL, 0) == TORX_ERR_INVAL, "empty deposit line");
     }
     uint8_t got[2][64] = {{0}};
-    const double deadline = test_now() + 60;
+    const double deadline = torx_pkt_wtime(dev) + 60;
     unsigned spins = 0;
     for (uint32_t n = 0; n < expected;) {
         const torx_pkt_hdr_t *p = torx_pkt_peek(dev);
         if (!p) {
-            TASK_CHECK(test_now() < deadline, "%u of %u deposit copies arrived", n, expected);
+            TASK_CHECK(torx_pkt_wtime(dev) < deadline, "%u of %u deposit copies arrived", n,
+                       expected);
             test_relax(&spins);
             continue;
         }
@@ -388,6 +418,8 @@ static int backpressure_task(torx_boot_t *boot, void *argp)
             printf("backpressure_no_loss: not run with hosts of several tasks\n");
         return 0;
     }
+    if (skip_on_sim(boot, "backpressure_no_loss"))
+        return 0;
     torx_pkt_dev_t *dev;
     const torx_shape_t shape = {3, 1, 1, 1};
     TASK_CHECK(test_open(boot, shape, &dev) == TORX_OK, "%s", torx_last_error());
@@ -441,12 +473,12 @@ static int backpressure_task(torx_boot_t *boot, void *argp)
         const uint32_t want_seq2[] = {1000, 1001};
         const uint32_t *want = boot->rank == 0 ? want_seq0 : want_seq2;
         const unsigned n = boot->rank == 0 ? 18 : 2;
-        const double deadline = test_now() + 30;
+        const double deadline = torx_pkt_wtime(dev) + 30;
         unsigned spins = 0;
         for (unsigned i = 0; i < n;) {
             const torx_pkt_hdr_t *p = torx_pkt_peek(dev);
             if (!p) {
-                TASK_CHECK(test_now() < deadline, "got %u of %u", i, n);
+                TASK_CHECK(torx_pkt_wtime(dev) < deadline, "got %u of %u", i, n);
                 test_relax(&spins);
                 continue;
             }
@@ -496,6 +528,8 @@ static void batch_fill(torx_pkt_hdr_t *h, struct iovec *iov, torx_pkt_out_t *out
 static int batch_task(torx_boot_t *boot, void *argp)
 {
     (void)argp;
+    if (skip_on_sim(boot, "batch_all_or_none"))
+        return 0;
     torx_pkt_dev_t *dev;
     const torx_shape_t shape = {(uint8_t)boot->size, 1, 1, 1};
     TASK_CHECK(test_open(boot, shape, &dev) == TORX_OK, "%s", torx_last_error());
@@ -567,13 +601,13 @@ static int batch_task(torx_boot_t *boot, void *argp)
     } else {
         uint32_t next[8] = {0};
         const uint64_t total = (uint64_t)(boot->size - 1) * BATCH_PER_SENDER;
-        const double deadline = test_now() + 100;
+        const double deadline = torx_pkt_wtime(dev) + 100;
         unsigned spins = 0;
         uint8_t got_bytes[TORX_PKT_MAX_PAYLOAD];
         for (uint64_t got = 0; got < total;) {
             const torx_pkt_hdr_t *p = torx_pkt_peek(dev);
             if (!p) {
-                TASK_CHECK(test_now() < deadline, "only %llu of %llu packets arrived",
+                TASK_CHECK(torx_pkt_wtime(dev) < deadline, "only %llu of %llu packets arrived",
                            (unsigned long long)got, (unsigned long long)total);
                 test_relax(&spins);
                 continue;
@@ -652,7 +686,8 @@ static int startup_task(torx_boot_t *boot, void *argp)
     if (boot->rank == 0 || !a->same_coord)
         TASK_CHECK(a->needle == NULL || strstr(torx_last_error(), a->needle) ||
                        strstr(torx_last_error(), "failed to attach") ||
-                       strstr(torx_last_error(), "could not create"),
+                       strstr(torx_last_error(), "could not create") ||
+                       strstr(torx_last_error(), "the job's is"), /* sim: the first to open */
                    "message '%s' lacks '%s'", torx_last_error(), a->needle);
     return 0;
 }
@@ -677,10 +712,17 @@ START_TEST(startup_rejects_bad_jobs)
         .shape = {2, 1, 1, 1}, .expect = TORX_ERR_ENV, .needle = "TORX_FIFO_PACKETS"};
     RUN_JOB(2, startup_task, &env);
     unsetenv("TORX_FIFO_PACKETS");
+    /* the device under test back for the last job (a variant's: ofi, sim) */
+    const char *device = getenv("TORX_DEVICE");
+    char *saved = device ? strdup(device) : NULL;
     setenv("TORX_DEVICE", "infiniband", 1);
     startup_arg_t dev = {.shape = {2, 1, 1, 1}, .expect = TORX_ERR_ENV, .needle = "TORX_DEVICE"};
     RUN_JOB(2, startup_task, &dev);
-    unsetenv("TORX_DEVICE");
+    if (saved)
+        setenv("TORX_DEVICE", saved, 1);
+    else
+        unsetenv("TORX_DEVICE");
+    free(saved);
     startup_arg_t partial = {.shape = {3, 2, 1, 1}, .expect = TORX_OK}; /* 4 tasks, 6 slots */
     RUN_JOB(4, startup_task, &partial);
 }

@@ -82,6 +82,36 @@ static torx_status_t sim_inject(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
     return torxp_sim_net_inject(d->job, d->task, torxp_sim_now(a), hdr, iov, iovcnt, len);
 }
 
+/* Up to 8 deterministic packets to one destination (torx_pkt_inject_batch
+ * checked that much), all or none: the injection FIFO has room for all of
+ * them now, or none is taken. Room only grows while the core writes them
+ * (slots free as packets leave), so each then finds its slot. */
+static torx_status_t sim_inject_batch(torx_pkt_dev_t *dev, const torx_pkt_out_t *pkts, int n)
+{
+    sim_dev_t *d = sim_of(dev);
+    size_t len[TORX_PKT_BATCH_MAX];
+    for (int i = 0; i < n; i++) {
+        const torx_status_t bad =
+            torxp_inject_check(dev, pkts[i].hdr, pkts[i].iov, pkts[i].iovcnt, &len[i]);
+        if (TORXP_UNLIKELY(bad != TORX_OK))
+            return bad;
+    }
+    torxp_sim_actor_t *a = enter();
+    if (torxp_sim_net_room(d->job, d->task, torxp_sim_now(a)) < n) {
+        torxp_sim_charge_s(a, d->c_poll);
+        return TORX_NO_ROOM;
+    }
+    for (int i = 0; i < n; i++) {
+        torxp_sim_charge_s(a, d->c_inject);
+        torxp_sim_sync(a);
+        const torx_status_t rc = torxp_sim_net_inject(
+            d->job, d->task, torxp_sim_now(a), pkts[i].hdr, pkts[i].iov, pkts[i].iovcnt, len[i]);
+        if (rc != TORX_OK)
+            return rc;
+    }
+    return TORX_OK;
+}
+
 static const torx_pkt_hdr_t *sim_peek(torx_pkt_dev_t *dev)
 {
     sim_dev_t *d = sim_of(dev);
@@ -89,7 +119,12 @@ static const torx_pkt_hdr_t *sim_peek(torx_pkt_dev_t *dev)
     if (d->task->bulk)
         torxp_sim_bulk_progress(d->job, d->task, torxp_sim_now(a) + SIM_TIME_EPS);
     torxp_sim_pkt_t *p = torxp_sim_net_peek(d->task, torxp_sim_now(a) + SIM_TIME_EPS);
-    return p ? &p->hdr : NULL;
+    if (p)
+        return &p->hdr;
+    /* an empty peek is an empty poll: a task that peeks in a loop must let
+     * time pass, or the actors that would send it a packet never run */
+    torxp_sim_charge_s(a, d->c_poll);
+    return NULL;
 }
 
 static int sim_poll(torx_pkt_dev_t *dev)
@@ -377,6 +412,7 @@ static void sim_close(torx_pkt_dev_t *dev)
 static const torxp_dev_ops_t sim_ops = {
     .name = "sim",
     .inject = sim_inject,
+    .inject_batch = sim_inject_batch,
     .poll = sim_poll,
     .peek = sim_peek,
     .consume = sim_consume,
@@ -438,7 +474,12 @@ torx_status_t torxp_sim_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
     if (!d->dma)
         d->base.caps |= TORXP_CAP_NO_BULK;
     torx_status_t rc;
-    if (attr->boot->size != torxp_sim_job_size(d->job))
+    if (attr->shape.t > m->cores_per_node)
+        rc = torxp_error(TORX_ERR_ENV,
+                         "torx: sim: %u tasks per node (TORX_CORES_PER_NODE in vn mode), but the "
+                         "%s machine's nodes have %u cores",
+                         attr->shape.t, m->name, m->cores_per_node);
+    else if (attr->boot->size != torxp_sim_job_size(d->job))
         rc = torxp_error(TORX_ERR_INVAL,
                          "torx: sim: the bootstrap has %d tasks, the simulated job %d",
                          attr->boot->size, torxp_sim_job_size(d->job));
@@ -449,7 +490,7 @@ torx_status_t torxp_sim_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
     const int all_ok = failed == 0;
     if (!all_ok && rc == TORX_OK)
         rc =
-            torxp_error(TORX_ERR_PEER, "torx: sim: %d task(s) failed to open their device", failed);
+            torxp_error(TORX_ERR_PEER, "torx: sim: %d task(s) failed to attach to the job", failed);
     if (!all_ok) {
         if (d->task)
             torxp_sim_net_detach(d->job, d->task);
