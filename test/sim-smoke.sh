@@ -28,8 +28,13 @@ for mode in heater co vn; do
     echo "$out" | grep -q "rank 0: reply from rank 1: hello back" || fail "msg_hello ($mode): $out"
 done
 # each task's globals stay its own, across the wakes that let others run
-out=$(./torx-sim --torus 2x2x2 --mode vn test/sim/sim_globals 2>&1) || fail "sim_globals: $out"
-echo "$out" | grep -q "^sim_globals: ok" || fail "sim_globals: $out"
+# (bgp in vn mode: eager, DMA and vn transfers; bgl: the torus within a node)
+for run in "bgp 1024" "bgp 16384" "bgl 16384"; do
+    set -- $run
+    out=$(./torx-sim --machine $1 --torus 2x2x2 --mode vn test/sim/sim_globals $2 2>&1) ||
+        fail "sim_globals ($run): $out"
+    echo "$out" | grep -q "^sim_globals: ok" || fail "sim_globals ($run): $out"
+done
 out=$(./torx-sim --torus 8x8x8 --mode co bench/sim/sim_pingpong --protos onepkt,rzv --hops 1,2,12 \
     --iters 5 2>&1) || fail "sim_pingpong failed: $out"
 echo "$out"

@@ -4,16 +4,20 @@
  * answers each. Answering wakes a sender, and the wake lets other tasks run
  * in the middle of rank 0's call, so this checks that rank 0 gets its own
  * globals back before its callbacks read them. Prints "sim_globals: ok" or
- * names the first task that saw another's value. Runs under mpiexec too. */
+ * names the first task that saw another's value. Runs under mpiexec too.
+ *
+ *   sim_globals [BYTES]
+ */
 #include <torx/msg.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define H_PING 1
 #define H_PONG 2
 #define ROUNDS 4
-#define BYTES 2000 /* several packets: the callback runs after the handler */
+#define MAX_BYTES 16384 /* the message size, bytes: the argument, 2000 by default */
 
 #define MAX_TASKS 64
 
@@ -22,7 +26,8 @@ static int wrong_seen;                          /* callbacks that read another t
 static int pings;                               /* rank 0: pings received */
 static volatile int ping_in, pong_in, was_sent; /* flags for torx_wait */
 static int pending[MAX_TASKS];                  /* rank 0: pings to answer, by sender */
-static char buf[BYTES], sink[BYTES];
+static char buf[MAX_BYTES], sink[MAX_BYTES];
+static size_t bytes = 2000; /* several packets: the callback runs after the handler */
 
 static void check(torx_ctx_t *ctx)
 {
@@ -52,7 +57,7 @@ static void on_msg(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info, to
     check(ctx);
     const int ping = harg != NULL;
     *recv = (torx_recv_t){.buf = sink,
-                          .len = sizeof sink,
+                          .len = bytes,
                           .done = ping ? ping_done : pong_done,
                           .arg = (void *)(long)info->src};
 }
@@ -70,8 +75,18 @@ static int fail(const char *what)
     return 1;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1) {
+        char *end;
+        const long n = strtol(argv[1], &end, 10);
+        if (argc > 2 || *end || end == argv[1] || n < 1 || n > MAX_BYTES) {
+            fprintf(stderr, "usage: sim_globals [BYTES]   (1 to %d; '%s' is not)\n", MAX_BYTES,
+                    argv[1]);
+            return 2;
+        }
+        bytes = (size_t)n;
+    }
     const torx_init_attr_t attr = {.mode = -1};
     torx_ctx_t *ctx;
     if (torx_init(&attr, &ctx) != TORX_OK)
@@ -84,7 +99,7 @@ int main(void)
     }
     torx_register(ctx, H_PING, on_msg, (void *)1);
     torx_register(ctx, H_PONG, on_msg, NULL);
-    memset(buf, my_rank & 0xff, sizeof buf);
+    memset(buf, my_rank & 0xff, bytes);
     torx_msg_t msg;
     if (my_rank == 0) {
         /* the answers go back to back, without a wait between them: each
@@ -102,8 +117,8 @@ int main(void)
                     while (torx_msg_pending(&answer[r]))
                         if (torx_advance(ctx) < 0)
                             return fail("advance");
-                    if (torx_send(ctx, &answer[r], r, H_PONG, NULL, 0, buf, sizeof buf,
-                                  TORX_PROTO_AUTO, sent, NULL) != TORX_OK)
+                    if (torx_send(ctx, &answer[r], r, H_PONG, NULL, 0, buf, bytes, TORX_PROTO_AUTO,
+                                  sent, NULL) != TORX_OK)
                         return fail("send");
                     answered++;
                 }
@@ -115,8 +130,8 @@ int main(void)
     } else {
         for (int i = 0; i < ROUNDS; i++) {
             was_sent = 0;
-            if (torx_send(ctx, &msg, 0, H_PING, NULL, 0, buf, sizeof buf, TORX_PROTO_AUTO, sent,
-                          NULL) != TORX_OK ||
+            if (torx_send(ctx, &msg, 0, H_PING, NULL, 0, buf, bytes, TORX_PROTO_AUTO, sent, NULL) !=
+                    TORX_OK ||
                 torx_wait(ctx, &was_sent) != TORX_OK || torx_wait(ctx, &pong_in) != TORX_OK)
                 return fail("send");
             pong_in = 0;
