@@ -132,6 +132,39 @@ static inline int bgp_parse_long(const char *prog, const char *opt, const char *
 
 /* ---- callbacks ----------------------------------------------------------- */
 
+/* The streaming programs' arguments: --sizes LIST, --count N (messages per
+ * stream, 1..2^20), --window W (in flight, 1..64); defaults set by the
+ * caller. Fills maxsize. Non-zero after a message naming what is wrong. */
+typedef struct bgp_stream_args {
+    long sizes[BGP_MAXLIST], count, window, maxsize;
+    int nsizes;
+} bgp_stream_args_t;
+
+static inline int bgp_stream_args(const char *prog, int argc, char **argv, bgp_stream_args_t *a)
+{
+    for (int i = 1; i < argc; i += 2) {
+        const char *o = argv[i];
+        if (i + 1 >= argc ||
+            (strcmp(o, "--sizes") && strcmp(o, "--count") && strcmp(o, "--window"))) {
+            fprintf(stderr,
+                    "%s: bad argument '%s'\nusage: %s [--sizes LIST] [--count N] [--window W]\n",
+                    prog, o, prog);
+            return 2;
+        }
+        if (!strcmp(o, "--sizes") &&
+            (a->nsizes = bgp_parse_sizes(prog, o, argv[i + 1], a->sizes)) < 0)
+            return 2;
+        if (!strcmp(o, "--count") && bgp_parse_long(prog, o, argv[i + 1], 1, 1 << 20, &a->count))
+            return 2;
+        if (!strcmp(o, "--window") && bgp_parse_long(prog, o, argv[i + 1], 1, 64, &a->window))
+            return 2;
+    }
+    a->maxsize = 1;
+    for (int i = 0; i < a->nsizes; i++)
+        a->maxsize = a->sizes[i] > a->maxsize ? a->sizes[i] : a->maxsize;
+    return 0;
+}
+
 static inline void bgp_got_done(torx_ctx_t *ctx, void *arg, torx_status_t st, size_t n)
 {
     (void)n;

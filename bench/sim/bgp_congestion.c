@@ -19,30 +19,15 @@
 int main(int argc, char **argv)
 {
     static const char prog[] = "bgp_congestion";
-    long sizes[BGP_MAXLIST] = {1 << 20}, count = 16, window = 4;
-    int nsizes = 1;
-    for (int i = 1; i < argc; i += 2) {
-        const char *o = argv[i];
-        if (i + 1 >= argc ||
-            (strcmp(o, "--sizes") && strcmp(o, "--count") && strcmp(o, "--window"))) {
-            fprintf(stderr,
-                    "%s: bad argument '%s'\nusage: %s [--sizes LIST] [--count N] [--window W]\n",
-                    prog, o, prog);
-            return 2;
-        }
-        if (!strcmp(o, "--sizes") && (nsizes = bgp_parse_sizes(prog, o, argv[i + 1], sizes)) < 0)
-            return 2;
-        if (!strcmp(o, "--count") && bgp_parse_long(prog, o, argv[i + 1], 1, 1 << 20, &count))
-            return 2;
-        if (!strcmp(o, "--window") && bgp_parse_long(prog, o, argv[i + 1], 1, 64, &window))
-            return 2;
-    }
-    long maxsize = 1;
-    for (int i = 0; i < nsizes; i++)
-        maxsize = sizes[i] > maxsize ? sizes[i] : maxsize;
+    bgp_stream_args_t args = {.sizes = {1 << 20}, .nsizes = 1, .count = 16, .window = 4};
+    if (bgp_stream_args(prog, argc, argv, &args))
+        return 2;
+    const long *sizes = args.sizes;
+    const long count = args.count, window = args.window;
+    const int nsizes = args.nsizes;
 
     bgp_t b;
-    if (bgp_start(&b, prog, (size_t)maxsize))
+    if (bgp_start(&b, prog, (size_t)args.maxsize))
         return 1;
     int p[4];
     for (int k = 0; k < 4; k++)
