@@ -134,9 +134,9 @@ static inline int bgp_parse_long(const char *prog, const char *opt, const char *
 
 /* The streaming programs' arguments: --sizes LIST, --count N (messages per
  * stream, 1..2^20), --window W (in flight, 1..64); defaults set by the
- * caller. Fills maxsize. Non-zero after a message naming what is wrong. */
+ * caller. Non-zero after a message naming what is wrong. */
 typedef struct bgp_stream_args {
-    long sizes[BGP_MAXLIST], count, window, maxsize;
+    long sizes[BGP_MAXLIST], count, window;
     int nsizes;
 } bgp_stream_args_t;
 
@@ -159,9 +159,6 @@ static inline int bgp_stream_args(const char *prog, int argc, char **argv, bgp_s
         if (!strcmp(o, "--window") && bgp_parse_long(prog, o, argv[i + 1], 1, 64, &a->window))
             return 2;
     }
-    a->maxsize = 1;
-    for (int i = 0; i < a->nsizes; i++)
-        a->maxsize = a->sizes[i] > a->maxsize ? a->sizes[i] : a->maxsize;
     return 0;
 }
 
@@ -227,9 +224,13 @@ static inline void bgp_sent_done(torx_ctx_t *ctx, torx_msg_t *msg, void *arg)
 
 /* ---- start, barrier, waits ----------------------------------------------- */
 
-/* torx_init and the handlers; sink_len: the largest message this task takes. */
-static inline int bgp_start(bgp_t *b, const char *prog, size_t sink_len)
+/* torx_init and the handlers; the sink holds the largest of the nsizes
+ * message sizes this task takes. */
+static inline int bgp_start(bgp_t *b, const char *prog, const long *sizes, int nsizes)
 {
+    long sink_len = 1;
+    for (int i = 0; i < nsizes; i++)
+        sink_len = sizes[i] > sink_len ? sizes[i] : sink_len;
     memset(b, 0, sizeof *b);
     b->prog = prog;
     b->wall0 = bgp_wall();
@@ -242,13 +243,13 @@ static inline int bgp_start(bgp_t *b, const char *prog, size_t sink_len)
     b->modelled = !strcmp(torx_pkt_device_name(torx_ctx_device(b->ctx)), "sim");
     const char *mesh = getenv("TORX_SIM_MESH");
     b->mesh = b->modelled && mesh && !strcmp(mesh, "1");
-    b->sink_len = sink_len;
-    b->sink = malloc(sink_len ? sink_len : 1);
+    b->sink_len = (size_t)sink_len;
+    b->sink = malloc(b->sink_len);
     if (b->rank == 0)
         b->report = calloc((size_t)b->size * BGP_REPORT_MAX, sizeof(double));
     if (!b->sink || (b->rank == 0 && !b->report))
         return bgp_die(b, "out of memory");
-    memset(b->sink, 0, sink_len ? sink_len : 1);
+    memset(b->sink, 0, b->sink_len);
     torx_register(b->ctx, BGP_H_DATA, bgp_on_data, b);
     torx_register(b->ctx, BGP_H_ACK, bgp_on_ack, b);
     torx_register(b->ctx, BGP_H_REPORT, bgp_on_report, b);
@@ -265,6 +266,18 @@ static inline int bgp_finish(bgp_t *b)
 }
 
 /* Every task, on the global interrupt, advancing meanwhile. */
+/* Whether the job has min tasks at least; if not, rank 0 says so and the
+ * job ends (2). */
+static inline int bgp_needs_tasks(bgp_t *b, int min)
+{
+    if (b->size >= min)
+        return 0;
+    if (b->rank == 0)
+        fprintf(stderr, "%s: needs %d tasks at least (it has %d)\n", b->prog, min, b->size);
+    bgp_finish(b);
+    return 2;
+}
+
 static inline int bgp_barrier(bgp_t *b)
 {
     torx_pkt_dev_t *dev = torx_ctx_device(b->ctx);

@@ -27,7 +27,7 @@ int main(int argc, char **argv)
     const int nsizes = args.nsizes;
 
     bgp_t b;
-    if (bgp_start(&b, prog, (size_t)args.maxsize))
+    if (bgp_start(&b, prog, args.sizes, args.nsizes))
         return 1;
     int p[4];
     for (int k = 0; k < 4; k++)

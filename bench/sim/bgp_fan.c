@@ -54,7 +54,7 @@ int main(int argc, char **argv)
     const int nsizes = args.nsizes;
 
     bgp_t b;
-    if (bgp_start(&b, prog, (size_t)args.maxsize))
+    if (bgp_start(&b, prog, args.sizes, args.nsizes))
         return 1;
     int nb[6];
     const int nn = neighbours(&b, nb);

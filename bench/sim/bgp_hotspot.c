@@ -109,18 +109,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: --sizes: at most %d sizes\n", prog, BGP_REPORT_MAX);
         return 2;
     }
-    long maxsize = 1;
-    for (int i = 0; i < nsizes; i++)
-        maxsize = sizes[i] > maxsize ? sizes[i] : maxsize;
-
     bgp_t b;
-    if (bgp_start(&b, prog, (size_t)maxsize))
+    if (bgp_start(&b, prog, sizes, nsizes))
         return 1;
-    if (b.size < 2) {
-        fprintf(stderr, "%s: needs 2 tasks at least (it has %d)\n", prog, b.size);
-        bgp_finish(&b);
+    if (bgp_needs_tasks(&b, 2))
         return 2;
-    }
     master_t m = {.b = &b};
     torx_msg_t *reply = NULL;
     if (b.rank == 0) {

@@ -25,7 +25,7 @@ int main(int argc, char **argv)
     const int nsizes = args.nsizes;
 
     bgp_t b;
-    if (bgp_start(&b, prog, (size_t)args.maxsize))
+    if (bgp_start(&b, prog, args.sizes, args.nsizes))
         return 1;
     /* a[t] on node A streams to bb[t] on node B */
     int a[64], bb[64];
