@@ -425,11 +425,9 @@ torx_status_t torxp_sim_boot_init(torx_boot_t *boot);
 torx_status_t torxp_error(torx_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* The checks of torx_pkt_inject's arguments that every message device makes
- * (ofi, sim): *len, the payload iov gathers, fits a packet, and the
- * destination is on the torus. TORX_OK, or TORX_ERR_INVAL recorded. */
-static inline torx_status_t torxp_inject_check(const torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
-                                               const struct iovec *iov, int iovcnt, size_t *len)
+/* *len: the payload iov gathers, checked against a packet's payload (every
+ * device). TORX_OK, or TORX_ERR_INVAL recorded. */
+static inline torx_status_t torxp_payload_len(const struct iovec *iov, int iovcnt, size_t *len)
 {
     size_t n = 0;
     for (int i = 0; i < iovcnt; i++)
@@ -438,6 +436,18 @@ static inline torx_status_t torxp_inject_check(const torx_pkt_dev_t *dev, const 
     if (TORXP_UNLIKELY(n > TORX_PKT_MAX_PAYLOAD))
         return torxp_error(TORX_ERR_INVAL, "torx: packet payload of %zu bytes exceeds %d", n,
                            TORX_PKT_MAX_PAYLOAD);
+    return TORX_OK;
+}
+
+/* The checks of torx_pkt_inject's arguments that every message device makes
+ * (ofi, sim): the payload fits a packet (torxp_payload_len), and the
+ * destination is on the torus. TORX_OK, or TORX_ERR_INVAL recorded. */
+static inline torx_status_t torxp_inject_check(const torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
+                                               const struct iovec *iov, int iovcnt, size_t *len)
+{
+    const torx_status_t rc = torxp_payload_len(iov, iovcnt, len);
+    if (TORXP_UNLIKELY(rc != TORX_OK))
+        return rc;
     if (TORXP_UNLIKELY(!torx_coord_in_shape(dev->shape, hdr->dest)))
         return torxp_error(TORX_ERR_INVAL, "torx: destination (%u,%u,%u,%u) is outside the torus",
                            hdr->dest.x, hdr->dest.y, hdr->dest.z, hdr->dest.t);

@@ -284,19 +284,6 @@ static inline int stash_blocks(torxp_shm_dev_t *d)
     return stash_active(d);
 }
 
-/* *len: the payload iov gathers, checked against a packet's payload. */
-static inline torx_status_t payload_len(const struct iovec *iov, int iovcnt, size_t *len)
-{
-    size_t n = 0;
-    for (int i = 0; i < iovcnt; i++)
-        n += iov[i].iov_len;
-    *len = n;
-    if (TORXP_UNLIKELY(n > TORX_PKT_MAX_PAYLOAD))
-        return torxp_error(TORX_ERR_INVAL, "torx: packet payload of %zu bytes exceeds %d", n,
-                           TORX_PKT_MAX_PAYLOAD);
-    return TORX_OK;
-}
-
 /* The slot of destination dest, checked: inside the torus, a task there. */
 static torx_status_t dest_slot(const torxp_shm_dev_t *d, torx_coord_t dest, unsigned *slot)
 {
@@ -328,7 +315,7 @@ inject_body(torxp_shm_dev_t *d, const torx_pkt_hdr_t *hdr, const struct iovec *i
     if (TORXP_UNLIKELY(stash_blocks(d)))
         return TORX_NO_ROOM;
     size_t len;
-    const torx_status_t too_long = payload_len(iov, iovcnt, &len);
+    const torx_status_t too_long = torxp_payload_len(iov, iovcnt, &len);
     if (TORXP_UNLIKELY(too_long != TORX_OK))
         return too_long;
     /* The destination of the last deterministic packet again (a ping-pong,
@@ -360,7 +347,7 @@ static torx_status_t inject_batch_body(torxp_shm_dev_t *d, const torx_pkt_out_t 
         return TORX_NO_ROOM;
     size_t len[TORX_PKT_BATCH_MAX];
     for (int k = 0; k < n; k++) {
-        const torx_status_t too_long = payload_len(pkts[k].iov, pkts[k].iovcnt, &len[k]);
+        const torx_status_t too_long = torxp_payload_len(pkts[k].iov, pkts[k].iovcnt, &len[k]);
         if (TORXP_UNLIKELY(too_long != TORX_OK))
             return too_long;
     }
