@@ -25,6 +25,8 @@
 #include <torx/map.h>
 #include <torx/msg.h>
 
+#include "sim_args.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,49 +156,7 @@ static int die(const char *what)
     return 1;
 }
 
-static const char *const proto_names[] = {"auto", "onepkt", "eager", "adaptive", "rzv"};
-static const torx_protocol_t proto_ids[] = {TORX_PROTO_AUTO, TORX_PROTO_ONEPKT, TORX_PROTO_EAGER,
-                                            TORX_PROTO_ADAPTIVE, TORX_PROTO_RZV};
 static const char *const mode_names[] = {"heater", "co", "vn"};
-
-static int parse_list(const char *s, long *out, int max, const char *what, long lo, long hi)
-{
-    int n = 0;
-    char *copy = strdup(s), *save = NULL;
-    if (!copy)
-        return -1;
-    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        long v = -1;
-        if (!strcmp(what, "protocol")) {
-            for (int i = 0; i < 5; i++)
-                if (!strcmp(tok, proto_names[i]))
-                    v = i;
-        } else {
-            char *end;
-            v = strtol(tok, &end, 10);
-            if (*end || v < lo || v > hi)
-                v = -1;
-        }
-        if (v < 0 || n == max) {
-            if (n == max)
-                fprintf(stderr, "sim_links: more than %d %ss\n", max, what);
-            else if (!strcmp(what, "protocol"))
-                fprintf(stderr,
-                        "sim_links: bad protocol '%s' (auto, onepkt, eager, adaptive or rzv)\n",
-                        tok);
-            else
-                fprintf(stderr, "sim_links: bad %s '%s' (a whole number from %ld to %ld)\n", what,
-                        tok, lo, hi);
-            free(copy);
-            return -1;
-        }
-        out[n++] = v;
-    }
-    free(copy);
-    if (n == 0)
-        fprintf(stderr, "sim_links: empty %s list\n", what);
-    return n ? n : -1;
-}
 
 /* The distinct torus neighbours of rank's node, +x, -x, +y, -y, +z, -z
  * (an extent of 2 has one neighbour, of 1 none); returns how many. */
@@ -290,11 +250,13 @@ int main(int argc, char **argv)
         int bad = 0;
         char *end;
         if (!strcmp(opt, "--protos")) {
-            bad = (nprotos = parse_list(v, protos, MAXLIST, "protocol", 0, 4)) < 0;
+            bad = (nprotos = sim_parse_list("sim_links", v, protos, MAXLIST, "protocol", 0, 4)) < 0;
         } else if (!strcmp(opt, "--sizes")) {
-            bad = (nsizes = parse_list(v, sizes, MAXLIST, "size", 0, 1L << 30)) < 0;
+            bad =
+                (nsizes = sim_parse_list("sim_links", v, sizes, MAXLIST, "size", 0, 1L << 30)) < 0;
         } else if (!strcmp(opt, "--links")) {
-            bad = (nlinks = parse_list(v, links, MAXLIST, "link count", 1, MAXLINKS)) < 0;
+            bad = (nlinks = sim_parse_list("sim_links", v, links, MAXLIST, "link count", 1,
+                                           MAXLINKS)) < 0;
         } else if (!strcmp(opt, "--bytes")) {
             bytes = strtol(v, &end, 10);
             if (*end || bytes < 1 || bytes > (1L << 34)) {
@@ -376,13 +338,14 @@ int main(int argc, char **argv)
                     for (int i = 0; i < s.nlinks; i++)
                         if (send_small(&s, s.link[i].peer, H_CTRL, ctrl, sizeof ctrl))
                             return die("control message");
-                    if (stream(&s, proto_ids[protos[p]], msgs) || wait_until(&s, &s.fins, s.nlinks))
+                    if (stream(&s, sim_proto_ids[protos[p]], msgs) ||
+                        wait_until(&s, &s.fins, s.nlinks))
                         return die("stream");
                     const double us = (torx_wtime(s.ctx) - t0) * 1e6;
                     const double moved = 2.0 * (double)s.nlinks * (double)msgs * (double)len;
                     printf("links proto=%s mode=%s bytes=%zu links=%d msgs=%ld window=%ld "
                            "us=%.3f mbps=%.3f\n",
-                           proto_names[protos[p]], mode_names[torx_mode(s.ctx)], len, s.nlinks,
+                           sim_proto_names[protos[p]], mode_names[torx_mode(s.ctx)], len, s.nlinks,
                            msgs, window, us, moved / us);
                     fflush(stdout);
                 }
@@ -403,7 +366,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "sim_links: rank %d is not a partner of rank 0\n", rank);
                 return 1;
             }
-            if (stream(&s, proto_ids[s.ctrl_msg[0]], s.ctrl_msg[2]))
+            if (stream(&s, sim_proto_ids[s.ctrl_msg[0]], s.ctrl_msg[2]))
                 return die("stream");
             const int fin = 1;
             if (send_small(&s, 0, H_FIN, &fin, sizeof fin))

@@ -17,6 +17,8 @@
 #include <torx/map.h>
 #include <torx/msg.h>
 
+#include "sim_args.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,37 +102,6 @@ static int wait_got(state_t *s, int want)
     return 0;
 }
 
-static const char *const proto_names[] = {"auto", "onepkt", "eager", "adaptive", "rzv"};
-static const torx_protocol_t proto_ids[] = {TORX_PROTO_AUTO, TORX_PROTO_ONEPKT, TORX_PROTO_EAGER,
-                                            TORX_PROTO_ADAPTIVE, TORX_PROTO_RZV};
-
-static int parse_list(const char *s, long *out, int max, const char *what)
-{
-    int n = 0;
-    char *copy = strdup(s), *save = NULL;
-    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        long v = -1;
-        if (!strcmp(what, "protocol")) {
-            for (int i = 0; i < 5; i++)
-                if (!strcmp(tok, proto_names[i]))
-                    v = i;
-        } else {
-            char *end;
-            v = strtol(tok, &end, 10);
-            if (*end || v < 0)
-                v = -1;
-        }
-        if (v < 0 || n == max) {
-            fprintf(stderr, "sim_pingpong: bad %s '%s'\n", what, tok);
-            free(copy);
-            return -1;
-        }
-        out[n++] = v;
-    }
-    free(copy);
-    return n;
-}
-
 static unsigned ring_dist(unsigned a, unsigned b, unsigned n)
 {
     const unsigned d = a > b ? a - b : b - a;
@@ -168,11 +139,11 @@ int main(int argc, char **argv)
         }
         const char *v = argv[++i];
         if (!strcmp(argv[i - 1], "--protos"))
-            nprotos = parse_list(v, protos, MAXLIST, "protocol");
+            nprotos = sim_parse_list("sim_pingpong", v, protos, MAXLIST, "protocol", 0, 4);
         else if (!strcmp(argv[i - 1], "--sizes"))
-            nsizes = parse_list(v, sizes, MAXLIST, "size");
+            nsizes = sim_parse_list("sim_pingpong", v, sizes, MAXLIST, "size", 0, 1L << 30);
         else if (!strcmp(argv[i - 1], "--hops"))
-            nhops = parse_list(v, hops, MAXLIST, "hop count");
+            nhops = sim_parse_list("sim_pingpong", v, hops, MAXLIST, "hop count", 0, 1L << 20);
         else if (!strcmp(argv[i - 1], "--iters"))
             iters = atol(v);
         else
@@ -212,7 +183,7 @@ int main(int argc, char **argv)
                     const int ctrl[4] = {partner, (int)protos[p], (int)sizes[z], (int)iters};
                     if (send_wait(&s, partner, H_CTRL, ctrl, sizeof ctrl, TORX_PROTO_AUTO))
                         return die("send");
-                    const torx_protocol_t proto = proto_ids[protos[p]];
+                    const torx_protocol_t proto = sim_proto_ids[protos[p]];
                     const size_t len = (size_t)sizes[z];
                     double t0 = 0;
                     const int base = s.got;
@@ -225,7 +196,7 @@ int main(int argc, char **argv)
                     }
                     const double us = (torx_wtime(s.ctx) - t0) / (2.0 * (double)iters) * 1e6;
                     printf("pingpong proto=%s bytes=%zu hops=%ld partner=%d half_rtt_us=%.4f\n",
-                           proto_names[protos[p]], len, hops[h], partner, us);
+                           sim_proto_names[protos[p]], len, hops[h], partner, us);
                     fflush(stdout);
                 }
             }
@@ -241,7 +212,7 @@ int main(int argc, char **argv)
                 return die("wait");
             if (s.ctrl_msg[0] < 0)
                 break;
-            const torx_protocol_t proto = proto_ids[s.ctrl_msg[1]];
+            const torx_protocol_t proto = sim_proto_ids[s.ctrl_msg[1]];
             const size_t len = (size_t)s.ctrl_msg[2];
             const long n = s.ctrl_msg[3] + 2;
             const int base = s.got_at_ctrl;
