@@ -253,6 +253,47 @@ const char *torx_pkt_device_name(const torx_pkt_dev_t *dev);
 torx_coord_t torx_pkt_self(const torx_pkt_dev_t *dev);
 torx_shape_t torx_pkt_shape(const torx_pkt_dev_t *dev);
 
+/* What kind of network a device drives. */
+typedef enum torx_net_kind {
+    TORX_NET_CROSSBAR = 0, /* one host's shared memory: every task a copy away (shm) */
+    TORX_NET_SWITCHED = 1, /* hosts joined by a switch, shared memory inside a host (ofi) */
+    TORX_NET_TORUS = 2     /* nodes joined by links to their torus neighbours (sim) */
+} torx_net_kind_t;
+
+/* The network and its costs, in seconds and bytes per second. A cost the
+ * device has no figure for is 0. */
+typedef struct torx_net {
+    torx_net_kind_t kind;
+    torx_shape_t shape;      /* as torx_pkt_shape */
+    unsigned wrap;           /* bit d (TORX_DIM_X..Z): dimension d has wraparound links */
+    unsigned links;          /* torus links leaving a node (6 on a 3-D torus); 0: no torus */
+    unsigned cores_per_node; /* cores of a node that run a task or its thread */
+    size_t packet_payload;   /* payload bytes of a full torus packet */
+    double hop_latency;      /* per router a packet passes */
+    double link_bandwidth;   /* payload per link and direction; a host's link when switched */
+    double packet_cpu;       /* a task's core per packet it injects or receives */
+    double message_latency;  /* a one-packet message between the nearest tasks, software
+                              * included: the alpha of point-to-point */
+    double copy_bandwidth;   /* a copy by a task's core */
+    double cn_latency;       /* one collective-network round of the whole job */
+    double cn_bandwidth;     /* payload through the collective network, rounds back to back */
+    double gi_latency;       /* a global-interrupt barrier of the whole job */
+} torx_net_t;
+
+/* NAME     torx_pkt_network - the network the device drives, and its costs
+ * DESCRIPTION
+ *   Fills *net with what the layers above need to estimate how long a
+ *   pattern of messages takes (docs/packet-layer.md#the-network): the
+ *   network's kind, shape and wraparound, and the costs the device knows.
+ *   The sim device answers from its machine file; shm and ofi answer with
+ *   figures measured on their kind of host (docs/benchmarking.md), the
+ *   same on every task, so that choices made from them agree.
+ * RETURN VALUE
+ *   None; it cannot fail.
+ * SEE ALSO torx_pkt_shape
+ */
+void torx_pkt_network(const torx_pkt_dev_t *dev, torx_net_t *net);
+
 /* NAME     torx_pkt_wtime - the task's clock, in seconds
  * DESCRIPTION
  *   Seconds since an arbitrary origin, as a double (like MPI_Wtime), read

@@ -9,6 +9,7 @@
 #include "coll_internal.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,6 +193,7 @@ torx_status_t torx_coll_init(torx_ctx_t *ctx, const torx_coll_attr_t *attr, torx
     c->progress_arg = attr->progress_arg;
     c->job_size = torx_size(ctx);
     c->job_rank = torx_rank(ctx);
+    torx_pkt_network(c->dev, &c->net);
 
     static const char *const global_words[] = {"auto", "mpich", NULL};
     int global;
@@ -371,6 +373,8 @@ torx_status_t torx_coll_group_create(torx_coll_t *c, uint32_t id, int n, const i
         st = torxp_error(TORX_ERR_NOMEM, "torx: torx_coll_group_create: out of memory");
     if (st == TORX_OK)
         st = torxc_torus_group_init(g);
+    if (st == TORX_OK)
+        torxc_cost_group_init(g);
     if (st != TORX_OK) {
         if (!g->coord_shared)
             free((void *)g->coord);
@@ -441,13 +445,13 @@ static int applies(const torx_coll_group_t *g, torx_coll_kind_t kind, torx_coll_
     }
 }
 
-/* What auto runs. */
-static torx_coll_alg_t pick(const torx_coll_group_t *g, torx_coll_kind_t kind, size_t bytes,
-                            torx_coll_dtype_t dtype, torx_coll_op_t op)
+/* What auto runs on one host or hosts joined by a switch: the crossovers
+ * measured there (bench/run-coll-bench.sh, docs/collectives.md#choosing),
+ * where scheduling on shared cores, not the network, decides. */
+static torx_coll_alg_t pick_on_hosts(const torx_coll_group_t *g, torx_coll_kind_t kind,
+                                     size_t bytes, torx_coll_dtype_t dtype, torx_coll_op_t op)
 {
     const torx_coll_t *c = g->c;
-    if (g->n == 1)
-        return TORX_COLL_ALG_FALLBACK; /* nothing to move: MPICH's local copy */
     switch (kind) {
     case TORX_COLL_BARRIER:
         return applies(g, kind, TORX_COLL_ALG_GI, 0, dtype, op) ? TORX_COLL_ALG_GI
@@ -510,6 +514,80 @@ static torx_coll_alg_t pick(const torx_coll_group_t *g, torx_coll_kind_t kind, s
     default:
         return TORX_COLL_ALG_FALLBACK;
     }
+}
+
+/* Says once per collective and power-of-two size (on the group's first
+ * member) what auto chose and why: each candidate's estimate, or the
+ * host's crossovers. */
+static void explain(torx_coll_group_t *g, torx_coll_kind_t kind, size_t bytes,
+                    const double *estimate, torx_coll_alg_t alg)
+{
+    torx_coll_t *c = g->c;
+    int bucket = 0;
+    while (bucket < 63 && bytes >> bucket)
+        bucket++;
+    if (c->verbose < 1 || g->me != 0 || (c->explained[kind] >> bucket & 1u))
+        return;
+    c->explained[kind] |= UINT64_C(1) << bucket;
+    static const char *const nets[] = {"shm", "switched", "torus"};
+    char line[512];
+    int len = snprintf(line, sizeof line,
+                       "torx coll: %s of %zu B on %d tasks (%s network):", kind_names[kind], bytes,
+                       g->n, nets[c->net.kind % 3]);
+    if (estimate == NULL) {
+        len += snprintf(line + len, sizeof line - (size_t)len, " the host's crossovers");
+    } else {
+        for (int a = 0; a < TORX_COLL_NALGS && len < (int)sizeof line; a++)
+            if (estimate[a] < INFINITY)
+                len += snprintf(line + len, sizeof line - (size_t)len, " %s %.4g us", alg_names[a],
+                                estimate[a] * 1e6);
+    }
+    if (len < (int)sizeof line)
+        snprintf(line + len, sizeof line - (size_t)len, " -> %s", alg_names[alg]);
+    fprintf(stderr, "%s\n", line);
+}
+
+/* What auto runs on a torus: the algorithm of least estimated time on the
+ * device's network (coll_cost.c); a tie goes to torx's own. */
+static torx_coll_alg_t pick_by_cost(torx_coll_group_t *g, torx_coll_kind_t kind, size_t bytes,
+                                    torx_coll_dtype_t dtype, torx_coll_op_t op, double *estimate)
+{
+    static const torx_coll_alg_t order[] = {TORX_COLL_ALG_GI, TORX_COLL_ALG_CN, TORX_COLL_ALG_TORUS,
+                                            TORX_COLL_ALG_PACED, TORX_COLL_ALG_FALLBACK};
+    const int fpsum = torxc_is_fpsum(dtype, op);
+    torx_coll_alg_t best = TORX_COLL_ALG_FALLBACK;
+    double least = INFINITY;
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        const torx_coll_alg_t a = order[i];
+        estimate[a] = INFINITY;
+        if (a != TORX_COLL_ALG_FALLBACK &&
+            (!(kind_algs[kind] & 1u << a) || !applies(g, kind, a, bytes, dtype, op)))
+            continue;
+        estimate[a] = torxc_cost(g, kind, a, bytes, fpsum);
+        if (estimate[a] < least)
+            least = estimate[a], best = a;
+    }
+    return best;
+}
+
+/* What auto runs. */
+static torx_coll_alg_t pick(torx_coll_group_t *g, torx_coll_kind_t kind, size_t bytes,
+                            torx_coll_dtype_t dtype, torx_coll_op_t op)
+{
+    if (g->n == 1)
+        return TORX_COLL_ALG_FALLBACK; /* nothing to move: MPICH's local copy */
+    if (bytes == TORX_COLL_NONCONTIG)
+        return TORX_COLL_ALG_FALLBACK;
+    torx_coll_alg_t alg;
+    double estimate[TORX_COLL_NALGS];
+    const int by_cost = g->c->net.kind == TORX_NET_TORUS;
+    if (by_cost)
+        alg = pick_by_cost(g, kind, bytes, dtype, op, estimate);
+    else
+        alg = pick_on_hosts(g, kind, bytes, dtype, op);
+    if (g->c->verbose >= 1)
+        explain(g, kind, bytes, by_cost ? estimate : NULL, alg);
+    return alg;
 }
 
 torx_coll_alg_t torx_coll_select(torx_coll_group_t *g, torx_coll_kind_t kind, size_t bytes,

@@ -6,6 +6,8 @@
  *   coll_torus.c    deposit-bit mesh broadcast (rectangles of the torus)
  *   coll_alltoall.c paced alltoall(v) over the message layer
  *   coll_exchange.c allreduce/reduce of short vectors by direct exchange
+ *   coll_cost.c     each algorithm's time on the device's network (selection
+ *                   on a torus)
  */
 #ifndef TORX_COLL_INTERNAL_H
 #define TORX_COLL_INTERNAL_H
@@ -122,7 +124,10 @@ struct torx_coll {
      * proof that the multi-reader area carried them) */
     uint64_t bc_staged_pieces;
     int oversubscribed; /* some host runs more tasks than CPUs (agreed at init) */
-    int direct_reads;   /* members may read each other's buffers (torxc_direct_init) */
+    torx_net_t net;     /* the device's network and its costs (torx_pkt_network) */
+    /* sizes (bit: floor(log2(bytes)) + 1) whose choice TORX_VERBOSE explained */
+    uint64_t explained[TORX_COLL_NKINDS];
+    int direct_reads; /* members may read each other's buffers (torxc_direct_init) */
     /* Per element, the exponents the last floating sum on the collective
      * network found (the same on every task: a MAX round's result; zero
      * before the first and after a disagreement, which no sum matches),
@@ -144,6 +149,18 @@ struct torx_coll {
 typedef struct torxc_direct_addr {
     uint64_t in, part, count, kind;
 } torxc_direct_addr_t;
+
+/* Where a group's tasks lie on the network, for the cost estimates
+ * (torxc_cost_group_init). */
+typedef struct torxc_geometry {
+    unsigned extent[3];    /* distinct coordinates the members use along x, y, z */
+    int wrap[3];           /* the members fill a whole ring of the dimension */
+    unsigned nodes;        /* nodes the members occupy (at most n) */
+    double tasks_per_node; /* n / nodes */
+    double mean_hops;      /* mean hops between two members */
+    unsigned depth;        /* hops from a corner of the members' box to the farthest */
+    double shift_hot_hops; /* expected longest per-dimension distance of a shift */
+} torxc_geometry_t;
 
 struct torx_coll_group {
     torx_coll_t *c;
@@ -178,7 +195,8 @@ struct torx_coll_group {
      * group is the job in rank order (coord_shared), else the group's */
     const torx_coord_t *coord;
     int coord_shared;
-    uint32_t bc_seq; /* torus bcasts run on this group */
+    uint32_t bc_seq;      /* torus bcasts run on this group */
+    torxc_geometry_t geo; /* what the cost estimates need (coll_cost.c) */
 };
 
 /* The message-layer rank of member i of g. */
@@ -277,5 +295,15 @@ static inline int torxc_direct_applies(const torx_coll_group_t *g)
 {
     return g->all_tasks && g->c->direct_reads;
 }
+
+/* coll_cost.c: the group's geometry, made once with the group; an
+ * algorithm's estimated time in seconds (INFINITY: no estimate), for a call
+ * of bytes as torx_coll_select counts them; fpsum: a reproducible
+ * floating-point sum. */
+void torxc_cost_group_init(torx_coll_group_t *g);
+double torxc_cost(const torx_coll_group_t *g, torx_coll_kind_t kind, torx_coll_alg_t alg,
+                  size_t bytes, int fpsum);
+/* coll_torus.c: the routes a torus broadcast on g splits its data among. */
+int torxc_torus_routes(const torx_coll_group_t *g);
 
 #endif /* TORX_COLL_INTERNAL_H */

@@ -134,8 +134,16 @@ torx_status_t torxc_torus_group_init(torx_coll_group_t *g)
     const torx_coord_t me = g->coord[g->me];
     g->box_dims = 0;
     for (int d = 0; d < 3; d++) {
+        /* a whole ring only where the network has the wraparound link */
+        const int ring = cnt[d] == ext[d] && (c->net.wrap >> d & 1u);
         unsigned lo = 0;
-        if (cnt[d] < ext[d]) { /* a run: it starts after an unused node */
+        if (!ring && !(c->net.wrap >> d & 1u)) { /* a mesh: a run from its first node */
+            while (!used[d][lo])
+                lo++;
+            for (unsigned i = 0; i < cnt[d]; i++)
+                if (lo + i >= ext[d] || !used[d][lo + i])
+                    return TORX_OK; /* not one run */
+        } else if (!ring) {         /* a run of a ring: it starts after an unused node */
             while (lo < ext[d] && !(used[d][lo] && !used[d][(lo + ext[d] - 1) % ext[d]]))
                 lo++;
             for (unsigned i = 0; i < cnt[d]; i++)
@@ -148,7 +156,7 @@ torx_status_t torxc_torus_group_init(torx_coll_group_t *g)
         g->box_dim[g->box_dims++] = (uint8_t)d;
         const unsigned pos = (coord_of(me, d) + ext[d] - lo) % ext[d];
         int hops[2], dirs[2], nl = 0;
-        if (cnt[d] == ext[d]) { /* the whole ring, one way round */
+        if (ring) { /* the whole ring, one way round */
             hops[nl] = (int)ext[d] - 1, dirs[nl++] = 1;
         } else {
             if (pos + 1 < cnt[d])
@@ -365,6 +373,11 @@ static void unit_run(void *arg)
 int torxc_torus_applies(const torx_coll_group_t *g, size_t bytes)
 {
     return g->box && bytes <= TORXC_BC_MAX_BYTES;
+}
+
+int torxc_torus_routes(const torx_coll_group_t *g)
+{
+    return g->box_dims > 0 ? g->box_dims : 1;
 }
 
 torx_status_t torxc_torus_bcast(torx_coll_group_t *g, void *buf, size_t bytes, int root)

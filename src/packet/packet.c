@@ -113,6 +113,13 @@ torx_shape_t torx_pkt_shape(const torx_pkt_dev_t *dev)
     return dev->shape;
 }
 
+void torx_pkt_network(const torx_pkt_dev_t *dev, torx_net_t *net)
+{
+    *net = (torx_net_t){.kind = TORX_NET_CROSSBAR, .shape = dev->shape};
+    dev->ops->network(dev, net);
+    net->shape = dev->shape;
+}
+
 double torx_pkt_wtime(const torx_pkt_dev_t *dev)
 {
     return torxp_now_s(dev);

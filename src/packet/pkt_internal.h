@@ -95,6 +95,8 @@ typedef struct torxp_dev_ops {
     void (*thread_join)(torx_pkt_dev_t *dev, torxp_thread_t *thread);
     /* Charges the task's core for work the layer above did (sim only). */
     void (*charge)(torx_pkt_dev_t *dev, torxp_cpu_event_t ev, size_t n);
+    /* Fills the network's description (torx_pkt_network): kind, costs. */
+    void (*network)(const torx_pkt_dev_t *dev, torx_net_t *net);
 } torxp_dev_ops_t;
 
 /* torx_pkt_dev.caps: what the layers above may rely on.

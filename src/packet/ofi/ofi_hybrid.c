@@ -404,6 +404,7 @@ static const torxp_dev_ops_t hybrid_ops = {
     .stage_idle = hybrid_stage_idle,
     .stage_cost = hybrid_stage_cost,
     .close = hybrid_close,
+    .network = torxp_ofi_network,
 };
 
 /* ---- The host's bootstrap -------------------------------------------------------------- */

@@ -375,6 +375,29 @@ static void ofi_close(torx_pkt_dev_t *dev)
     free(d);
 }
 
+/* The ofi device's network (torx_pkt_network): hosts joined by a switch,
+ * shared memory inside a host. Fixed figures, measured between the
+ * project's emulated hosts (docs/packet-layer.md#the-network), the same on
+ * every task; the collective network and global interrupt are messages
+ * up and down a tree of hosts. */
+void torxp_ofi_network(const torx_pkt_dev_t *dev, torx_net_t *net)
+{
+    unsigned levels = 0;
+    while (levels < 31 && (1 << levels) < dev->size)
+        levels++;
+    net->kind = TORX_NET_SWITCHED;
+    net->wrap = 7u; /* the emulated torus's lines wrap round */
+    net->cores_per_node = dev->shape.t;
+    net->packet_payload = TORX_PKT_MAX_PAYLOAD;
+    net->packet_cpu = 0.5e-6;      /* a provider's send or completion */
+    net->link_bandwidth = 2.5e9;   /* one-way bandwidth between two hosts */
+    net->message_latency = 7.5e-6; /* 8-byte half round trip between two hosts */
+    net->copy_bandwidth = 49.0e9;
+    net->cn_latency = 2.0 * (levels ? levels : 1) * net->message_latency;
+    net->cn_bandwidth = TORX_CN_PACKET_BYTES / net->cn_latency;
+    net->gi_latency = net->cn_latency;
+}
+
 static const torxp_dev_ops_t ofi_ops = {
     .name = "ofi",
     .inject = torxp_ofi_inject,
@@ -401,6 +424,7 @@ static const torxp_dev_ops_t ofi_ops = {
     .stage_idle = torxp_ofi_stage_idle,
     .stage_cost = torxp_ofi_stage_cost,
     .close = ofi_close,
+    .network = torxp_ofi_network,
 };
 
 /* ---- Connecting ----------------------------------------------------------------- */

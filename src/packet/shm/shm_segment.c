@@ -39,12 +39,12 @@ static layout_t compute_layout(unsigned nslots, unsigned ntasks, uint32_t fifo_l
     layout_t l;
     l.geom = torxp_fifo_geom(fifo_log2);
     l.task_table_off = align_up(sizeof(torxp_shm_seg_hdr_t), TORXP_CACHELINE);
-    l.cn_off = align_up(l.task_table_off + (uint64_t)nslots * sizeof(torxp_shm_task_t),
-                        TORXP_CACHELINE);
+    l.cn_off =
+        align_up(l.task_table_off + (uint64_t)nslots * sizeof(torxp_shm_task_t), TORXP_CACHELINE);
     l.gi_off = align_up(l.cn_off + torxp_shm_cn_bytes(ntasks), TORXP_CACHELINE);
     l.fifo_off = align_up(l.gi_off + torxp_shm_gi_bytes(ntasks), 4096);
-    l.stage_off = align_up(l.fifo_off + (uint64_t)nslots * TORXP_SHM_FIFOS_PER_TASK * l.geom.stride,
-                           4096);
+    l.stage_off =
+        align_up(l.fifo_off + (uint64_t)nslots * TORXP_SHM_FIFOS_PER_TASK * l.geom.stride, 4096);
     l.stage_bytes = torxp_shm_stage_bytes(ntasks, stage_want);
     l.stage_stride = l.stage_bytes ? TORXP_SHM_STAGE_CTL + l.stage_bytes : 0;
     l.mstage_off = align_up(l.stage_off + (uint64_t)ntasks * ntasks * l.stage_stride, 4096);
@@ -79,8 +79,8 @@ static void remove_stale_segments(const torx_pkt_dev_t *dev)
     closedir(dir);
 }
 
-static torx_status_t create_segment(torxp_shm_dev_t *d, const torxp_env_t *env,
-                                    const layout_t *l, char *name)
+static torx_status_t create_segment(torxp_shm_dev_t *d, const torxp_env_t *env, const layout_t *l,
+                                    char *name)
 {
     const torx_pkt_dev_t *dev = &d->base;
     remove_stale_segments(dev);
@@ -249,6 +249,27 @@ static void shm_close(torx_pkt_dev_t *dev)
     free(d);
 }
 
+/* The shm device's network (torx_pkt_network): one host's memory, every
+ * task a copy from every other. Fixed figures, measured on the project's
+ * 2-core hosts by the benchmarks docs/packet-layer.md#the-network names,
+ * so that every task answers the same. */
+static void shm_network(const torx_pkt_dev_t *dev, torx_net_t *net)
+{
+    const double tasks = dev->size > 0 ? (double)dev->size : 1.0;
+    net->kind = TORX_NET_CROSSBAR;
+    net->wrap = 7u; /* the emulated torus's lines wrap round */
+    net->cores_per_node = dev->shape.t;
+    net->packet_payload = TORX_PKT_MAX_PAYLOAD;
+    net->packet_cpu = 65e-9;        /* 240-byte packets streamed at 7.9 million a second */
+    net->link_bandwidth = 1.89e9;   /* ... that is, 1.89 GB/s through a FIFO */
+    net->message_latency = 0.30e-6; /* one-packet half round trip, median */
+    net->copy_bandwidth = 49.0e9;   /* memcpy of 4 MiB */
+    /* a round costs about three cache-line transfers per task: 138 ns at 2 */
+    net->cn_latency = 69e-9 * tasks;
+    net->cn_bandwidth = TORX_CN_PACKET_BYTES / net->cn_latency;
+    net->gi_latency = net->cn_latency;
+}
+
 static const torxp_dev_ops_t shm_ops = {
     .name = "shm",
     .inject = torxp_shm_inject,
@@ -282,6 +303,7 @@ static const torxp_dev_ops_t shm_ops = {
     .mstage_data = torxp_shm_mstage_data,
     .mstage_release = torxp_shm_mstage_release,
     .close = shm_close,
+    .network = shm_network,
 };
 
 /* What rank 0 tells everyone at start-up. */
@@ -324,9 +346,10 @@ torx_status_t torxp_shm_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
 
     /* Every task takes part in both allgathers whatever
      * happens, so one task's failure never leaves the others waiting. */
-    torx_status_t rc = d->cached_head ? TORX_OK
-                                      : torxp_error(TORX_ERR_NOMEM, "torx: out of memory");
-    create_record_t mine = {.status = TORX_OK}, *all = torxp_calloc((size_t)boot->size, sizeof mine);
+    torx_status_t rc =
+        d->cached_head ? TORX_OK : torxp_error(TORX_ERR_NOMEM, "torx: out of memory");
+    create_record_t mine = {.status = TORX_OK},
+                    *all = torxp_calloc((size_t)boot->size, sizeof mine);
     if (!all && rc == TORX_OK)
         rc = torxp_error(TORX_ERR_NOMEM, "torx: out of memory");
     if (boot->rank == 0 && rc == TORX_OK)

@@ -147,6 +147,9 @@ void torxp_sim_net_pop(torxp_sim_job_t *job, torxp_sim_task_t *task);
 /* When something this task may wait for happens next (+inf: nothing
  * scheduled). */
 double torxp_sim_net_next_event(torxp_sim_job_t *job, torxp_sim_task_t *task);
+/* One collective-network round of the whole job without processor costs:
+ * up and down the tree, and one packet's wire time (torx_pkt_network). */
+double torxp_sim_net_cn_round(torxp_sim_job_t *job);
 
 torx_status_t torxp_sim_cn_inject(torxp_sim_job_t *job, torxp_sim_task_t *task, double now,
                                   torx_cn_op_t op, torx_cn_type_t type, int is_root,

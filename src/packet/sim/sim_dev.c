@@ -409,6 +409,34 @@ static void sim_close(torx_pkt_dev_t *dev)
     free(d);
 }
 
+/* The modelled machine's network (torx_pkt_network), from its machine
+ * file: what a packet, a message, a round of the collective network and a
+ * copy cost there, processor time included, in the model's own terms
+ * (docs/sim.md#the-network-model). */
+static void sim_network(const torx_pkt_dev_t *dev, torx_net_t *net)
+{
+    const sim_dev_t *d = (const sim_dev_t *)dev;
+    const torxp_sim_machine_t *m = &torxp_sim_config(d->job)->machine;
+    const double wire = (double)(m->packet_bytes + m->link_overhead);
+    net->kind = TORX_NET_TORUS;
+    net->wrap = torxp_sim_config(d->job)->mesh ? 0u : 7u;
+    net->links = 6;
+    net->cores_per_node = m->cores_per_node;
+    net->packet_payload = m->packet_bytes - m->packet_header;
+    net->hop_latency = m->hop_latency;
+    net->link_bandwidth = m->link_bandwidth * (double)net->packet_payload / wire;
+    net->packet_cpu = d->c_inject > d->c_receive ? d->c_inject : d->c_receive;
+    /* a one-chunk packet: injected, crossing one link, received, matched */
+    net->message_latency = d->c_inject + d->c_receive + d->c_match + m->hop_latency +
+                           (m->packet_chunk + m->link_overhead) / m->link_bandwidth;
+    net->copy_bandwidth = d->c_copy_byte > 0 ? 1.0 / d->c_copy_byte : 0.0;
+    /* every task injects and reads each round's packet */
+    net->cn_latency = torxp_sim_net_cn_round(d->job) + 2.0 * d->c_cn;
+    const double cn_wire = (TORX_CN_PACKET_BYTES + m->link_overhead) / m->cn_bandwidth;
+    net->cn_bandwidth = TORX_CN_PACKET_BYTES / (2.0 * d->c_cn > cn_wire ? 2.0 * d->c_cn : cn_wire);
+    net->gi_latency = m->gi_latency;
+}
+
 static const torxp_dev_ops_t sim_ops = {
     .name = "sim",
     .inject = sim_inject,
@@ -438,6 +466,7 @@ static const torxp_dev_ops_t sim_ops = {
     .thread_start = sim_thread_start,
     .thread_join = sim_thread_join,
     .charge = sim_charge,
+    .network = sim_network,
 };
 
 torx_status_t torxp_sim_open(const torx_pkt_attr_t *attr, const torxp_env_t *env,

@@ -746,3 +746,9 @@ torx_status_t torxp_sim_gi_poll(torxp_sim_job_t *job, torxp_sim_task_t *t, doubl
     t->gi_seen = t->gi_armed;
     return TORX_OK;
 }
+
+double torxp_sim_net_cn_round(torxp_sim_job_t *job)
+{
+    const torxp_sim_net_t *n = *torxp_sim_job_net(job);
+    return n ? n->cn_latency + n->cn_wire_s : 0.0;
+}
