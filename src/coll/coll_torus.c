@@ -1,37 +1,36 @@
 /* Broadcast on the torus with the deposit bit: van de Geijn's pipelined
- * mesh broadcast, as Blue Gene/L's MPI ran it on rectangular communicators.
+ * mesh broadcast on edge-disjoint routes, as Blue Gene/L's MPI planned it
+ * for rectangular communicators (docs/collectives.md#torus-broadcast-routes).
  *
  * Geometry. A group qualifies when its tasks are exactly every task of a
  * box: a product of cyclic intervals of x, y and z (a whole ring, or a run
- * of adjacent nodes) and a set of t. Along a dimension a node reaches the
- * rest of its line in the box with one line send (the deposit bit) on a
- * whole ring, or two (one each way) on a run.
+ * of adjacent nodes) and a set of t. A dimension the box spans whole is a
+ * ring when the torus has its wraparound links, else a run; on a partition
+ * without them (torus_wraps) a run may not cross the torus's edge. Along a
+ * dimension a node keeps four lines: to the box's end each way (a ring's
+ * end is the node before it), and one hop each way.
  *
  * Routes. The buffer is cut into packets of TORXC_BC_PAYLOAD bytes, and
- * the packets into R contiguous parts, the routes. With D dimensions of
- * the box longer than one node, route k visits them in the order
- * dims[k mod D], dims[k+1 mod D], ...: the root deposits each of its
- * packets along the first dimension's line, every node of that line
- * deposits it along the second, every node of that plane along the third.
- * Each task receives each packet exactly once (from the node whose line it
- * lies on), and the D routes start on different links, so with three
- * dimensions the thirds of the message travel edge-disjoint first hops, as
- * in the original. Every node forwards a packet as soon as it is in place:
- * the pipeline's depth is one packet. A task that receives a route on its
- * j-th dimension forwards it along the dimensions after j.
+ * the packets into contiguous parts, one per route. The routes are
+ * edge-disjoint spanning trees of line sends (coll_routes.c, which says
+ * why): 2D on a box of D rings, D on a box with a run. Each task asks the
+ * plan which lines it sends each route's packets on, and gets each route
+ * from one sender. Every node forwards a packet as soon as it is in place:
+ * the pipeline's depth is one packet. The root's parts take turns packet by
+ * packet, so every route's first link is busy at once.
  *
  * Virtual-node mode. A line reaches the task of the sender's t on each
  * node. The root first hands each packet to its node-mates (one-packet
  * messages, through the node's memory); each of them is then the root of
- * its t-plane's mesh broadcast.
+ * its t-plane's broadcast.
  *
- * Coprocessor mode. The root splits every route in two (R = 2D) and its
- * communication thread injects the odd routes (torx_costart, with
- * torx_line_send, which touches only the device) while the task injects the
- * even ones: the root's injection, its whole share of a broadcast, runs on
- * two cores.
+ * Coprocessor mode. The root's communication thread injects the odd parts
+ * (torx_costart, with torx_line_send, which touches only the device) while
+ * the task injects the even ones; an odd number of routes is split in two
+ * first (two parts a route), so the root's injection, its whole share of a
+ * broadcast, runs on two cores.
  *
- * Order and matching. A route's packets reach a task from one sender, in
+ * Order and matching. A part's packets reach a task from one sender, in
  * the order sent (deposit packets are deterministic), so a task knows the
  * next offset of each route and refuses anything else as a protocol error.
  * Each packet names its group, the group's torus broadcast sequence number
