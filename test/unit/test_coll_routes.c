@@ -512,9 +512,9 @@ END_TEST
 /* The pipeline: on a message of many packets, the member farthest from the
  * root places its first packet before the root has injected its last. */
 static void overlap(const char *torus, const char *mesh, const char *mode, int ntasks, int far,
-                    int routes)
+                    int routes, size_t bytes)
 {
-    static const size_t big[] = {512 * 1024};
+    const size_t big[] = {bytes};
     bc_job_t job = {.sizes = big, .nsizes = 1, .root_step = ntasks, .far = 1};
     sim_env(mesh);
     setenv("TORX_TORUS", torus, 1);
@@ -529,16 +529,22 @@ static void overlap(const char *torus, const char *mesh, const char *mode, int n
            st->far_first * 1e6, st->root_out * 1e6);
     ck_assert_int_eq(st->routes, routes);
     ck_assert(st->far_first > 0 && st->root_out > 0);
-    ck_assert(st->far_first < st->root_out);
+    /* one packet: the root is done before anything arrives (the check
+     * tells a pipeline from none) */
+    if (bytes <= 224)
+        ck_assert(st->far_first > st->root_out);
+    else
+        ck_assert(st->far_first < st->root_out);
     munmap(st, sizeof *st);
     clear_env();
 }
 
 START_TEST(pipeline_overlaps_on_sim)
 {
-    overlap("4x4x4", "1", NULL, 64, 63, 3); /* (3,3,3) */
-    overlap("4x4x4", "0", NULL, 64, 42, 6); /* (2,2,2) */
-    overlap("8x8x8", "0", NULL, 512, 4 + 8 * 4 + 64 * 4, 6); /* (4,4,4) */
+    overlap("4x4x4", "1", NULL, 64, 63, 3, 512 * 1024);                  /* (3,3,3): 2341 packets */
+    overlap("4x4x4", "0", NULL, 64, 42, 6, 512 * 1024);                  /* (2,2,2) */
+    overlap("8x8x8", "0", NULL, 512, 4 + 8 * 4 + 64 * 4, 6, 128 * 1024); /* (4,4,4): 586 */
+    overlap("4x4x4", "0", NULL, 64, 42, 6, 200);
 }
 END_TEST
 #endif
