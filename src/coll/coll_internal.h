@@ -4,6 +4,7 @@
  *   coll_cn.c       global-interrupt barrier; collective-network allreduce,
  *                   reduce, bcast, allgather
  *   coll_torus.c    deposit-bit mesh broadcast (rectangles of the torus)
+ *   coll_routes.c   its edge-disjoint routes (a pure plan)
  *   coll_alltoall.c paced alltoall(v) over the message layer
  *   coll_exchange.c allreduce/reduce of short vectors by direct exchange
  *   coll_cost.c     each algorithm's time on the device's network (selection
@@ -82,16 +83,51 @@ typedef struct torxc_a2a {
     int lost; /* early blocks dropped for want of memory */
 } torxc_a2a_t;
 
+/* The torus broadcast's box (coll_routes.c): its dimensions longer than
+ * one node, each a whole ring (with its wraparound link) or a run. A
+ * node's position along a dimension counts from the run's first node (a
+ * ring's from any fixed one). */
+typedef struct torxc_box {
+    int dims;        /* 0..3 */
+    unsigned len[3]; /* nodes along each, 2..255 */
+    int ring[3];     /* 1: a whole ring; 0: a run */
+} torxc_box_t;
+
+/* A line of a route's plan: from a node along box dimension dim, way dir
+ * (+1, -1), depositing on the hops nodes after it. */
+typedef struct torxc_bline {
+    int8_t dim, dir;
+    unsigned hops;
+} torxc_bline_t;
+
+/* What one node does with one route's packets. */
+#define TORXC_ROUTE_LINES 6
+typedef struct torxc_route_node {
+    int nlines;
+    torxc_bline_t line[TORXC_ROUTE_LINES]; /* it sends each packet on these */
+    /* the line that brings it (hops 0 at the root): sent by the node hops
+     * back along dim against dir */
+    torxc_bline_t from;
+} torxc_route_node_t;
+
+/* The number of edge-disjoint routes of a box: 2 x dims when every
+ * dimension is a ring, dims otherwise, 1 for a single node. */
+int torxc_routes(const torxc_box_t *box);
+/* Route route's plan at the node at position me, the root at root
+ * (positions along box dimensions 0..dims-1). */
+void torxc_route_plan(const torxc_box_t *box, const unsigned root[3], const unsigned me[3],
+                      int route, torxc_route_node_t *out);
+
 /* The torus broadcast this task is in (coll_torus.c). */
-#define TORXC_BC_ROUTES 6 /* three dimensions, split in two in co mode */
+#define TORXC_BC_ROUTES 6 /* 2 x three rings; three runs' routes split in two in co mode */
 typedef struct torxc_bcast {
     int active;
     uint32_t group_id, seq;
     unsigned char *buf;
     size_t bytes;
-    int nroutes;
-    size_t lo[TORXC_BC_ROUTES], hi[TORXC_BC_ROUTES]; /* route k: packets [lo, hi) */
-    size_t got[TORXC_BC_ROUTES];                     /* packets of route k in place here */
+    int nparts; /* the message's parts, one per route (two in co mode if odd) */
+    size_t lo[TORXC_BC_ROUTES], hi[TORXC_BC_ROUTES]; /* part k: packets [lo, hi) */
+    size_t got[TORXC_BC_ROUTES];                     /* packets of part k in place here */
     size_t received, expect;                         /* packets in place here, and to come */
     torx_status_t status;                            /* a bad packet */
 } torxc_bcast_t;
@@ -120,6 +156,10 @@ struct torx_coll {
      * thread (co mode): TORX_STATS, and the tests' proof that the thread
      * did its part */
     uint64_t bc_sent_task, bc_sent_thread;
+    /* the last torus bcast, on the device's clock: when this task placed
+     * its first packet, and (its root) when the last packet was injected
+     * (the tests' proof of the pipeline) */
+    double bc_first_s, bc_root_out_s;
     /* pieces this task staged as the root of paced bcasts (the tests'
      * proof that the multi-reader area carried them) */
     uint64_t bc_staged_pieces;
@@ -184,13 +224,19 @@ struct torx_coll_group {
      * buffers (torxc_direct_applies), else NULL */
     torxc_direct_addr_t *direct_addr;
     /* torus bcast (coll_torus.c): whether the group fills a box of the
-     * torus, its dimensions longer than one node, and this task's lines
-     * along each (one on a whole ring, one each way on a run) */
+     * torus, its dimensions longer than one node (their torus dimensions,
+     * first coordinates and this task's positions), and this task's lines
+     * along each, each way (+, -): to the box's end, and one hop
+     * (box_line_ok: the line exists) */
     int box;
     int box_dims;
     uint8_t box_dim[3];
-    int box_nlines[3];
-    torx_line_t box_line[3][2];
+    uint8_t box_lo[3];
+    unsigned box_pos[3];
+    torxc_box_t box_geo;
+    torx_line_t box_line[3][2][2];
+    uint8_t box_line_ok[3][2][2];
+    unsigned box_end_hops[3][2];
     /* group index -> torus coordinate: the rank map's own table when the
      * group is the job in rank order (coord_shared), else the group's */
     const torx_coord_t *coord;

@@ -1,37 +1,36 @@
 /* Broadcast on the torus with the deposit bit: van de Geijn's pipelined
- * mesh broadcast, as Blue Gene/L's MPI ran it on rectangular communicators.
+ * mesh broadcast on edge-disjoint routes, as Blue Gene/L's MPI planned it
+ * for rectangular communicators (docs/collectives.md#torus-broadcast-routes).
  *
  * Geometry. A group qualifies when its tasks are exactly every task of a
  * box: a product of cyclic intervals of x, y and z (a whole ring, or a run
- * of adjacent nodes) and a set of t. Along a dimension a node reaches the
- * rest of its line in the box with one line send (the deposit bit) on a
- * whole ring, or two (one each way) on a run.
+ * of adjacent nodes) and a set of t. A dimension the box spans whole is a
+ * ring when the network has its wraparound links (torx_pkt_network), else a
+ * run; on a mesh a run may not cross the torus's edge. Along a
+ * dimension a node keeps four lines: to the box's end each way (a ring's
+ * end is the node before it), and one hop each way.
  *
  * Routes. The buffer is cut into packets of TORXC_BC_PAYLOAD bytes, and
- * the packets into R contiguous parts, the routes. With D dimensions of
- * the box longer than one node, route k visits them in the order
- * dims[k mod D], dims[k+1 mod D], ...: the root deposits each of its
- * packets along the first dimension's line, every node of that line
- * deposits it along the second, every node of that plane along the third.
- * Each task receives each packet exactly once (from the node whose line it
- * lies on), and the D routes start on different links, so with three
- * dimensions the thirds of the message travel edge-disjoint first hops, as
- * in the original. Every node forwards a packet as soon as it is in place:
- * the pipeline's depth is one packet. A task that receives a route on its
- * j-th dimension forwards it along the dimensions after j.
+ * the packets into contiguous parts, one per route. The routes are
+ * edge-disjoint spanning trees of line sends (coll_routes.c, which says
+ * why): 2D on a box of D rings, D on a box with a run. Each task asks the
+ * plan which lines it sends each route's packets on, and gets each route
+ * from one sender. Every node forwards a packet as soon as it is in place:
+ * the pipeline's depth is one packet. The root's parts take turns packet by
+ * packet, so every route's first link is busy at once.
  *
  * Virtual-node mode. A line reaches the task of the sender's t on each
  * node. The root first hands each packet to its node-mates (one-packet
  * messages, through the node's memory); each of them is then the root of
- * its t-plane's mesh broadcast.
+ * its t-plane's broadcast.
  *
- * Coprocessor mode. The root splits every route in two (R = 2D) and its
- * communication thread injects the odd routes (torx_costart, with
- * torx_line_send, which touches only the device) while the task injects the
- * even ones: the root's injection, its whole share of a broadcast, runs on
- * two cores.
+ * Coprocessor mode. The root's communication thread injects the odd parts
+ * (torx_costart, with torx_line_send, which touches only the device) while
+ * the task injects the even ones; an odd number of routes is split in two
+ * first (two parts a route), so the root's injection, its whole share of a
+ * broadcast, runs on two cores.
  *
- * Order and matching. A route's packets reach a task from one sender, in
+ * Order and matching. A part's packets reach a task from one sender, in
  * the order sent (deposit packets are deterministic), so a task knows the
  * next offset of each route and refuses anything else as a protocol error.
  * Each packet names its group, the group's torus broadcast sequence number
@@ -133,6 +132,8 @@ torx_status_t torxc_torus_group_init(torx_coll_group_t *g)
         return TORX_OK;
     const torx_coord_t me = g->coord[g->me];
     g->box_dims = 0;
+    memset(&g->box_geo, 0, sizeof g->box_geo);
+    memset(g->box_line_ok, 0, sizeof g->box_line_ok);
     for (int d = 0; d < 3; d++) {
         /* a whole ring only where the network has the wraparound link */
         const int ring = cnt[d] == ext[d] && (c->net.wrap >> d & 1u);
@@ -150,28 +151,31 @@ torx_status_t torxc_torus_group_init(torx_coll_group_t *g)
                 if (lo == ext[d] || !used[d][(lo + i) % ext[d]])
                     return TORX_OK; /* not one run */
         }
-        g->box_nlines[d] = 0;
         if (cnt[d] == 1)
             continue;
-        g->box_dim[g->box_dims++] = (uint8_t)d;
-        const unsigned pos = (coord_of(me, d) + ext[d] - lo) % ext[d];
-        int hops[2], dirs[2], nl = 0;
-        if (ring) { /* the whole ring, one way round */
-            hops[nl] = (int)ext[d] - 1, dirs[nl++] = 1;
-        } else {
-            if (pos + 1 < cnt[d])
-                hops[nl] = (int)(cnt[d] - 1 - pos), dirs[nl++] = 1;
-            if (pos > 0)
-                hops[nl] = (int)pos, dirs[nl++] = -1;
+        const int i = g->box_dims++;
+        g->box_dim[i] = (uint8_t)d;
+        g->box_lo[i] = (uint8_t)lo;
+        g->box_geo.len[i] = cnt[d];
+        g->box_geo.ring[i] = ring;
+        const unsigned pos = (coord_of(me, d) + ext[d] - lo) % ext[d], len = cnt[d];
+        g->box_pos[i] = pos;
+        for (int w = 0; w < 2; w++) { /* + then - */
+            const unsigned end = ring ? len - 1 : w == 0 ? len - 1 - pos : pos;
+            g->box_end_hops[i][w] = end;
+            for (int one = 0; one < 2; one++) {
+                if (end == 0)
+                    continue;
+                const torx_status_t st =
+                    torx_line_init(c->ctx, &g->box_line[i][w][one], d, w == 0 ? 1 : -1,
+                                   one ? 1 : (int)end, c->handler, sizeof(bc_hdr_t));
+                if (st != TORX_OK)
+                    return st;
+                g->box_line_ok[i][w][one] = 1;
+            }
         }
-        for (int l = 0; l < nl; l++) {
-            const torx_status_t st = torx_line_init(c->ctx, &g->box_line[d][l], d, dirs[l], hops[l],
-                                                    c->handler, sizeof(bc_hdr_t));
-            if (st != TORX_OK)
-                return st;
-        }
-        g->box_nlines[d] = nl;
     }
+    g->box_geo.dims = g->box_dims;
     g->box = 1;
     return TORX_OK;
 }
@@ -186,10 +190,10 @@ static void place(torx_coll_t *c, const bc_hdr_t *h, const void *data, size_t le
         return;
     const size_t p = h->off / TORXC_BC_PAYLOAD;
     int k = 0;
-    while (k < b->nroutes && p >= b->hi[k])
+    while (k < b->nparts && p >= b->hi[k])
         k++;
     const size_t want = b->bytes - h->off < TORXC_BC_PAYLOAD ? b->bytes - h->off : TORXC_BC_PAYLOAD;
-    if (h->off % TORXC_BC_PAYLOAD || h->off >= b->bytes || k == b->nroutes ||
+    if (h->off % TORXC_BC_PAYLOAD || h->off >= b->bytes || k == b->nparts ||
         p != b->lo[k] + b->got[k] || len != want || b->received >= b->expect) {
         b->status = torxp_error(TORX_ERR_PROTO,
                                 "torx: torus bcast: a packet at offset %u (%zu bytes) of a "
@@ -201,6 +205,8 @@ static void place(torx_coll_t *c, const bc_hdr_t *h, const void *data, size_t le
         return;
     }
     memcpy(b->buf + h->off, data, len);
+    if (b->received == 0)
+        c->bc_first_s = torxp_now_s(c->dev);
     b->got[k]++;
     b->received++;
 }
@@ -292,79 +298,97 @@ static int take_ready(torx_coll_t *c, uint32_t id, uint32_t seq, int want)
 /* ---- sending ---------------------------------------------------------------------- */
 
 /* What one sender (the task, or its communication thread) injects of some
- * routes: each packet of a route along each of the route's lines. */
+ * parts of the message: each packet of a part along each of the lines of
+ * its route (coll_routes.c). */
 typedef struct bc_share {
-    const torx_line_t *line[TORXC_BC_ROUTES][6];
+    const torx_line_t *line[TORXC_BC_ROUTES][TORXC_ROUTE_LINES];
     int nlines[TORXC_BC_ROUTES];
-    size_t next[TORXC_BC_ROUTES]; /* packets of the route sent on every line */
+    size_t next[TORXC_BC_ROUTES]; /* packets of the part sent on every line */
     int at[TORXC_BC_ROUTES];      /* lines the next packet went out on */
-    unsigned routes;              /* bit per route of this share */
+    unsigned parts;               /* bit per part of this share */
     const unsigned char *buf;
     size_t bytes;
     bc_hdr_t h;
     torx_status_t status;
-    uint64_t sent; /* line sends */
+    uint64_t sent;       /* line sends */
+    torx_pkt_dev_t *dev; /* the clock */
+    double out_s;        /* when its last packet went out (at the root) */
 } bc_share_t;
 
-/* Injects what the network takes of route k's packets up to avail (of the
- * route). 1 when they are all out, 0 when the network is full, <0 error. */
-static int share_push(bc_share_t *s, const torxc_bcast_t *b, int k, size_t avail)
+/* One round over the share's parts: the next packet of each part that has
+ * one in place (all of them at the root) goes out on every line. Parts
+ * take turns packet by packet: a part's packets alone would fill the
+ * injection FIFOs and wait on its route's first link while the other
+ * routes' links idle. Returns the packets that went out on every line, or
+ * <0 for an error. */
+static int share_round(bc_share_t *s, const torxc_bcast_t *b, int root)
 {
-    while (s->next[k] < avail) {
-        const size_t p = b->lo[k] + s->next[k];
-        const size_t off = p * TORXC_BC_PAYLOAD;
+    int moved = 0;
+    for (int k = 0; k < b->nparts; k++) {
+        if (!(s->parts & 1u << k))
+            continue;
+        const size_t all = b->hi[k] - b->lo[k];
+        if (s->next[k] >= (root ? all : b->got[k]))
+            continue;
+        const size_t off = (b->lo[k] + s->next[k]) * TORXC_BC_PAYLOAD;
         const size_t len = s->bytes - off < TORXC_BC_PAYLOAD ? s->bytes - off : TORXC_BC_PAYLOAD;
         s->h.off = (uint32_t)off;
         for (; s->at[k] < s->nlines[k]; s->at[k]++) {
             const torx_status_t st = torx_line_send(s->line[k][s->at[k]], &s->h, s->buf + off, len);
             if (st == TORX_AGAIN)
-                return 0;
+                break;
             if (st != TORX_OK)
                 return st;
             s->sent++;
         }
+        if (s->at[k] < s->nlines[k])
+            continue; /* the network is full here: the next round goes on */
         s->at[k] = 0;
         s->next[k]++;
+        moved++;
+        if (root && s->next[k] == all)
+            s->out_s = torxp_now_s(s->dev);
     }
+    return moved;
+}
+
+static int share_done(const bc_share_t *s, const torxc_bcast_t *b)
+{
+    for (int k = 0; k < b->nparts; k++)
+        if ((s->parts & 1u << k) && s->next[k] < b->hi[k] - b->lo[k])
+            return 0;
     return 1;
 }
 
-/* The communication thread's part at the root, in co mode: its routes
+/* The communication thread's part at the root, in co mode: its parts
  * whole, retrying while the network is full (no packet of a broadcast is
  * ever sent to its root, so the root's FIFOs, which the thread does not
  * read meanwhile, hold nothing the others wait for). */
 typedef struct bc_unit {
     bc_share_t share;
     const torxc_bcast_t *b;
-    torx_pkt_dev_t *dev; /* for the clock and yields */
 } bc_unit_t;
 
 static void unit_run(void *arg)
 {
     bc_unit_t *u = arg;
-    double start = torxp_now_s(u->dev);
-    for (int k = 0; k < u->b->nroutes; k++) {
-        if (!(u->share.routes & 1u << k))
-            continue;
-        const size_t all = u->b->hi[k] - u->b->lo[k];
-        int rc;
-        uint64_t seen = u->share.sent;
-        while ((rc = share_push(&u->share, u->b, k, all)) == 0) {
-            /* 60 s without taking a packet: a member is gone or stuck */
-            const double now = torxp_now_s(u->dev);
-            if (u->share.sent != seen) {
-                seen = u->share.sent;
-                start = now;
-            } else if (now - start > 60) {
-                u->share.status = TORX_ERR_PEER;
-                return;
-            }
-            torxp_yield(u->dev);
-        }
+    double start = torxp_now_s(u->share.dev);
+    while (!share_done(&u->share, u->b)) {
+        const int rc = share_round(&u->share, u->b, 1);
         if (rc < 0) {
             u->share.status = (torx_status_t)rc;
             return;
         }
+        if (rc > 0) {
+            start = torxp_now_s(u->share.dev);
+            continue;
+        }
+        /* 60 s without taking a packet: a member is gone or stuck */
+        if (torxp_now_s(u->share.dev) - start > 60) {
+            u->share.status = TORX_ERR_PEER;
+            return;
+        }
+        torxp_yield(u->share.dev);
     }
 }
 
@@ -377,7 +401,28 @@ int torxc_torus_applies(const torx_coll_group_t *g, size_t bytes)
 
 int torxc_torus_routes(const torx_coll_group_t *g)
 {
-    return g->box_dims > 0 ? g->box_dims : 1;
+    return g->box_dims > 0 ? torxc_routes(&g->box_geo) : 1;
+}
+
+/* Puts the lines of route's plan at this task into part k of sh. */
+static torx_status_t share_lines(const torx_coll_group_t *g, bc_share_t *sh, int k,
+                                 const unsigned root_pos[3], int route)
+{
+    torxc_route_node_t plan;
+    torxc_route_plan(&g->box_geo, root_pos, g->box_pos, route, &plan);
+    sh->parts |= 1u << k;
+    for (int l = 0; l < plan.nlines; l++) {
+        const torxc_bline_t *pl = &plan.line[l];
+        const int w = pl->dir < 0;
+        const int one = pl->hops == 1 && pl->hops != g->box_end_hops[pl->dim][w];
+        if ((!one && pl->hops != g->box_end_hops[pl->dim][w]) || !g->box_line_ok[pl->dim][w][one])
+            return torxp_error(TORX_ERR_PROTO,
+                               "torx: torus bcast: route %d's plan sends %u hops along box "
+                               "dimension %d, way %d, which this task has no line for",
+                               route, pl->hops, pl->dim, pl->dir);
+        sh->line[k][sh->nlines[k]++] = &g->box_line[pl->dim][w][one];
+    }
+    return TORX_OK;
 }
 
 torx_status_t torxc_torus_bcast(torx_coll_group_t *g, void *buf, size_t bytes, int root)
@@ -388,61 +433,59 @@ torx_status_t torxc_torus_bcast(torx_coll_group_t *g, void *buf, size_t bytes, i
         return torxp_error(TORX_ERR_NOMEM,
                            "torx: torus bcast: %d packets were lost (no memory, or malformed)",
                            c->bc_lost);
+    c->bc_first_s = c->bc_root_out_s = 0;
     if (bytes == 0 || g->n == 1)
         return TORX_OK;
     const uint32_t seq = ++g->bc_seq;
     const int me = g->me;
-    const torx_coord_t rc = g->coord[root], mc = g->coord[me];
+    const torx_coord_t rc = g->coord[root];
     const int D = g->box_dims;
     const int co = torx_mode(c->ctx) == TORX_MODE_CO && D > 0;
     const size_t npk = (bytes + TORXC_BC_PAYLOAD - 1) / TORXC_BC_PAYLOAD;
+    /* co mode: an odd number of routes is split in two, so that the
+     * thread's half of the parts is half of the root's injection */
+    const int routes = torxc_routes(&g->box_geo);
+    const int split = co && (routes & 1);
 
     *b = (torxc_bcast_t){.active = 0,
                          .group_id = g->id,
                          .seq = seq,
                          .buf = buf,
                          .bytes = bytes,
-                         .nroutes = (D > 0 ? D : 1) * (co ? 2 : 1),
+                         .nparts = routes * (split ? 2 : 1),
                          .expect = me == root ? 0 : npk,
                          .status = TORX_OK};
-    for (int k = 0; k < b->nroutes; k++) {
-        b->lo[k] = npk * (size_t)k / (size_t)b->nroutes;
-        b->hi[k] = npk * (size_t)(k + 1) / (size_t)b->nroutes;
+    for (int k = 0; k < b->nparts; k++) {
+        b->lo[k] = npk * (size_t)k / (size_t)b->nparts;
+        b->hi[k] = npk * (size_t)(k + 1) / (size_t)b->nparts;
     }
 
-    /* What this task forwards of each route: along the route's dimensions
-     * after the one it receives on (all of them on the root's node). */
-    const int plane_root = same_node(mc, rc);
+    const torx_shape_t shape = torx_pkt_shape(c->dev);
+    const unsigned ext[3] = {shape.x, shape.y, shape.z};
+    unsigned root_pos[3] = {0, 0, 0};
+    for (int i = 0; i < D; i++) {
+        const int d = g->box_dim[i];
+        root_pos[i] = (coord_of(rc, d) + ext[d] - g->box_lo[i]) % ext[d];
+    }
     bc_share_t own = {.buf = buf,
                       .bytes = bytes,
                       .h = {.msg = TORXC_MSG_BCAST, .group_id = g->id, .seq = seq},
-                      .status = TORX_OK};
+                      .status = TORX_OK,
+                      .dev = c->dev};
     bc_unit_t *unit = NULL;
     if (co && me == root && (unit = calloc(1, sizeof *unit)) == NULL)
         return torxp_error(TORX_ERR_NOMEM, "torx: torus bcast: out of memory");
-    for (int k = 0; k < b->nroutes; k++) {
-        int from = 0;
-        if (!plane_root)
-            for (int j = 0; j < D; j++) {
-                const int d = g->box_dim[(k + j) % D];
-                if (coord_of(mc, d) != coord_of(rc, d))
-                    from = j + 1;
-            }
-        bc_share_t *sh = unit && (k & 1) ? &unit->share : &own;
-        sh->routes |= 1u << k;
-        for (int j = from; j < D; j++) {
-            const int d = g->box_dim[(k + j) % D];
-            for (int l = 0; l < g->box_nlines[d]; l++)
-                sh->line[k][sh->nlines[k]++] = &g->box_line[d][l];
-        }
-    }
     if (unit) {
-        unit->share.buf = buf;
-        unit->share.bytes = bytes;
-        unit->share.h = own.h;
-        unit->share.status = TORX_OK;
+        unit->share = own;
         unit->b = b;
-        unit->dev = c->dev;
+    }
+    for (int k = 0; k < b->nparts; k++) {
+        const torx_status_t st =
+            share_lines(g, unit && (k & 1) ? &unit->share : &own, k, root_pos, split ? k / 2 : k);
+        if (st != TORX_OK) {
+            free(unit);
+            return st;
+        }
     }
 
     /* The root's node-mates, in vn mode: they get every packet from it. */
@@ -495,16 +538,11 @@ torx_status_t torxc_torus_bcast(torx_coll_group_t *g, void *buf, size_t bytes, i
     size_t local_p = 0; /* packets handed to every node-mate */
     int local_m = 0;    /* node-mates that have packet local_p */
     while (err == TORX_OK) {
-        int done = b->received == b->expect;
-        for (int k = 0; k < b->nroutes && err == TORX_OK; k++) {
-            if (!(own.routes & 1u << k))
-                continue;
-            const size_t avail = me == root ? b->hi[k] - b->lo[k] : b->got[k];
-            const int r = share_push(&own, b, k, avail);
-            if (r < 0)
-                err = (torx_status_t)r;
-            done &= r == 1 && avail == b->hi[k] - b->lo[k];
-        }
+        int r;
+        while ((r = share_round(&own, b, me == root)) > 0)
+            ;
+        if (r < 0)
+            err = (torx_status_t)r;
         while (err == TORX_OK && local_p < npk) {
             const size_t off = local_p * TORXC_BC_PAYLOAD;
             const size_t len = bytes - off < TORXC_BC_PAYLOAD ? bytes - off : TORXC_BC_PAYLOAD;
@@ -523,7 +561,8 @@ torx_status_t torxc_torus_bcast(torx_coll_group_t *g, void *buf, size_t bytes, i
                 local_p++;
             }
         }
-        done &= local_p == npk || nmates == 0;
+        const int done =
+            b->received == b->expect && share_done(&own, b) && (local_p == npk || nmates == 0);
         if (done || err != TORX_OK || (err = b->status) != TORX_OK)
             break;
         const int a = torx_advance(c->ctx);
@@ -543,6 +582,8 @@ torx_status_t torxc_torus_bcast(torx_coll_group_t *g, void *buf, size_t bytes, i
     }
     b->active = 0;
     c->bc_sent_task += own.sent;
+    if (me == root)
+        c->bc_root_out_s = unit && unit->share.out_s > own.out_s ? unit->share.out_s : own.out_s;
     if (unit)
         c->bc_sent_thread += unit->share.sent;
     free(unit);
