@@ -2,7 +2,7 @@
 # The sim device's figures against the original's (docs/sim.md,
 # bench/RESULTS.md "Modelled torus"):
 #
-#   bench/sim/run-sim-bench.sh [table1] [fig4a] [fig4b] [fig4cf] [scale] [scale64k] [flowcheck]
+#   bench/sim/run-sim-bench.sh [table1] [fig4a] [fig4b] [fig4cf] [fig5b] [scale] [scale64k] [flowcheck]
 #
 #   table1    Table 1, message-layer column: 1-byte half round trip to the
 #             nearest neighbour per protocol, 8x8x8, co mode, bgl (the
@@ -24,6 +24,12 @@
 #             sim_linkcheck on a bgl without processor costs, sim_flowcheck
 #             on SimGrid's torus cluster (about 5 minutes: the 64 KiB
 #             alltoall is 1.1 million packets)
+#   fig5b     Fig 5(b): bcast bandwidth against message size on a 4x4x2 mesh,
+#             bgl, co and heater mode, root 0: MPICH 4.0.2's default
+#             algorithms over the message layer (bench/coll_baseline.c),
+#             torx's collective network (TORX_COLL_BCAST=cn) and torus
+#             deposit-bit broadcast (TORX_COLL_BCAST=torus), 256 B to 4 MiB
+#             (sim_coll); plot with bench/sim/plot-fig5b.gp
 #   bgp       the BG/P MPI study's suite on bgp beside its published results
 #             (bench/sim/bgp-bench.sh; one test: bgp-hops, bgp-congestion,
 #             bgp-multistream, bgp-hotspot, bgp-fan; BGP_SCALE=1 for the
@@ -242,14 +248,73 @@ bench_machine
             printf '%s\n' "${fc_walls[@]}"
             rm -rf "$fc_dir"
             ;;
+        fig5b)
+            echo
+            echo "## Fig 5(b): bcast bandwidth against message size (bgl, 4x4x2 mesh, root 0)"
+            echo
+            echo "MB/s: bytes per microsecond of the slowest task's time per call, calls back to"
+            echo "back (sim_coll). baseline: MPICH 4.0.2's default algorithm for the size"
+            echo "(bench/coll_baseline.h), over the message layer; cn: the collective network;"
+            echo "torus: the deposit-bit broadcast (routes as on this commit). Published: the"
+            echo "baseline tops out near 60 MB/s, the torus bcast at about 60% of its peak (a bit"
+            echo "under two links' worth: taken as 0.6 x 3 links x 175 MB/s x 240/270 = 280 MB/s"
+            echo "from a corner of the mesh), the collective network at 350 MB/s."
+            echo
+            f5_sizes=256,1K,4K,16K,64K,256K,1M,4M
+            f5_raw=$(for m in co heater; do
+                for a in baseline cn torus; do
+                    if [ "$a" = baseline ]; then
+                        "$sim" --mesh 4x4x2 --mode "$m" "$build/bench/sim/sim_coll" --kind bcast \
+                            --sizes "$f5_sizes" --iters 4 --root 0 --alg baseline
+                    else
+                        env TORX_COLL_BCAST="$a" "$sim" --mesh 4x4x2 --mode "$m" \
+                            "$build/bench/sim/sim_coll" --kind bcast --sizes "$f5_sizes" --iters 4 \
+                            --root 0 --alg torx
+                    fi | sed "s/^coll /coll mode=$m set=$a /"
+                done
+            done)
+            f5_kv='{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } }'
+            # columns for bench/sim/plot-fig5b.gp: bytes, then MB/s of baseline, cn, torus in co, then heater
+            echo "$f5_raw" |
+                awk "$f5_kv"'{ bw[v["mode"] "_" v["set"], v["bytes"]] = v["mbps"]
+                       if (!(v["bytes"] in seen)) { seen[v["bytes"]] = 1; order[++n] = v["bytes"] } }
+                     END { split("co_baseline co_cn co_torus heater_baseline heater_cn heater_torus", c, " ")
+                           printf "# bytes"; for (j = 1; j <= 6; j++) printf " %s", c[j]; print ""
+                           for (i = 1; i <= n; i++) { printf "%d", order[i]
+                             for (j = 1; j <= 6; j++) printf " %s", bw[c[j], order[i]]; print "" } }' \
+                    >"$out_dir/sim-fig5b.dat"
+            echo "| bytes | baseline co, MB/s (algorithm) | cn co | torus co | baseline heater | cn heater | torus heater |"
+            echo "|---|---|---|---|---|---|---|"
+            echo "$f5_raw" |
+                awk "$f5_kv"'{ k = v["mode"] "_" v["set"]; bw[k, v["bytes"]] = v["mbps"]
+                       sub(/^baseline:/, "", v["alg"]); alg[k, v["bytes"]] = v["alg"]
+                       if (!(v["bytes"] in seen)) { seen[v["bytes"]] = 1; order[++n] = v["bytes"] } }
+                     END { for (i = 1; i <= n; i++) { b = order[i]
+                             printf "| %d | %.1f (%s) | %.1f | %.1f | %.1f | %.1f | %.1f |\n", b,
+                                    bw["co_baseline", b], alg["co_baseline", b], bw["co_cn", b], bw["co_torus", b],
+                                    bw["heater_baseline", b], bw["heater_cn", b], bw["heater_torus", b] } }'
+            echo
+            echo "| quantity | published | sim co | co / published | sim heater | heater / published |"
+            echo "|---|---|---|---|---|---|"
+            echo "$f5_raw" |
+                awk "$f5_kv"'{ k = v["mode"] "_" v["set"]; if (v["mbps"] > peak[k]) peak[k] = v["mbps"] }
+                     function row(name, pub, set) {
+                       printf "| %s | %.0f | %.1f | %.2f | %.1f | %.2f |\n", name, pub, peak["co_" set],
+                              peak["co_" set] / pub, peak["heater_" set], peak["heater_" set] / pub }
+                     END { row("baseline (MPICH default) peak, MB/s", 60, "baseline")
+                           row("torus bcast peak, MB/s", 280, "torus")
+                           row("collective network peak, MB/s", 350, "cn") }'
+            echo
+            echo "Wall time of the runs above: $(echo "$f5_raw" | awk "$f5_kv"'{ w += v["wall_s"] } END { printf "%.0f s", w }')."
+            ;;
         bgp | bgp-hops | bgp-congestion | bgp-multistream | bgp-hotspot | bgp-fan)
             # shellcheck source=bench/sim/bgp-bench.sh
             . "$here/sim/bgp-bench.sh"
             bgp_bench "$w"
             ;;
         *)
-            echo "$bench_name: unknown figure '$w' (table1, fig4a, fig4b, fig4cf, scale, scale64k, flowcheck," \
-                "bgp, bgp-hops, bgp-congestion, bgp-multistream, bgp-hotspot, bgp-fan)" >&2
+            echo "$bench_name: unknown figure '$w' (table1, fig4a, fig4b, fig4cf, fig5b, scale, scale64k," \
+                "flowcheck, bgp, bgp-hops, bgp-congestion, bgp-multistream, bgp-hotspot, bgp-fan)" >&2
             exit 2
             ;;
         esac
