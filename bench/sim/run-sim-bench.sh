@@ -265,10 +265,10 @@ bench_machine
                 for a in baseline cn torus; do
                     if [ "$a" = baseline ]; then
                         "$sim" --mesh 4x4x2 --mode "$m" "$build/bench/sim/sim_coll" --kind bcast \
-                            --sizes "$f5_sizes" --iters 4 --root 0 --alg baseline
+                            --sizes "$f5_sizes" --iters 3 --root 0 --alg baseline
                     else
                         env TORX_COLL_BCAST="$a" "$sim" --mesh 4x4x2 --mode "$m" \
-                            "$build/bench/sim/sim_coll" --kind bcast --sizes "$f5_sizes" --iters 4 \
+                            "$build/bench/sim/sim_coll" --kind bcast --sizes "$f5_sizes" --iters 3 \
                             --root 0 --alg torx
                     fi | sed "s/^coll /coll mode=$m set=$a /"
                 done
