@@ -2,7 +2,8 @@
 # The sim device's figures against the original's (docs/sim.md,
 # bench/RESULTS.md "Modelled torus"):
 #
-#   bench/sim/run-sim-bench.sh [table1] [fig4a] [fig4b] [fig4cf] [fig5b] [scale] [scale64k] [flowcheck]
+#   bench/sim/run-sim-bench.sh [table1] [fig4a] [fig4b] [fig4cf] [fig5b] [fig6] [scale] [scale64k]
+#                              [flowcheck] [bgp...]
 #
 #   table1    Table 1, message-layer column: 1-byte half round trip to the
 #             nearest neighbour per protocol, 8x8x8, co mode, bgl (the
@@ -30,6 +31,12 @@
 #             torx's collective network (TORX_COLL_BCAST=cn) and torus
 #             deposit-bit broadcast (TORX_COLL_BCAST=torus), 256 B to 4 MiB
 #             (sim_coll); plot with bench/sim/plot-fig5b.gp
+#   fig6      Fig 6: alltoall bandwidth as a fraction of the torus's
+#             cross-section bandwidth, 8x8x8 torus, bgl, co mode, 256 B to
+#             8 KiB per pair, one call per point: MPICH 4.0.2's default
+#             alltoall over the message layer against torx's paced alltoall
+#             (TORX_COLL_ALLTOALL=paced); minutes per point, 2-3 GiB;
+#             plot with bench/sim/plot-fig6.gp
 #   bgp       the BG/P MPI study's suite on bgp beside its published results
 #             (bench/sim/bgp-bench.sh; one test: bgp-hops, bgp-congestion,
 #             bgp-multistream, bgp-hotspot, bgp-fan; BGP_SCALE=1 for the
@@ -307,13 +314,51 @@ bench_machine
             echo
             echo "Wall time of the runs above: $(echo "$f5_raw" | awk "$f5_kv"'{ w += v["wall_s"] } END { printf "%.0f s", w }')."
             ;;
+        fig6)
+            echo
+            echo "## Fig 6: alltoall against the cross-section bandwidth (bgl, 8x8x8 torus, co mode)"
+            echo
+            echo "Cross-section: cutting the 8x8x8 torus in two halves along x severs 2 planes of"
+            echo "8 x 8 links, 128 links each way at 175 MB/s: 22,400 MB/s each way. An alltoall of"
+            echo "b bytes per pair sends 256 x 256 x b bytes across the cut each way, so it takes at"
+            echo "least 65536 b / 22400 us; fraction = that bound / the slowest task's time for one"
+            echo "call (sim_coll --iters 1 --warmup 0). Published: the paced alltoall close to 100%,"
+            echo "MPICH's default about 30%."
+            echo
+            f6_raw=$(for a in baseline paced; do
+                for b in 256 512 1024 2048 4096 8192; do
+                    if [ "$a" = baseline ]; then
+                        "$sim" --torus 8x8x8 --mode co "$build/bench/sim/sim_coll" --kind alltoall \
+                            --sizes "$b" --iters 1 --warmup 0 --alg baseline
+                    else
+                        env TORX_COLL_ALLTOALL=paced "$sim" --torus 8x8x8 --mode co \
+                            "$build/bench/sim/sim_coll" --kind alltoall --sizes "$b" --iters 1 \
+                            --warmup 0 --alg torx
+                    fi | sed "s/^coll /coll set=$a /"
+                done
+            done)
+            f6_kv='{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+                     bound = 65536 * v["bytes"] / 22400 }'
+            echo "$f6_raw" |
+                awk "$f6_kv"'{ fr[v["set"], v["bytes"]] = bound / v["us"]
+                       if (!(v["bytes"] in seen)) { seen[v["bytes"]] = 1; order[++n] = v["bytes"] } }
+                     END { print "# bytes baseline_fraction paced_fraction"
+                           for (i = 1; i <= n; i++) print order[i], fr["baseline", order[i]], fr["paced", order[i]] }' \
+                    >"$out_dir/sim-fig6.dat"
+            echo "| bytes per pair | set | algorithm | time, us | bound, us | fraction | published | wall, s | memory, MiB |"
+            echo "|---|---|---|---|---|---|---|---|---|"
+            echo "$f6_raw" |
+                awk "$f6_kv"'{ printf "| %d | %s | %s | %.1f | %.1f | %.2f | %s | %s | %s |\n", v["bytes"], v["set"],
+                              v["alg"], v["us"], bound, bound / v["us"], v["set"] == "paced" ? "about 1.0" : "about 0.3",
+                              v["wall_s"], v["maxrss_mib"] }'
+            ;;
         bgp | bgp-hops | bgp-congestion | bgp-multistream | bgp-hotspot | bgp-fan)
             # shellcheck source=bench/sim/bgp-bench.sh
             . "$here/sim/bgp-bench.sh"
             bgp_bench "$w"
             ;;
         *)
-            echo "$bench_name: unknown figure '$w' (table1, fig4a, fig4b, fig4cf, fig5b, scale, scale64k," \
+            echo "$bench_name: unknown figure '$w' (table1, fig4a, fig4b, fig4cf, fig5b, fig6, scale, scale64k," \
                 "flowcheck, bgp, bgp-hops, bgp-congestion, bgp-multistream, bgp-hotspot, bgp-fan)" >&2
             exit 2
             ;;

@@ -7,7 +7,8 @@
  *
  *   sim_coll --kind barrier|bcast|allreduce|alltoall [--sizes LIST]
  *            [--iters N] [--alg baseline|baseline-NAME|torx]
- *            [--comm world|dup|split|percore] [--root R|rotate] [--check]
+ *            [--comm world|dup|split|percore] [--root R|rotate] [--warmup N]
+ *            [--check]
  *
  * --sizes: bytes per call (bcast: the buffer; allreduce: the vector of
  * doubles, a multiple of 8; alltoall: one member's block for another),
@@ -24,8 +25,8 @@
  * default): member k mod n on call k, as bench/mpi_coll.c, so that a root
  * cannot run ahead of its receivers.
  *
- * For each size every task joins a global-interrupt barrier, runs one
- * untimed call, meets the others again (sim: the global interrupt) and
+ * For each size every task joins a global-interrupt barrier, runs
+ * --warmup untimed calls (default 1), meets the others again (sim: the global interrupt) and
  * runs N timed calls; on shm and ofi, as bench/mpi_coll.c, in 10 batches,
  * each after the baseline's barrier among the members, keeping the
  * median batch. Rank 0 then
@@ -65,7 +66,7 @@ static const char *const comm_names[] = {"world", "dup", "split", "percore"};
 
 typedef struct opts {
     int kind, comm, torx, alg, check;
-    long sizes[BGP_MAXLIST], iters, root;
+    long sizes[BGP_MAXLIST], iters, root, warmup;
     int nsizes;
 } opts_t;
 
@@ -86,7 +87,7 @@ static int usage(const char *what, const char *v)
         stderr,
         "sim_coll: bad argument %s%s%s\nusage: sim_coll --kind barrier|bcast|allreduce|alltoall "
         "[--sizes LIST] [--iters N] [--alg baseline|baseline-NAME|torx] "
-        "[--comm world|dup|split|percore] [--root R|rotate] [--check]\n",
+        "[--comm world|dup|split|percore] [--root R|rotate] [--warmup N] [--check]\n",
         what, v ? " " : "", v ? v : "");
     return 2;
 }
@@ -125,7 +126,7 @@ static int parse_alg(opts_t *o, const char *v)
 static int parse_args(int argc, char **argv, opts_t *o)
 {
     const char *alg = "baseline";
-    *o = (opts_t){.kind = -1, .iters = 20, .nsizes = 1, .sizes = {8}, .root = -1};
+    *o = (opts_t){.kind = -1, .iters = 20, .nsizes = 1, .sizes = {8}, .root = -1, .warmup = 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--check")) {
@@ -146,6 +147,9 @@ static int parse_args(int argc, char **argv, opts_t *o)
                 return 2;
         } else if (!strcmp(a, "--iters")) {
             if (bgp_parse_long("sim_coll", a, v, 1, 1000000, &o->iters))
+                return 2;
+        } else if (!strcmp(a, "--warmup")) {
+            if (bgp_parse_long("sim_coll", a, v, 0, 1000, &o->warmup))
                 return 2;
         } else if (!strcmp(a, "--root")) {
             if (!strcmp(v, "rotate"))
@@ -511,8 +515,9 @@ int main(int argc, char **argv)
             return 1;
         if (bgp_barrier(b))
             return 1;
-        if (r.me >= 0 && one_call(&r, &bf, bytes, -1, &errors))
-            return 1;
+        for (long w = 0; w < r.o.warmup; w++)
+            if (r.me >= 0 && one_call(&r, &bf, bytes, -1, &errors))
+                return 1;
         /* Timed in batches, each after the members meet: on sim one batch
          * after the global interrupt, which lets every task out at once;
          * elsewhere, as bench/mpi_coll.c, 10 batches after the baseline's
