@@ -21,7 +21,7 @@ set format x "%.0b%BB"
 set xlabel "message size"
 set ylabel "MB/s (bytes / time per call)"
 set yrange [0:400]
-set key top left
+set key right center
 plot dir."/sim-fig5b.dat" using 1:2 with linespoints lw 2 pt 7 lc 1 title "baseline (MPICH default), co", \
      "" using 1:5 with linespoints lw 1 pt 6 dt 2 lc 1 title "baseline, heater", \
      "" using 1:3 with linespoints lw 2 pt 5 lc 2 title "collective network, co", \
