@@ -35,8 +35,10 @@
 #             cross-section bandwidth, 8x8x8 torus, bgl, co mode, 256 B to
 #             8 KiB per pair, one call per point: MPICH 4.0.2's default
 #             alltoall over the message layer against torx's paced alltoall
-#             (TORX_COLL_ALLTOALL=paced); minutes per point, 2-3 GiB;
-#             plot with bench/sim/plot-fig6.gp
+#             (TORX_COLL_ALLTOALL=paced); FIG6_SIZES, bytes per pair
+#             (default 256,512,1024,2048,4096,8192). Wall time grows with the
+#             packets, 512 x 511 messages a call: 4-6 minutes at 256 B on 2
+#             CPUs shared with other jobs; plot with bench/sim/plot-fig6.gp
 #   bgp       the BG/P MPI study's suite on bgp beside its published results
 #             (bench/sim/bgp-bench.sh; one test: bgp-hops, bgp-congestion,
 #             bgp-multistream, bgp-hotspot, bgp-fan; BGP_SCALE=1 for the
@@ -323,6 +325,7 @@ bench_machine
             echo "Wall time of the runs above: $(echo "$f5_raw" | awk "$f5_kv"'{ w += v["wall_s"] } END { printf "%.0f s", w }')."
             ;;
         fig6)
+            FIG6_SIZES=${FIG6_SIZES:-256,512,1024,2048,4096,8192}
             echo
             echo "## Fig 6: alltoall against the cross-section bandwidth (bgl, 8x8x8 torus, co mode)"
             echo
@@ -334,7 +337,7 @@ bench_machine
             echo "MPICH's default about 30%."
             echo
             f6_raw=$(for a in baseline paced; do
-                for b in 256 512 1024 2048 4096 8192; do
+                for b in ${FIG6_SIZES//,/ }; do
                     if [ "$a" = baseline ]; then
                         "$sim" --torus 8x8x8 --mode co "$build/bench/sim/sim_coll" --kind alltoall \
                             --sizes "$b" --iters 1 --warmup 0 --alg baseline
