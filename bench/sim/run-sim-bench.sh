@@ -2,7 +2,8 @@
 # The sim device's figures against the original's (docs/sim.md,
 # bench/RESULTS.md "Modelled torus"):
 #
-#   bench/sim/run-sim-bench.sh [table1] [fig4a] [fig4b] [fig4cf] [scale] [scale64k] [flowcheck]
+#   bench/sim/run-sim-bench.sh [table1] [fig4a] [fig4b] [fig4cf] [fig5b] [fig6] [scale] [scale64k]
+#                              [flowcheck] [bgp...]
 #
 #   table1    Table 1, message-layer column: 1-byte half round trip to the
 #             nearest neighbour per protocol, 8x8x8, co mode, bgl (the
@@ -24,6 +25,20 @@
 #             sim_linkcheck on a bgl without processor costs, sim_flowcheck
 #             on SimGrid's torus cluster (about 5 minutes: the 64 KiB
 #             alltoall is 1.1 million packets)
+#   fig5b     Fig 5(b): bcast bandwidth against message size on a 4x4x2 mesh,
+#             bgl, co and heater mode, root 0: MPICH 4.0.2's default
+#             algorithms over the message layer (bench/coll_baseline.c),
+#             torx's collective network (TORX_COLL_BCAST=cn) and torus
+#             deposit-bit broadcast (TORX_COLL_BCAST=torus), 256 B to 4 MiB
+#             (sim_coll); plot with bench/sim/plot-fig5b.gp
+#   fig6      Fig 6: alltoall bandwidth as a fraction of the torus's
+#             cross-section bandwidth, 8x8x8 torus, bgl, co mode, 256 B to
+#             8 KiB per pair, one call per point: MPICH 4.0.2's default
+#             alltoall over the message layer against torx's paced alltoall
+#             (TORX_COLL_ALLTOALL=paced); FIG6_SIZES, bytes per pair
+#             (default 256,512,1024,2048,4096,8192). Wall time grows with the
+#             packets, 512 x 511 messages a call: 4-6 minutes at 256 B on 2
+#             CPUs shared with other jobs; plot with bench/sim/plot-fig6.gp
 #   bgp       the BG/P MPI study's suite on bgp beside its published results
 #             (bench/sim/bgp-bench.sh; one test: bgp-hops, bgp-congestion,
 #             bgp-multistream, bgp-hotspot, bgp-fan; BGP_SCALE=1 for the
@@ -242,14 +257,120 @@ bench_machine
             printf '%s\n' "${fc_walls[@]}"
             rm -rf "$fc_dir"
             ;;
+        fig5b)
+            echo
+            echo "## Fig 5(b): bcast bandwidth against message size (bgl, 4x4x2 mesh, root 0)"
+            echo
+            echo "MB/s: bytes per microsecond of the slowest task's time per call, calls back to"
+            echo "back (sim_coll). baseline: MPICH 4.0.2's default algorithm for the size"
+            echo "(bench/coll_baseline.h), over the message layer; cn: the collective network;"
+            echo "torus: the deposit-bit broadcast (routes as on this commit; in co mode up to 64 KiB,"
+            echo "see the script). Published: the"
+            echo "baseline tops out near 60 MB/s, the torus bcast at about 60% of its peak (a bit"
+            echo "under two links' worth: taken as 0.6 x 3 links x 175 MB/s x 240/270 = 280 MB/s"
+            echo "from a corner of the mesh), the collective network at 350 MB/s."
+            echo
+            f5_sizes=256,1K,4K,16K,64K,256K,1M,4M
+            f5_raw=$(for m in co heater; do
+                for a in baseline cn torus; do
+                    if [ "$a" = baseline ]; then
+                        "$sim" --mesh 4x4x2 --mode "$m" "$build/bench/sim/sim_coll" --kind bcast \
+                            --sizes "$f5_sizes" --iters 3 --root 0 --alg baseline
+                    else
+                        # co mode's torus bcast takes about 25 ms of simulated time a call
+                        # whatever the size (the task waits out its longest sleep in
+                        # torx_cojoin) and minutes of wall time per MiB: up to 64 KiB
+                        sz=$f5_sizes
+                        [ "$m$a" = cotorus ] && sz=256,1K,4K,16K,64K
+                        env TORX_COLL_BCAST="$a" "$sim" --mesh 4x4x2 --mode "$m" \
+                            "$build/bench/sim/sim_coll" --kind bcast --sizes "$sz" --iters 3 \
+                            --root 0 --alg torx
+                    fi | sed "s/^coll /coll mode=$m set=$a /"
+                done
+            done)
+            f5_kv='{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } }'
+            # columns for bench/sim/plot-fig5b.gp: bytes, then MB/s of baseline, cn, torus in co, then heater
+            echo "$f5_raw" |
+                awk "$f5_kv"'{ bw[v["mode"] "_" v["set"], v["bytes"]] = v["mbps"]
+                       if (!(v["bytes"] in seen)) { seen[v["bytes"]] = 1; order[++n] = v["bytes"] } }
+                     END { split("co_baseline co_cn co_torus heater_baseline heater_cn heater_torus", c, " ")
+                           printf "# bytes"; for (j = 1; j <= 6; j++) printf " %s", c[j]; print ""
+                           for (i = 1; i <= n; i++) { printf "%d", order[i]
+                             for (j = 1; j <= 6; j++) printf " %s", ((c[j], order[i]) in bw) ? bw[c[j], order[i]] : "NaN"
+                             print "" } }' \
+                    >"$out_dir/sim-fig5b.dat"
+            echo "| bytes | baseline co, MB/s (algorithm) | cn co | torus co | baseline heater | cn heater | torus heater |"
+            echo "|---|---|---|---|---|---|---|"
+            echo "$f5_raw" |
+                awk "$f5_kv"'{ k = v["mode"] "_" v["set"]; bw[k, v["bytes"]] = v["mbps"]
+                       sub(/^baseline:/, "", v["alg"]); alg[k, v["bytes"]] = v["alg"]
+                       if (!(v["bytes"] in seen)) { seen[v["bytes"]] = 1; order[++n] = v["bytes"] } }
+                     function f(k, b) { return ((k, b) in bw) ? sprintf("%.1f", bw[k, b]) : "-" }
+                     END { for (i = 1; i <= n; i++) { b = order[i]
+                             printf "| %d | %s (%s) | %s | %s | %s | %s | %s |\n", b,
+                                    f("co_baseline", b), alg["co_baseline", b], f("co_cn", b), f("co_torus", b),
+                                    f("heater_baseline", b), f("heater_cn", b), f("heater_torus", b) } }'
+            echo
+            echo "| quantity | published | sim co | co / published | sim heater | heater / published |"
+            echo "|---|---|---|---|---|---|"
+            echo "$f5_raw" |
+                awk "$f5_kv"'{ k = v["mode"] "_" v["set"]; if (v["mbps"] > peak[k]) peak[k] = v["mbps"] }
+                     function row(name, pub, set) {
+                       printf "| %s | %.0f | %.1f | %.2f | %.1f | %.2f |\n", name, pub, peak["co_" set],
+                              peak["co_" set] / pub, peak["heater_" set], peak["heater_" set] / pub }
+                     END { row("baseline (MPICH default) peak, MB/s", 60, "baseline")
+                           row("torus bcast peak, MB/s", 280, "torus")
+                           row("collective network peak, MB/s", 350, "cn") }'
+            echo
+            echo "Wall time of the runs above: $(echo "$f5_raw" | awk "$f5_kv"'{ w += v["wall_s"] } END { printf "%.0f s", w }')."
+            ;;
+        fig6)
+            FIG6_SIZES=${FIG6_SIZES:-256,512,1024,2048,4096,8192}
+            echo
+            echo "## Fig 6: alltoall against the cross-section bandwidth (bgl, 8x8x8 torus, co mode)"
+            echo
+            echo "Cross-section: cutting the 8x8x8 torus in two halves along x severs 2 planes of"
+            echo "8 x 8 links, 128 links each way at 175 MB/s: 22,400 MB/s each way. An alltoall of"
+            echo "b bytes per pair sends 256 x 256 x b bytes across the cut each way, so it takes at"
+            echo "least 65536 b / 22400 us; fraction = that bound / the slowest task's time for one"
+            echo "call (sim_coll --iters 1 --warmup 0). Published: the paced alltoall close to 100%,"
+            echo "MPICH's default about 30%."
+            echo
+            f6_raw=$(for a in baseline paced; do
+                for b in ${FIG6_SIZES//,/ }; do
+                    if [ "$a" = baseline ]; then
+                        "$sim" --torus 8x8x8 --mode co "$build/bench/sim/sim_coll" --kind alltoall \
+                            --sizes "$b" --iters 1 --warmup 0 --alg baseline
+                    else
+                        env TORX_COLL_ALLTOALL=paced "$sim" --torus 8x8x8 --mode co \
+                            "$build/bench/sim/sim_coll" --kind alltoall --sizes "$b" --iters 1 \
+                            --warmup 0 --alg torx
+                    fi | sed "s/^coll /coll set=$a /"
+                done
+            done)
+            f6_kv='{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+                     bound = 65536 * v["bytes"] / 22400 }'
+            echo "$f6_raw" |
+                awk "$f6_kv"'{ fr[v["set"], v["bytes"]] = bound / v["us"]
+                       if (!(v["bytes"] in seen)) { seen[v["bytes"]] = 1; order[++n] = v["bytes"] } }
+                     END { print "# bytes baseline_fraction paced_fraction"
+                           for (i = 1; i <= n; i++) print order[i], fr["baseline", order[i]], fr["paced", order[i]] }' \
+                    >"$out_dir/sim-fig6.dat"
+            echo "| bytes per pair | set | algorithm | time, us | bound, us | fraction | published | wall, s | memory, MiB |"
+            echo "|---|---|---|---|---|---|---|---|---|"
+            echo "$f6_raw" |
+                awk "$f6_kv"'{ printf "| %d | %s | %s | %.1f | %.1f | %.2f | %s | %s | %s |\n", v["bytes"], v["set"],
+                              v["alg"], v["us"], bound, bound / v["us"], v["set"] == "paced" ? "about 1.0" : "about 0.3",
+                              v["wall_s"], v["maxrss_mib"] }'
+            ;;
         bgp | bgp-hops | bgp-congestion | bgp-multistream | bgp-hotspot | bgp-fan)
             # shellcheck source=bench/sim/bgp-bench.sh
             . "$here/sim/bgp-bench.sh"
             bgp_bench "$w"
             ;;
         *)
-            echo "$bench_name: unknown figure '$w' (table1, fig4a, fig4b, fig4cf, scale, scale64k, flowcheck," \
-                "bgp, bgp-hops, bgp-congestion, bgp-multistream, bgp-hotspot, bgp-fan)" >&2
+            echo "$bench_name: unknown figure '$w' (table1, fig4a, fig4b, fig4cf, fig5b, fig6, scale, scale64k," \
+                "flowcheck, bgp, bgp-hops, bgp-congestion, bgp-multistream, bgp-hotspot, bgp-fan)" >&2
             exit 2
             ;;
         esac
