@@ -9,14 +9,17 @@
 #             optimised mapping file. HALO_SCALE=1 adds 32x32x32 (131,072
 #             tasks: about 18 GiB and hours of wall time; the traffic matrix
 #             is limited to 16,384 ranks, so no opt there). HALO_SIZES
-#             (default 8,64,512,4K), HALO_ITERS (2), HALO_WARMUP (1),
-#             HALO_TORUS (the partitions, default 16x16x16).
+#             (default 8,64,512: 4K adds more than 25 minutes per mapping at
+#             16,384 tasks), HALO_ITERS (2), HALO_WARMUP (1), HALO_TORUS
+#             (the partitions, default 16x16x16). Besides opt's map, a map
+#             folded by hand (halo_fold_map) where the grid folds onto the
+#             torus. About 15 minutes and 3 GiB at most (the recording run).
 #   halo-shm  the same orders on the shm device (mpiexec, TORX_MAPPING and
-#             TORX_TORUS): 2 tasks in vn mode (TORX_CORES_PER_NODE=2 on a
-#             2x1x1 torus, so TXYZ puts both on one node), median of 3
-#             interleaved rounds; then 4 tasks the same way, oversubscribed
-#             on a 2-core host (correctness: the times there are the
-#             scheduler's).
+#             TORX_TORUS): N tasks in vn mode, TORX_CORES_PER_NODE=2 on an
+#             Nx1x1 torus (XYZT puts every task on a node of its own, TXYZ
+#             two to a node, where they talk by the vn protocol), median of
+#             3 interleaved rounds; N = 2, then 4, oversubscribed on a 2-core
+#             host (correctness: the times there are the scheduler's).
 #
 # Needs run-sim-bench.sh's sim, build, out_dir and root.
 
@@ -25,8 +28,8 @@ halo_kv() { awk -v k="$1" '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); if 
 
 # halo_table RAW LABEL...: the time per exchange (max over tasks, us) for
 # each size (rows) and mapping label (columns) of the halo lines in RAW,
-# then the slowest of the first four over the fastest, and the last
-# label's time over the fastest of the first four when there are five.
+# then the slowest of the first four over the fastest, and each further
+# label's time over the fastest of the first four.
 halo_table() {
     local raw=$1
     shift
@@ -38,16 +41,37 @@ halo_table() {
         END {
             printf "| bytes |"; for (j = 1; j <= n; j++) printf " %s, us |", lab[j]
             printf " slowest / fastest of %s |", (n >= 4 ? "the four" : "them")
-            if (n == 5) printf " %s / fastest of the four |", lab[5]
+            for (j = 5; j <= n; j++) printf " %s / fastest of the four |", lab[j]
             print ""
-            printf "|---|"; for (j = 1; j <= n; j++) printf "---|"; printf "---|"; if (n == 5) printf "---|"; print ""
+            printf "|---|"; for (j = 1; j <= n; j++) printf "---|"; printf "---|"
+            for (j = 5; j <= n; j++) printf "---|"; print ""
             for (s = 1; s <= ns; s++) { b = order[s]; lo = 0; hi = 0
                 printf "| %d |", b
                 for (j = 1; j <= n; j++) { x = t[lab[j], b]; printf " %s |", (x == "" ? "-" : sprintf("%.3f", x))
                     if (j <= 4 && x != "") { if (lo == 0 || x + 0 < lo) lo = x + 0; if (x + 0 > hi) hi = x + 0 } }
                 printf " %s |", (lo > 0 ? sprintf("%.2f", hi / lo) : "-")
-                if (n == 5) { x = t[lab[5], b]; printf " %s |", (x != "" && lo > 0 ? sprintf("%.2f", x / lo) : "-") }
+                for (j = 5; j <= n; j++) { x = t[lab[j], b]; printf " %s |", (x != "" && lo > 0 ? sprintf("%.2f", x / lo) : "-") }
                 print "" } }' "$raw"
+}
+
+# halo_fold_map X Y Z PX PY: a mapping file for HALO's PX x PY grid on an
+# XxYxZ torus with 4 tasks per node, made by hand for comparison with opt's:
+# each 2x2 block of the grid on one node (two of a task's four partners
+# there), the node grid's columns snaked along x and its rows along y, the
+# folds stacked in z, so that nearly every other partner is one hop away.
+# Fails when the grid does not fold that way (PX / 2X times PY / 2Y must be Z).
+halo_fold_map() {
+    awk -v X="$1" -v Y="$2" -v Z="$3" -v PX="$4" -v PY="$5" 'BEGIN {
+        A = PX / (2 * X); D = PY / (2 * Y)
+        if (A != int(A) || D != int(D) || A * D != Z) exit 1
+        print "# HALO grid " PX "x" PY " folded onto " X "x" Y "x" Z ": a 2x2 block of the grid per node, snaked"
+        for (r = 0; r < PY; r++)
+            for (c = 0; c < PX; c++) {
+                u = int(c / 2); a = int(u / X); b = u % X; x = (a % 2 == 0) ? b : X - 1 - b
+                v = int(r / 2); d = int(v / Y); e = v % Y; y = (d % 2 == 0) ? e : Y - 1 - e
+                z = A * d + ((d % 2 == 0) ? a : A - 1 - a)
+                print x, y, z, (c % 2) + 2 * (r % 2)
+            } }'
 }
 
 # halo_dat RAW FILE LABEL...: the same times as columns for plot-halo.gp.
@@ -66,7 +90,7 @@ halo_dat() {
 }
 
 halo_sim() {
-    local prog="$build/bench/sim/halo" sizes=${HALO_SIZES:-8,64,512,4K}
+    local prog="$build/bench/sim/halo" sizes=${HALO_SIZES:-8,64,512}
     local iters=${HALO_ITERS:-2} warmup=${HALO_WARMUP:-1} parts part raw tasks o
     local tm="$build/torx-map"
     read -r -a parts <<<"${HALO_TORUS:-16x16x16}"
@@ -102,6 +126,17 @@ halo_sim() {
                 2>>"$raw.err" | sed "s/ map=[^ ]* / map=opt /" >>"$raw"
             rm -f "$traffic"
             labels="$labels opt"
+        fi
+        local fold="$out_dir/sim-halo-$part-fold.map" grid
+        grid=$(awk '/^halo / { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "grid") { print kv[2]; exit } } }' "$raw")
+        # shellcheck disable=SC2046 # X Y Z PX PY as words
+        if halo_fold_map $(echo "$part $grid" | tr 'x' ' ') >"$fold"; then
+            /usr/bin/time -f "wall_s=%e maxrss_kib=%M" "$sim" --machine bgp --torus "$part" --mode vn \
+                --map "$fold" "$prog" --sizes "$sizes" --iters "$iters" --warmup "$warmup" \
+                2>>"$raw.err" | sed "s/ map=[^ ]* / map=fold /" >>"$raw"
+            labels="$labels fold"
+        else
+            rm -f "$fold"
         fi
         # shellcheck disable=SC2086 # the labels are words
         halo_table "$raw" $labels
@@ -139,15 +174,18 @@ halo_shm() {
         raw="$out_dir/shm-halo-n$n.txt"
         : >"$raw"
         echo
-        echo "## HALO on shm, $n tasks, vn mode (TORX_CORES_PER_NODE=2, TORX_TORUS=$((n / 2))x1x1)$([ "$n" -gt 2 ] && echo ', oversubscribed on 2 cores: correctness only')"
+        echo "## HALO on shm, $n tasks, vn mode (TORX_CORES_PER_NODE=2, TORX_TORUS=${n}x1x1)$([ "$n" -gt 2 ] && echo ', oversubscribed on 2 cores: correctness only')"
         echo
         echo "Time per exchange, max over tasks, median of 3 rounds (the orders interleaved in each);"
         echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)."
         echo
         for r in 1 2 3; do
+            # -bind-to core: torx binds only when every node of the torus
+            # fits the host's cores, and this torus has more slots than tasks
             for o in XYZT TXYZ ZYXT TZYX; do
-                TORX_MODE=vn TORX_CORES_PER_NODE=2 TORX_TORUS=$((n / 2))x1x1 TORX_MAPPING=$o \
-                    timeout 300 "$mpiexec" -n "$n" "$prog" --sizes "$sizes" --iters 200 --warmup 20 \
+                TORX_MODE=vn TORX_CORES_PER_NODE=2 TORX_TORUS=${n}x1x1 TORX_MAPPING=$o \
+                    timeout 300 "$mpiexec" -n "$n" -bind-to core "$prog" --sizes "$sizes" \
+                    --iters 200 --warmup 20 \
                     2>/dev/null | sed "s/^halo /halo round=$r /" >>"$raw"
             done
         done

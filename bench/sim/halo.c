@@ -82,9 +82,10 @@ static void on_halo(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info, t
         info->data_len != h->len) {
         fprintf(stderr,
                 "halo: rank %d: unexpected message from rank %d (side %u, exchange %u, %zu "
-                "bytes; expected exchange %ld of %zu bytes from the neighbour on that side)\n",
+                "bytes; expected exchange %ld of %zu bytes from rank %d, the neighbour on that "
+                "side)\n",
                 h->b.rank, info->src, hd.dir, hd.iter, info->data_len,
-                hd.dir < NDIR ? h->seen[hd.dir] : -1L, h->len);
+                hd.dir < NDIR ? h->seen[hd.dir] : -1L, h->len, hd.dir < NDIR ? h->nbr[hd.dir] : -1);
         h->bad = 1;
         *recv = (torx_recv_t){.buf = NULL, .done = NULL, .arg = NULL};
         h->b.ev = 1;

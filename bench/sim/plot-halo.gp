@@ -22,4 +22,5 @@ plot f using 1:2 with linespoints lw 2 pt 5 title "XYZT", \
      '' using 1:3 with linespoints lw 2 pt 7 title "TXYZ", \
      '' using 1:4 with linespoints lw 2 pt 9 title "ZYXT", \
      '' using 1:5 with linespoints lw 2 pt 11 title "TZYX", \
-     '' using 1:6 with linespoints lw 2 dt 2 pt 13 lc rgb "black" title "torx-map opt (recorded traffic)"
+     '' using 1:6 with linespoints lw 2 dt 2 pt 13 lc rgb "black" title "torx-map opt (recorded traffic)", \
+     '' using 1:7 with linespoints lw 2 dt 3 pt 15 lc rgb "red" title "fold (by hand: 2x2 grid blocks per node)"
