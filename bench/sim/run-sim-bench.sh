@@ -43,6 +43,12 @@
 #             (bench/sim/bgp-bench.sh; one test: bgp-hops, bgp-congestion,
 #             bgp-multistream, bgp-hotspot, bgp-fan; BGP_SCALE=1 for the
 #             large partitions); plot with bench/sim/plot-bgp.gp
+#   halo      the BG/P study's HALO (bench/sim/halo.c) on bgp, 16,384 tasks
+#             in vn mode, under the orders XYZT, TXYZ, ZYXT, TZYX and the
+#             `torx-map opt` mapping of its recorded traffic
+#             (bench/sim/halo-bench.sh; HALO_SCALE=1 adds 131,072 tasks,
+#             about 18 GiB); plot with bench/sim/plot-halo.gp
+#   halo-shm  the same orders on shm (mpiexec), the crossbar's answer
 #
 # Without arguments: table1 fig4a scale. Simulated times are the same on
 # every machine (the model is deterministic); wall times and memory are this
@@ -368,9 +374,14 @@ bench_machine
             . "$here/sim/bgp-bench.sh"
             bgp_bench "$w"
             ;;
+        halo | halo-shm)
+            # shellcheck source=bench/sim/halo-bench.sh
+            . "$here/sim/halo-bench.sh"
+            halo_bench "$w"
+            ;;
         *)
             echo "$bench_name: unknown figure '$w' (table1, fig4a, fig4b, fig4cf, fig5b, fig6, scale, scale64k," \
-                "flowcheck, bgp, bgp-hops, bgp-congestion, bgp-multistream, bgp-hotspot, bgp-fan)" >&2
+                "flowcheck, bgp, bgp-hops, bgp-congestion, bgp-multistream, bgp-hotspot, bgp-fan, halo, halo-shm)" >&2
             exit 2
             ;;
         esac
