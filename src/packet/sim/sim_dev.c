@@ -167,7 +167,7 @@ static torx_status_t sim_wait(torx_pkt_dev_t *dev, int timeout_ms)
         }
         const double next = torxp_sim_net_next_event(d->job, t);
         if (next <= now + SIM_TIME_EPS) {
-            rc = TORX_OK; /* a packet, a round, or a transfer's window or end */
+            rc = TORX_OK; /* a packet, a round, or a transfer's end */
             break;
         }
         if (now + SIM_TIME_EPS >= deadline) {
