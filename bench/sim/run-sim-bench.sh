@@ -246,15 +246,15 @@ bench_machine
             fc_row "(a) 64 KiB, 1 hop" 8x8x8 time_us "$pk" --pattern hops --bytes 65536 --hops 1
             fc_row "(a) 64 KiB, 12 hops" 8x8x8 time_us "$pk; cut-through pipelines the packets, so a hop adds 90 ns, as CM02's latency" --pattern hops --bytes 65536 --hops 12
             fc_row "(b) 2 x 64 KiB on one link, last" 8x8x8 time_us "$pk: the shared link is busy all along in both" --pattern share --bytes 65536
-            fc_row "(b) through flow (0,0,0)->(2,0,0)" 8x8x8 flow0_us "CM02 weighs a flow by 1/route latency: the 2-hop flow gets 1/3 until the other ends; sim: the link in reservation order, about half each, the through flow first" --pattern share --bytes 65536
+            fc_row "(b) through flow (0,0,0)->(2,0,0)" 8x8x8 flow0_us "CM02 weighs a flow by 1/route latency: the 2-hop flow gets 1/3 until the other ends; sim: packets served in the order they reach the link, the through flow (waiting in the router buffer) gets 3/4 and ends first" --pattern share --bytes 65536
             fc_row "(b) local flow (1,0,0)->(2,0,0)" 8x8x8 flow1_us "CM02 gives the 1-hop flow 2/3 of the link" --pattern share --bytes 65536
             fc_row "(c) 64 KiB to each of 6 neighbours" 8x8x8 time_us "$pk; six links in parallel in both (the 8-packet FIFO keeps all six busy)" --pattern fanout --bytes 65536
-            fc_row "(d) alltoall 2 KiB, 4x4x4" 4x4x4 time_us "CM02 reaches the busiest link's bound (48 messages on each of the busiest X+ links); sim leaves links idle: one-packet router buffers and links reserved in injection order, not arrival order" --pattern alltoall --bytes 2048
+            fc_row "(d) alltoall 2 KiB, 4x4x4" 4x4x4 time_us "CM02 reaches the busiest link's bound (48 messages on each of the busiest X+ links); sim: packetisation (1.125) and 1 KiB router buffers, where a waiting packet holds a slot the link behind could use" --pattern alltoall --bytes 2048
             fc_walls+=("| 2 KiB | 4,032 | $fc_sim_pkts | $fc_cm_wall | $fc_cm_mib | $fc_sim_wall | $fc_sim_mib |")
             fc_row "(d) alltoall 64 KiB, 4x4x4" 4x4x4 time_us "as 2 KiB" --pattern alltoall --bytes 65536
             fc_walls+=("| 64 KiB | 4,032 | $fc_sim_pkts | $fc_cm_wall | $fc_cm_mib | $fc_sim_wall | $fc_sim_mib |")
-            fc_row "(e) line: P0->P3" 8x8x8 flow0_us "CM02: the 3-hop flow gets 1/4 of the shared link; sim about half; BG/P's hardware gave it the whole link" --pattern line --bytes 65536
-            fc_row "(e) line: P1->P2" 8x8x8 flow1_us "CM02: 3/4 of the link; sim about half" --pattern line --bytes 65536
+            fc_row "(e) line: P0->P3" 8x8x8 flow0_us "CM02: the 3-hop flow gets 1/4 of the shared link; sim 3/4 (through traffic waits in the router buffer ahead of P1's next packet); BG/P's hardware gave it the whole link" --pattern line --bytes 65536
+            fc_row "(e) line: P1->P2" 8x8x8 flow1_us "CM02: 3/4 of the link; sim 1/4 until P0->P3 ends" --pattern line --bytes 65536
             echo
             echo "### Wall cost of (d), this machine (one run each: repeat and take the minimum)"
             echo

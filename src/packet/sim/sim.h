@@ -97,6 +97,12 @@ const torxp_sim_config_t *torxp_sim_config(const torxp_sim_job_t *job);
 typedef struct torxp_sim_net torxp_sim_net_t;
 torxp_sim_net_t **torxp_sim_job_net(torxp_sim_job_t *job);
 int torxp_sim_job_size(const torxp_sim_job_t *job);
+/* The job's simulated clock (SimGrid's, from the job's start). */
+double torxp_sim_job_now(const torxp_sim_job_t *job);
+/* Networks whose tasks all closed, freed when the job ends. */
+torxp_sim_net_t **torxp_sim_job_retired(torxp_sim_job_t *job);
+/* Frees the job's networks once SimGrid has run it (sim_net.c). */
+void torxp_sim_net_job_end(torxp_sim_job_t *job);
 
 /* ---- the network (sim_net.c) ------------------------------------------- */
 
@@ -119,7 +125,8 @@ struct torxp_sim_task {
     torx_coord_t coord;
     torxp_sim_pkt_t **rx; /* min-heap on (arrive, seq) */
     unsigned nrx, caprx;
-    double *inject; /* first-link start of the packets in the injection FIFO */
+    double *inject; /* when each injection FIFO slot's packet started on its first
+                     * link (+inf: it still waits) */
     unsigned ninject;
     uint64_t cn_injected, cn_read, gi_armed, gi_seen;
     uint64_t rng;
@@ -128,6 +135,8 @@ struct torxp_sim_task {
     double asleep_until; /* +inf when no torx_pkt_wait sleeps */
     int rung;            /* torx_pkt_wake since the last wait */
     int open;
+    unsigned gen;           /* its openings: packets of an earlier one hold no slot */
+    int wake_queued;        /* in the network's list of tasks to wake */
     torxp_sim_xfer_t *bulk; /* its transfers in flight (bulk dma) */
 };
 
@@ -142,7 +151,7 @@ torx_status_t torxp_sim_net_inject(torxp_sim_job_t *job, torxp_sim_task_t *task,
                                    size_t len);
 int torxp_sim_net_room(torxp_sim_job_t *job, torxp_sim_task_t *task, double now);
 /* The first packet arrived by now, or NULL; pop removes it. */
-torxp_sim_pkt_t *torxp_sim_net_peek(torxp_sim_task_t *task, double now);
+torxp_sim_pkt_t *torxp_sim_net_peek(torxp_sim_job_t *job, torxp_sim_task_t *task, double now);
 void torxp_sim_net_pop(torxp_sim_job_t *job, torxp_sim_task_t *task);
 /* When something this task may wait for happens next (+inf: nothing
  * scheduled). */
@@ -160,12 +169,11 @@ torx_status_t torxp_sim_gi_arm(torxp_sim_job_t *job, torxp_sim_task_t *task, dou
 torx_status_t torxp_sim_gi_poll(torxp_sim_job_t *job, torxp_sim_task_t *task, double now);
 
 /* Bulk transfers by the DMA engine: start (get: the data flows from peer
- * to this task), reserve what is due by now, the next time one needs
- * attention, and finish (TORX_OK: done and copied, b freed). */
+ * to this task), when one is next done, and finish (TORX_OK: done and
+ * copied, b freed). The engine works on its own, in the network's events. */
 torx_status_t torxp_sim_bulk_start(torxp_sim_job_t *job, torxp_sim_task_t *t, double now, int get,
                                    torx_coord_t peer, const void *remote, void *local, size_t len,
                                    torxp_sim_xfer_t **b);
-void torxp_sim_bulk_progress(torxp_sim_job_t *job, torxp_sim_task_t *t, double now);
 double torxp_sim_bulk_next(const torxp_sim_task_t *t);
 torx_status_t torxp_sim_bulk_finish(torxp_sim_job_t *job, torxp_sim_task_t *t, torxp_sim_xfer_t *b,
                                     double now);

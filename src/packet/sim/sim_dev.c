@@ -116,9 +116,7 @@ static const torx_pkt_hdr_t *sim_peek(torx_pkt_dev_t *dev)
 {
     sim_dev_t *d = sim_of(dev);
     torxp_sim_actor_t *a = enter();
-    if (d->task->bulk)
-        torxp_sim_bulk_progress(d->job, d->task, torxp_sim_now(a) + SIM_TIME_EPS);
-    torxp_sim_pkt_t *p = torxp_sim_net_peek(d->task, torxp_sim_now(a) + SIM_TIME_EPS);
+    torxp_sim_pkt_t *p = torxp_sim_net_peek(d->job, d->task, torxp_sim_now(a) + SIM_TIME_EPS);
     if (p)
         return &p->hdr;
     /* an empty peek is an empty poll: a task that peeks in a loop must let
@@ -131,9 +129,7 @@ static int sim_poll(torx_pkt_dev_t *dev)
 {
     sim_dev_t *d = sim_of(dev);
     torxp_sim_actor_t *a = enter();
-    if (d->task->bulk)
-        torxp_sim_bulk_progress(d->job, d->task, torxp_sim_now(a) + SIM_TIME_EPS);
-    if (torxp_sim_net_peek(d->task, torxp_sim_now(a) + SIM_TIME_EPS))
+    if (torxp_sim_net_peek(d->job, d->task, torxp_sim_now(a) + SIM_TIME_EPS))
         return 1;
     torxp_sim_charge_s(a, d->c_poll);
     return 0;
@@ -169,11 +165,9 @@ static torx_status_t sim_wait(torx_pkt_dev_t *dev, int timeout_ms)
             rc = TORX_OK;
             break;
         }
-        if (t->bulk)
-            torxp_sim_bulk_progress(d->job, t, now + SIM_TIME_EPS);
         const double next = torxp_sim_net_next_event(d->job, t);
         if (next <= now + SIM_TIME_EPS) {
-            rc = TORX_OK; /* a packet, a round, or a transfer's window or end */
+            rc = TORX_OK; /* a packet, a round, or a transfer's end */
             break;
         }
         if (now + SIM_TIME_EPS >= deadline) {
@@ -304,7 +298,6 @@ static torx_status_t sim_bulk_test(torx_pkt_dev_t *dev, torx_bulk_t *op)
         return torxp_error(TORX_ERR_INVAL, "torx: torx_bulk_test: op was never started");
     torxp_sim_actor_t *a = enter();
     const double now = torxp_sim_now(a) + SIM_TIME_EPS;
-    torxp_sim_bulk_progress(d->job, d->task, now);
     const torx_status_t rc =
         torxp_sim_bulk_finish(d->job, d->task, (torxp_sim_xfer_t *)(uintptr_t)op->priv[0], now);
     if (rc == TORX_AGAIN) {

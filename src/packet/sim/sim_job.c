@@ -66,6 +66,7 @@ struct torxp_sim_job {
     unsigned char *seg_saves; /* ntasks copies */
     int seg_owner;
     torxp_sim_net_t *net;
+    torxp_sim_net_t *net_retired;
 };
 
 /* Process-wide: never swapped with a task's data (TORXP_PROCESS_WIDE). */
@@ -114,6 +115,16 @@ torxp_sim_net_t **torxp_sim_job_net(torxp_sim_job_t *job)
 int torxp_sim_job_size(const torxp_sim_job_t *job)
 {
     return job->ntasks;
+}
+
+double torxp_sim_job_now(const torxp_sim_job_t *job)
+{
+    return simgrid_get_clock() - job->t0;
+}
+
+torxp_sim_net_t **torxp_sim_job_retired(torxp_sim_job_t *job)
+{
+    return &job->net_retired;
 }
 
 /* ---- private program data ------------------------------------------------------ */
@@ -576,6 +587,7 @@ static int run_job(torxp_sim_job_t *job)
         sg_actor_start(w, watchdog_actor, 0, NULL);
     }
     simgrid_run();
+    torxp_sim_net_job_end(job);
     int failed = 0;
     for (int r = 0; r < job->ntasks; r++)
         if (job->status[r] != 0)

@@ -103,6 +103,7 @@ static const key_def_t keys[] = {
     {"link_overhead", K_BYTES, 0, 0, 65536, "0 B to 65536 B", F(link_overhead)},
     {"injection_fifo_packets", K_COUNT, 0, 1, 1024, "1 to 1024", F(injection_fifo_packets)},
     {"reception_fifo_packets", K_COUNT, 0, 1, 65536, "1 to 65536", F(reception_fifo_packets)},
+    {"router_buffer", K_BYTES, 0, 2, 1048576, "2 B to 1048576 B", F(router_buffer)},
     {"bulk", K_BULK, 0, 0, 0, "", F(bulk)},
     {"dma_bandwidth", K_BANDWIDTH, 1, BW_RANGE, F(dma_bandwidth)},
     {"dma_local_bandwidth", K_BANDWIDTH, 1, BW_RANGE, F(dma_local_bandwidth)},
@@ -434,9 +435,10 @@ static torx_status_t check_whole(const char *file, const unsigned long line_of[N
     char list[MSG_BYTES];
     size_t used = 0;
     int missing = 0, any = 0;
+    const int router_key = key_index("router_buffer");
     for (int k = 0; k < NKEYS; k++) {
         any |= line_of[k] != 0;
-        if (line_of[k] || keys[k].dma_only)
+        if (line_of[k] || keys[k].dma_only || k == router_key) /* router_buffer has a default */
             continue;
         used += (size_t)snprintf(list + used, used < sizeof list ? sizeof list - used : 0, "%s%s",
                                  missing ? ", " : "", keys[k].key);
@@ -493,6 +495,20 @@ static torx_status_t check_whole(const char *file, const unsigned long line_of[N
                           "%lu); torx's packets carry up to %d B",
                           m->packet_header, (int)m->packet_bytes - (int)m->packet_header,
                           m->packet_bytes, bytes_line, TORX_PKT_MAX_PAYLOAD);
+    /* bubble flow control: a packet enters a ring only with room for two
+     * (docs/sim.md#the-network-model) */
+    if (m->router_buffer < 2 * m->packet_bytes && !line_of[router_key])
+        return torxp_error(TORX_ERR_INVAL,
+                           "torx: machine file %s: router_buffer: the default %u B holds fewer "
+                           "than two packets of packet_bytes (%u B, line %lu); give "
+                           "router_buffer, at least %u B",
+                           file, m->router_buffer, m->packet_bytes, bytes_line,
+                           2 * m->packet_bytes);
+    if (m->router_buffer < 2 * m->packet_bytes)
+        return line_error((where_t){file, line_of[router_key]}, "router_buffer",
+                          "%u B holds fewer than two packets of packet_bytes (%u B, line %lu); "
+                          "a router input must hold two",
+                          m->router_buffer, m->packet_bytes, bytes_line);
     return TORX_OK;
 }
 
@@ -500,7 +516,8 @@ static torx_status_t check_whole(const char *file, const unsigned long line_of[N
 static torx_status_t parse_text(const char *text, size_t len, const char *file,
                                 torxp_sim_machine_t *out)
 {
-    torxp_sim_machine_t m = {.bulk = TORXP_SIM_BULK_NONE};
+    torxp_sim_machine_t m = {.bulk = TORXP_SIM_BULK_NONE,
+                             .router_buffer = TORXP_SIM_ROUTER_BUFFER_DEFAULT};
     unsigned long line_of[NKEYS] = {0};
     where_t w = {file, 0};
     size_t pos = 0;

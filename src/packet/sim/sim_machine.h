@@ -17,6 +17,8 @@ extern "C" {
 #define TORXP_SIM_PATH_MAX 4096  /* longest machine-file path, NUL included */
 #define TORXP_SIM_LINE_MAX 255   /* longest line of a machine file, line end excluded */
 #define TORXP_SIM_FILE_MAX 65536 /* largest machine file, in bytes */
+/* router_buffer when a file leaves it out (docs/sim.md#keys) */
+#define TORXP_SIM_ROUTER_BUFFER_DEFAULT 1024
 
 /* How bulk (rendezvous) data moves: by packets the cores inject (BG/L), or
  * by a DMA engine (BG/P). */
@@ -40,6 +42,7 @@ typedef struct torxp_sim_machine {
     unsigned link_overhead;          /* wire bytes per packet beyond the packet */
     unsigned injection_fifo_packets; /* packets a node may queue for injection */
     unsigned reception_fifo_packets; /* packets a node's reception FIFO holds */
+    unsigned router_buffer;          /* bytes per router input and virtual channel */
 
     /* Bulk data: the dma_* fields and cpu_bulk_start are 0 with BULK_NONE */
     torxp_sim_bulk_t bulk;
