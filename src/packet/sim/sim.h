@@ -132,8 +132,12 @@ struct torxp_sim_task {
     uint64_t rng;
     /* waiting: the task's main actor and its thread park (torxp_sim_park) */
     torxp_sim_job_t *job;
-    double asleep_until; /* +inf when no torx_pkt_wait sleeps */
-    int rung;            /* torx_pkt_wake since the last wait */
+    /* Per actor (the task's, its thread's: both may wait at once, and a
+     * wake or an event one of them takes must not be lost to the other):
+     * when its torx_pkt_wait sleeps until (+inf: it does not), and a
+     * torx_pkt_wake since its last wait. */
+    double asleep_until[2];
+    int rung[2];
     int open;
     unsigned gen;           /* its openings: packets of an earlier one hold no slot */
     int wake_queued;        /* in the network's list of tasks to wake */
@@ -159,6 +163,7 @@ double torxp_sim_net_next_event(torxp_sim_job_t *job, torxp_sim_task_t *task);
 /* One collective-network round of the whole job without processor costs:
  * up and down the tree, and one packet's wire time (torx_pkt_network). */
 double torxp_sim_net_cn_round(torxp_sim_job_t *job);
+int torxp_sim_wakes_earlier(torxp_sim_task_t *task, double when);
 
 torx_status_t torxp_sim_cn_inject(torxp_sim_job_t *job, torxp_sim_task_t *task, double now,
                                   torx_cn_op_t op, torx_cn_type_t type, int is_root,

@@ -157,11 +157,12 @@ static torx_status_t sim_wait(torx_pkt_dev_t *dev, int timeout_ms)
     torxp_sim_task_t *t = d->task;
     torxp_sim_actor_t *a = enter();
     const double deadline = timeout_ms < 0 ? INFINITY : torxp_sim_now(a) + timeout_ms * 1e-3;
+    const int who = a->is_helper != 0; /* the task's actor or its thread's */
     torx_status_t rc;
     for (;;) {
         const double now = torxp_sim_now(a);
-        if (t->rung) {
-            t->rung = 0;
+        if (t->rung[who]) {
+            t->rung[who] = 0;
             rc = TORX_OK;
             break;
         }
@@ -175,9 +176,9 @@ static torx_status_t sim_wait(torx_pkt_dev_t *dev, int timeout_ms)
             break;
         }
         const double until = next < deadline ? next : deadline;
-        t->asleep_until = until;
+        t->asleep_until[who] = until;
         torxp_sim_park(a, isinf(until) ? -1 : until - now); /* -1: no time limit */
-        t->asleep_until = INFINITY;
+        t->asleep_until[who] = INFINITY;
     }
     return rc;
 }
@@ -185,7 +186,7 @@ static torx_status_t sim_wait(torx_pkt_dev_t *dev, int timeout_ms)
 static void sim_wake(torx_pkt_dev_t *dev)
 {
     torxp_sim_task_t *t = sim_of(dev)->task;
-    t->rung = 1;
+    t->rung[0] = t->rung[1] = 1;
     torxp_sim_wake_task(t->job, t->rank);
 }
 

@@ -434,7 +434,7 @@ torx_status_t torxp_sim_net_attach(torxp_sim_job_t *job, torx_shape_t shape, tor
     /* gen: packets of an earlier opening hold no slot of this one */
     *t = (torxp_sim_task_t){.rank = rank,
                             .coord = self,
-                            .asleep_until = INFINITY,
+                            .asleep_until = {INFINITY, INFINITY},
                             .gen = t->gen + 1,
                             .wake_queued = t->wake_queued};
     t->inject = torxp_calloc(n->inject_cap, sizeof *t->inject);
@@ -522,20 +522,31 @@ void torxp_sim_net_job_end(torxp_sim_job_t *job)
 
 /* ---- waking ---------------------------------------------------------------------- */
 
+/* Whether an event at when comes before the wake of an actor of t that
+ * sleeps in torx_pkt_wait; that actor's wake becomes when (one wake per
+ * earlier event). */
+int torxp_sim_wakes_earlier(torxp_sim_task_t *t, double when)
+{
+    int earlier = 0;
+    for (int i = 0; i < 2; i++)
+        if (t->asleep_until[i] > when) {
+            t->asleep_until[i] = when;
+            earlier = 1;
+        }
+    return earlier;
+}
+
 void torxp_sim_notify(torxp_sim_task_t *t, double when)
 {
-    if (t->asleep_until > when) {
-        t->asleep_until = when; /* one wake per earlier event */
+    if (torxp_sim_wakes_earlier(t, when))
         torxp_sim_wake_task(t->job, t->rank);
-    }
 }
 
 /* As torxp_sim_notify, the wake itself left for flush: while events are
  * processed no simcall may let another actor in. */
 static void notify_later(torxp_sim_net_t *n, torxp_sim_task_t *t, double when)
 {
-    if (t->asleep_until > when) {
-        t->asleep_until = when;
+    if (torxp_sim_wakes_earlier(t, when)) {
         if (!t->wake_queued) {
             t->wake_queued = 1;
             n->wakes[n->nwakes++] = t->rank;
