@@ -492,14 +492,10 @@ START_TEST(bcast_sim)
     run_bc("3x3x3", NULL, 27, &job);
     job.root_step = 5;
     run_bc("2x2x3", "vn", 24, &job);
-    /* co mode below the ready handshake: past it a co thread on sim can
-     * sleep its 100 ms out in this broadcast (on main too; not isolated) */
-    job.nsizes = 2;
     run_bc("4x3x2", "co", 24, &job);
     sim_env("0"); /* tori: rings */
     job.root_step = 21;
     run_bc("4x4x4", "co", 64, &job);
-    job.nsizes = 3;
     job.root_step = 9;
     run_bc("4x4x4", NULL, 64, &job);
     job.root_step = 3;
