@@ -270,8 +270,7 @@ bench_machine
             echo "MB/s: bytes per microsecond of the slowest task's time per call, calls back to"
             echo "back (sim_coll). baseline: MPICH 4.0.2's default algorithm for the size"
             echo "(bench/coll_baseline.h), over the message layer; cn: the collective network;"
-            echo "torus: the deposit-bit broadcast (routes as on this commit; in co mode up to 64 KiB,"
-            echo "see the script). Published: the"
+            echo "torus: the deposit-bit broadcast (edge-disjoint routes). Published: the"
             echo "baseline tops out near 60 MB/s, the torus bcast at about 60% of its peak (a bit"
             echo "under two links' worth: taken as 0.6 x 3 links x 175 MB/s x 240/270 = 280 MB/s"
             echo "from a corner of the mesh), the collective network at 350 MB/s."
@@ -283,13 +282,8 @@ bench_machine
                         "$sim" --mesh 4x4x2 --mode "$m" "$build/bench/sim/sim_coll" --kind bcast \
                             --sizes "$f5_sizes" --iters 3 --root 0 --alg baseline
                     else
-                        # co mode's torus bcast takes about 25 ms of simulated time a call
-                        # whatever the size (the task waits out its longest sleep in
-                        # torx_cojoin) and minutes of wall time per MiB: up to 64 KiB
-                        sz=$f5_sizes
-                        [ "$m$a" = cotorus ] && sz=256,1K,4K,16K,64K
                         env TORX_COLL_BCAST="$a" "$sim" --mesh 4x4x2 --mode "$m" \
-                            "$build/bench/sim/sim_coll" --kind bcast --sizes "$sz" --iters 3 \
+                            "$build/bench/sim/sim_coll" --kind bcast --sizes "$f5_sizes" --iters 3 \
                             --root 0 --alg torx
                     fi | sed "s/^coll /coll mode=$m set=$a /"
                 done
