@@ -149,6 +149,32 @@ static void fp_store(torx_coll_dtype_t dt, unsigned char *p, double v)
 FOLD_FN(fold32, uint32_t, int32_t)
 FOLD_FN(fold64, uint64_t, int64_t)
 
+/* Two terms: IEEE addition is commutative, so a + b is already independent
+ * of who holds which: no sort, and in the type's own precision (correctly
+ * rounded, as the sort's double sum of two floats is not always). A zero
+ * sum is +0.0, as the two-phase sum gives. Elements are copied in and out
+ * (user buffers of any alignment); the compiler vectorizes the loop. */
+#define SUM2_FN(name, T)                                                                          \
+    static void name(const unsigned char *va, const unsigned char *vb, size_t count,             \
+                     unsigned char *out)                                                          \
+    {                                                                                             \
+        enum { CHUNK = 256 };                                                                     \
+        T a[CHUNK], b[CHUNK];                                                                     \
+        for (size_t at = 0; at < count; at += CHUNK) {                                            \
+            const size_t k = count - at < CHUNK ? count - at : CHUNK;                             \
+            memcpy(a, va + at * sizeof(T), k * sizeof(T));                                        \
+            memcpy(b, vb + at * sizeof(T), k * sizeof(T));                                        \
+            for (size_t i = 0; i < k; i++) {                                                      \
+                const T s = a[i] + b[i];                                                          \
+                a[i] = s == 0 ? (T)0 : s;                                                         \
+            }                                                                                     \
+            memcpy(out + at * sizeof(T), a, k * sizeof(T));                                       \
+        }                                                                                         \
+    }
+
+SUM2_FN(sum2_float, float)
+SUM2_FN(sum2_double, double)
+
 /* out[i] = combine over members m of vec[m][i] (elements of esize bytes);
  * which member's vector is which does not change the result. out may be
  * vec[0], and no other. */
@@ -156,18 +182,12 @@ static void combine(const unsigned char *const *vec, int n, size_t count, torx_c
                     torx_coll_op_t op, unsigned char *out)
 {
     size_t es = torxc_dtype_size(dt);
-    if (dt == TORX_COLL_DOUBLE && op == TORX_COLL_SUM && n == 2) {
-        /* Two terms: IEEE addition is commutative, so a + b is already
-         * independent of who holds which; no sort. */
-        for (size_t i = 0; i < count; i++) {
-            double a, b;
-            memcpy(&a, vec[0] + i * 8, 8);
-            memcpy(&b, vec[1] + i * 8, 8);
-            double acc = a + b;
-            if (acc == 0.0)
-                acc = 0.0;
-            memcpy(out + i * 8, &acc, 8);
-        }
+    if (op == TORX_COLL_SUM && n == 2 && dt == TORX_COLL_DOUBLE) {
+        sum2_double(vec[0], vec[1], count, out);
+        return;
+    }
+    if (op == TORX_COLL_SUM && n == 2 && dt == TORX_COLL_FLOAT) {
+        sum2_float(vec[0], vec[1], count, out);
         return;
     }
     if (dt == TORX_COLL_FLOAT || dt == TORX_COLL_DOUBLE) {
