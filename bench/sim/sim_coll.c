@@ -7,7 +7,7 @@
  *
  *   sim_coll --kind barrier|bcast|allreduce|alltoall [--sizes LIST]
  *            [--iters N] [--alg baseline|baseline-NAME|torx]
- *            [--comm world|dup|split|percore] [--root R|rotate] [--warmup N]
+ *            [--comm world|dup|split|percore|core0] [--root R|rotate] [--warmup N]
  *            [--check]
  *
  * --sizes: bytes per call (bcast: the buffer; allreduce: the vector of
@@ -21,7 +21,8 @@
  * job (world), a second group of the same tasks (dup), the job without its
  * last task (split; that task only waits), or one group per core of a
  * node (percore: the tasks of each t, all groups at once; in heater and
- * co mode that is the job). --root: the bcast's root, or rotate (the
+ * co mode that is the job), or core 0's group of those alone while the
+ * other tasks only wait (core0: percore's single-group reference). --root: the bcast's root, or rotate (the
  * default): member k mod n on call k, as bench/mpi_coll.c, so that a root
  * cannot run ahead of its receivers.
  *
@@ -61,8 +62,8 @@ enum { K_BARRIER, K_BCAST, K_ALLREDUCE, K_ALLTOALL };
 static const char *const kind_names[] = {"barrier", "bcast", "allreduce", "alltoall"};
 static const torx_coll_kind_t torx_kinds[] = {TORX_COLL_BARRIER, TORX_COLL_BCAST,
                                               TORX_COLL_ALLREDUCE, TORX_COLL_ALLTOALL};
-enum { C_WORLD, C_DUP, C_SPLIT, C_PERCORE };
-static const char *const comm_names[] = {"world", "dup", "split", "percore"};
+enum { C_WORLD, C_DUP, C_SPLIT, C_PERCORE, C_CORE0 };
+static const char *const comm_names[] = {"world", "dup", "split", "percore", "core0"};
 
 typedef struct opts {
     int kind, comm, torx, alg, check;
@@ -87,7 +88,7 @@ static int usage(const char *what, const char *v)
         stderr,
         "sim_coll: bad argument %s%s%s\nusage: sim_coll --kind barrier|bcast|allreduce|alltoall "
         "[--sizes LIST] [--iters N] [--alg baseline|baseline-NAME|torx] "
-        "[--comm world|dup|split|percore] [--root R|rotate] [--warmup N] [--check]\n",
+        "[--comm world|dup|split|percore|core0] [--root R|rotate] [--warmup N] [--check]\n",
         what, v ? " " : "", v ? v : "");
     return 2;
 }
@@ -140,7 +141,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
             if ((o->kind = pick(kind_names, 4, v)) < 0)
                 return usage(a, v);
         } else if (!strcmp(a, "--comm")) {
-            if ((o->comm = pick(comm_names, 4, v)) < 0)
+            if ((o->comm = pick(comm_names, 5, v)) < 0)
                 return usage(a, v);
         } else if (!strcmp(a, "--sizes")) {
             if ((o->nsizes = bgp_parse_sizes("sim_coll", a, v, o->sizes)) < 0)
@@ -205,8 +206,8 @@ static int make_groups(run_t *r)
         for (int i = 0; i < n; i++)
             tasks[i] = i;
     }
-    if (r->o.comm == C_PERCORE) {
-        const unsigned t = torx_map_coord(b->map, b->rank).t;
+    if (r->o.comm == C_PERCORE || r->o.comm == C_CORE0) {
+        const unsigned t = r->o.comm == C_CORE0 ? 0 : torx_map_coord(b->map, b->rank).t;
         id = 16 + t;
         tasks = malloc((size_t)b->size * sizeof *tasks);
         if (!tasks)
