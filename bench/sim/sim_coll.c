@@ -209,6 +209,7 @@ static int make_groups(run_t *r)
     if (r->o.comm == C_PERCORE || r->o.comm == C_CORE0) {
         const unsigned t = r->o.comm == C_CORE0 ? 0 : torx_map_coord(b->map, b->rank).t;
         id = 16 + t;
+        me = -1; /* core0: the other cores' tasks only wait */
         tasks = malloc((size_t)b->size * sizeof *tasks);
         if (!tasks)
             return bgp_die(b, "out of memory");
