@@ -22,9 +22,9 @@
  * last task (split; that task only waits), or one group per core of a
  * node (percore: the tasks of each t, all groups at once; in heater and
  * co mode that is the job), or core 0's group of those alone while the
- * other tasks only wait (core0: percore's single-group reference). --root: the bcast's root, or rotate (the
- * default): member k mod n on call k, as bench/mpi_coll.c, so that a root
- * cannot run ahead of its receivers.
+ * other tasks only wait (core0: percore's single-group reference). --root:
+ * the bcast's root, or rotate (the default): member k mod n on call k, as
+ * bench/mpi_coll.c, so that a root cannot run ahead of its receivers.
  *
  * For each size every task joins a global-interrupt barrier, runs
  * --warmup untimed calls (default 1), meets the others again (sim: the global interrupt) and
