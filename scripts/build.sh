@@ -14,7 +14,8 @@
 #
 # Runs ./autogen.sh when configure is missing or older than configure.ac,
 # Makefile.am or m4/; configures DIR when it has no config.status or was
-# configured with other arguments; then make -j$TORX_JOBS (default 2).
+# configured with other arguments; then make -j$TORX_JOBS (default 2). The
+# compiler runs through ccache when it is installed (TORX_CCACHE=0: not).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,6 +35,23 @@ case " ${args[*]:-} " in
 *) args+=("--prefix=$prefix") ;;
 esac
 
+# ccache (Debian's package, scripts/install-deps.sh) for the compiler given
+# as CC=... (default gcc): a rebuild compiles only what changed. Paths under
+# the source tree are hashed relative to it (CCACHE_BASEDIR), so another
+# clone's builds hit the same cache when the caller also sets
+# CCACHE_NOHASHDIR (scripts/test-all.sh does, for its throw-away builds).
+# TORX_CCACHE=0 turns it off.
+if [ "${TORX_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null 2>&1; then
+    cc_given=0
+    for i in "${!args[@]}"; do
+        case ${args[$i]} in
+        "CC=ccache "*) cc_given=1 ;;
+        CC=*) args[$i]="CC=ccache ${args[$i]#CC=}" cc_given=1 ;;
+        esac
+    done
+    [ $cc_given = 1 ] || args+=("CC=ccache gcc")
+    export CCACHE_BASEDIR=$top
+fi
 log() { echo "build.sh: $*"; }
 die() {
     echo "build.sh: error: $*" >&2

@@ -68,6 +68,10 @@ mpich_built="" # scripts/build-mpich.sh in this run: "" not run, 1 ok, 0 failed
 
 # Tests must not run in parallel, whatever the caller's make flags say.
 unset MAKEFLAGS MFLAGS GNUMAKEFLAGS
+# The builds here are for testing only: let ccache (scripts/build.sh) reuse
+# objects compiled in another clone's build directories. Their debug
+# information may then name that other directory.
+export CCACHE_NOHASHDIR=1
 
 banner() {
     echo

@@ -115,8 +115,10 @@ END_TEST
 
 /* ---- threads: several producers, one consumer ---------------------------- */
 
-/* ThreadSanitizer runs ~20x slower; it needs interleavings, not volume. */
-#if defined(__SANITIZE_THREAD__)
+/* ThreadSanitizer runs ~20x slower; it needs interleavings, not volume.
+ * AddressSanitizer checks each access once: volume adds nothing there either
+ * (85 s against 24 s at full volume, 3 producers and a consumer on 2 cores). */
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 enum { PRODUCERS = 3, PER_PRODUCER = 20000 };
 #else
 enum { PRODUCERS = 3, PER_PRODUCER = 200000 };
