@@ -260,6 +260,23 @@ const char *torx_coll_last_algorithm(const torx_coll_group_t *g);
 const char *torx_coll_kind_name(torx_coll_kind_t kind);
 const char *torx_coll_alg_name(torx_coll_alg_t alg);
 
+/* NAME     torx_coll_counters - this task's calls and bytes per collective and algorithm
+ * DESCRIPTION
+ *   Sets *calls to the calls of kind for which torx_coll_select returned
+ *   alg since torx_coll_init (TORX_COLL_ALG_FALLBACK: the caller's own
+ *   algorithm ran), and *bytes to the sum of their bytes as torx_coll_select
+ *   takes them (a non-contiguous call adds none). Either pointer may be
+ *   NULL; c NULL gives zeros, so that a caller can ask which pairs exist
+ *   before it has a torx_coll_t. These are the counts TORX_STATS=1 prints;
+ *   the MPICH netmod publishes them as MPI_T performance variables
+ *   (docs/collectives.md#counters).
+ * RETURN VALUE
+ *   1 when alg is one of kind's algorithms (fallback included), else 0 and
+ *   zeros.
+ */
+int torx_coll_counters(const torx_coll_t *c, torx_coll_kind_t kind, torx_coll_alg_t alg,
+                       uint64_t *calls, uint64_t *bytes);
+
 
 #ifdef __cplusplus
 }

@@ -32,6 +32,92 @@ static const char *const nb_names[NB_KINDS] = {
 
 static uint64_t nb_calls[NB_KINDS];
 
+/* ---- MPI_T: the counters as performance variables ------------------------------------ */
+
+/* torx_coll_<kind>_<alg>_calls and _bytes for every algorithm a collective
+ * has (mpich: MPICH's ran), from torx_coll_counters, and
+ * torx_coll_i<kind>_mpich_calls for the nonblocking ones; registered as
+ * torx_init.c registers the message layer's (read-only, continuous
+ * counters bound to no object). After MPI_Finalize a read returns the last
+ * values. */
+enum { COLL_PVARS_MAX = TORX_COLL_NKINDS * TORX_COLL_NALGS * 2 + NB_KINDS };
+static struct coll_pvar {
+    int kind, alg, what;        /* what: 0 calls, 1 bytes, 2 nonblocking calls (kind: NB_*) */
+} coll_pvars[COLL_PVARS_MAX];
+static unsigned long long coll_pvar_final[COLL_PVARS_MAX];
+static int coll_pvars_frozen;
+
+static unsigned long long coll_pvar_value(const struct coll_pvar *v)
+{
+    uint64_t calls, bytes;
+    if (v->what == 2)
+        return nb_calls[v->kind];
+    torx_coll_counters(coll, (torx_coll_kind_t) v->kind, (torx_coll_alg_t) v->alg, &calls, &bytes);
+    return v->what ? bytes : calls;
+}
+
+static void coll_pvar_get(void *addr, void *obj_handle, int count, void *buf)
+{
+    (void) obj_handle;
+    (void) count;
+    const struct coll_pvar *v = addr;
+    *(unsigned long long *) buf = coll_pvars_frozen ? coll_pvar_final[v - coll_pvars]
+        : coll_pvar_value(v);
+}
+
+static void coll_pvar_add(int *n, int kind, int alg, int what, const char *name, const char *desc)
+{
+    coll_pvars[*n] = (struct coll_pvar) {.kind = kind,.alg = alg,.what = what };
+    MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_COUNTER, MPI_UNSIGNED_LONG_LONG, name,
+                              &coll_pvars[*n], 1, MPI_T_ENUM_NULL, MPI_T_VERBOSITY_USER_BASIC,
+                              MPI_T_BIND_NO_OBJECT,
+                              MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS,
+                              coll_pvar_get, NULL, "torx", desc);
+    (*n)++;
+}
+
+static void coll_pvars_register(void)
+{
+    static const char *const what_names[2] = { "calls", "bytes" };
+    static const char *const what_descs[2] = {
+        "calls by this task",
+        "bytes of those calls by this task (the buffer of bcast, the vector of a reduction, "
+            "one task's block of allgather and alltoall)"
+    };
+    char name[64], desc[256];
+    int n = 0;
+    for (int k = 0; k < TORX_COLL_NKINDS; k++)
+        for (int a = 0; a < TORX_COLL_NALGS; a++) {
+            if (!torx_coll_counters(NULL, (torx_coll_kind_t) k, (torx_coll_alg_t) a, NULL, NULL))
+                continue;
+            for (int w = 0; w < 2; w++) {
+                snprintf(name, sizeof name, "torx_coll_%s_%s_%s",
+                         torx_coll_kind_name((torx_coll_kind_t) k),
+                         torx_coll_alg_name((torx_coll_alg_t) a), what_names[w]);
+                snprintf(desc, sizeof desc, "torx collectives, %s by the %s algorithm: %s",
+                         torx_coll_kind_name((torx_coll_kind_t) k),
+                         torx_coll_alg_name((torx_coll_alg_t) a), what_descs[w]);
+                coll_pvar_add(&n, k, a, w, name, desc);
+            }
+        }
+    for (int k = 0; k < NB_KINDS; k++) {
+        /* "ibarrier:mpich" -> torx_coll_ibarrier_mpich_calls */
+        const char *colon = strchr(nb_names[k], ':');
+        snprintf(name, sizeof name, "torx_coll_%.*s_%s_calls", (int) (colon - nb_names[k]),
+                 nb_names[k], colon + 1);
+        snprintf(desc, sizeof desc, "torx netmod, nonblocking collectives: %s calls by this task",
+                 nb_names[k]);
+        coll_pvar_add(&n, k, 0, 2, name, desc);
+    }
+}
+
+static void coll_pvars_freeze(void)
+{
+    for (int i = 0; i < COLL_PVARS_MAX; i++)
+        coll_pvar_final[i] = coll_pvar_value(&coll_pvars[i]);
+    coll_pvars_frozen = 1;
+}
+
 static void coll_progress(void *arg)
 {
     (void) arg;
@@ -50,6 +136,7 @@ int MPIDI_TORX_coll_init(void)
     torx_status_t st = torx_coll_init(MPIDI_TORX_global.ctx, &attr, &coll);
     if (st != TORX_OK)     /* a bad TORX_COLL* value: an error naming the variable */
         return MPIDI_TORX_startup_failed();
+    coll_pvars_register();
     return MPI_SUCCESS;
 }
 
@@ -65,6 +152,7 @@ void MPIDI_TORX_coll_finalize(void)
                             (unsigned long long) nb_calls[k]);
         fprintf(stderr, "%s\n", line);
     }
+    coll_pvars_freeze();
     torx_coll_finalize(coll);   /* prints its counters at TORX_STATS=1 */
     coll = NULL;
 }

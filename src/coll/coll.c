@@ -95,6 +95,18 @@ const char *torx_coll_alg_name(torx_coll_alg_t alg)
     return (unsigned)alg < TORX_COLL_NALGS ? alg_names[alg] : "unknown";
 }
 
+int torx_coll_counters(const torx_coll_t *c, torx_coll_kind_t kind, torx_coll_alg_t alg,
+                       uint64_t *calls, uint64_t *bytes)
+{
+    const int exists = (unsigned)kind < TORX_COLL_NKINDS && (unsigned)alg < TORX_COLL_NALGS &&
+                       (alg == TORX_COLL_ALG_FALLBACK || (kind_algs[kind] & 1u << alg));
+    if (calls)
+        *calls = exists && c ? c->calls[kind][alg] : 0;
+    if (bytes)
+        *bytes = exists && c ? c->bytes[kind][alg] : 0;
+    return exists;
+}
+
 size_t torxc_dtype_size(torx_coll_dtype_t dtype)
 {
     switch (dtype) {
@@ -616,6 +628,8 @@ torx_coll_alg_t torx_coll_select(torx_coll_group_t *g, torx_coll_kind_t kind, si
         }
     }
     c->calls[kind][alg]++;
+    if (bytes != TORX_COLL_NONCONTIG)
+        c->bytes[kind][alg] += bytes;
     g->last = full_names[kind][alg];
     return alg;
 }

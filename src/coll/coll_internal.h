@@ -146,6 +146,7 @@ struct torx_coll {
     int job_size, job_rank;
     int warned[TORX_COLL_NKINDS]; /* a forced algorithm fell back: said once */
     uint64_t calls[TORX_COLL_NKINDS][TORX_COLL_NALGS];
+    uint64_t bytes[TORX_COLL_NKINDS][TORX_COLL_NALGS]; /* as torx_coll_select takes them */
     int ngroups;
     torxc_a2a_t a2a;
     torxc_bcast_t bc;

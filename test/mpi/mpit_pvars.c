@@ -5,9 +5,16 @@
  * protocol, and check that each protocol's counters moved by what was
  * sent, and that a protocol that carried nothing did not move.
  *
+ * Then the collectives' counters: torx_coll_<collective>_<algorithm>_calls
+ * and _bytes, and torx_coll_i<collective>_mpich_calls. Barriers, 8-byte
+ * allreduces and 100-byte bcasts must move the counters of the algorithm
+ * that ran (MPIX_Get_last_algorithm_name says which) by their calls and
+ * bytes, and no other algorithm's of the same collective.
+ *
  * 2 ranks, heater mode, default limits: 8 B goes one-packet, 2000 B eager,
  * 100000 B rendezvous. Prints " No Errors" when everything held. */
 #include <mpi.h>
+#include <mpix.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,10 +33,103 @@ static int errors;
 
 enum { NWANT = 8 };
 static const char *const want[NWANT] = {
-    "torx_onepkt_messages_sent", "torx_onepkt_bytes_sent",   "torx_eager_messages_sent",
-    "torx_eager_packets_sent",   "torx_rzv_messages_sent",   "torx_rzv_bytes_sent",
+    "torx_onepkt_messages_sent", "torx_onepkt_bytes_sent", "torx_eager_messages_sent",
+    "torx_eager_packets_sent",   "torx_rzv_messages_sent", "torx_rzv_bytes_sent",
     "torx_vn_messages_sent",     "torx_netmod_p2p_sent",
 };
+
+/* The pvar named name, read through session s; *found 0 (and 0) when there is none. */
+static unsigned long long read_named(MPI_T_pvar_session s, const char *name, int *found)
+{
+    int num;
+    *found = 0;
+    MPI_T_pvar_get_num(&num);
+    for (int i = 0; i < num; i++) {
+        char n[128], desc[256];
+        int nlen = sizeof n, dlen = sizeof desc, verb, varclass, bind, ro, cont, atomic, count;
+        MPI_Datatype dt;
+        MPI_T_enum et;
+        if (MPI_T_pvar_get_info(i, n, &nlen, &verb, &varclass, &dt, &et, desc, &dlen, &bind, &ro,
+                                &cont, &atomic) != MPI_SUCCESS ||
+            strcmp(n, name) != 0)
+            continue;
+        MPI_T_pvar_handle h;
+        unsigned long long v = 0;
+        MPI_T_pvar_handle_alloc(s, i, NULL, &h, &count);
+        MPI_T_pvar_read(s, h, &v);
+        MPI_T_pvar_handle_free(s, &h);
+        *found = 1;
+        return v;
+    }
+    return 0;
+}
+
+enum { NALGS = 5 };
+static const char *const algs[NALGS] = {"mpich", "gi", "cn", "torus", "paced"};
+
+/* Each algorithm's calls and bytes counters of collective kind, read now
+ * (0 where the algorithm has none). */
+static void read_kind(MPI_T_pvar_session s, const char *kind, unsigned long long calls[NALGS],
+                      unsigned long long bytes[NALGS])
+{
+    char name[128];
+    int found;
+    for (int a = 0; a < NALGS; a++) {
+        snprintf(name, sizeof name, "torx_coll_%s_%s_calls", kind, algs[a]);
+        calls[a] = read_named(s, name, &found);
+        snprintf(name, sizeof name, "torx_coll_%s_%s_bytes", kind, algs[a]);
+        bytes[a] = read_named(s, name, &found);
+    }
+}
+
+static void check_collectives(MPI_T_pvar_session s, int rank)
+{
+    enum { N = 7 };
+    static const char *const kinds[3] = {"barrier", "allreduce", "bcast"};
+    static const unsigned long long per_call[3] = {0, 8, 100};
+    char data[100] = {0};
+    for (int k = 0; k < 3; k++) {
+        unsigned long long c0[NALGS], b0[NALGS], c1[NALGS], b1[NALGS];
+        read_kind(s, kinds[k], c0, b0);
+        for (int i = 0; i < N; i++) {
+            double x = 1.0, y;
+            if (k == 0)
+                MPI_Barrier(MPI_COMM_WORLD);
+            else if (k == 1)
+                MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+            else
+                MPI_Bcast(data, 100, MPI_CHAR, 0, MPI_COMM_WORLD);
+        }
+        read_kind(s, kinds[k], c1, b1);
+        char ran[64];
+        MPIX_Get_last_algorithm_name(MPI_COMM_WORLD, ran, sizeof ran);
+        const char *alg = strchr(ran, ':');
+        CHECK(alg != NULL, "MPIX_Get_last_algorithm_name said '%s' after %s", ran, kinds[k]);
+        for (int a = 0; alg && a < NALGS; a++) {
+            /* MPICH's own algorithms may run the same collective on the
+             * communicators it derives (a node's tasks, the nodes' first
+             * tasks): those calls count too, so mpich moves by at least N. */
+            const int this_one = strcmp(alg + 1, algs[a]) == 0, mpich = a == 0;
+            const unsigned long long dc = c1[a] - c0[a], db = b1[a] - b0[a];
+            const unsigned long long wc = this_one ? N : 0, wb = this_one ? N * per_call[k] : 0;
+            CHECK(mpich && this_one ? dc >= wc : dc == wc,
+                  "torx_coll_%s_%s_calls moved by %llu after %d calls that ran %s", kinds[k],
+                  algs[a], dc, N, ran);
+            CHECK(mpich && this_one ? db >= wb : db == wb,
+                  "torx_coll_%s_%s_bytes moved by %llu after %d calls of %llu B that ran %s",
+                  kinds[k], algs[a], db, N, per_call[k], ran);
+        }
+    }
+    int found;
+    const unsigned long long i0 = read_named(s, "torx_coll_ibarrier_mpich_calls", &found);
+    CHECK(found, "no pvar torx_coll_ibarrier_mpich_calls");
+    MPI_Request r;
+    MPI_Ibarrier(MPI_COMM_WORLD, &r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    const unsigned long long i1 = read_named(s, "torx_coll_ibarrier_mpich_calls", &found);
+    CHECK(i1 - i0 == 1, "torx_coll_ibarrier_mpich_calls moved by %llu after one MPI_Ibarrier",
+          i1 - i0);
+}
 
 int main(int argc, char **argv)
 {
@@ -48,8 +148,8 @@ int main(int argc, char **argv)
         int nlen = sizeof name, dlen = sizeof desc, verb, varclass, bind, ro, cont, atomic;
         MPI_Datatype dt;
         MPI_T_enum et;
-        if (MPI_T_pvar_get_info(i, name, &nlen, &verb, &varclass, &dt, &et, desc, &dlen, &bind,
-                                &ro, &cont, &atomic) != MPI_SUCCESS)
+        if (MPI_T_pvar_get_info(i, name, &nlen, &verb, &varclass, &dt, &et, desc, &dlen, &bind, &ro,
+                                &cont, &atomic) != MPI_SUCCESS)
             continue;
         if (strncmp(name, "torx_", 5) != 0)
             continue;
@@ -62,7 +162,10 @@ int main(int argc, char **argv)
             if (strcmp(name, want[w]) == 0)
                 idx[w] = i;
     }
-    CHECK(ntorx == 38, "%d torx_ pvars, expected 38 (5 protocols x 6 + 8 netmod)", ntorx);
+    /* 5 protocols x 6 + 8 netmod; then calls and bytes for each collective's
+     * algorithms (mpich and torx's: barrier 2, bcast 4, allreduce, reduce
+     * and allgather 3, alltoall and alltoallv 2) and 7 nonblocking counts */
+    CHECK(ntorx == 38 + 2 * 19 + 7, "%d torx_ pvars, expected %d", ntorx, 38 + 2 * 19 + 7);
     for (int w = 0; w < NWANT; w++)
         CHECK(idx[w] >= 0, "no pvar %s", want[w]);
 
@@ -120,6 +223,7 @@ int main(int argc, char **argv)
     for (int w = 0; w < NWANT; w++)
         if (h[w] != MPI_T_PVAR_HANDLE_NULL)
             MPI_T_pvar_handle_free(s, &h[w]);
+    check_collectives(s, rank);
     MPI_T_pvar_session_free(&s);
     MPI_T_finalize();
     free(buf);

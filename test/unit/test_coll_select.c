@@ -182,6 +182,25 @@ static int select_task(torx_boot_t *boot, void *arg)
                "%s", torx_last_error());
     TASK_CHECK(sum == (int64_t)n * (n + 1) / 2, "sum %lld", (long long)sum);
 
+    /* the counters (torx_coll_counters): every select above counted once,
+     * with its bytes, for what it picked */
+    uint64_t calls, bytes;
+    TASK_CHECK(torx_coll_counters(c, TORX_COLL_BARRIER, TORX_COLL_ALG_GI, &calls, &bytes) == 1 &&
+                   calls == 1 && bytes == 0,
+               "barrier:gi counted %llu calls, %llu bytes", (unsigned long long)calls,
+               (unsigned long long)bytes);
+    const uint64_t a2a_calls = split ? 3 : 2, a2a_bytes = 1024 + 65536 + (split ? 1024 : 0);
+    TASK_CHECK(torx_coll_counters(c, TORX_COLL_ALLTOALL, TORX_COLL_ALG_PACED, &calls, &bytes) ==
+                       1 &&
+                   calls == a2a_calls && bytes == a2a_bytes,
+               "alltoall:paced counted %llu calls, %llu bytes", (unsigned long long)calls,
+               (unsigned long long)bytes);
+    TASK_CHECK(torx_coll_counters(c, TORX_COLL_BARRIER, TORX_COLL_ALG_CN, &calls, &bytes) == 0 &&
+                   calls == 0 && bytes == 0,
+               "barrier:cn is not an algorithm, yet counted");
+    TASK_CHECK(torx_coll_counters(NULL, TORX_COLL_BCAST, TORX_COLL_ALG_TORUS, NULL, NULL) == 1,
+               "bcast:torus is an algorithm");
+
     torx_coll_group_free(plane);
     torx_coll_group_free(split);
     torx_coll_group_free(world);
