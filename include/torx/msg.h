@@ -624,6 +624,28 @@ typedef struct torx_proto_stats {
  */
 void torx_stats(const torx_ctx_t *ctx, torx_proto_stats_t out[TORX_PROTO_COUNT]);
 
+/* How this task received the data of rendezvous and vn messages: by a
+ * bulk get (torx_bulk_path names the device's way: cross-memory attach, a
+ * copy through the FIFOs, RDMA, a DMA engine), or by what the rendezvous
+ * data path takes instead (docs/message-layer.md#rendezvous-data-path):
+ * the staging area, or packets. Transfers and their data bytes; a receive
+ * that takes no data counts in none. */
+typedef struct torx_data_stats {
+    uint64_t bulk, bulk_bytes;
+    uint64_t staged, staged_bytes;
+    uint64_t packets, packets_bytes;
+} torx_data_stats_t;
+
+/* NAME     torx_stats_data - how this task's rendezvous and vn data came
+ * DESCRIPTION
+ *   Copies the counts into *out, counted when this task, as receiver,
+ *   chose the data's path. TORX_STATS=1 prints them at torx_finalize.
+ * RETURN VALUE
+ *   None; it cannot fail.
+ * SEE ALSO torx_stats, torx_bulk_path
+ */
+void torx_stats_data(const torx_ctx_t *ctx, torx_data_stats_t *out);
+
 /* NAME     torx_protocol_name - the printable name of a protocol
  * DESCRIPTION
  *   The name of protocol p, as the TORX_STATS lines print it.

@@ -144,7 +144,7 @@ static void print_thresholds(void)
  * is needed); the value is read from libtorx when a tool reads it, so the
  * message path pays nothing. After MPI_Finalize a read returns the last
  * values (pvar_final), since the torx context is gone. */
-enum { PVAR_PROTO_FIELDS = 6, PVAR_NETMOD = 8 };
+enum { PVAR_PROTO_FIELDS = 6, PVAR_NETMOD = 8, PVAR_DATA = 6 };
 static const char *const pvar_proto_names[TORX_PROTO_COUNT] = {
     NULL, "onepkt", "eager", "adaptive", "rzv", "vn"
 };
@@ -156,16 +156,39 @@ static const char *const pvar_netmod_names[PVAR_NETMOD] = {
     "p2p_sent", "p2p_injected", "p2p_received", "p2p_unexpected", "p2p_deferred",
     "am_sent", "am_received", "am_deferred"
 };
+/* How rendezvous and vn data came (torx_stats_data): by a bulk get, or
+ * instead through the staging area or as packets. */
+static const char *const pvar_data_names[PVAR_DATA] = {
+    "bulk_transfers", "bulk_bytes", "staged_transfers", "staged_bytes", "packets_transfers",
+    "packets_bytes"
+};
+static const char *const pvar_data_descs[PVAR_DATA] = {
+    "rendezvous and vn messages whose data this task received by a bulk get",
+    "their data bytes",
+    "rendezvous and vn messages whose data this task received through the staging area instead",
+    "their data bytes",
+    "rendezvous and vn messages whose data this task received as packets instead",
+    "their data bytes"
+};
 /* One slot per pvar: what its address names. */
 static struct pvar_slot {
-    int proto, field;           /* proto 0: a netmod counter, field its index */
-} pvar_slots[(TORX_PROTO_COUNT - 1) * PVAR_PROTO_FIELDS + PVAR_NETMOD];
+    int proto, field;           /* proto 0: a netmod counter, -1: a data-path counter; field
+                                 * its index */
+} pvar_slots[(TORX_PROTO_COUNT - 1) * PVAR_PROTO_FIELDS + PVAR_NETMOD + PVAR_DATA];
 static unsigned long long pvar_final[sizeof pvar_slots / sizeof pvar_slots[0]];
 static int pvar_finalized;
 
 static unsigned long long pvar_value(const struct pvar_slot *v)
 {
     const MPIDI_TORX_global_t *g = &MPIDI_TORX_global;
+    if (v->proto < 0) {
+        torx_data_stats_t d;
+        torx_stats_data(g->ctx, &d);
+        const uint64_t f[PVAR_DATA] = {
+            d.bulk, d.bulk_bytes, d.staged, d.staged_bytes, d.packets, d.packets_bytes
+        };
+        return f[v->field];
+    }
     if (v->proto == 0) {
         const uint64_t netmod[PVAR_NETMOD] = {
             g->p2p_sent, g->p2p_inject, g->p2p_received, g->p2p_unexpected, g->p2p_deferred,
@@ -219,6 +242,11 @@ static void pvars_register(void)
         snprintf(desc, sizeof desc, "torx netmod: %s by this task (as TORX_STATS=1 prints)",
                  pvar_netmod_names[f]);
         pvar_add(n++, 0, f, name, desc);
+    }
+    for (int f = 0; f < PVAR_DATA; f++) {
+        snprintf(name, sizeof name, "torx_data_%s", pvar_data_names[f]);
+        snprintf(desc, sizeof desc, "torx message layer: %s", pvar_data_descs[f]);
+        pvar_add(n++, -1, f, name, desc);
     }
 }
 

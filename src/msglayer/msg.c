@@ -982,6 +982,15 @@ static void print_stats(const torx_ctx_t *ctx, int joined)
                   (unsigned long long)s->bytes_received, (unsigned long long)s->packets_sent,
                   (unsigned long long)s->packets_received);
     }
+    const torx_data_stats_t *d = &ctx->data_stats;
+    if (d->bulk || d->staged || d->packets)
+        torxp_log(ctx->dev, 0,
+                  "stats data       bulk=%llu bulk_bytes=%llu (%s) staged=%llu staged_bytes=%llu "
+                  "packets=%llu packets_bytes=%llu",
+                  (unsigned long long)d->bulk, (unsigned long long)d->bulk_bytes,
+                  torx_bulk_path(ctx->dev), (unsigned long long)d->staged,
+                  (unsigned long long)d->staged_bytes, (unsigned long long)d->packets,
+                  (unsigned long long)d->packets_bytes);
     print_traffic(ctx, joined);
 }
 
@@ -1090,6 +1099,11 @@ torx_status_t torx_register(torx_ctx_t *ctx, int id, torx_handler_fn fn, void *h
 void torx_stats(const torx_ctx_t *ctx, torx_proto_stats_t out[TORX_PROTO_COUNT])
 {
     memcpy(out, ctx->stats, sizeof ctx->stats);
+}
+
+void torx_stats_data(const torx_ctx_t *ctx, torx_data_stats_t *out)
+{
+    *out = ctx->data_stats;
 }
 
 const uint64_t *torx_stats_bytes_to(const torx_ctx_t *ctx)

@@ -239,6 +239,7 @@ struct torx_ctx {
     int oversubscribed; /* more tasks than online CPUs: waits yield at once */
     int stats_print;    /* TORX_STATS */
     torx_proto_stats_t stats[TORX_PROTO_COUNT];
+    torx_data_stats_t data_stats; /* rendezvous and vn data by path (proto_rzv.c) */
     uint64_t *bytes_to; /* TORX_STATS, TORX_STATS_FILE: data bytes sent to each rank; else NULL */
     int stats_fd;       /* TORX_STATS_FILE: where this task appends its row; else -1 */
 

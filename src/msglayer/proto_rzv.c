@@ -301,6 +301,15 @@ static void scout_start(torx_ctx_t *ctx, const scout_t *s, const torx_recv_t *re
     torxm_peer_t *peer = torxm_peer_known(ctx, s->src);
     const unsigned path = take_path(ctx, peer, s->flags, total);
     const int staged = path == TORXM_PATH_STAGED;
+    if (want) {
+        torx_data_stats_t *d = &ctx->data_stats;
+        if (path == TORXM_PATH_BULK)
+            d->bulk++, d->bulk_bytes += want;
+        else if (staged)
+            d->staged++, d->staged_bytes += want;
+        else
+            d->packets++, d->packets_bytes += want;
+    }
     const int counted = torxm_rzv_way_counts(ctx, peer, total);
     if (path != TORXM_PATH_BULK) {
         uint64_t cts[3] = {s->scookie, 0, want};

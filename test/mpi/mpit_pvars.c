@@ -5,6 +5,8 @@
  * protocol, and check that each protocol's counters moved by what was
  * sent, and that a protocol that carried nothing did not move.
  *
+ * Rank 1's rendezvous data counters (torx_data_<path>_transfers and
+ * _bytes) move by the rendezvous messages and their bytes, over all paths.
  * Then the collectives' counters: torx_coll_<collective>_<algorithm>_calls
  * and _bytes, and torx_coll_i<collective>_mpich_calls. Barriers, 8-byte
  * allreduces and 100-byte bcasts must move the counters of the algorithm
@@ -62,6 +64,22 @@ static unsigned long long read_named(MPI_T_pvar_session s, const char *name, int
         return v;
     }
     return 0;
+}
+
+enum { NDATA = 6 };
+static const char *const data_names[NDATA] = {
+    "torx_data_bulk_transfers", "torx_data_bulk_bytes",        "torx_data_staged_transfers",
+    "torx_data_staged_bytes",   "torx_data_packets_transfers", "torx_data_packets_bytes",
+};
+
+/* The data-path counters, read now. */
+static void read_data(MPI_T_pvar_session s, int rank, unsigned long long v[NDATA])
+{
+    for (int i = 0; i < NDATA; i++) {
+        int found;
+        v[i] = read_named(s, data_names[i], &found);
+        CHECK(found, "no pvar %s", data_names[i]);
+    }
 }
 
 enum { NALGS = 5 };
@@ -162,10 +180,10 @@ int main(int argc, char **argv)
             if (strcmp(name, want[w]) == 0)
                 idx[w] = i;
     }
-    /* 5 protocols x 6 + 8 netmod; then calls and bytes for each collective's
+    /* 5 protocols x 6 + 8 netmod + 6 data paths; then calls and bytes for each collective's
      * algorithms (mpich and torx's: barrier 2, bcast 4, allreduce, reduce
      * and allgather 3, alltoall and alltoallv 2) and 7 nonblocking counts */
-    CHECK(ntorx == 38 + 2 * 19 + 7, "%d torx_ pvars, expected %d", ntorx, 38 + 2 * 19 + 7);
+    CHECK(ntorx == 44 + 2 * 19 + 7, "%d torx_ pvars, expected %d", ntorx, 44 + 2 * 19 + 7);
     for (int w = 0; w < NWANT; w++)
         CHECK(idx[w] >= 0, "no pvar %s", want[w]);
 
@@ -182,6 +200,8 @@ int main(int argc, char **argv)
     for (int w = 0; w < NWANT; w++)
         if (h[w] != MPI_T_PVAR_HANDLE_NULL)
             MPI_T_pvar_read(s, h[w], &before[w]);
+    unsigned long long data0[NDATA], data1[NDATA];
+    read_data(s, rank, data0);
 
     /* 10 one-packet, 10 eager (2000 B), 10 rendezvous (100000 B) messages
      * from rank 0 to rank 1. */
@@ -199,9 +219,22 @@ int main(int argc, char **argv)
     for (int w = 0; w < NWANT; w++)
         if (h[w] != MPI_T_PVAR_HANDLE_NULL)
             MPI_T_pvar_read(s, h[w], &after[w]);
+    read_data(s, rank, data1);
     unsigned long long d[NWANT];
     for (int w = 0; w < NWANT; w++)
         d[w] = after[w] - before[w];
+    /* How the rendezvous data came: each message by one path, whichever
+     * the data path chose; the sender received none. */
+    unsigned long long transfers = 0, bytes = 0;
+    for (int i = 0; i < NDATA; i += 2) {
+        transfers += data1[i] - data0[i];
+        bytes += data1[i + 1] - data0[i + 1];
+    }
+    CHECK(transfers == (rank == 1 ? N : 0),
+          "torx_data_*_transfers moved by %llu in all (bulk %llu, staged %llu, packets %llu)",
+          transfers, data1[0] - data0[0], data1[2] - data0[2], data1[4] - data0[4]);
+    CHECK(bytes == (rank == 1 ? (unsigned long long)N * RZV : 0),
+          "torx_data_*_bytes moved by %llu in all", bytes);
     if (rank == 0) {
         /* The MPI envelope is part of what torx sends, so bytes are at least
          * the data; one-packet may also carry a few internal messages. */

@@ -352,6 +352,27 @@ static inline int proto_task(torx_boot_t *boot, void *argp)
         TASK_CHECK(st[proto].packets_sent >= r->nsizes && st[proto].packets_received >= r->nsizes,
                    "packet counters");
     }
+    /* A forced rendezvous: each message with data counts once in the data
+     * paths (torx_stats_data), with all its bytes; by packets when asked. */
+    if (proto == TORX_PROTO_RZV && !v->cut) {
+        torx_data_stats_t d;
+        torx_stats_data(ctx, &d);
+        uint64_t n = 0, bytes = 0;
+        for (size_t i = 0; i < r->nsizes; i++)
+            n += r->sizes[i] > 0, bytes += r->sizes[i];
+        TASK_CHECK(d.bulk + d.staged + d.packets == n &&
+                       d.bulk_bytes + d.staged_bytes + d.packets_bytes == bytes,
+                   "%s data paths: bulk %llu (%llu B), staged %llu (%llu B), packets %llu (%llu "
+                   "B); expected %llu messages, %llu B",
+                   v->name, (unsigned long long)d.bulk, (unsigned long long)d.bulk_bytes,
+                   (unsigned long long)d.staged, (unsigned long long)d.staged_bytes,
+                   (unsigned long long)d.packets, (unsigned long long)d.packets_bytes,
+                   (unsigned long long)n, (unsigned long long)bytes);
+        const int packets = v->rzv_data && !strcmp(v->rzv_data, "packets");
+        TASK_CHECK(!packets || d.packets == n,
+                   "%s: TORX_RZV_DATA=packets, and %llu of %llu came so", v->name,
+                   (unsigned long long)d.packets, (unsigned long long)n);
+    }
     /* Staging asked for, sizes that take it (eager, or vn up to the eager
      * limit) and a sender the staging area reaches (on ofi with hosts of
      * several tasks, only this host's tasks): the pieces must really have
