@@ -18,8 +18,8 @@
  *
  * Options:
  *   -c LIST   collectives, comma-separated: barrier, bcast, allreduce
- *             (double SUM), allreduce_max (int64 MAX), alltoall, allgather
- *             (default: all)
+ *             (double SUM), allreduce_max (int64 MAX), alltoall, allgather,
+ *             allreduce_float (float SUM) (default: all)
  *   -s SIZES  bytes per rank (bcast buffer, allreduce vector, alltoall and
  *             allgather block), K/M suffixes; default 8 B..4 MiB, powers
  *             of 2 (x4 steps)
@@ -82,9 +82,18 @@ static size_t parse_size(const char *s)
     return (size_t)v;
 }
 
-enum { C_BARRIER, C_BCAST, C_ALLREDUCE, C_ALLREDUCE_MAX, C_ALLTOALL, C_ALLGATHER, C_N };
-static const char *const names[C_N] = {"barrier",  "bcast",    "allreduce",
-                                       "allreduce_max", "alltoall", "allgather"};
+enum {
+    C_BARRIER,
+    C_BCAST,
+    C_ALLREDUCE,
+    C_ALLREDUCE_MAX,
+    C_ALLTOALL,
+    C_ALLGATHER,
+    C_ALLREDUCE_FLOAT,
+    C_N
+};
+static const char *const names[C_N] = {"barrier",  "bcast",     "allreduce",      "allreduce_max",
+                                       "alltoall", "allgather", "allreduce_float"};
 
 static unsigned char *sbuf, *rbuf;
 
@@ -104,6 +113,9 @@ static void run_root(int c, size_t size, int root)
         break;
     case C_ALLREDUCE_MAX:
         MPI_Allreduce(sbuf, rbuf, n / 8, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+        break;
+    case C_ALLREDUCE_FLOAT:
+        MPI_Allreduce(sbuf, rbuf, n / 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         break;
     case C_ALLTOALL:
         MPI_Alltoall(sbuf, n, MPI_BYTE, rbuf, n, MPI_BYTE, MPI_COMM_WORLD);
@@ -138,6 +150,14 @@ static void check(int c, size_t size)
         run(c, size);
         for (i = 0; i < size / 8; i++)
             if (((double *)rbuf)[i] != (double)nranks * (nranks + 1) / 2 * (double)(i % 1000) * 0.5)
+                die("%s: wrong element %zu", names[c], i);
+        break;
+    case C_ALLREDUCE_FLOAT: /* small integers: exact in any order */
+        for (i = 0; i < size / 4; i++)
+            ((float *)sbuf)[i] = (float)(rank + 1) * (float)(i % 1000) * 0.5f;
+        run(c, size);
+        for (i = 0; i < size / 4; i++)
+            if (((float *)rbuf)[i] != (float)(nranks * (nranks + 1) / 2) * (float)(i % 1000) * 0.5f)
                 die("%s: wrong element %zu", names[c], i);
         break;
     case C_ALLREDUCE_MAX:
@@ -262,8 +282,8 @@ int main(int argc, char **argv)
             MPI_Reduce(&med, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
             MPI_Reduce(&med, &mx, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
             if (rank == 0)
-                printf("coll %s %zu mean_us=%.3f max_us=%.3f MBps=%.1f iters=%ld\n", names[c],
-                       size, sum / nranks, mx, mx > 0 ? (double)size / mx : 0.0, iters);
+                printf("coll %s %zu mean_us=%.3f max_us=%.3f MBps=%.1f iters=%ld\n", names[c], size,
+                       sum / nranks, mx, mx > 0 ? (double)size / mx : 0.0, iters);
             fflush(stdout);
         }
     }
