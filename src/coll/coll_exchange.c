@@ -164,10 +164,12 @@ FOLD_FN(fold64, uint64_t, int64_t)
             const size_t k = count - at < CHUNK ? count - at : CHUNK;                             \
             memcpy(a, va + at * sizeof(T), k * sizeof(T));                                        \
             memcpy(b, vb + at * sizeof(T), k * sizeof(T));                                        \
-            for (size_t i = 0; i < k; i++) {                                                      \
-                const T s = a[i] + b[i];                                                          \
-                a[i] = s == 0 ? (T)0 : s;                                                         \
-            }                                                                                     \
+            if (k == CHUNK) /* a fixed trip count: -O2 vectorizes it */                           \
+                for (size_t i = 0; i < CHUNK; i++)                                                \
+                    a[i] = a[i] + b[i] + (T)0; /* + 0: -0 becomes +0 */                           \
+            else                                                                                  \
+                for (size_t i = 0; i < k; i++)                                                    \
+                    a[i] = a[i] + b[i] + (T)0;                                                    \
             memcpy(out + at * sizeof(T), a, k * sizeof(T));                                       \
         }                                                                                         \
     }
