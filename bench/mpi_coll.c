@@ -3,18 +3,21 @@
  * Pure MPI-3.1 C plus POSIX: the same source builds with the mpicc of torx
  * MPICH, Debian's MPICH and Open MPI.
  *
- * Method (the Intel MPI Benchmarks'): the iterations run back to back in
- * 10 batches, each batch after an MPI_Barrier and timed as a whole on every
- * rank with CLOCK_MONOTONIC; MPI_Bcast's root moves to the next rank at
- * every call, so a root cannot run ahead of its receivers. Per rank the
- * median batch (time per call) is taken; the row reports the mean and the
- * maximum over ranks, in microseconds, and bandwidth = bytes / max.
- * (OSU's method, a barrier before every call and the call timed alone,
- * rewards a barrier that lets ranks out at different times: after a
- * dissemination barrier the root has often sent before the receivers look,
- * and a bcast seemed to take 0.1 us at 8 oversubscribed ranks.) Every
- * size's result is checked once before timing (a wrong byte aborts with
- * its offset).
+ * Two methods (-m), both timed on every rank with CLOCK_MONOTONIC:
+ *   batch  the iterations run back to back in 10 batches, each batch after
+ *          an MPI_Barrier and timed as a whole; MPI_Bcast's root moves to
+ *          the next rank at every call, so a root cannot run ahead of its
+ *          receivers. Per rank the median batch (time per call) is taken.
+ *   osu    the OSU micro-benchmarks' (osu_bcast, osu_allreduce, ...): an
+ *          MPI_Barrier before every call, the call timed alone, the times
+ *          summed; MPI_Bcast's root is always rank 0. Per rank the mean
+ *          call. This is what users' standard suites report, and it
+ *          rewards a barrier that lets ranks out at different times (after
+ *          a dissemination barrier the root has often sent before the
+ *          receivers look) and a root that returns before its data is read.
+ * The row reports the mean and the maximum over ranks of the per-rank
+ * figure, in microseconds, and bandwidth = bytes / max. Every size's result
+ * is checked once before timing (a wrong byte aborts with its offset).
  *
  * Options:
  *   -c LIST   collectives, comma-separated: barrier, bcast, allreduce
@@ -32,12 +35,14 @@
  *             (a peer that spins without yielding) from making everyone's
  *             run short, since 6 calls per batch measure mostly how the
  *             batch's barrier lets the ranks out.
+ *   -m METHOD batch (default) or osu, as above
  * Output: "# " lines for people; one row per collective and size:
  *   coll <name> <bytes> mean_us=<..> max_us=<..> MBps=<..> iters=<..>
  */
 #define _GNU_SOURCE 1
 #include <mpi.h>
 
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,10 +60,13 @@ static double now_us(void)
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
 }
 
-static void die(const char *fmt, const char *a, size_t b)
+__attribute__((format(printf, 1, 2))) static void die(const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, "mpi_coll: rank %d: ", rank);
-    fprintf(stderr, fmt, a, b);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
     fputc('\n', stderr);
     MPI_Abort(MPI_COMM_WORLD, 3);
 }
@@ -78,7 +86,7 @@ static size_t parse_size(const char *s)
     else if (*end == 'M' || *end == 'm')
         v <<= 20, end++;
     if (*end != '\0')
-        die("bad size '%s'%zu", s, 0);
+        die("bad size '%s'", s);
     return (size_t)v;
 }
 
@@ -197,6 +205,7 @@ int main(int argc, char **argv)
     int nsizes = 0;
     long base = 2000;
     double budget_us = 0;
+    int osu = 0;
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "-c") && a + 1 < argc) {
             memset(want, 0, sizeof want);
@@ -206,7 +215,7 @@ int main(int argc, char **argv)
                 for (k = 0; k < C_N && strcmp(t, names[k]); k++)
                     ;
                 if (k == C_N)
-                    die("unknown collective '%s'%zu", t, 0);
+                    die("unknown collective '%s'", t);
                 want[k] = 1;
             }
             free(list);
@@ -219,8 +228,14 @@ int main(int argc, char **argv)
             base = atol(argv[++a]);
         } else if (!strcmp(argv[a], "-t") && a + 1 < argc) {
             budget_us = atof(argv[++a]) * 1e3;
+        } else if (!strcmp(argv[a], "-m") && a + 1 < argc) {
+            a++;
+            if (strcmp(argv[a], "batch") && strcmp(argv[a], "osu"))
+                die("-m '%s': the methods are batch and osu", argv[a]);
+            osu = !strcmp(argv[a], "osu");
         } else {
-            die("usage: mpi_coll [-c LIST] [-s SIZES] [-n N] [-t MS] (at '%s')%zu", argv[a], 0);
+            die("usage: mpi_coll [-c LIST] [-s SIZES] [-n N] [-t MS] [-m batch|osu] (at '%s')",
+                argv[a]);
         }
     }
     if (nsizes == 0)
@@ -232,7 +247,7 @@ int main(int argc, char **argv)
     sbuf = calloc(max * (size_t)nranks + 64, 1);
     rbuf = calloc(max * (size_t)nranks + 64, 1);
     if (!sbuf || !rbuf)
-        die("out of memory%s%zu", "", 0);
+        die("out of memory");
     if (rank == 0) {
         char ver[MPI_MAX_LIBRARY_VERSION_STRING];
         int len;
@@ -240,7 +255,7 @@ int main(int argc, char **argv)
         char *nl = strchr(ver, '\n');
         if (nl)
             *nl = '\0';
-        printf("# mpi_coll: %d ranks; %s\n", nranks, ver);
+        printf("# mpi_coll: %d ranks; method %s; %s\n", nranks, osu ? "osu" : "batch", ver);
         printf("# columns: coll name bytes mean_us max_us MBps iters\n");
     }
     double t[16];
@@ -255,8 +270,11 @@ int main(int argc, char **argv)
             check(c, size);
             if (budget_us > 0) {
                 double t0 = now_us(), per_call, slowest;
-                run(c, size);
-                run(c, size);
+                for (int i = 0; i < 2; i++) {
+                    if (osu)
+                        MPI_Barrier(MPI_COMM_WORLD);
+                    run(c, size);
+                }
                 per_call = (now_us() - t0) / 2;
                 /* every rank must run the same number of calls */
                 MPI_Allreduce(&per_call, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -267,18 +285,31 @@ int main(int argc, char **argv)
                 iters = 20;
             for (long i = 0; i < iters / 10 + 2; i++) /* warm-up */
                 run(c, size);
-            enum { BATCHES = 10 };
-            long per = iters / BATCHES > 0 ? iters / BATCHES : 1;
-            long call = 0;
-            for (int b = 0; b < BATCHES; b++) {
-                MPI_Barrier(MPI_COMM_WORLD);
-                double t0 = now_us();
-                for (long i = 0; i < per; i++, call++)
-                    run_root(c, size, (int)(call % nranks));
-                t[b] = (now_us() - t0) / (double)per;
+            double med, sum = 0, mx = 0;
+            if (osu) {
+                double total = 0;
+                for (long i = 0; i < iters; i++) {
+                    if (c != C_BARRIER) /* osu_barrier times its calls back to back */
+                        MPI_Barrier(MPI_COMM_WORLD);
+                    double t0 = now_us();
+                    run(c, size);
+                    total += now_us() - t0;
+                }
+                med = total / (double)iters;
+            } else {
+                enum { BATCHES = 10 };
+                long per = iters / BATCHES > 0 ? iters / BATCHES : 1;
+                long call = 0;
+                for (int b = 0; b < BATCHES; b++) {
+                    MPI_Barrier(MPI_COMM_WORLD);
+                    double t0 = now_us();
+                    for (long i = 0; i < per; i++, call++)
+                        run_root(c, size, (int)(call % nranks));
+                    t[b] = (now_us() - t0) / (double)per;
+                }
+                qsort(t, BATCHES, sizeof(double), cmp_double);
+                med = (t[BATCHES / 2 - 1] + t[BATCHES / 2]) / 2;
             }
-            qsort(t, BATCHES, sizeof(double), cmp_double);
-            double med = (t[BATCHES / 2 - 1] + t[BATCHES / 2]) / 2, sum = 0, mx = 0;
             MPI_Reduce(&med, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
             MPI_Reduce(&med, &mx, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
             if (rank == 0)

@@ -20,9 +20,12 @@
 #   openmpi     mpirun.openmpi
 # Rank counts: NPS (default "2 4 8"). 2 ranks run bound one per core;
 # more ranks run oversubscribed (unbound; Open MPI with --oversubscribe).
+# Timing methods: METHODS (default "batch osu", bench/mpi_coll.c -m):
+# back-to-back calls in batches, and each call alone between barriers,
+# averaged over ranks, as the OSU micro-benchmarks and users' suites report.
 #
-# Output: bench/results/coll-<stamp>.txt (the report: per rank count, a
-# table per collective with each implementation's median over rounds and the
+# Output: bench/results/coll-<stamp>.txt (the report: per method and rank
+# count, a table per collective with each implementation's median over rounds and the
 # ratio of torx to the better peer, per-round ratios, and issue 9's targets
 # met or missed), coll-<stamp>-raw/ (every run's output), and the PNGs
 # coll-<stamp>-bcast.png (the original's Figure 5(b): broadcast bandwidth
@@ -43,6 +46,7 @@
 #               (With 60 iterations for everyone, a batch was 6 calls and
 #               measured mostly how the batch's barrier let ranks out.)
 #   IMPLS       a subset of the implementations above
+#   METHODS     a subset of "batch osu"
 #   COLLS       a subset of barrier,bcast,allreduce,allreduce_max,alltoall,
 #               allgather,allreduce_float (float SUM: not in the default)
 #   TORX_PREFIX torx MPICH's prefix (default: the last build-mpich.sh)
@@ -63,6 +67,11 @@ iters_over=${ITERS_OVER:-1000}
 time_ms=${TIME_MS:-300}
 impls=${IMPLS:-torx torxmpich torxcn torxtorus mpich openmpi}
 colls=${COLLS:-barrier,bcast,allreduce,allreduce_max,alltoall,allgather}
+methods=${METHODS:-batch osu}
+for m in $methods; do
+    [[ $m == batch || $m == osu ]] ||
+        { echo "$bench_name: METHODS='$methods': '$m' is not a method (batch, osu)" >&2; exit 2; }
+done
 from=${FROM_RAW:-}
 bench_check_counts ROUNDS:rounds ITERS:iters ITERS_OVER:iters_over TIME_MS:time_ms
 
@@ -96,7 +105,7 @@ if [[ -z $from ]]; then
     {
         echo "# machine: $machine"
         echo "# date: $when; torx $rev; prefix $prefix"
-        echo "# rounds $rounds; ranks $nps; sizes $sizes; iterations $iters (oversubscribed $iters_over, at most $time_ms ms a size)"
+        echo "# rounds $rounds; ranks $nps; methods $methods; sizes $sizes; iterations $iters (oversubscribed $iters_over, at most $time_ms ms a size)"
         echo "# load at start: $(loadavg)"
     } >"$raw/info.txt"
     failed=0
@@ -104,42 +113,45 @@ if [[ -z $from ]]; then
         for np in $nps; do
             limits=(-n "$iters")
             ((np > 2)) && limits=(-n "$iters_over" -t "$time_ms")
-            for impl in $impls; do
-                case $impl in
-                torx | torxmpich | torxcn | torxtorus | torxnoms)
-                    argv=("$prefix/bin/mpiexec" -n "$np")
-                    ((np <= 2)) && argv+=(-bind-to core)
-                    [[ $impl == torxmpich ]] && argv+=(-genv TORX_COLL mpich)
-                    [[ $impl == torxcn ]] && argv+=(-genv TORX_COLL_BCAST cn -genv TORX_COLL_ALLREDUCE cn
-                        -genv TORX_COLL_ALLGATHER cn -genv TORX_COLL_CN_MAX 1073741824)
-                    [[ $impl == torxtorus ]] && argv+=(-genv TORX_COLL_BCAST torus)
-                    [[ $impl == torxnoms ]] && argv+=(-genv TORX_MSTAGE_BYTES 0)
-                    argv+=("$work/mpi_coll.torx") ;;
-                mpich)
-                    argv=(mpiexec.mpich -n "$np")
-                    if ((np <= 2)); then argv+=(-bind-to core); else argv+=(-bind-to none); fi
-                    argv+=("$work/mpi_coll.mpich") ;;
-                openmpi)
-                    argv=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun.openmpi -n "$np")
-                    if ((np <= 2)); then argv+=(--bind-to core); else argv+=(--oversubscribe --bind-to none); fi
-                    argv+=("$work/mpi_coll.openmpi") ;;
-                *) echo "$bench_name: unknown implementation '$impl'" >&2; exit 2 ;;
-                esac
-                run_colls=$colls
-                if [[ $impl == torxtorus || $impl == torxnoms ]]; then
-                    [[ ,$colls, == *,bcast,* ]] || continue
-                    run_colls=bcast
-                fi
-                out=$raw/r$r-np$np-$impl.txt
-                printf '   round %d/%d, %d ranks, %-10s ' "$r" "$rounds" "$np" "$impl"
-                start=$SECONDS
-                if timeout -k 10 1200 "${argv[@]}" -c "$run_colls" -s "$sizes" "${limits[@]}" >"$out" 2>&1 </dev/null &&
-                    grep -q '^coll ' "$out"; then
-                    echo "$((SECONDS - start)) s"
-                else
-                    echo "FAILED (see $out)"
-                    failed=1
-                fi
+            for method in $methods; do
+                for impl in $impls; do
+                    case $impl in
+                    torx | torxmpich | torxcn | torxtorus | torxnoms)
+                        argv=("$prefix/bin/mpiexec" -n "$np")
+                        ((np <= 2)) && argv+=(-bind-to core)
+                        [[ $impl == torxmpich ]] && argv+=(-genv TORX_COLL mpich)
+                        [[ $impl == torxcn ]] && argv+=(-genv TORX_COLL_BCAST cn -genv TORX_COLL_ALLREDUCE cn
+                            -genv TORX_COLL_ALLGATHER cn -genv TORX_COLL_CN_MAX 1073741824)
+                        [[ $impl == torxtorus ]] && argv+=(-genv TORX_COLL_BCAST torus)
+                        [[ $impl == torxnoms ]] && argv+=(-genv TORX_MSTAGE_BYTES 0)
+                        argv+=("$work/mpi_coll.torx") ;;
+                    mpich)
+                        argv=(mpiexec.mpich -n "$np")
+                        if ((np <= 2)); then argv+=(-bind-to core); else argv+=(-bind-to none); fi
+                        argv+=("$work/mpi_coll.mpich") ;;
+                    openmpi)
+                        argv=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun.openmpi -n "$np")
+                        if ((np <= 2)); then argv+=(--bind-to core); else argv+=(--oversubscribe --bind-to none); fi
+                        argv+=("$work/mpi_coll.openmpi") ;;
+                    *) echo "$bench_name: unknown implementation '$impl'" >&2; exit 2 ;;
+                    esac
+                    run_colls=$colls
+                    if [[ $impl == torxtorus || $impl == torxnoms ]]; then
+                        [[ ,$colls, == *,bcast,* ]] || continue
+                        run_colls=bcast
+                    fi
+                    out=$raw/r$r-np$np-$impl-$method.txt
+                    printf '   round %d/%d, %d ranks, %-5s %-10s ' "$r" "$rounds" "$np" "$method" "$impl"
+                    start=$SECONDS
+                    if timeout -k 10 1200 "${argv[@]}" -c "$run_colls" -s "$sizes" -m "$method" "${limits[@]}" \
+                        >"$out" 2>&1 </dev/null &&
+                        grep -q '^coll ' "$out"; then
+                        echo "$((SECONDS - start)) s"
+                    else
+                        echo "FAILED (see $out)"
+                        failed=1
+                    fi
+                done
             done
         done
     done
@@ -150,82 +162,91 @@ fi
 python3 - "$raw" "$report" "$results/coll-$stamp" <<'PY'
 import glob, os, re, statistics, sys
 raw, report, base = sys.argv[1:4]
-runs = {}   # (np, impl) -> {round: {(coll, size): mean_us}}
+runs = {}   # (method, np, impl) -> {round: {(coll, size): mean_us}}
 for f in glob.glob(os.path.join(raw, "r*-np*-*.txt")):
-    m = re.match(r"r(\d+)-np(\d+)-(\w+)\.txt", os.path.basename(f))
+    m = re.match(r"r(\d+)-np(\d+)-(\w+?)(?:-(batch|osu))?\.txt$", os.path.basename(f))
     if not m:
         continue
-    rnd, np_, impl = int(m[1]), int(m[2]), m[3]
-    d = runs.setdefault((np_, impl), {}).setdefault(rnd, {})
+    rnd, np_, impl, method = int(m[1]), int(m[2]), m[3], m[4] or "batch"
+    d = runs.setdefault((method, np_, impl), {}).setdefault(rnd, {})
     for line in open(f, errors="replace"):
         w = line.split()
         if len(w) >= 4 and w[0] == "coll":
             d[(w[1], int(w[2]))] = float(w[3].split("=")[1])
-nps = sorted({k[0] for k in runs})
-impls = [i for i in ["torx", "torxnoms", "torxmpich", "torxcn", "torxtorus", "mpich", "openmpi"] if any(k[1] == i for k in runs)]
+methods = [m for m in ("batch", "osu") if any(k[0] == m for k in runs)]
+nps = sorted({k[1] for k in runs})
+impls = [i for i in ["torx", "torxnoms", "torxmpich", "torxcn", "torxtorus", "mpich", "openmpi"] if any(k[2] == i for k in runs)]
 colls = ["barrier", "bcast", "allreduce", "allreduce_float", "allreduce_max", "alltoall", "allgather"]
 out = []
 info = os.path.join(raw, "info.txt")
 if os.path.exists(info):
     out += [l.rstrip("\n") for l in open(info)]
-out.append("# times: microseconds per call, the mean over ranks of each rank's median batch (bench/mpi_coll.c),")
+out.append("# times: microseconds per call, the mean over ranks of each rank's figure (bench/mpi_coll.c: batch,")
+out.append("# its median batch of back-to-back calls; osu, its mean call timed alone after a barrier),")
 out.append("# then the median over rounds; ratio = torx / the better of mpich and openmpi (ratio of")
 out.append("# medians), per-round ratios in brackets; targets (issue 9): 2 ranks: barrier and 8-byte")
 out.append("# allreduce <= 1.0, bcast and allreduce <= 1.2 at every size, alltoall <= 1.2; 4 and 8")
 out.append("# ranks: every collective <= 1.5 at every size")
 
 def med(np_, impl, key):
-    v = [r[key] for r in runs.get((np_, impl), {}).values() if key in r]
+    v = [r[key] for r in runs.get((method, np_, impl), {}).values() if key in r]
     return statistics.median(v) if v else None
 
 def per_round(np_, key):
     res = []
-    for rnd in sorted(runs.get((np_, "torx"), {})):
-        t = runs[(np_, "torx")][rnd].get(key)
-        peers = [runs.get((np_, p), {}).get(rnd, {}).get(key) for p in ("mpich", "openmpi")]
+    for rnd in sorted(runs.get((method, np_, "torx"), {})):
+        t = runs[(method, np_, "torx")][rnd].get(key)
+        peers = [runs.get((method, np_, p), {}).get(rnd, {}).get(key) for p in ("mpich", "openmpi")]
         peers = [p for p in peers if p]
         if t and peers:
             res.append(t / min(peers))
     return res
 
-met = missed = 0
-misses = []
 plots = {}
-for np_ in nps:
+tallies = []
+for method in methods:
+    met = missed = 0
+    misses = []
     out.append("")
-    out.append(f"## {np_} ranks" + (" (one per core)" if np_ <= 2 else " (oversubscribed)"))
-    for c in colls:
-        keys = sorted({k for i in impls for r in runs.get((np_, i), {}).values() for k in r if k[0] == c},
-                      key=lambda k: k[1])
-        if not keys:
-            continue
+    out.append(f"# method {method}" + (": back-to-back calls in batches" if method == "batch"
+                                         else ": each call alone after a barrier (OSU)"))
+    for np_ in nps:
         out.append("")
-        out.append(f"{c:14s} " + " ".join(f"{i:>10s}" for i in impls) + "   ratio  per round          target")
-        for k in keys:
-            vals = [med(np_, i, k) for i in impls]
-            t = med(np_, "torx", k)
-            peers = [x for x in (med(np_, "mpich", k), med(np_, "openmpi", k)) if x]
-            ratio = t / min(peers) if t and peers else None
-            if np_ <= 2:
-                limit = 1.0 if c == "barrier" or (c in ("allreduce", "allreduce_max") and k[1] == 8) \
-                    else 1.2 if c in ("bcast", "allreduce", "allreduce_float", "allreduce_max", "alltoall") else None
-            else:
-                limit = 1.5
-            verdict = ""
-            if limit and ratio is not None:
-                ok = ratio <= limit
-                verdict = f"<= {limit:.1f} {'met' if ok else 'MISSED'}"
-                if ok:
-                    met += 1
+        out.append(f"## {np_} ranks" + (" (one per core)" if np_ <= 2 else " (oversubscribed)") + f", {method}")
+        for c in colls:
+            keys = sorted({k for i in impls for r in runs.get((method, np_, i), {}).values() for k in r if k[0] == c},
+                          key=lambda k: k[1])
+            if not keys:
+                continue
+            out.append("")
+            out.append(f"{c:14s} " + " ".join(f"{i:>10s}" for i in impls) + "   ratio  per round          target")
+            for k in keys:
+                vals = [med(np_, i, k) for i in impls]
+                t = med(np_, "torx", k)
+                peers = [x for x in (med(np_, "mpich", k), med(np_, "openmpi", k)) if x]
+                ratio = t / min(peers) if t and peers else None
+                if np_ <= 2:
+                    limit = 1.0 if c == "barrier" or (c in ("allreduce", "allreduce_max") and k[1] == 8) \
+                        else 1.2 if c in ("bcast", "allreduce", "allreduce_float", "allreduce_max", "alltoall") else None
                 else:
-                    missed += 1
-                    misses.append(f"{np_} ranks {c} {k[1]} B: {ratio:.2f}")
-            pr = " ".join(f"{x:.2f}" for x in per_round(np_, k))
-            out.append(f"{k[1]:>14d} " + " ".join(f"{v:10.3f}" if v else f"{'-':>10s}" for v in vals)
-                       + (f"   {ratio:5.2f}" if ratio else "       -") + f"  [{pr}]".ljust(20) + f" {verdict}")
-            plots.setdefault((np_, c), []).append((k[1], vals))
+                    limit = 1.5
+                verdict = ""
+                if limit and ratio is not None:
+                    ok = ratio <= limit
+                    verdict = f"<= {limit:.1f} {'met' if ok else 'MISSED'}"
+                    if ok:
+                        met += 1
+                    else:
+                        missed += 1
+                        misses.append(f"{np_} ranks {c} {k[1]} B: {ratio:.2f}")
+                pr = " ".join(f"{x:.2f}" for x in per_round(np_, k))
+                out.append(f"{k[1]:>14d} " + " ".join(f"{v:10.3f}" if v else f"{'-':>10s}" for v in vals)
+                           + (f"   {ratio:5.2f}" if ratio else "       -") + f"  [{pr}]".ljust(20) + f" {verdict}")
+                if method == methods[0]:
+                    plots.setdefault((np_, c), []).append((k[1], vals))
+    tallies.append(f"targets, {method}: {met} met, {missed} missed" + (": " + "; ".join(misses) if misses else ""))
 out.append("")
-out.append(f"targets: {met} met, {missed} missed" + (": " + "; ".join(misses) if misses else ""))
+out += tallies
 open(report, "w").write("\n".join(out) + "\n")
 print("\n".join(out))
 

@@ -60,6 +60,7 @@ jobs=${TORX_JOBS:-2}
 check_timeout=${TORX_CHECK_TIMEOUT:-1800}
 
 summary=()
+why=() # the lines of failing logs that say why, printed just before the summary
 total_pass=0
 total_fail=0
 total_skip=0
@@ -145,6 +146,13 @@ run_build() {
         if [ $counted = 1 ]; then
             failing=$(sed -n 's/^\(FAIL\|ERROR\|XPASS\): \(.*\)$/\2/p' "$dir/test-suite.log" |
                 sort -u | tr '\n' ' ' | sed 's/ $//')
+            # CI shows only the head and tail of this output: repeat, at the
+            # end, the lines that say why (Check's failures and errors, a
+            # script's FAILED lines, sanitizer reports, timeouts).
+            while IFS= read -r line; do
+                why+=("$name: $line")
+            done < <(grep -E ':[FE]:|FAILED|Sanitizer|runtime error|timed out|Assertion|Aborted|core dumped' \
+                "$dir/test-suite.log" | grep -v '^# ' | head -n 30)
         fi
     fi
     total_pass=$((total_pass + pass))
@@ -416,6 +424,12 @@ for b in $builds; do
     esac
 done
 
+if [ ${#why[@]} -gt 0 ]; then
+    banner "why the failing tests failed (from their logs; the full logs are above)"
+    for line in "${why[@]}"; do
+        echo "$line"
+    done
+fi
 banner "summary"
 for line in "${summary[@]}"; do
     echo "$line"
