@@ -129,6 +129,9 @@ conf_common=(
     --with-hwloc
     --enable-fortran=all
     --enable-romio
+    # Shared libraries only: libtool would otherwise compile every one of
+    # MPICH's files twice (PIC and not) for a libmpi.a nothing links.
+    --disable-static
     FFLAGS=-fallow-argument-mismatch
     FCFLAGS=-fallow-argument-mismatch
 )

@@ -487,6 +487,16 @@ int torx_pkt_room(torx_pkt_dev_t *dev, torx_coord_t dest);
 
 #define TORX_CN_PACKET_BYTES 256
 
+/* Independent channels of the collective network and of the global
+ * interrupt (Blue Gene/L's global interrupt network has four; its
+ * collective network two virtual channels and sixteen class routes). Each
+ * channel has its own sequence of rounds, so callers that cannot agree on
+ * one order of rounds across channels (nonblocking collectives of
+ * different communicators) each take their own. The calls without "_on"
+ * use channel 0. */
+#define TORX_CN_CHANNELS 4
+#define TORX_GI_CHANNELS 4
+
 typedef enum torx_cn_op {
     TORX_CN_ADD,
     TORX_CN_MIN,
@@ -537,6 +547,20 @@ torx_status_t torx_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_type_
  * SEE ALSO torx_cn_inject
  */
 torx_status_t torx_cn_read(torx_pkt_dev_t *dev, void *result);
+
+/* NAME     torx_cn_inject_on, torx_cn_read_on - a round on one channel
+ * DESCRIPTION
+ *   torx_cn_inject and torx_cn_read on channel 0..TORX_CN_CHANNELS-1. The
+ *   channels' rounds are independent: every task injects the rounds of a
+ *   channel in the same order, but rounds of different channels may be
+ *   injected and read in any order relative to each other.
+ * RETURN VALUE
+ *   As torx_cn_inject and torx_cn_read; TORX_ERR_INVAL for a channel out
+ *   of range.
+ */
+torx_status_t torx_cn_inject_on(torx_pkt_dev_t *dev, unsigned channel, torx_cn_op_t op,
+                                torx_cn_type_t type, int is_root, const void *data);
+torx_status_t torx_cn_read_on(torx_pkt_dev_t *dev, unsigned channel, void *result);
 
 /* NAME     torx_cn_allreduce_sum_double - reproducible sum of doubles
  * DESCRIPTION
@@ -604,6 +628,17 @@ torx_status_t torx_gi_arm(torx_pkt_dev_t *dev);
  * SEE ALSO torx_gi_arm
  */
 torx_status_t torx_gi_poll(torx_pkt_dev_t *dev);
+
+/* NAME     torx_gi_arm_on, torx_gi_poll_on - a barrier round on one channel
+ * DESCRIPTION
+ *   torx_gi_arm and torx_gi_poll on channel 0..TORX_GI_CHANNELS-1, each
+ *   with its own rounds, independent of the others'.
+ * RETURN VALUE
+ *   As torx_gi_arm and torx_gi_poll; TORX_ERR_INVAL for a channel out of
+ *   range.
+ */
+torx_status_t torx_gi_arm_on(torx_pkt_dev_t *dev, unsigned channel);
+torx_status_t torx_gi_poll_on(torx_pkt_dev_t *dev, unsigned channel);
 
 /* ---- Bulk transfer ------------------------------------------------------- */
 

@@ -202,22 +202,57 @@ void torx_pkt_wake(torx_pkt_dev_t *dev)
 torx_status_t torx_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_type_t type, int is_root,
                              const void *data)
 {
-    return dev->ops->cn_inject(dev, op, type, is_root, data);
+    return dev->ops->cn_inject(dev, 0, op, type, is_root, data);
 }
 
 torx_status_t torx_cn_read(torx_pkt_dev_t *dev, void *result)
 {
-    return dev->ops->cn_read(dev, result);
+    return dev->ops->cn_read(dev, 0, result);
 }
 
 torx_status_t torx_gi_arm(torx_pkt_dev_t *dev)
 {
-    return dev->ops->gi_arm(dev);
+    return dev->ops->gi_arm(dev, 0);
 }
 
 torx_status_t torx_gi_poll(torx_pkt_dev_t *dev)
 {
-    return dev->ops->gi_poll(dev);
+    return dev->ops->gi_poll(dev, 0);
+}
+
+static torx_status_t bad_channel(const char *fn, unsigned channel, unsigned n)
+{
+    return torxp_error(TORX_ERR_INVAL, "torx: %s: channel %u is out of range (0..%u)", fn, channel,
+                       n - 1);
+}
+
+torx_status_t torx_cn_inject_on(torx_pkt_dev_t *dev, unsigned channel, torx_cn_op_t op,
+                                torx_cn_type_t type, int is_root, const void *data)
+{
+    if (TORXP_UNLIKELY(channel >= TORX_CN_CHANNELS))
+        return bad_channel("torx_cn_inject_on", channel, TORX_CN_CHANNELS);
+    return dev->ops->cn_inject(dev, channel, op, type, is_root, data);
+}
+
+torx_status_t torx_cn_read_on(torx_pkt_dev_t *dev, unsigned channel, void *result)
+{
+    if (TORXP_UNLIKELY(channel >= TORX_CN_CHANNELS))
+        return bad_channel("torx_cn_read_on", channel, TORX_CN_CHANNELS);
+    return dev->ops->cn_read(dev, channel, result);
+}
+
+torx_status_t torx_gi_arm_on(torx_pkt_dev_t *dev, unsigned channel)
+{
+    if (TORXP_UNLIKELY(channel >= TORX_GI_CHANNELS))
+        return bad_channel("torx_gi_arm_on", channel, TORX_GI_CHANNELS);
+    return dev->ops->gi_arm(dev, channel);
+}
+
+torx_status_t torx_gi_poll_on(torx_pkt_dev_t *dev, unsigned channel)
+{
+    if (TORXP_UNLIKELY(channel >= TORX_GI_CHANNELS))
+        return bad_channel("torx_gi_poll_on", channel, TORX_GI_CHANNELS);
+    return dev->ops->gi_poll(dev, channel);
 }
 
 torx_status_t torx_bulk_get(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,

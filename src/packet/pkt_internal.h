@@ -50,11 +50,13 @@ typedef struct torxp_dev_ops {
     int (*room)(torx_pkt_dev_t *dev, torx_coord_t dest);
     torx_status_t (*wait)(torx_pkt_dev_t *dev, int timeout_ms);
     void (*wake)(torx_pkt_dev_t *dev);
-    torx_status_t (*cn_inject)(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_type_t type,
-                               int is_root, const void *data);
-    torx_status_t (*cn_read)(torx_pkt_dev_t *dev, void *result);
-    torx_status_t (*gi_arm)(torx_pkt_dev_t *dev);
-    torx_status_t (*gi_poll)(torx_pkt_dev_t *dev);
+    /* ch: a channel below TORX_CN_CHANNELS / TORX_GI_CHANNELS (checked
+     * by packet.c) */
+    torx_status_t (*cn_inject)(torx_pkt_dev_t *dev, unsigned ch, torx_cn_op_t op,
+                               torx_cn_type_t type, int is_root, const void *data);
+    torx_status_t (*cn_read)(torx_pkt_dev_t *dev, unsigned ch, void *result);
+    torx_status_t (*gi_arm)(torx_pkt_dev_t *dev, unsigned ch);
+    torx_status_t (*gi_poll)(torx_pkt_dev_t *dev, unsigned ch);
     /* flags: TORXP_BULK_F_* */
     torx_status_t (*bulk_get)(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
                               const void *remote, void *local, size_t len, unsigned flags);

@@ -193,7 +193,7 @@ static torx_status_t cn_read_wait(torxp_shm_dev_t *d, void *res)
 {
     unsigned spins = 0;
     torx_status_t st;
-    while ((st = torxp_shm_cn_read(&d->base, res)) == TORX_AGAIN)
+    while ((st = torxp_shm_cn_read(&d->base, 0, res)) == TORX_AGAIN)
         if (task_spin(&spins))
             return TIMED_OUT;
     return st;
@@ -423,7 +423,7 @@ static torx_status_t inject_round(torxp_shm_dev_t *d, uint64_t r, spec_t s)
     const void *data = in;
     if (s.op == TORX_CN_BCAST && !is_root && r % 2 == 0)
         data = NULL;
-    return torxp_shm_cn_inject(&d->base, s.op, s.type, is_root, data);
+    return torxp_shm_cn_inject(&d->base, 0, s.op, s.type, is_root, data);
 }
 
 /* Reads round r (the task's oldest unread) and compares with the
@@ -468,8 +468,8 @@ static int task_ops(torxp_shm_dev_t *d, job_t *job, const void *arg)
             if (read_and_check(d, r, s))
                 return 1;
         }
-    T_CHECK(d->cn_injected == r && d->cn_read == r, "counters %llu/%llu after %llu rounds",
-            (unsigned long long)d->cn_injected, (unsigned long long)d->cn_read,
+    T_CHECK(d->cn_injected[0] == r && d->cn_read[0] == r, "counters %llu/%llu after %llu rounds",
+            (unsigned long long)d->cn_injected[0], (unsigned long long)d->cn_read[0],
             (unsigned long long)r);
     return 0;
 }
@@ -544,8 +544,8 @@ static int task_pipeline(torxp_shm_dev_t *d, job_t *job, const void *arg)
     }
     unsigned depth = (unsigned)injected;
     T_CHECK(depth >= 2, "pipeline depth %u: need at least 2 rounds in flight", depth);
-    T_CHECK(d->cn_injected == injected, "cn_injected %llu after a NO_ROOM, expected %llu",
-            (unsigned long long)d->cn_injected, (unsigned long long)injected);
+    T_CHECK(d->cn_injected[0] == injected, "cn_injected %llu after a NO_ROOM, expected %llu",
+            (unsigned long long)d->cn_injected[0], (unsigned long long)injected);
     sh->depth[rank] = depth;
     for (; read < injected; read++)
         if (read_and_check(d, read, spec_of_round(read, n)))
@@ -581,7 +581,7 @@ static int task_pipeline(torxp_shm_dev_t *d, job_t *job, const void *arg)
                         (unsigned long long)injected, (unsigned long long)D, torx_status_str(st));
                 sched_yield();
             }
-            T_CHECK(d->cn_injected == injected, "a refused inject moved cn_injected");
+            T_CHECK(d->cn_injected[0] == injected, "a refused inject moved cn_injected");
             /* release: the peers' acquire orders their reads after our checks. */
             __atomic_store_n(&sh->slow_release, 1, __ATOMIC_RELEASE);
         } else {
@@ -613,9 +613,9 @@ static int task_pipeline(torxp_shm_dev_t *d, job_t *job, const void *arg)
             T_CHECK(!task_spin(&spins), "timed out at round %llu", (unsigned long long)read);
         }
     }
-    T_CHECK(d->cn_injected == PIPE_ROUNDS && d->cn_read == PIPE_ROUNDS,
-            "counters %llu/%llu after %d rounds", (unsigned long long)d->cn_injected,
-            (unsigned long long)d->cn_read, PIPE_ROUNDS);
+    T_CHECK(d->cn_injected[0] == PIPE_ROUNDS && d->cn_read[0] == PIPE_ROUNDS,
+            "counters %llu/%llu after %d rounds", (unsigned long long)d->cn_injected[0],
+            (unsigned long long)d->cn_read[0], PIPE_ROUNDS);
     return 0;
 }
 
@@ -636,7 +636,7 @@ END_TEST
 static int expect_proto(torxp_shm_dev_t *d, const char *what, const char *const *needles)
 {
     unsigned char res[TORX_CN_PACKET_BYTES];
-    uint64_t r = d->cn_read;
+    uint64_t r = d->cn_read[0];
     torx_status_t st = cn_read_wait(d, res);
     T_CHECK(st == TORX_ERR_PROTO, "%s (round %llu): read gave %s, expected TORX_ERR_PROTO", what,
             (unsigned long long)r, st_name(st));
@@ -647,7 +647,7 @@ static int expect_proto(torxp_shm_dev_t *d, const char *what, const char *const 
             msg);
     for (; *needles; needles++)
         T_CHECK(strstr(msg, *needles) != NULL, "%s: message lacks '%s': %s", what, *needles, msg);
-    T_CHECK(d->cn_read == r + 1, "%s: the failed round was not consumed", what);
+    T_CHECK(d->cn_read[0] == r + 1, "%s: the failed round was not consumed", what);
     return 0;
 }
 
@@ -664,20 +664,20 @@ static int task_mismatch(torxp_shm_dev_t *d, job_t *job, const void *arg)
 
     if (n >= 2) {
         /* op: the last task says MAX, the rest ADD */
-        st = torxp_shm_cn_inject(&d->base, rank == last ? TORX_CN_MAX : TORX_CN_ADD, TORX_CN_S32, 0,
-                                 in);
+        st = torxp_shm_cn_inject(&d->base, 0, rank == last ? TORX_CN_MAX : TORX_CN_ADD, TORX_CN_S32,
+                                 0, in);
         T_CHECK(st == TORX_OK, "inject: %s", torx_status_str(st));
         if (expect_proto(d, "op mismatch",
                          (const char *const[]){"ADD", "MAX", "task 0", last_task, NULL}))
             return 1;
         /* type: task 0 says U64, the rest S64 */
-        st = torxp_shm_cn_inject(&d->base, TORX_CN_AND, rank == 0 ? TORX_CN_U64 : TORX_CN_S64, 0,
+        st = torxp_shm_cn_inject(&d->base, 0, TORX_CN_AND, rank == 0 ? TORX_CN_U64 : TORX_CN_S64, 0,
                                  in);
         T_CHECK(st == TORX_OK, "inject: %s", torx_status_str(st));
         if (expect_proto(d, "type mismatch", (const char *const[]){"AND/U64", "AND/S64", NULL}))
             return 1;
         /* two roots */
-        st = torxp_shm_cn_inject(&d->base, TORX_CN_BCAST, TORX_CN_U32, rank == 0 || rank == last,
+        st = torxp_shm_cn_inject(&d->base, 0, TORX_CN_BCAST, TORX_CN_U32, rank == 0 || rank == last,
                                  in);
         T_CHECK(st == TORX_OK, "inject: %s", torx_status_str(st));
         char two[64];
@@ -686,13 +686,13 @@ static int task_mismatch(torxp_shm_dev_t *d, job_t *job, const void *arg)
             return 1;
     }
     /* no root */
-    st = torxp_shm_cn_inject(&d->base, TORX_CN_BCAST, TORX_CN_U32, 0, NULL);
+    st = torxp_shm_cn_inject(&d->base, 0, TORX_CN_BCAST, TORX_CN_U32, 0, NULL);
     T_CHECK(st == TORX_OK, "inject: %s", torx_status_str(st));
     if (expect_proto(d, "no root", (const char *const[]){"BCAST", "no root", NULL}))
         return 1;
 
     /* The pipeline is still in step: a good round follows. */
-    uint64_t r = d->cn_injected;
+    uint64_t r = d->cn_injected[0];
     spec_t s = {TORX_CN_ADD, TORX_CN_S64, 0};
     st = inject_round(d, r, s);
     T_CHECK(st == TORX_OK, "inject after errors: %s", torx_status_str(st));
@@ -717,24 +717,24 @@ static int task_inval(torxp_shm_dev_t *d, job_t *job, const void *arg)
     torx_pkt_dev_t *dev = &d->base;
     torx_status_t st;
 
-    st = torxp_shm_cn_read(dev, buf);
+    st = torxp_shm_cn_read(dev, 0, buf);
     T_CHECK(st == TORX_ERR_INVAL, "read before any inject gave %s", torx_status_str(st));
-    st = torxp_shm_cn_inject(dev, TORX_CN_NOPS, TORX_CN_S32, 0, buf);
+    st = torxp_shm_cn_inject(dev, 0, TORX_CN_NOPS, TORX_CN_S32, 0, buf);
     T_CHECK(st == TORX_ERR_INVAL && strstr(torx_last_error(), "op 7"),
             "op TORX_CN_NOPS gave %s: %s", torx_status_str(st), torx_last_error());
-    st = torxp_shm_cn_inject(dev, (torx_cn_op_t)-1, TORX_CN_S32, 0, buf);
+    st = torxp_shm_cn_inject(dev, 0, (torx_cn_op_t)-1, TORX_CN_S32, 0, buf);
     T_CHECK(st == TORX_ERR_INVAL, "op -1 gave %s", torx_status_str(st));
-    st = torxp_shm_cn_inject(dev, TORX_CN_ADD, TORX_CN_NTYPES, 0, buf);
+    st = torxp_shm_cn_inject(dev, 0, TORX_CN_ADD, TORX_CN_NTYPES, 0, buf);
     T_CHECK(st == TORX_ERR_INVAL && strstr(torx_last_error(), "type 4"),
             "type TORX_CN_NTYPES gave %s: %s", torx_status_str(st), torx_last_error());
-    st = torxp_shm_cn_inject(dev, TORX_CN_ADD, (torx_cn_type_t)-3, 0, buf);
+    st = torxp_shm_cn_inject(dev, 0, TORX_CN_ADD, (torx_cn_type_t)-3, 0, buf);
     T_CHECK(st == TORX_ERR_INVAL, "type -3 gave %s", torx_status_str(st));
-    st = torxp_shm_cn_inject(dev, TORX_CN_XOR, TORX_CN_U64, 0, NULL);
+    st = torxp_shm_cn_inject(dev, 0, TORX_CN_XOR, TORX_CN_U64, 0, NULL);
     T_CHECK(st == TORX_ERR_INVAL && strstr(torx_last_error(), "NULL"),
             "XOR with NULL data gave %s: %s", torx_status_str(st), torx_last_error());
-    st = torxp_shm_cn_inject(dev, TORX_CN_BCAST, TORX_CN_U64, 1, NULL);
+    st = torxp_shm_cn_inject(dev, 0, TORX_CN_BCAST, TORX_CN_U64, 1, NULL);
     T_CHECK(st == TORX_ERR_INVAL, "BCAST root with NULL data gave %s", torx_status_str(st));
-    T_CHECK(d->cn_injected == 0 && d->cn_read == 0, "refused calls moved the counters");
+    T_CHECK(d->cn_injected[0] == 0 && d->cn_read[0] == 0, "refused calls moved the counters");
 
     /* A region that was never initialized, and one set up for another job
      * size, are named rather than used. */
@@ -744,11 +744,11 @@ static int task_inval(torxp_shm_dev_t *d, job_t *job, const void *arg)
     T_CHECK(blank != NULL, "aligned_alloc");
     memset(blank, 0, align64(bytes));
     other.cn = blank;
-    st = torxp_shm_cn_inject(&other.base, TORX_CN_ADD, TORX_CN_U64, 0, buf);
+    st = torxp_shm_cn_inject(&other.base, 0, TORX_CN_ADD, TORX_CN_U64, 0, buf);
     T_CHECK(st == TORX_ERR_INVAL && strstr(torx_last_error(), "not initialized"),
             "uninitialized region gave %s: %s", torx_status_str(st), torx_last_error());
     torxp_shm_cn_init(blank, (unsigned)d->base.size + 1);
-    st = torxp_shm_cn_inject(&other.base, TORX_CN_ADD, TORX_CN_U64, 0, buf);
+    st = torxp_shm_cn_inject(&other.base, 0, TORX_CN_ADD, TORX_CN_U64, 0, buf);
     T_CHECK(st == TORX_ERR_INVAL && strstr(torx_last_error(), "set up for"),
             "region of another job size gave %s: %s", torx_status_str(st), torx_last_error());
     free(blank);
@@ -758,9 +758,9 @@ static int task_inval(torxp_shm_dev_t *d, job_t *job, const void *arg)
     spec_t s = {TORX_CN_MIN, TORX_CN_S32, 0};
     st = inject_round(d, 0, s);
     T_CHECK(st == TORX_OK, "inject after refusals: %s", torx_status_str(st));
-    st = torxp_shm_cn_read(dev, NULL);
-    T_CHECK(st == TORX_ERR_INVAL && d->cn_read == 0, "read into NULL gave %s, cn_read %llu",
-            torx_status_str(st), (unsigned long long)d->cn_read);
+    st = torxp_shm_cn_read(dev, 0, NULL);
+    T_CHECK(st == TORX_ERR_INVAL && d->cn_read[0] == 0, "read into NULL gave %s, cn_read %llu",
+            torx_status_str(st), (unsigned long long)d->cn_read[0]);
     return read_and_check(d, 0, s);
 }
 
@@ -790,7 +790,7 @@ static int task_gi(torxp_shm_dev_t *d, job_t *job, const void *arg)
     gi_shared_t *sh = job->scratch;
     torx_pkt_dev_t *dev = &d->base;
     unsigned n = (unsigned)dev->size, rank = (unsigned)dev->rank;
-    torx_status_t st = torxp_shm_gi_poll(dev);
+    torx_status_t st = torxp_shm_gi_poll(dev, 0);
     T_CHECK(st == TORX_ERR_INVAL, "poll before any arm gave %s", torx_status_str(st));
 
     for (unsigned k = 1; k <= GI_ROUNDS; k++) {
@@ -800,25 +800,25 @@ static int task_gi(torxp_shm_dev_t *d, job_t *job, const void *arg)
         /* relaxed: the barrier itself must order this before the check
          * below in every task; that is what is being tested. */
         __atomic_fetch_add(&sh->entered[k], 1, __ATOMIC_RELAXED);
-        st = torxp_shm_gi_arm(dev);
+        st = torxp_shm_gi_arm(dev, 0);
         T_CHECK(st == TORX_OK, "arm round %u gave %s: %s", k, torx_status_str(st),
                 torx_last_error());
         if (k == 1) {
-            st = torxp_shm_gi_arm(dev);
+            st = torxp_shm_gi_arm(dev, 0);
             T_CHECK(st == TORX_ERR_INVAL && strstr(torx_last_error(), "twice"),
                     "arming round 1 twice gave %s: %s", torx_status_str(st), torx_last_error());
         }
         unsigned spins = 0;
-        while ((st = torxp_shm_gi_poll(dev)) == TORX_AGAIN)
+        while ((st = torxp_shm_gi_poll(dev, 0)) == TORX_AGAIN)
             T_CHECK(!task_spin(&spins), "timed out in barrier round %u", k);
         T_CHECK(st == TORX_OK, "poll round %u gave %s", k, torx_status_str(st));
         unsigned seen = __atomic_load_n(&sh->entered[k], __ATOMIC_RELAXED);
         T_CHECK(seen == n, "left barrier round %u when %u of %u tasks had entered it", k, seen, n);
-        st = torxp_shm_gi_poll(dev);
+        st = torxp_shm_gi_poll(dev, 0);
         T_CHECK(st == TORX_OK, "polling completed round %u again gave %s", k, torx_status_str(st));
     }
-    T_CHECK(d->gi_armed == GI_ROUNDS, "gi_armed %llu after %d rounds",
-            (unsigned long long)d->gi_armed, GI_ROUNDS);
+    T_CHECK(d->gi_armed[0] == GI_ROUNDS, "gi_armed %llu after %d rounds",
+            (unsigned long long)d->gi_armed[0], GI_ROUNDS);
     return 0;
 }
 
@@ -845,9 +845,9 @@ static int task_gi_hold(torxp_shm_dev_t *d, job_t *job, const void *arg)
     unsigned spins = 0;
     torx_status_t st;
     if (dev->rank == 0) {
-        T_CHECK(torxp_shm_gi_arm(dev) == TORX_OK, "arm: %s", torx_last_error());
+        T_CHECK(torxp_shm_gi_arm(dev, 0) == TORX_OK, "arm: %s", torx_last_error());
         for (int i = 0; i < 500; i++) {
-            st = torxp_shm_gi_poll(dev);
+            st = torxp_shm_gi_poll(dev, 0);
             T_CHECK(st == TORX_AGAIN, "barrier completed with only task 0 in it (%s)",
                     torx_status_str(st));
             sched_yield();
@@ -857,9 +857,9 @@ static int task_gi_hold(torxp_shm_dev_t *d, job_t *job, const void *arg)
     } else {
         while (!__atomic_load_n(&sh->go, __ATOMIC_ACQUIRE))
             T_CHECK(!task_spin(&spins), "timed out waiting for task 0");
-        T_CHECK(torxp_shm_gi_arm(dev) == TORX_OK, "arm: %s", torx_last_error());
+        T_CHECK(torxp_shm_gi_arm(dev, 0) == TORX_OK, "arm: %s", torx_last_error());
     }
-    while ((st = torxp_shm_gi_poll(dev)) == TORX_AGAIN)
+    while ((st = torxp_shm_gi_poll(dev, 0)) == TORX_AGAIN)
         T_CHECK(!task_spin(&spins), "timed out in the barrier");
     T_CHECK(st == TORX_OK, "poll gave %s", torx_status_str(st));
     return 0;
@@ -882,9 +882,20 @@ static int shm_poll_nothing(torx_pkt_dev_t *dev)
     return 0;
 }
 
+static torx_status_t shm_inject0(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_type_t type,
+                                 int is_root, const void *data)
+{
+    return torxp_shm_cn_inject(dev, 0, op, type, is_root, data);
+}
+
+static torx_status_t shm_read0(torx_pkt_dev_t *dev, void *result)
+{
+    return torxp_shm_cn_read(dev, 0, result);
+}
+
 static const torxp_fpsum_io_t shm_io = {
-    .inject = torxp_shm_cn_inject,
-    .read = torxp_shm_cn_read,
+    .inject = shm_inject0,
+    .read = shm_read0,
     .poll = shm_poll_nothing,
 };
 
@@ -974,7 +985,7 @@ START_TEST(test_fpsum_inval)
     d.base.size = TORXP_FPSUM_MAX_TASKS;
     ck_assert_int_eq(torxp_fpsum_run(&d.base, &shm_io, in, out, 1), TORX_ERR_UNSUPPORTED);
     /* None of these touched the (absent) regions. */
-    ck_assert_uint_eq(d.cn_injected, 0);
+    ck_assert_uint_eq(d.cn_injected[0], 0);
 }
 END_TEST
 
@@ -1067,9 +1078,9 @@ static int task_fpsum(torxp_shm_dev_t *d, job_t *job, const void *arg)
                                            sh->results[p][rank], FP_LANES);
         T_CHECK(st == TORX_OK, "permutation %u: %s: %s", p, torx_status_str(st), torx_last_error());
     }
-    T_CHECK(d->cn_injected == 2 * FP_PERMS && d->cn_read == 2 * FP_PERMS,
+    T_CHECK(d->cn_injected[0] == 2 * FP_PERMS && d->cn_read[0] == 2 * FP_PERMS,
             "%llu rounds injected, %llu read: expected two per sum",
-            (unsigned long long)d->cn_injected, (unsigned long long)d->cn_read);
+            (unsigned long long)d->cn_injected[0], (unsigned long long)d->cn_read[0]);
     return 0;
 }
 
@@ -1206,7 +1217,7 @@ static int task_fpsum_mismatch(torxp_shm_dev_t *d, job_t *job, const void *arg)
                 "sum against a foreign ADD gave %s: %s", torx_status_str(st), torx_last_error());
     } else {
         unsigned char buf[TORX_CN_PACKET_BYTES] = {0};
-        st = torxp_shm_cn_inject(&d->base, TORX_CN_ADD, TORX_CN_S64, 0, buf);
+        st = torxp_shm_cn_inject(&d->base, 0, TORX_CN_ADD, TORX_CN_S64, 0, buf);
         T_CHECK(st == TORX_OK, "inject: %s", torx_status_str(st));
         st = cn_read_wait(d, buf);
         T_CHECK(st == TORX_ERR_PROTO, "read gave %s", st_name(st));
@@ -1265,6 +1276,51 @@ static int task_public(torx_boot_t *boot, void *arg)
     for (unsigned l = 0; l < LANES64; l++)
         TASK_CHECK(res[l] == (uint64_t)n * (n - 1) / 2 + (uint64_t)n * l, "lane %u: %llu", l,
                    (unsigned long long)res[l]);
+
+    /* Channels: every channel's rounds pair up among themselves, whatever
+     * order a task interleaves them in. Even ranks go through the channels
+     * upward, odd ranks downward; round k of channel c sums rank * 10 + c
+     * + k in lane 0. */
+    for (int k = 0; k < 3; k++) {
+        for (unsigned i = 0; i < TORX_CN_CHANNELS; i++) {
+            unsigned c = rank % 2 ? TORX_CN_CHANNELS - 1 - i : i;
+            memset(v, 0, sizeof v);
+            v[0] = (uint64_t)rank * 10 + c + (uint64_t)k;
+            st = torx_cn_inject_on(dev, c, TORX_CN_ADD, TORX_CN_U64, 0, v);
+            TASK_CHECK(st == TORX_OK, "torx_cn_inject_on(%u): %s", c, torx_last_error());
+        }
+        for (unsigned i = 0; i < TORX_CN_CHANNELS; i++) {
+            unsigned c = rank % 2 ? i : TORX_CN_CHANNELS - 1 - i;
+            while ((st = torx_cn_read_on(dev, c, res)) == TORX_AGAIN) {
+                torx_pkt_poll(dev);
+                test_relax(&spins);
+                TASK_CHECK(test_now() < end, "torx_cn_read_on(%u) timed out", c);
+            }
+            TASK_CHECK(st == TORX_OK, "torx_cn_read_on(%u): %s", c, torx_last_error());
+            uint64_t want = (uint64_t)n * (n - 1) / 2 * 10 + (uint64_t)n * (c + (uint64_t)k);
+            TASK_CHECK(res[0] == want, "channel %u round %d: %llu, expected %llu", c, k,
+                       (unsigned long long)res[0], (unsigned long long)want);
+        }
+        for (unsigned i = 0; i < TORX_GI_CHANNELS; i++) {
+            unsigned c = rank % 2 ? TORX_GI_CHANNELS - 1 - i : i;
+            st = torx_gi_arm_on(dev, c);
+            TASK_CHECK(st == TORX_OK, "torx_gi_arm_on(%u): %s", c, torx_last_error());
+        }
+        for (unsigned i = 0; i < TORX_GI_CHANNELS; i++) {
+            unsigned c = rank % 2 ? i : TORX_GI_CHANNELS - 1 - i;
+            while ((st = torx_gi_poll_on(dev, c)) == TORX_AGAIN) {
+                torx_pkt_poll(dev);
+                test_relax(&spins);
+                TASK_CHECK(test_now() < end, "torx_gi_poll_on(%u) timed out", c);
+            }
+            TASK_CHECK(st == TORX_OK, "torx_gi_poll_on(%u): %s", c, torx_last_error());
+        }
+    }
+    TASK_CHECK(torx_cn_inject_on(dev, TORX_CN_CHANNELS, TORX_CN_ADD, TORX_CN_U64, 0, v) ==
+                       TORX_ERR_INVAL &&
+                   strstr(torx_last_error(), "channel 4") != NULL,
+               "channel %d accepted", TORX_CN_CHANNELS);
+    TASK_CHECK(torx_gi_arm_on(dev, 99) == TORX_ERR_INVAL, "GI channel 99 accepted");
 
     for (int k = 0; k < 10; k++) {
         st = torx_gi_arm(dev);

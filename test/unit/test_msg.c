@@ -424,6 +424,11 @@ static int pass_task(torx_boot_t *boot, void *argp)
                              pass_send_done, &st) == TORX_OK,
                    "%s", torx_last_error());
         TASK_CHECK(idle_wait(ctx, &st.sent, 1) == 0, "hello not sent");
+        /* Two barriers: rank 0 sends after the first, and this task makes
+         * no progress until rank 0 has looked, in the second (with one, a
+         * slow task still advancing in the wait above took the messages
+         * rank 0 expects to find pending). */
+        TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
         TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
         TASK_CHECK(idle_wait(ctx, &st.received, PASS_MSGS) == 0, "only %d of %d messages came",
                    st.received, PASS_MSGS);
@@ -433,6 +438,7 @@ static int pass_task(torx_boot_t *boot, void *argp)
                        torx_protocol_name(st.proto[i]), torx_protocol_name(expect[i]));
     } else {
         TASK_CHECK(idle_wait(ctx, &st.hello, 1) == 0, "rank 1's hello never came");
+        TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
         torx_proto_stats_t before[TORX_PROTO_COUNT];
         torx_stats(ctx, before);
         for (int i = 0; i < PASS_MSGS; i++)

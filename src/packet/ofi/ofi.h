@@ -32,9 +32,9 @@
  * Files: ofi_open.c (provider choice, endpoint, address exchange, ops
  * table), ofi_torus.c (torus packets, credits, deposit lines, progress,
  * doorbell), ofi_cn.c (collective network and global interrupt as binomial
- * trees), ofi_bulk.c (bulk transfers: RMA, or one tagged message each),
- * ofi_stage.c (staging), ofi_hybrid.c (shm within a host, ofi between
- * hosts), ofi_live.c (a host that vanishes).
+ * trees, rounds per channel), ofi_bulk.c (bulk transfers: RMA, or one
+ * tagged message each), ofi_stage.c (staging), ofi_hybrid.c (shm within a
+ * host, ofi between hosts), ofi_live.c (a host that vanishes).
  *
  * Threading: one mutex (lock) guards all device state and every call into
  * libfabric that reads a completion queue. A completion is read and acted
@@ -109,13 +109,19 @@ enum torxp_ofi_sys_type {
     TORXP_OFI_SYS_NTYPES
 };
 
-#define TORXP_OFI_WIRE_VERSION 1u
+/* 2: CN_UP, CN_DOWN, GI_UP and GI_DOWN name their channel (chan); a
+ * version 1 peer, which would take every round for channel 0's, is refused
+ * as malformed instead. */
+#define TORXP_OFI_WIRE_VERSION 2u
 
 /* The start of every device-internal message. */
 typedef struct torxp_ofi_sys {
     uint8_t type;    /* enum torxp_ofi_sys_type */
     uint8_t version; /* TORXP_OFI_WIRE_VERSION */
-    uint16_t pad;
+    union {
+        uint16_t chan; /* CN_*, GI_*: the channel, below TORX_CN_CHANNELS (GI_CHANNELS) */
+        uint16_t pad;  /* STAGE: 1 for a voided piece; other types: 0 */
+    };
     uint32_t arg;   /* meaning per type (credit count, status) */
     uint64_t round; /* collective rounds; bulk cookie */
 } torxp_ofi_sys_t;
@@ -410,11 +416,13 @@ torx_status_t torxp_ofi_fi_fail(torxp_ofi_dev_t *d, const char *call, int peer_s
 torx_status_t torxp_ofi_cn_setup(torxp_ofi_dev_t *d);
 void torxp_ofi_cn_fini(torxp_ofi_dev_t *d);
 void torxp_ofi_cn_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sys_t *m, size_t len);
-torx_status_t torxp_ofi_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_type_t type,
-                                  int is_root, const void *data);
-torx_status_t torxp_ofi_cn_read(torx_pkt_dev_t *dev, void *result);
-torx_status_t torxp_ofi_gi_arm(torx_pkt_dev_t *dev);
-torx_status_t torxp_ofi_gi_poll(torx_pkt_dev_t *dev);
+/* ch: a channel below TORX_CN_CHANNELS (TORX_GI_CHANNELS), each with
+ * rounds of its own */
+torx_status_t torxp_ofi_cn_inject(torx_pkt_dev_t *dev, unsigned ch, torx_cn_op_t op,
+                                  torx_cn_type_t type, int is_root, const void *data);
+torx_status_t torxp_ofi_cn_read(torx_pkt_dev_t *dev, unsigned ch, void *result);
+torx_status_t torxp_ofi_gi_arm(torx_pkt_dev_t *dev, unsigned ch);
+torx_status_t torxp_ofi_gi_poll(torx_pkt_dev_t *dev, unsigned ch);
 
 /* ofi_bulk.c */
 torx_status_t torxp_ofi_bulk_setup(torxp_ofi_dev_t *d);

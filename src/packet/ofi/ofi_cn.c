@@ -41,6 +41,18 @@
  * what a task sent before arming leaves before its GI_UP, so its work is
  * visible to every task that leaves the round, as the barrier promises.
  *
+ * Channels. Each of the TORX_CN_CHANNELS (TORX_GI_CHANNELS) channels is
+ * an independent sequence of rounds over the same tree and endpoint: its
+ * own round counters, pipeline, slots and barrier rounds, everything above
+ * per channel. Every CN_UP/CN_DOWN/GI_UP/GI_DOWN names its channel (h.chan)
+ * and touches that channel's state only, so the arguments above hold
+ * channel by channel, and a channel's rounds pair up among themselves
+ * whatever order each task interleaves the channels in. That is what they
+ * are for: callers that cannot agree on one order of rounds across
+ * channels (nonblocking collectives of different communicators) take one
+ * channel each. The upward slots keep one packet per child, not
+ * CN_MAX_CHILDREN, so four channels take less memory than one did.
+ *
  * Dead peers. While a round waits, every PING_EVERY_S this task probes its
  * tree neighbours (torxp_ofi_ping); a probe the provider cannot deliver
  * fails the device with the peer's rank, so a vanished task ends the wait
@@ -66,37 +78,50 @@ typedef struct cn_meta {
 } cn_meta_t;
 
 typedef struct cn_msg {
-    torxp_ofi_sys_t h; /* round = the round; arg = status (CN_DOWN) */
+    torxp_ofi_sys_t h; /* chan = the channel; round = the round; arg = status (CN_DOWN) */
     cn_meta_t m;
     unsigned char data[TORX_CN_PACKET_BYTES];
 } cn_msg_t;
 static_assert(sizeof(cn_msg_t) <= TORXP_OFI_SYS_MAX, "a cn packet fits a device message");
 
 typedef struct gi_msg {
-    torxp_ofi_sys_t h; /* round = the barrier round */
+    torxp_ofi_sys_t h; /* chan = the channel; round = the barrier round */
 } gi_msg_t;
 
-struct torxp_ofi_cn {
-    int parent;      /* rank, -1 at the root */
-    unsigned nchild; /* children, in rank order */
-    unsigned child[CN_MAX_CHILDREN];
+/* One collective-network channel: its rounds, pipeline and slots. */
+struct cn_chan {
     uint64_t injected, read, up_next;
     struct cn_up {
         uint64_t round; /* the round the slot holds, when own or got */
         int own;
-        uint32_t got;                     /* bit i: child i's packet is in */
-        cn_meta_t m[CN_MAX_CHILDREN + 1]; /* [0] own, [1 + i] child i */
-        unsigned char data[CN_MAX_CHILDREN + 1][TORX_CN_PACKET_BYTES];
+        uint32_t got; /* bit i: child i's packet is in */
+        /* nchild + 1 packets in torxp_ofi_cn's storage: [0] own, [1 + i] child i */
+        cn_meta_t *m;
+        unsigned char (*data)[TORX_CN_PACKET_BYTES];
     } up[TORXP_OFI_CN_DEPTH];
     struct cn_res {
         uint64_t round;
         int ready;
         cn_msg_t msg;
     } res[TORXP_OFI_CN_DEPTH];
-    /* global interrupt */
-    uint64_t gi_armed, gi_complete, gi_released, gi_sent_up;
+};
+
+/* One global-interrupt channel: its barrier rounds. */
+struct gi_chan {
+    uint64_t armed, complete, released, sent_up;
     uint64_t child_armed[CN_MAX_CHILDREN];
-    double last_ping;
+};
+
+struct torxp_ofi_cn {
+    int parent;      /* rank, -1 at the root */
+    unsigned nchild; /* children, in rank order */
+    unsigned child[CN_MAX_CHILDREN];
+    struct cn_chan cn[TORX_CN_CHANNELS];
+    struct gi_chan gi[TORX_GI_CHANNELS];
+    double last_ping; /* the device's neighbours, whichever channel waits */
+    /* the upward slots' packets, nchild + 1 per slot of each channel */
+    cn_meta_t *up_m;
+    unsigned char (*up_data)[TORX_CN_PACKET_BYTES];
 };
 
 /* ---- tree ------------------------------------------------------------------ */
@@ -106,21 +131,41 @@ static unsigned slot_of(const torxp_ofi_dev_t *d, int rank)
     return d->rank_slot[rank];
 }
 
-static void ping_neighbours(torxp_ofi_dev_t *d)
+/* " channel N" in the device's own messages for a channel other than 0, so
+ * channel 0's read as they did before there were channels. (A round's
+ * error does not name it: it stays the very message the shm device
+ * gives.) */
+static const char *chan_label(unsigned ch, char buf[24])
+{
+    if (ch == 0)
+        return "";
+    snprintf(buf, 24, " channel %u", ch);
+    return buf;
+}
+
+/* A round of channel ch waits (cn: collective network, else barrier). */
+static void ping_neighbours(torxp_ofi_dev_t *d, int cn, unsigned ch)
 {
     torxp_ofi_cn_t *c = d->cn;
     const double now = torxp_mono_s();
     if (now - c->last_ping < PING_EVERY_S)
         return;
     c->last_ping = now;
-    torxp_log(&d->base, 3,
-              "cn wait: injected %llu read %llu up_next %llu; up own %d%d%d%d got %x %x %x %x; "
-              "res %d%d%d%d; gi armed %llu released %llu",
-              (unsigned long long)c->injected, (unsigned long long)c->read,
-              (unsigned long long)c->up_next, c->up[0].own, c->up[1].own, c->up[2].own,
-              c->up[3].own, c->up[0].got, c->up[1].got, c->up[2].got, c->up[3].got, c->res[0].ready,
-              c->res[1].ready, c->res[2].ready, c->res[3].ready, (unsigned long long)c->gi_armed,
-              (unsigned long long)c->gi_released);
+    if (cn) {
+        const struct cn_chan *k = &c->cn[ch];
+        torxp_log(&d->base, 3,
+                  "cn wait (channel %u): injected %llu read %llu up_next %llu; up own %d%d%d%d "
+                  "got %x %x %x %x; res %d%d%d%d",
+                  ch, (unsigned long long)k->injected, (unsigned long long)k->read,
+                  (unsigned long long)k->up_next, k->up[0].own, k->up[1].own, k->up[2].own,
+                  k->up[3].own, k->up[0].got, k->up[1].got, k->up[2].got, k->up[3].got,
+                  k->res[0].ready, k->res[1].ready, k->res[2].ready, k->res[3].ready);
+    } else {
+        const struct gi_chan *g = &c->gi[ch];
+        torxp_log(&d->base, 3, "gi wait (channel %u): armed %llu released %llu sent up %llu", ch,
+                  (unsigned long long)g->armed, (unsigned long long)g->released,
+                  (unsigned long long)g->sent_up);
+    }
     if (c->parent >= 0)
         torxp_ofi_ping(d, slot_of(d, c->parent));
     for (unsigned i = 0; i < c->nchild; i++)
@@ -137,6 +182,22 @@ torx_status_t torxp_ofi_cn_setup(torxp_ofi_dev_t *d)
     const unsigned low = v ? (v & -v) : 0;
     for (unsigned bit = 1; (v == 0 || bit < low) && v + bit < n && bit; bit <<= 1)
         c->child[c->nchild++] = v + bit;
+    const size_t per_slot = c->nchild + 1u;
+    const size_t npkt = (size_t)TORX_CN_CHANNELS * TORXP_OFI_CN_DEPTH * per_slot;
+    c->up_m = torxp_calloc(npkt, sizeof *c->up_m);
+    c->up_data = torxp_calloc(npkt, sizeof *c->up_data);
+    if (!c->up_m || !c->up_data) {
+        free(c->up_m);
+        free(c->up_data);
+        free(c);
+        return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the collective network");
+    }
+    for (unsigned ch = 0; ch < TORX_CN_CHANNELS; ch++)
+        for (unsigned s = 0; s < TORXP_OFI_CN_DEPTH; s++) {
+            const size_t at = ((size_t)ch * TORXP_OFI_CN_DEPTH + s) * per_slot;
+            c->cn[ch].up[s].m = c->up_m + at;
+            c->cn[ch].up[s].data = c->up_data + at;
+        }
     c->last_ping = torxp_mono_s();
     d->cn = c;
     return TORX_OK;
@@ -144,13 +205,17 @@ torx_status_t torxp_ofi_cn_setup(torxp_ofi_dev_t *d)
 
 void torxp_ofi_cn_fini(torxp_ofi_dev_t *d)
 {
+    if (d->cn) {
+        free(d->cn->up_m);
+        free(d->cn->up_data);
+    }
     free(d->cn);
     d->cn = NULL;
 }
 
 /* Combines slot u (own packet and every child's, children in rank order)
  * into out. */
-static void combine(const torxp_ofi_dev_t *d, struct cn_up *u, cn_msg_t *out)
+static void combine(const torxp_ofi_dev_t *d, const struct cn_up *u, cn_msg_t *out)
 {
     const torxp_ofi_cn_t *c = d->cn;
     cn_meta_t m = u->m[0];
@@ -226,11 +291,11 @@ static torx_status_t round_error(const cn_msg_t *msg)
                        r, torxp_cn_type_name(m->type), m->nroots, m->root, m->root2);
 }
 
-/* Keeps a round's result and passes it down. */
+/* Keeps a round's result in its channel and passes it down. */
 static void deliver_down(torxp_ofi_dev_t *d, const cn_msg_t *msg)
 {
     torxp_ofi_cn_t *c = d->cn;
-    struct cn_res *res = &c->res[msg->h.round % TORXP_OFI_CN_DEPTH];
+    struct cn_res *res = &c->cn[msg->h.chan].res[msg->h.round % TORXP_OFI_CN_DEPTH];
     res->round = msg->h.round;
     res->ready = 1;
     res->msg = *msg;
@@ -238,20 +303,23 @@ static void deliver_down(torxp_ofi_dev_t *d, const cn_msg_t *msg)
         torxp_ofi_sys_send(d, slot_of(d, (int)c->child[i]), msg, sizeof *msg);
 }
 
-/* Sends up (or, at the root, down) every round whose packets are all in. */
-static void cn_advance(torxp_ofi_dev_t *d)
+/* Sends up (or, at the root, down) every round of channel ch whose packets
+ * are all in. */
+static void cn_advance(torxp_ofi_dev_t *d, unsigned ch)
 {
     torxp_ofi_cn_t *c = d->cn;
+    struct cn_chan *k = &c->cn[ch];
     const uint32_t all = c->nchild ? (uint32_t)((1ULL << c->nchild) - 1) : 0;
     for (;;) {
-        struct cn_up *u = &c->up[c->up_next % TORXP_OFI_CN_DEPTH];
-        if (!u->own || u->got != all || u->round != c->up_next)
+        struct cn_up *u = &k->up[k->up_next % TORXP_OFI_CN_DEPTH];
+        if (!u->own || u->got != all || u->round != k->up_next)
             return;
-        cn_msg_t out = {.h = {.version = TORXP_OFI_WIRE_VERSION, .round = c->up_next}};
+        cn_msg_t out = {
+            .h = {.version = TORXP_OFI_WIRE_VERSION, .chan = (uint16_t)ch, .round = k->up_next}};
         combine(d, u, &out);
         u->own = 0;
         u->got = 0;
-        c->up_next++;
+        k->up_next++;
         if (c->parent >= 0) {
             out.h.type = TORXP_OFI_SYS_CN_UP;
             torxp_ofi_sys_send(d, slot_of(d, c->parent), &out, sizeof out);
@@ -263,11 +331,11 @@ static void cn_advance(torxp_ofi_dev_t *d)
     }
 }
 
-/* The upward slot for round r, claimed for it; NULL when it holds another
- * round (a protocol error). */
-static struct cn_up *up_slot(torxp_ofi_cn_t *c, uint64_t r)
+/* The upward slot for round r of channel k, claimed for it; NULL when it
+ * holds another round (a protocol error). */
+static struct cn_up *up_slot(struct cn_chan *k, uint64_t r)
 {
-    struct cn_up *u = &c->up[r % TORXP_OFI_CN_DEPTH];
+    struct cn_up *u = &k->up[r % TORXP_OFI_CN_DEPTH];
     if (u->own || u->got)
         return u->round == r ? u : NULL;
     u->round = r;
@@ -275,17 +343,18 @@ static struct cn_up *up_slot(torxp_ofi_cn_t *c, uint64_t r)
 }
 
 static void __attribute__((cold))
-bad_msg(torxp_ofi_dev_t *d, unsigned src, const char *why, unsigned type, unsigned long long round)
+bad_msg(torxp_ofi_dev_t *d, unsigned src, const char *why, const torxp_ofi_sys_t *m)
 {
+    char buf[24];
     d->base.malformed++;
     torxp_error(TORX_ERR_PROTO,
-                "torx: protocol error: collective message (type %u, round %llu) from slot %u: "
+                "torx: protocol error: collective message (type %u,%s round %llu) from slot %u: "
                 "%s; dropped",
-                type, round, src, why);
+                m->type, chan_label(m->chan, buf), (unsigned long long)m->round, src, why);
     torxp_log(&d->base, 0, "%s", torx_last_error() + sizeof "torx: " - 1);
 }
 
-static void gi_advance(torxp_ofi_dev_t *d);
+static void gi_advance(torxp_ofi_dev_t *d, unsigned ch);
 
 void torxp_ofi_cn_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sys_t *m, size_t len)
 {
@@ -298,58 +367,62 @@ void torxp_ofi_cn_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sys_t
     const int up = m->type == TORXP_OFI_SYS_CN_UP || m->type == TORXP_OFI_SYS_GI_UP;
     const int is_cn = m->type == TORXP_OFI_SYS_CN_UP || m->type == TORXP_OFI_SYS_CN_DOWN;
     if (up ? child < 0 : from != c->parent || c->parent < 0)
-        return bad_msg(d, src, up ? "not a child of this task" : "not this task's parent", m->type,
-                       (unsigned long long)m->round);
+        return bad_msg(d, src, up ? "not a child of this task" : "not this task's parent", m);
     if (len != (is_cn ? sizeof(cn_msg_t) : sizeof(gi_msg_t)))
-        return bad_msg(d, src, "wrong length", m->type, (unsigned long long)m->round);
+        return bad_msg(d, src, "wrong length", m);
+    const unsigned ch = m->chan;
+    if (ch >= (is_cn ? TORX_CN_CHANNELS : TORX_GI_CHANNELS))
+        return bad_msg(d, src, "no such channel", m);
 
     switch (m->type) {
     case TORXP_OFI_SYS_CN_UP: {
         const cn_msg_t *msg = (const cn_msg_t *)m;
+        struct cn_chan *k = &c->cn[ch];
         struct cn_up *u =
-            msg->h.round >= c->up_next && msg->h.round < c->up_next + TORXP_OFI_CN_DEPTH
-                ? up_slot(c, msg->h.round)
+            msg->h.round >= k->up_next && msg->h.round < k->up_next + TORXP_OFI_CN_DEPTH
+                ? up_slot(k, msg->h.round)
                 : NULL;
         if (!u || (u->got & (1u << child)))
-            return bad_msg(d, src, "round out of the pipeline or sent twice", m->type,
-                           (unsigned long long)m->round);
+            return bad_msg(d, src, "round out of the pipeline or sent twice", m);
         u->m[1 + child] = msg->m;
         memcpy(u->data[1 + child], msg->data, TORX_CN_PACKET_BYTES);
         u->got |= 1u << child;
-        cn_advance(d);
+        cn_advance(d, ch);
         break;
     }
     case TORXP_OFI_SYS_CN_DOWN: {
         const cn_msg_t *msg = (const cn_msg_t *)m;
-        const struct cn_res *res = &c->res[msg->h.round % TORXP_OFI_CN_DEPTH];
-        if (msg->h.round < c->read || msg->h.round >= c->injected || res->ready)
-            return bad_msg(d, src, "result of a round this task has no room for", m->type,
-                           (unsigned long long)m->round);
+        const struct cn_chan *k = &c->cn[ch];
+        const struct cn_res *res = &k->res[msg->h.round % TORXP_OFI_CN_DEPTH];
+        if (msg->h.round < k->read || msg->h.round >= k->injected || res->ready)
+            return bad_msg(d, src, "result of a round this task has no room for", m);
         deliver_down(d, msg);
         break;
     }
-    case TORXP_OFI_SYS_GI_UP:
-        if (m->round != c->child_armed[child] + 1)
-            return bad_msg(d, src, "barrier round out of order", m->type,
-                           (unsigned long long)m->round);
-        c->child_armed[child] = m->round;
-        gi_advance(d);
+    case TORXP_OFI_SYS_GI_UP: {
+        struct gi_chan *g = &c->gi[ch];
+        if (m->round != g->child_armed[child] + 1)
+            return bad_msg(d, src, "barrier round out of order", m);
+        g->child_armed[child] = m->round;
+        gi_advance(d, ch);
         break;
-    case TORXP_OFI_SYS_GI_DOWN:
-        if (m->round != c->gi_released + 1 || m->round > c->gi_armed)
-            return bad_msg(d, src, "barrier release out of order", m->type,
-                           (unsigned long long)m->round);
-        c->gi_released = m->round;
+    }
+    case TORXP_OFI_SYS_GI_DOWN: {
+        struct gi_chan *g = &c->gi[ch];
+        if (m->round != g->released + 1 || m->round > g->armed)
+            return bad_msg(d, src, "barrier release out of order", m);
+        g->released = m->round;
         for (unsigned i = 0; i < c->nchild; i++)
             torxp_ofi_sys_send(d, slot_of(d, (int)c->child[i]), m, sizeof(gi_msg_t));
         break;
+    }
     }
 }
 
 /* ---- collective network ---------------------------------------------------------- */
 
-torx_status_t torxp_ofi_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_type_t type,
-                                  int is_root, const void *data)
+torx_status_t torxp_ofi_cn_inject(torx_pkt_dev_t *dev, unsigned ch, torx_cn_op_t op,
+                                  torx_cn_type_t type, int is_root, const void *data)
 {
     torxp_ofi_dev_t *d = torxp_ofi_of(dev);
     const torx_status_t bad = torxp_cn_inject_check(op, type, is_root, data);
@@ -359,19 +432,21 @@ torx_status_t torxp_ofi_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_
     const int has_data = op != TORX_CN_BCAST || root;
 
     torxp_ofi_lock(d);
-    torxp_ofi_cn_t *c = d->cn;
+    struct cn_chan *k = &d->cn->cn[ch];
     torx_status_t rc = dev->failed;
     if (rc != TORX_OK)
         goto out;
-    const uint64_t r = c->injected;
-    if (r >= c->read + TORXP_OFI_CN_DEPTH) {
+    const uint64_t r = k->injected;
+    if (r >= k->read + TORXP_OFI_CN_DEPTH) {
         rc = TORX_NO_ROOM; /* as many rounds ahead of our reads as the pipeline holds */
         goto out;
     }
-    struct cn_up *u = up_slot(c, r);
+    struct cn_up *u = up_slot(k, r);
     if (!u) { /* cannot happen: the pipeline argument at the top */
+        char buf[24];
         rc = torxp_dev_fail(&d->base, TORX_ERR_PROTO,
-                            "collective network slot of round %llu is busy", (unsigned long long)r);
+                            "collective network%s slot of round %llu is busy", chan_label(ch, buf),
+                            (unsigned long long)r);
         goto out;
     }
     const unsigned me = (unsigned)dev->rank;
@@ -386,36 +461,36 @@ torx_status_t torxp_ofi_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_
     else
         memset(u->data[0], 0, TORX_CN_PACKET_BYTES);
     u->own = 1;
-    c->injected = r + 1;
-    cn_advance(d);
+    k->injected = r + 1;
+    cn_advance(d, ch);
     torxp_ofi_progress(d);
 out:
     torxp_ofi_unlock(d);
     return rc;
 }
 
-torx_status_t torxp_ofi_cn_read(torx_pkt_dev_t *dev, void *result)
+torx_status_t torxp_ofi_cn_read(torx_pkt_dev_t *dev, unsigned ch, void *result)
 {
     torxp_ofi_dev_t *d = torxp_ofi_of(dev);
     torxp_ofi_lock(d);
-    torxp_ofi_cn_t *c = d->cn;
-    const uint64_t r = c->read;
-    torx_status_t rc = torxp_cn_read_check(dev, r, c->injected, result);
+    struct cn_chan *k = &d->cn->cn[ch];
+    const uint64_t r = k->read;
+    torx_status_t rc = torxp_cn_read_check(dev, r, k->injected, result);
     if (TORXP_UNLIKELY(rc != TORX_OK))
         goto out;
-    struct cn_res *res = &c->res[r % TORXP_OFI_CN_DEPTH];
+    struct cn_res *res = &k->res[r % TORXP_OFI_CN_DEPTH];
     if (!res->ready || res->round != r)
         torxp_ofi_progress(d);
     if (!res->ready || res->round != r) {
         rc = dev->failed != TORX_OK ? dev->failed : TORX_AGAIN;
         if (rc == TORX_AGAIN)
-            ping_neighbours(d);
+            ping_neighbours(d, 1, ch);
         goto out;
     }
     memcpy(result, res->msg.data, TORX_CN_PACKET_BYTES);
     rc = res->msg.h.arg == TORX_OK ? TORX_OK : round_error(&res->msg);
     res->ready = 0;
-    c->read = r + 1;
+    k->read = r + 1;
 out:
     torxp_ofi_unlock(d);
     return rc;
@@ -423,61 +498,61 @@ out:
 
 /* ---- global interrupt ---------------------------------------------------------------- */
 
-static void gi_advance(torxp_ofi_dev_t *d)
+static void gi_advance(torxp_ofi_dev_t *d, unsigned ch)
 {
     torxp_ofi_cn_t *c = d->cn;
-    const uint64_t k = c->gi_armed;
-    if (c->gi_sent_up >= k)
+    struct gi_chan *g = &c->gi[ch];
+    const uint64_t k = g->armed;
+    if (g->sent_up >= k)
         return;
     for (unsigned i = 0; i < c->nchild; i++)
-        if (c->child_armed[i] < k)
+        if (g->child_armed[i] < k)
             return;
-    c->gi_sent_up = k;
-    const gi_msg_t m = {.h = {.version = TORXP_OFI_WIRE_VERSION, .round = k}};
-    gi_msg_t out = m;
+    g->sent_up = k;
+    gi_msg_t out = {.h = {.version = TORXP_OFI_WIRE_VERSION, .chan = (uint16_t)ch, .round = k}};
     if (c->parent >= 0) {
         out.h.type = TORXP_OFI_SYS_GI_UP;
         torxp_ofi_sys_send(d, slot_of(d, c->parent), &out, sizeof out);
     } else {
-        c->gi_released = k;
+        g->released = k;
         out.h.type = TORXP_OFI_SYS_GI_DOWN;
         for (unsigned i = 0; i < c->nchild; i++)
             torxp_ofi_sys_send(d, slot_of(d, (int)c->child[i]), &out, sizeof out);
     }
 }
 
-torx_status_t torxp_ofi_gi_arm(torx_pkt_dev_t *dev)
+torx_status_t torxp_ofi_gi_arm(torx_pkt_dev_t *dev, unsigned ch)
 {
     torxp_ofi_dev_t *d = torxp_ofi_of(dev);
     torxp_ofi_lock(d);
-    torxp_ofi_cn_t *c = d->cn;
-    const uint64_t k = c->gi_armed;
-    const torx_status_t rc = torxp_gi_arm_check(dev, k, c->gi_complete);
+    struct gi_chan *g = &d->cn->gi[ch];
+    const uint64_t k = g->armed;
+    const torx_status_t rc = torxp_gi_arm_check(dev, k, g->complete);
     if (TORXP_LIKELY(rc == TORX_OK)) {
-        c->gi_armed = k + 1;
-        gi_advance(d);
+        g->armed = k + 1;
+        gi_advance(d, ch);
         torxp_ofi_progress(d);
     }
     torxp_ofi_unlock(d);
     return rc;
 }
 
-torx_status_t torxp_ofi_gi_poll(torx_pkt_dev_t *dev)
+torx_status_t torxp_ofi_gi_poll(torx_pkt_dev_t *dev, unsigned ch)
 {
     torxp_ofi_dev_t *d = torxp_ofi_of(dev);
     torxp_ofi_lock(d);
-    torxp_ofi_cn_t *c = d->cn;
-    const uint64_t k = c->gi_armed;
+    struct gi_chan *g = &d->cn->gi[ch];
+    const uint64_t k = g->armed;
     torx_status_t rc = torxp_gi_poll_check(dev, k);
-    if (TORXP_LIKELY(rc == TORX_OK) && c->gi_complete != k) {
-        if (c->gi_released < k)
+    if (TORXP_LIKELY(rc == TORX_OK) && g->complete != k) {
+        if (g->released < k)
             torxp_ofi_progress(d);
-        if (c->gi_released >= k) {
-            c->gi_complete = k;
+        if (g->released >= k) {
+            g->complete = k;
         } else {
             rc = dev->failed != TORX_OK ? dev->failed : TORX_AGAIN;
             if (rc == TORX_AGAIN)
-                ping_neighbours(d);
+                ping_neighbours(d, 0, ch);
         }
     }
     torxp_ofi_unlock(d);

@@ -231,31 +231,31 @@ static void hybrid_wake(torx_pkt_dev_t *dev)
 
 /* ---- Collective network and global interrupt: the job's, over ofi --------------------- */
 
-static torx_status_t hybrid_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_type_t type,
-                                      int is_root, const void *data)
+static torx_status_t hybrid_cn_inject(torx_pkt_dev_t *dev, unsigned ch, torx_cn_op_t op,
+                                      torx_cn_type_t type, int is_root, const void *data)
 {
     hybrid_dev_t *h = hybrid_of(dev);
-    return h->ofi->ops->cn_inject(h->ofi, op, type, is_root, data);
+    return h->ofi->ops->cn_inject(h->ofi, ch, op, type, is_root, data);
 }
 
-static torx_status_t hybrid_cn_read(torx_pkt_dev_t *dev, void *result)
+static torx_status_t hybrid_cn_read(torx_pkt_dev_t *dev, unsigned ch, void *result)
 {
     hybrid_dev_t *h = hybrid_of(dev);
-    const torx_status_t rc = h->ofi->ops->cn_read(h->ofi, result);
+    const torx_status_t rc = h->ofi->ops->cn_read(h->ofi, ch, result);
     take_failure(h);
     return rc;
 }
 
-static torx_status_t hybrid_gi_arm(torx_pkt_dev_t *dev)
+static torx_status_t hybrid_gi_arm(torx_pkt_dev_t *dev, unsigned ch)
 {
     hybrid_dev_t *h = hybrid_of(dev);
-    return h->ofi->ops->gi_arm(h->ofi);
+    return h->ofi->ops->gi_arm(h->ofi, ch);
 }
 
-static torx_status_t hybrid_gi_poll(torx_pkt_dev_t *dev)
+static torx_status_t hybrid_gi_poll(torx_pkt_dev_t *dev, unsigned ch)
 {
     hybrid_dev_t *h = hybrid_of(dev);
-    const torx_status_t rc = h->ofi->ops->gi_poll(h->ofi);
+    const torx_status_t rc = h->ofi->ops->gi_poll(h->ofi, ch);
     take_failure(h);
     return rc;
 }

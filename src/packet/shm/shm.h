@@ -209,9 +209,9 @@ struct torxp_shm_dev {
     /* collective network and global interrupt (shm_cn.c); a new line, away
      * from the injection state */
     alignas(TORXP_CACHELINE) void *cn;
-    uint64_t cn_injected, cn_read;
+    uint64_t cn_injected[TORX_CN_CHANNELS], cn_read[TORX_CN_CHANNELS];
     void *gi;
-    uint64_t gi_armed;
+    uint64_t gi_armed[TORX_GI_CHANNELS];
 
     /* staging (shm_stage.c): this task's write position and its view of the
      * receiver's release count, per destination rank; its read position,
@@ -304,13 +304,13 @@ static inline torxp_fifo_t *torxp_shm_fifo(const torxp_shm_dev_t *d, unsigned sl
  * are the job's ranks 0..ntasks-1 (base.rank). */
 size_t torxp_shm_cn_bytes(unsigned ntasks);
 void torxp_shm_cn_init(void *region, unsigned ntasks);
-torx_status_t torxp_shm_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_type_t type,
-                                  int is_root, const void *data);
-torx_status_t torxp_shm_cn_read(torx_pkt_dev_t *dev, void *result);
+torx_status_t torxp_shm_cn_inject(torx_pkt_dev_t *dev, unsigned ch, torx_cn_op_t op,
+                                  torx_cn_type_t type, int is_root, const void *data);
+torx_status_t torxp_shm_cn_read(torx_pkt_dev_t *dev, unsigned ch, void *result);
 size_t torxp_shm_gi_bytes(unsigned ntasks);
 void torxp_shm_gi_init(void *region, unsigned ntasks);
-torx_status_t torxp_shm_gi_arm(torx_pkt_dev_t *dev);
-torx_status_t torxp_shm_gi_poll(torx_pkt_dev_t *dev);
+torx_status_t torxp_shm_gi_arm(torx_pkt_dev_t *dev, unsigned ch);
+torx_status_t torxp_shm_gi_poll(torx_pkt_dev_t *dev, unsigned ch);
 
 /* Bulk transfer (shm_bulk.h names the files). */
 /* Chooses the bulk path (TORX_BULK) and, on cma, offers gets of share_min

@@ -1,6 +1,11 @@
 /* The shm device's collective network (combine/broadcast over every task)
  * and global interrupt (barrier).
  *
+ * Channels: each of TORX_CN_CHANNELS (TORX_GI_CHANNELS) has its own copy of
+ * everything below, its own task blocks and round numbers, so its rounds
+ * pair up among themselves whatever order a task interleaves channels in
+ * (nonblocking collectives of different communicators, docs/collectives.md).
+ *
  * Collective network
  * ------------------
  * A pipeline of TORXP_CN_DEPTH rounds; round r lives in slot r % DEPTH.
@@ -139,14 +144,18 @@ static_assert(sizeof(torxp_gi_task_t) == 2 * TORXP_CACHELINE, "gi task: shared l
 
 /* ---- helpers ------------------------------------------------------------- */
 
-static inline torxp_cn_task_t *cn_task(void *region, unsigned rank)
+/* Task rank's block of a channel: the channels' blocks follow the header,
+ * ntasks of them per channel. */
+static inline torxp_cn_task_t *cn_task(void *region, unsigned ntasks, unsigned ch, unsigned rank)
 {
-    return (torxp_cn_task_t *)((char *)region + sizeof(torxp_cn_hdr_t)) + rank;
+    return (torxp_cn_task_t *)((char *)region + sizeof(torxp_cn_hdr_t)) + (size_t)ch * ntasks +
+           rank;
 }
 
-static inline torxp_gi_task_t *gi_task(void *region, unsigned rank)
+static inline torxp_gi_task_t *gi_task(void *region, unsigned ntasks, unsigned ch, unsigned rank)
 {
-    return (torxp_gi_task_t *)((char *)region + sizeof(torxp_gi_hdr_t)) + rank;
+    return (torxp_gi_task_t *)((char *)region + sizeof(torxp_gi_hdr_t)) + (size_t)ch * ntasks +
+           rank;
 }
 
 /* The shared regions are set up by the segment code; a mismatch here means
@@ -203,13 +212,14 @@ static void slot_payload(const torxp_cn_slot_t *c, unsigned char out[TORX_CN_PAC
  * The caller has acquired every task's seq for r, so all descriptors and
  * payloads read here are complete, and no task overwrites them before this
  * task publishes done > r. */
-static torx_status_t cn_combine(void *region, unsigned ntasks, unsigned s, uint64_t r, void *result)
+static torx_status_t cn_combine(void *region, unsigned ntasks, unsigned ch, unsigned s, uint64_t r,
+                                void *result)
 {
-    const torxp_cn_slot_t *first = &cn_task(region, 0)->slot[s];
+    const torxp_cn_slot_t *first = &cn_task(region, ntasks, ch, 0)->slot[s];
     unsigned op = first->op, type = first->type;
 
     for (unsigned j = 1; j < ntasks; j++) {
-        const torxp_cn_slot_t *c = &cn_task(region, j)->slot[s];
+        const torxp_cn_slot_t *c = &cn_task(region, ntasks, ch, j)->slot[s];
         if (c->op != op || c->type != type)
             return torxp_error(TORX_ERR_PROTO,
                                "torx: collective network round %llu: task 0 injected %s/%s but "
@@ -223,7 +233,7 @@ static torx_status_t cn_combine(void *region, unsigned ntasks, unsigned s, uint6
     if (op == TORX_CN_BCAST) {
         unsigned nroots = 0, root = 0, second = 0;
         for (unsigned j = 0; j < ntasks; j++) {
-            if (!cn_task(region, j)->slot[s].is_root)
+            if (!cn_task(region, ntasks, ch, j)->slot[s].is_root)
                 continue;
             if (nroots == 0)
                 root = j;
@@ -243,7 +253,7 @@ static torx_status_t cn_combine(void *region, unsigned ntasks, unsigned s, uint6
                                (unsigned long long)r, torxp_cn_type_name(type), nroots, root,
                                second);
         unsigned char data[TORX_CN_PACKET_BYTES];
-        slot_payload(&cn_task(region, root)->slot[s], data);
+        slot_payload(&cn_task(region, ntasks, ch, root)->slot[s], data);
         memcpy(result, data, TORX_CN_PACKET_BYTES);
         return TORX_OK;
     }
@@ -255,7 +265,7 @@ static torx_status_t cn_combine(void *region, unsigned ntasks, unsigned s, uint6
         slot_payload(first, data);
         memcpy(acc, data, sizeof acc);
         for (unsigned j = 1; j < ntasks; j++) {
-            slot_payload(&cn_task(region, j)->slot[s], data);
+            slot_payload(&cn_task(region, ntasks, ch, j)->slot[s], data);
             torxp_cn_alu64(op, is_signed, acc, data);
         }
         memcpy(result, acc, sizeof acc);
@@ -264,7 +274,7 @@ static torx_status_t cn_combine(void *region, unsigned ntasks, unsigned s, uint6
         slot_payload(first, data);
         memcpy(acc, data, sizeof acc);
         for (unsigned j = 1; j < ntasks; j++) {
-            slot_payload(&cn_task(region, j)->slot[s], data);
+            slot_payload(&cn_task(region, ntasks, ch, j)->slot[s], data);
             torxp_cn_alu32(op, is_signed, acc, data);
         }
         memcpy(result, acc, sizeof acc);
@@ -276,7 +286,7 @@ static torx_status_t cn_combine(void *region, unsigned ntasks, unsigned s, uint6
 
 size_t torxp_shm_cn_bytes(unsigned ntasks)
 {
-    return sizeof(torxp_cn_hdr_t) + (size_t)ntasks * sizeof(torxp_cn_task_t);
+    return sizeof(torxp_cn_hdr_t) + (size_t)TORX_CN_CHANNELS * ntasks * sizeof(torxp_cn_task_t);
 }
 
 void torxp_shm_cn_init(void *region, unsigned ntasks)
@@ -295,8 +305,8 @@ void torxp_shm_cn_init(void *region, unsigned ntasks)
     h->magic = TORXP_CN_MAGIC;
 }
 
-torx_status_t torxp_shm_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_type_t type,
-                                  int is_root, const void *data)
+torx_status_t torxp_shm_cn_inject(torx_pkt_dev_t *dev, unsigned ch, torx_cn_op_t op,
+                                  torx_cn_type_t type, int is_root, const void *data)
 {
     torxp_shm_dev_t *d = torxp_shm_of(dev);
 
@@ -306,7 +316,7 @@ torx_status_t torxp_shm_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_
     const int root = op == TORX_CN_BCAST && is_root;
     const int has_data = op != TORX_CN_BCAST || root;
 
-    uint64_t r = d->cn_injected;
+    uint64_t r = d->cn_injected[ch];
     if (TORXP_UNLIKELY(r == 0)) {
         /* Until the first round is in, check the region before touching it
          * (a compare on a value already loaded; nothing on later rounds). */
@@ -314,14 +324,15 @@ torx_status_t torxp_shm_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_
         if (st != TORX_OK)
             return st;
     }
-    torxp_cn_task_t *me = cn_task(d->cn, (unsigned)dev->rank);
+    const unsigned ntasks = (unsigned)dev->size;
+    torxp_cn_task_t *me = cn_task(d->cn, ntasks, ch, (unsigned)dev->rank);
     if (TORXP_UNLIKELY(r >= me->free_below)) {
         /* Cached bound used up (or first round): rescan. */
         uint64_t lo = UINT64_MAX;
-        for (unsigned j = 0; j < (unsigned)dev->size; j++) {
+        for (unsigned j = 0; j < ntasks; j++) {
             /* acquire: pairs with the reader's release of done, so its reads
              * of the slot we are about to overwrite have finished. */
-            uint64_t v = __atomic_load_n(&cn_task(d->cn, j)->done, __ATOMIC_ACQUIRE);
+            uint64_t v = __atomic_load_n(&cn_task(d->cn, ntasks, ch, j)->done, __ATOMIC_ACQUIRE);
             lo = v < lo ? v : lo;
         }
         me->free_below = lo + TORXP_CN_DEPTH;
@@ -351,42 +362,43 @@ torx_status_t torxp_shm_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_
     /* release: the descriptor and payload stores above happen before any
      * reader's acquire of seq == r + 1 lets it read them. */
     __atomic_store_n(&c->seq, r + 1, __ATOMIC_RELEASE);
-    d->cn_injected = r + 1;
+    d->cn_injected[ch] = r + 1;
     return TORX_OK;
 }
 
-torx_status_t torxp_shm_cn_read(torx_pkt_dev_t *dev, void *result)
+torx_status_t torxp_shm_cn_read(torx_pkt_dev_t *dev, unsigned ch, void *result)
 {
     torxp_shm_dev_t *d = torxp_shm_of(dev);
-    uint64_t r = d->cn_read;
+    uint64_t r = d->cn_read[ch];
 
-    const torx_status_t bad = torxp_cn_read_check(dev, r, d->cn_injected, result);
+    const torx_status_t bad = torxp_cn_read_check(dev, r, d->cn_injected[ch], result);
     if (TORXP_UNLIKELY(bad != TORX_OK))
         return bad;
 
     void *region = d->cn;
     unsigned ntasks = (unsigned)dev->size;
     unsigned s = (unsigned)(r & (TORXP_CN_DEPTH - 1));
-    torxp_cn_task_t *me = cn_task(region, (unsigned)dev->rank);
+    torxp_cn_task_t *me = cn_task(region, ntasks, ch, (unsigned)dev->rank);
     unsigned j = me->scan;
     for (; j < ntasks; j++) {
         /* acquire: pairs with the injector's release of seq; the descriptor
          * and payload of task j for round r are read only after this load
          * has returned r + 1 (in cn_combine). */
-        if (__atomic_load_n(&cn_task(region, j)->slot[s].seq, __ATOMIC_ACQUIRE) != r + 1) {
+        if (__atomic_load_n(&cn_task(region, ntasks, ch, j)->slot[s].seq, __ATOMIC_ACQUIRE) !=
+            r + 1) {
             me->scan = j; /* tasks before j need not be rechecked */
             return TORX_AGAIN;
         }
     }
 
-    torx_status_t st = cn_combine(region, ntasks, s, r, result);
+    torx_status_t st = cn_combine(region, ntasks, ch, s, r, result);
     me->scan = 0;
     /* release: our reads of every task's slot s (cn_combine) happen before
      * an injector that acquires done > r overwrites that slot. The round is
      * consumed even when the tasks disagreed, so the pipeline stays in step
      * and every task reports the same error for the same round. */
     __atomic_store_n(&me->done, r + 1, __ATOMIC_RELEASE);
-    d->cn_read = r + 1;
+    d->cn_read[ch] = r + 1;
     return st;
 }
 
@@ -394,7 +406,7 @@ torx_status_t torxp_shm_cn_read(torx_pkt_dev_t *dev, void *result)
 
 size_t torxp_shm_gi_bytes(unsigned ntasks)
 {
-    return sizeof(torxp_gi_hdr_t) + (size_t)ntasks * sizeof(torxp_gi_task_t);
+    return sizeof(torxp_gi_hdr_t) + (size_t)TORX_GI_CHANNELS * ntasks * sizeof(torxp_gi_task_t);
 }
 
 void torxp_shm_gi_init(void *region, unsigned ntasks)
@@ -408,17 +420,17 @@ void torxp_shm_gi_init(void *region, unsigned ntasks)
     h->magic = TORXP_GI_MAGIC;
 }
 
-torx_status_t torxp_shm_gi_arm(torx_pkt_dev_t *dev)
+torx_status_t torxp_shm_gi_arm(torx_pkt_dev_t *dev, unsigned ch)
 {
     torxp_shm_dev_t *d = torxp_shm_of(dev);
-    uint64_t k = d->gi_armed;
+    uint64_t k = d->gi_armed[ch];
 
     if (TORXP_UNLIKELY(k == 0)) {
         torx_status_t st = gi_check_region(d);
         if (st != TORX_OK)
             return st;
     }
-    torxp_gi_task_t *me = gi_task(d->gi, (unsigned)dev->rank);
+    torxp_gi_task_t *me = gi_task(d->gi, (unsigned)dev->size, ch, (unsigned)dev->rank);
     const torx_status_t bad = torxp_gi_arm_check(dev, k, me->complete);
     if (TORXP_UNLIKELY(bad != TORX_OK))
         return bad;
@@ -426,28 +438,28 @@ torx_status_t torxp_shm_gi_arm(torx_pkt_dev_t *dev)
     /* release: everything this task did before entering the barrier happens
      * before a task whose acquire sees armed >= k + 1 leaves it. */
     __atomic_store_n(&me->armed, k + 1, __ATOMIC_RELEASE);
-    d->gi_armed = k + 1;
+    d->gi_armed[ch] = k + 1;
     return TORX_OK;
 }
 
-torx_status_t torxp_shm_gi_poll(torx_pkt_dev_t *dev)
+torx_status_t torxp_shm_gi_poll(torx_pkt_dev_t *dev, unsigned ch)
 {
     torxp_shm_dev_t *d = torxp_shm_of(dev);
-    uint64_t k = d->gi_armed;
+    uint64_t k = d->gi_armed[ch];
 
     const torx_status_t bad = torxp_gi_poll_check(dev, k);
     if (TORXP_UNLIKELY(bad != TORX_OK))
         return bad;
     void *region = d->gi;
-    torxp_gi_task_t *me = gi_task(region, (unsigned)dev->rank);
+    unsigned ntasks = (unsigned)dev->size;
+    torxp_gi_task_t *me = gi_task(region, ntasks, ch, (unsigned)dev->rank);
     if (me->complete == k)
         return TORX_OK;
-    unsigned ntasks = (unsigned)dev->size;
     for (unsigned j = me->scan; j < ntasks; j++) {
         /* acquire: pairs with task j's release in arm, so its work before
          * the barrier is visible once we leave it. >=, not ==: j may
          * already have armed the next round. */
-        if (__atomic_load_n(&gi_task(region, j)->armed, __ATOMIC_ACQUIRE) < k) {
+        if (__atomic_load_n(&gi_task(region, ntasks, ch, j)->armed, __ATOMIC_ACQUIRE) < k) {
             me->scan = j;
             return TORX_AGAIN;
         }

@@ -128,7 +128,15 @@ struct torxp_sim_task {
     double *inject; /* when each injection FIFO slot's packet started on its first
                      * link (+inf: it still waits) */
     unsigned ninject;
-    uint64_t cn_injected, cn_read, gi_armed, gi_seen;
+    /* Each channel's rounds of the collective network and of the global
+     * interrupt, a sequence of its own (sim_net.c): the rounds injected
+     * and armed so far, and of these the ones not yet read (at most
+     * CN_DEPTH: a task cannot inject further ahead of its reads) and not
+     * yet seen complete (0 or 1: one barrier round at a time). A byte holds
+     * each difference, to keep the per-task state small (72 bytes for all
+     * channels; 65,536 tasks). */
+    uint64_t cn_injected[TORX_CN_CHANNELS], gi_armed[TORX_GI_CHANNELS];
+    uint8_t cn_unread[TORX_CN_CHANNELS], gi_unseen[TORX_GI_CHANNELS];
     uint64_t rng;
     /* waiting: the task's main actor and its thread park (torxp_sim_park) */
     torxp_sim_job_t *job;
@@ -165,13 +173,18 @@ double torxp_sim_net_next_event(torxp_sim_job_t *job, torxp_sim_task_t *task);
 double torxp_sim_net_cn_round(torxp_sim_job_t *job);
 int torxp_sim_wakes_earlier(torxp_sim_task_t *task, double when);
 
-torx_status_t torxp_sim_cn_inject(torxp_sim_job_t *job, torxp_sim_task_t *task, double now,
-                                  torx_cn_op_t op, torx_cn_type_t type, int is_root,
+/* A round of the collective network or the global interrupt on channel ch
+ * (below TORX_CN_CHANNELS, TORX_GI_CHANNELS): each channel has its own
+ * rounds, independent of the others'. */
+torx_status_t torxp_sim_cn_inject(torxp_sim_job_t *job, torxp_sim_task_t *task, unsigned ch,
+                                  double now, torx_cn_op_t op, torx_cn_type_t type, int is_root,
                                   const void *data);
-torx_status_t torxp_sim_cn_read(torxp_sim_job_t *job, torxp_sim_task_t *task, double now,
-                                void *result);
-torx_status_t torxp_sim_gi_arm(torxp_sim_job_t *job, torxp_sim_task_t *task, double now);
-torx_status_t torxp_sim_gi_poll(torxp_sim_job_t *job, torxp_sim_task_t *task, double now);
+torx_status_t torxp_sim_cn_read(torxp_sim_job_t *job, torxp_sim_task_t *task, unsigned ch,
+                                double now, void *result);
+torx_status_t torxp_sim_gi_arm(torxp_sim_job_t *job, torxp_sim_task_t *task, unsigned ch,
+                               double now);
+torx_status_t torxp_sim_gi_poll(torxp_sim_job_t *job, torxp_sim_task_t *task, unsigned ch,
+                                double now);
 
 /* Bulk transfers by the DMA engine: start (get: the data flows from peer
  * to this task), when one is next done, and finish (TORX_OK: done and

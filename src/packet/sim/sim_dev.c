@@ -192,8 +192,9 @@ static void sim_wake(torx_pkt_dev_t *dev)
 
 /* ---- collective network and global interrupt ----------------------------------- */
 
-static torx_status_t sim_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn_type_t type,
-                                   int is_root, const void *data)
+/* ch: the channel, each with rounds of its own (sim_net.c) */
+static torx_status_t sim_cn_inject(torx_pkt_dev_t *dev, unsigned ch, torx_cn_op_t op,
+                                   torx_cn_type_t type, int is_root, const void *data)
 {
     sim_dev_t *d = sim_of(dev);
     const torx_status_t bad = torxp_cn_inject_check(op, type, is_root, data);
@@ -201,43 +202,47 @@ static torx_status_t sim_cn_inject(torx_pkt_dev_t *dev, torx_cn_op_t op, torx_cn
         return bad;
     torxp_sim_actor_t *a = enter();
     const torx_status_t rc =
-        torxp_sim_cn_inject(d->job, d->task, torxp_sim_now(a), op, type, is_root, data);
+        torxp_sim_cn_inject(d->job, d->task, ch, torxp_sim_now(a), op, type, is_root, data);
     torxp_sim_charge_s(a, rc == TORX_OK ? d->c_cn : d->c_poll);
     return rc;
 }
 
-static torx_status_t sim_cn_read(torx_pkt_dev_t *dev, void *result)
+static torx_status_t sim_cn_read(torx_pkt_dev_t *dev, unsigned ch, void *result)
 {
     sim_dev_t *d = sim_of(dev);
+    const torxp_sim_task_t *t = d->task;
     const torx_status_t bad =
-        torxp_cn_read_check(dev, d->task->cn_read, d->task->cn_injected, result);
+        torxp_cn_read_check(dev, t->cn_injected[ch] - t->cn_unread[ch], t->cn_injected[ch], result);
     if (bad != TORX_OK)
         return bad;
     torxp_sim_actor_t *a = enter();
     const torx_status_t rc =
-        torxp_sim_cn_read(d->job, d->task, torxp_sim_now(a) + SIM_TIME_EPS, result);
+        torxp_sim_cn_read(d->job, d->task, ch, torxp_sim_now(a) + SIM_TIME_EPS, result);
     torxp_sim_charge_s(a, rc == TORX_AGAIN ? d->c_poll : d->c_cn);
     return rc;
 }
 
-static torx_status_t sim_gi_arm(torx_pkt_dev_t *dev)
+static torx_status_t sim_gi_arm(torx_pkt_dev_t *dev, unsigned ch)
 {
     sim_dev_t *d = sim_of(dev);
-    const torx_status_t bad = torxp_gi_arm_check(dev, d->task->gi_armed, d->task->gi_seen);
+    const torxp_sim_task_t *t = d->task;
+    const torx_status_t bad =
+        torxp_gi_arm_check(dev, t->gi_armed[ch], t->gi_armed[ch] - t->gi_unseen[ch]);
     if (bad != TORX_OK)
         return bad;
     torxp_sim_actor_t *a = enter();
-    return torxp_sim_gi_arm(d->job, d->task, torxp_sim_now(a));
+    return torxp_sim_gi_arm(d->job, d->task, ch, torxp_sim_now(a));
 }
 
-static torx_status_t sim_gi_poll(torx_pkt_dev_t *dev)
+static torx_status_t sim_gi_poll(torx_pkt_dev_t *dev, unsigned ch)
 {
     sim_dev_t *d = sim_of(dev);
-    const torx_status_t bad = torxp_gi_poll_check(dev, d->task->gi_armed);
+    const torx_status_t bad = torxp_gi_poll_check(dev, d->task->gi_armed[ch]);
     if (bad != TORX_OK)
         return bad;
     torxp_sim_actor_t *a = enter();
-    const torx_status_t rc = torxp_sim_gi_poll(d->job, d->task, torxp_sim_now(a) + SIM_TIME_EPS);
+    const torx_status_t rc =
+        torxp_sim_gi_poll(d->job, d->task, ch, torxp_sim_now(a) + SIM_TIME_EPS);
     if (rc == TORX_AGAIN)
         torxp_sim_charge_s(a, d->c_poll);
     return rc;

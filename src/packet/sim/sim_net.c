@@ -35,7 +35,18 @@
  * The collective network and the global interrupt complete a round when
  * its last contribution is in, after the tree's latency (up and down
  * ceil(log_fanout(nodes)) levels) and one packet's wire time, or the
- * interrupt's latency. */
+ * interrupt's latency.
+ *
+ * Each of their channels (TORX_CN_CHANNELS, TORX_GI_CHANNELS) is a
+ * sequence of rounds of its own, with its own round numbers and pipeline
+ * slots: callers that cannot agree on one order of rounds across channels
+ * (nonblocking collectives of different communicators) take one each, and
+ * every task may interleave the channels differently. A collective-network
+ * channel is modelled as a class route of its own over the same tree: the
+ * same latency and bandwidth, its rounds pipelined behind its own earlier
+ * ones only. The channels' packets do not contend for the tree's links in
+ * the model (the hardware's would interleave on them); channel 0 alone
+ * times exactly as before there were channels. */
 #include "sim.h"
 
 #include <simgrid/host.h>
@@ -45,7 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CN_DEPTH 4     /* rounds in flight, as on the shm device */
+#define CN_DEPTH 4     /* rounds in flight per channel, as on the shm device */
 #define BULK_WINDOW 16 /* packets the DMA engine takes at a time: transfers interleave */
 #define SLAB 1024      /* flights and queue entries are allocated this many at a time */
 #define NET_EPS 1e-12  /* as sim_dev.c's SIM_TIME_EPS: a sleep may end a rounding step early */
@@ -66,6 +77,9 @@ typedef struct gi_round {
     int count;
     double done_at;
 } gi_round_t;
+
+/* A task's unread rounds of a channel fit its byte (torxp_sim_task_t). */
+_Static_assert(CN_DEPTH <= UINT8_MAX, "cn_unread is a byte");
 
 /* The queues of packets waiting for a link, by what they need of the
  * buffer at its far end: a slot of the escape channel going on along its
@@ -161,8 +175,8 @@ struct torxp_sim_net {
     int daemon_started, dparked, dwake, closing;
     double daemon_at; /* when it wakes next */
     torxp_sim_net_t *next_retired;
-    cn_round_t cn[CN_DEPTH];
-    gi_round_t gi[2];
+    cn_round_t cn[TORX_CN_CHANNELS][CN_DEPTH]; /* round r of channel ch: cn[ch][r % CN_DEPTH] */
+    gi_round_t gi[TORX_GI_CHANNELS][2];
 };
 
 struct torxp_sim_xfer {
@@ -1243,14 +1257,21 @@ double torxp_sim_net_next_event(torxp_sim_job_t *job, torxp_sim_task_t *t)
     const double bulk = torxp_sim_bulk_next(t);
     if (bulk < next)
         next = bulk;
-    if (t->cn_read < t->cn_injected) {
-        const cn_round_t *c = &n->cn[t->cn_read % CN_DEPTH];
-        if (c->round == t->cn_read + 1 && c->count == n->ntasks && c->done_at < next)
+    /* every channel: the task may wait on any of them */
+    for (unsigned ch = 0; ch < TORX_CN_CHANNELS; ch++) {
+        if (!t->cn_unread[ch])
+            continue;
+        const uint64_t r = t->cn_injected[ch] - t->cn_unread[ch]; /* its next to read */
+        const cn_round_t *c = &n->cn[ch][r % CN_DEPTH];
+        if (c->round == r + 1 && c->count == n->ntasks && c->done_at < next)
             next = c->done_at;
     }
-    if (t->gi_armed > t->gi_seen) {
-        const gi_round_t *g = &n->gi[t->gi_armed & 1];
-        if (g->round == t->gi_armed && g->count == n->ntasks && g->done_at < next)
+    for (unsigned ch = 0; ch < TORX_GI_CHANNELS; ch++) {
+        if (!t->gi_unseen[ch])
+            continue;
+        const uint64_t k = t->gi_armed[ch];
+        const gi_round_t *g = &n->gi[ch][k & 1];
+        if (g->round == k && g->count == n->ntasks && g->done_at < next)
             next = g->done_at;
     }
     return next;
@@ -1263,13 +1284,16 @@ static void notify_all(torxp_sim_net_t *n, double when)
             torxp_sim_notify(&n->tasks[r], when);
 }
 
-torx_status_t torxp_sim_cn_inject(torxp_sim_job_t *job, torxp_sim_task_t *t, double now,
-                                  torx_cn_op_t op, torx_cn_type_t type, int is_root,
+torx_status_t torxp_sim_cn_inject(torxp_sim_job_t *job, torxp_sim_task_t *t, unsigned ch,
+                                  double now, torx_cn_op_t op, torx_cn_type_t type, int is_root,
                                   const void *data)
 {
     torxp_sim_net_t *n = *torxp_sim_job_net(job);
-    const uint64_t r = t->cn_injected;
-    cn_round_t *c = &n->cn[r % CN_DEPTH];
+    cn_round_t *const slots = n->cn[ch];
+    const uint64_t r = t->cn_injected[ch];
+    cn_round_t *c = &slots[r % CN_DEPTH];
+    if (t->cn_unread[ch] >= CN_DEPTH) /* never when each task reads each round: keeps the byte */
+        return TORX_NO_ROOM;
     if (c->round != r + 1) {
         if (c->round && c->readers < n->ntasks)
             return TORX_NO_ROOM; /* a reader is CN_DEPTH rounds behind */
@@ -1304,10 +1328,12 @@ torx_status_t torxp_sim_cn_inject(torxp_sim_job_t *job, torxp_sim_task_t *t, dou
     }
     if (now > c->last_in)
         c->last_in = now;
-    t->cn_injected = r + 1;
+    t->cn_injected[ch] = r + 1;
+    t->cn_unread[ch]++;
     if (++c->count == n->ntasks) {
-        /* rounds pipeline: the tree takes a packet per wire time */
-        const cn_round_t *prev = &n->cn[(r + CN_DEPTH - 1) % CN_DEPTH];
+        /* a channel's rounds pipeline: the tree takes a packet of the
+         * channel per wire time (channels do not contend, see the top) */
+        const cn_round_t *prev = &slots[(r + CN_DEPTH - 1) % CN_DEPTH];
         c->enter = c->last_in;
         if (r && prev->round == r && prev->enter + n->cn_wire_s > c->enter)
             c->enter = prev->enter + n->cn_wire_s;
@@ -1317,46 +1343,53 @@ torx_status_t torxp_sim_cn_inject(torxp_sim_job_t *job, torxp_sim_task_t *t, dou
     return TORX_OK;
 }
 
-torx_status_t torxp_sim_cn_read(torxp_sim_job_t *job, torxp_sim_task_t *t, double now, void *result)
+torx_status_t torxp_sim_cn_read(torxp_sim_job_t *job, torxp_sim_task_t *t, unsigned ch, double now,
+                                void *result)
 {
     torxp_sim_net_t *n = *torxp_sim_job_net(job);
-    const uint64_t r = t->cn_read;
-    cn_round_t *c = &n->cn[r % CN_DEPTH];
+    const uint64_t r = t->cn_injected[ch] - t->cn_unread[ch];
+    cn_round_t *c = &n->cn[ch][r % CN_DEPTH];
     if (c->round != r + 1 || c->count < n->ntasks || now < c->done_at)
         return TORX_AGAIN;
-    t->cn_read = r + 1;
+    t->cn_unread[ch]--;
     c->readers++;
+    if (c->bad_task < 0 && (c->op != TORX_CN_BCAST || c->nroots == 1)) {
+        memcpy(result, c->acc, TORX_CN_PACKET_BYTES);
+        return TORX_OK;
+    }
+    /* the errors name the channel, but channel 0's read as before channels */
+    char chan[24] = "";
+    if (ch)
+        snprintf(chan, sizeof chan, " channel %u", ch);
     if (c->bad_task >= 0)
         return torxp_error(TORX_ERR_PROTO,
-                           "torx: collective network round %llu: the first task injected %s/%s "
+                           "torx: collective network%s round %llu: the first task injected %s/%s "
                            "but task %d injected %s/%s (every task must use the same op and "
                            "type in the same round)",
-                           (unsigned long long)r, torxp_cn_op_name(c->op),
+                           chan, (unsigned long long)r, torxp_cn_op_name(c->op),
                            torxp_cn_type_name(c->type), c->bad_task, torxp_cn_op_name(c->bad_op),
                            torxp_cn_type_name(c->bad_type));
-    if (c->op == TORX_CN_BCAST && c->nroots != 1)
-        return c->nroots == 0
-                   ? torxp_error(TORX_ERR_PROTO,
-                                 "torx: collective network round %llu: BCAST/%s with no root "
-                                 "(exactly one task must pass is_root)",
-                                 (unsigned long long)r, torxp_cn_type_name(c->type))
-                   : torxp_error(TORX_ERR_PROTO,
-                                 "torx: collective network round %llu: BCAST/%s with %d roots, "
-                                 "tasks %d and %d among them (exactly one task must pass "
-                                 "is_root)",
-                                 (unsigned long long)r, torxp_cn_type_name(c->type), c->nroots,
-                                 c->root, c->second_root);
-    memcpy(result, c->acc, TORX_CN_PACKET_BYTES);
-    return TORX_OK;
+    return c->nroots == 0
+               ? torxp_error(TORX_ERR_PROTO,
+                             "torx: collective network%s round %llu: BCAST/%s with no root "
+                             "(exactly one task must pass is_root)",
+                             chan, (unsigned long long)r, torxp_cn_type_name(c->type))
+               : torxp_error(TORX_ERR_PROTO,
+                             "torx: collective network%s round %llu: BCAST/%s with %d roots, "
+                             "tasks %d and %d among them (exactly one task must pass "
+                             "is_root)",
+                             chan, (unsigned long long)r, torxp_cn_type_name(c->type), c->nroots,
+                             c->root, c->second_root);
 }
 
 /* ---- the global interrupt ------------------------------------------------------ */
 
-torx_status_t torxp_sim_gi_arm(torxp_sim_job_t *job, torxp_sim_task_t *t, double now)
+torx_status_t torxp_sim_gi_arm(torxp_sim_job_t *job, torxp_sim_task_t *t, unsigned ch, double now)
 {
     torxp_sim_net_t *n = *torxp_sim_job_net(job);
-    const uint64_t k = ++t->gi_armed;
-    gi_round_t *g = &n->gi[k & 1];
+    const uint64_t k = ++t->gi_armed[ch];
+    t->gi_unseen[ch] = 1;
+    gi_round_t *g = &n->gi[ch][k & 1];
     if (g->round != k)
         *g = (gi_round_t){.round = k};
     if (now > g->done_at)
@@ -1368,15 +1401,16 @@ torx_status_t torxp_sim_gi_arm(torxp_sim_job_t *job, torxp_sim_task_t *t, double
     return TORX_OK;
 }
 
-torx_status_t torxp_sim_gi_poll(torxp_sim_job_t *job, torxp_sim_task_t *t, double now)
+torx_status_t torxp_sim_gi_poll(torxp_sim_job_t *job, torxp_sim_task_t *t, unsigned ch, double now)
 {
     torxp_sim_net_t *n = *torxp_sim_job_net(job);
-    if (t->gi_seen == t->gi_armed)
+    if (!t->gi_unseen[ch])
         return TORX_OK;
-    const gi_round_t *g = &n->gi[t->gi_armed & 1];
-    if (g->round != t->gi_armed || g->count < n->ntasks || now < g->done_at)
+    const uint64_t k = t->gi_armed[ch];
+    const gi_round_t *g = &n->gi[ch][k & 1];
+    if (g->round != k || g->count < n->ntasks || now < g->done_at)
         return TORX_AGAIN;
-    t->gi_seen = t->gi_armed;
+    t->gi_unseen[ch] = 0;
     return TORX_OK;
 }
 
