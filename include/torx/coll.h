@@ -193,8 +193,8 @@ void torx_coll_finalize(torx_coll_t *c);
  *   group of every task, one host, cross-memory attach, not co mode) the
  *   group also keeps 32 bytes per member for their addresses.
  */
-torx_status_t torx_coll_group_create(torx_coll_t *c, uint32_t id, int n, const int *tasks,
-                                     int me, torx_coll_group_t **out);
+torx_status_t torx_coll_group_create(torx_coll_t *c, uint32_t id, int n, const int *tasks, int me,
+                                     torx_coll_group_t **out);
 void torx_coll_group_free(torx_coll_group_t *g);
 
 /* NAME     torx_coll_select - the algorithm a call runs
@@ -277,6 +277,81 @@ const char *torx_coll_alg_name(torx_coll_alg_t alg);
 int torx_coll_counters(const torx_coll_t *c, torx_coll_kind_t kind, torx_coll_alg_t alg,
                        uint64_t *calls, uint64_t *bytes);
 
+/* ---- Nonblocking collectives ---------------------------------------------------
+ *
+ * The barrier on the global interrupt, and allreduce, reduce and bcast on
+ * the collective network, started now and completed later. MPI orders one
+ * communicator's collectives the same way on every member but not those
+ * of different communicators, so a group runs its nonblocking collectives
+ * on a hardware channel of its own (torx_coll_group_channel), and they
+ * run one after another in the order they were started. A group without
+ * a channel has none of torx's: torx_coll_iselect says FALLBACK.
+ *
+ * Progress: started collectives move in torx_coll_progress, which every
+ * torx_advance of the context runs while any are in flight; done(arg,
+ * status) runs there when one ends, with TORX_OK or its error (as the
+ * blocking call's). Buffers must stay untouched until then.
+ */
+typedef void (*torx_coll_done_fn)(void *arg, torx_status_t status);
+
+/* NAME     torx_coll_group_channel - give a group a hardware channel
+ * DESCRIPTION
+ *   channel 1..TORX_CN_CHANNELS-1 (<torx/packet.h>; 0: none) for g's
+ *   nonblocking collectives. The caller guarantees that no other group
+ *   uses the channel while g lives, on any task, and gives g the same
+ *   channel on every member (the MPI netmod derives it from the
+ *   communicator's context id: docs/collectives.md#nonblocking).
+ * RETURN VALUE
+ *   TORX_OK; TORX_ERR_INVAL for a channel out of range, or while g has
+ *   nonblocking collectives in flight.
+ */
+torx_status_t torx_coll_group_channel(torx_coll_group_t *g, unsigned channel);
+
+/* NAME     torx_coll_iselect - the algorithm a nonblocking call runs
+ * DESCRIPTION
+ *   As torx_coll_select, for the nonblocking calls: TORX_COLL_ALG_GI for a
+ *   barrier and TORX_COLL_ALG_CN for the others where the group has a
+ *   channel and spans every task (TORX_COLL and TORX_COLL_<KIND> apply;
+ *   auto takes the collective network up to TORX_COLL_CN_MAX), else
+ *   TORX_COLL_ALG_FALLBACK. Counts the call (torx_coll_icounters) and
+ *   makes it the group's last algorithm ("iallreduce:cn").
+ */
+torx_coll_alg_t torx_coll_iselect(torx_coll_group_t *g, torx_coll_kind_t kind, size_t bytes,
+                                  torx_coll_dtype_t dtype, torx_coll_op_t op);
+
+/* The calls, with alg from torx_coll_iselect (not FALLBACK): arguments as
+ * the blocking calls'. They return TORX_OK once started (done may run
+ * before they return, when the first step already ends the collective);
+ * TORX_ERR_INVAL when alg does not apply or an argument is bad;
+ * TORX_ERR_NOMEM. A group is freed only when none of its nonblocking
+ * collectives is in flight. */
+torx_status_t torx_coll_ibarrier(torx_coll_group_t *g, torx_coll_alg_t alg, torx_coll_done_fn done,
+                                 void *arg);
+torx_status_t torx_coll_ibcast(torx_coll_group_t *g, torx_coll_alg_t alg, void *buf, size_t bytes,
+                               int root, torx_coll_done_fn done, void *arg);
+torx_status_t torx_coll_iallreduce(torx_coll_group_t *g, torx_coll_alg_t alg, const void *in,
+                                   void *out, size_t count, torx_coll_dtype_t dtype,
+                                   torx_coll_op_t op, torx_coll_done_fn done, void *arg);
+torx_status_t torx_coll_ireduce(torx_coll_group_t *g, torx_coll_alg_t alg, const void *in,
+                                void *out, size_t count, torx_coll_dtype_t dtype, torx_coll_op_t op,
+                                int root, torx_coll_done_fn done, void *arg);
+
+/* NAME     torx_coll_progress - move the nonblocking collectives on
+ * DESCRIPTION
+ *   Moves every channel's oldest started collective as far as it goes
+ *   without waiting, and the next when one ends, running done callbacks.
+ *   torx_advance calls it while any are in flight; call it directly only
+ *   where the context is not advanced. Not from a done callback.
+ * RETURN VALUE
+ *   Rounds read and collectives ended (0: nothing moved).
+ */
+int torx_coll_progress(torx_coll_t *c);
+
+/* As torx_coll_counters, for the nonblocking calls as torx_coll_iselect
+ * chose: 1 for the pairs that exist (each kind's FALLBACK, ibarrier/gi,
+ * ibcast, iallreduce and ireduce on cn). */
+int torx_coll_icounters(const torx_coll_t *c, torx_coll_kind_t kind, torx_coll_alg_t alg,
+                        uint64_t *calls, uint64_t *bytes);
 
 #ifdef __cplusplus
 }

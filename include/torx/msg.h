@@ -508,6 +508,21 @@ torx_status_t torx_line_send(const torx_line_t *line, const void *hdr, const voi
  */
 int torx_advance(torx_ctx_t *ctx);
 
+/* NAME     torx_advance_hook - run a function in every torx_advance
+ * DESCRIPTION
+ *   While set, fn(arg) runs at the end of every torx_advance of ctx (not
+ *   in handlers or callbacks, which never advance), and counts its return
+ *   value as events handled. A layer above the message layer that has
+ *   work in flight but no packets of its own to wake it (torx_coll's
+ *   nonblocking collectives on the collective network) sets it while it
+ *   has such work, and progresses wherever the context does. While set,
+ *   torx_wait naps instead of sleeping until a packet comes. fn NULL
+ *   removes it; fn may remove itself. One hook per context.
+ * RETURN VALUE
+ *   TORX_OK; TORX_ERR_INVAL for a NULL ctx, or when another hook is set.
+ */
+torx_status_t torx_advance_hook(torx_ctx_t *ctx, int (*fn)(void *arg), void *arg);
+
 /* NAME     torx_wait - advance until a flag is set
  * DESCRIPTION
  *   Calls torx_advance until *flag is non-zero (set by a handler or

@@ -262,6 +262,7 @@ void torx_coll_finalize(torx_coll_t *c)
 {
     if (c == NULL)
         return;
+    torxc_nb_finalize(c);
     torxc_a2a_finalize(c);
     torxc_torus_finalize(c);
     torx_register(c->ctx, c->handler, NULL, NULL);
@@ -274,6 +275,13 @@ void torx_coll_finalize(torx_coll_t *c)
                 if (c->calls[k][a] && len < (int)sizeof line) {
                     len += snprintf(line + len, sizeof line - (size_t)len, " %s %" PRIu64,
                                     full_names[k][a], c->calls[k][a]);
+                    any = 1;
+                }
+        for (int k = 0; k < TORX_COLL_NKINDS; k++)
+            for (int a = 0; a < TORX_COLL_NALGS; a++)
+                if (c->nb_calls[k][a] && len < (int)sizeof line) {
+                    len += snprintf(line + len, sizeof line - (size_t)len, " %s %" PRIu64,
+                                    torxc_nb_name(k, a), c->nb_calls[k][a]);
                     any = 1;
                 }
         if (!any && len < (int)sizeof line)
@@ -404,6 +412,7 @@ void torx_coll_group_free(torx_coll_group_t *g)
 {
     if (g == NULL)
         return;
+    torxc_nb_group_free(g);
     g->c->ngroups--;
     free(g->a2a_msgs);
     free(g->a2a_perm);

@@ -5,8 +5,11 @@
  * matter: the ALU's operations are commutative and the floating sum is
  * bitwise independent of who holds what. A group's members call its
  * collectives in the same order (MPI's rule for blocking collectives), and
- * two groups of every task are never in a collective at once on one task,
- * so one device round sequence serves every such group.
+ * two groups of every task are never in a blocking collective at once on
+ * one task, so channel 0's round sequence serves every such group's
+ * blocking collectives. A nonblocking collective runs on its group's own
+ * channel (coll_nb.c), since those of different groups may be started in
+ * different orders on different tasks.
  *
  * Vectors move in 256-byte rounds, pipelined TORXC_CN_DEPTH deep (the
  * device holds 4 rounds in flight). The floating sum needs its lane's
@@ -20,6 +23,7 @@
  */
 #include "coll_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define TORXC_CN_DEPTH 4
@@ -44,20 +48,20 @@ torx_status_t torxc_gi_barrier(torx_coll_group_t *g)
 /* A vector split into 256-byte rounds: fill() writes round r's packet,
  * drain() takes round r's result. cn_run runs rounds first .. first +
  * rounds - 1 (the floating sum runs its vector a batch at a time). */
-typedef struct cn_stream {
+struct torxc_cn_stream {
     torx_cn_op_t op;
     torx_cn_type_t type;
     int is_root; /* TORX_CN_BCAST */
     size_t first, rounds;
-    void (*fill)(struct cn_stream *s, size_t r, void *pkt);
-    void (*drain)(struct cn_stream *s, size_t r, const void *pkt);
+    void (*fill)(struct torxc_cn_stream *s, size_t r, void *pkt);
+    void (*drain)(struct torxc_cn_stream *s, size_t r, const void *pkt);
     /* for the fill/drain functions */
     const unsigned char *in;
     unsigned char *out;
-    size_t bytes;   /* of in/out */
-    size_t esize;   /* element bytes */
-    size_t base;    /* allgather: this task's block offset in the result */
-    size_t block;   /* allgather: block bytes */
+    size_t bytes; /* of in/out */
+    size_t esize; /* element bytes */
+    size_t base;  /* allgather: this task's block offset in the result */
+    size_t block; /* allgather: block bytes */
     torx_coll_dtype_t dtype;
     int64_t *emax; /* fpsum: the batch's exponents, from phase 1 for phase 2 */
     int headroom;
@@ -65,55 +69,73 @@ typedef struct cn_stream {
     int64_t *found;       /* fpsum: where phase 1 also leaves each element's exponent, or NULL */
     int64_t *lanes;       /* fpsum on a guess: every round's result lanes */
     const struct guess_layout *layout; /* fpsum on a guess: the rounds' layout */
-} cn_stream_t;
+    /* where the rounds stand (cn_step): on channel ch, injected and read of
+     * rounds, and the first disagreement */
+    unsigned ch;
+    size_t injected, read;
+    torx_status_t err;
+};
+typedef struct torxc_cn_stream cn_stream_t;
 
-/* Runs every round of s: injects up to TORXC_CN_DEPTH ahead of the reads.
- * A disagreement (TORX_ERR_PROTO) is consumed on every task for the same
- * round, so the rounds go on to the end and keep the device in step; the
- * first such error is returned. Other errors end at once. */
-static torx_status_t cn_run(torx_coll_t *c, cn_stream_t *s)
+/* Moves s's rounds on as far as they go without waiting: injects up to
+ * TORXC_CN_DEPTH ahead of the reads, and reads what is complete. TORX_AGAIN
+ * while rounds remain; when all are read, TORX_OK or the first
+ * disagreement (TORX_ERR_PROTO), which is consumed on every task for the
+ * same round, so the rounds go on to the end and keep the device in step.
+ * Other errors end at once. *moved: whether a round was read. */
+static torx_status_t cn_step(torx_coll_t *c, cn_stream_t *s, int *moved)
 {
     unsigned char pkt[TORXC_CN_BYTES], res[TORXC_CN_BYTES];
-    size_t injected = 0, read = 0;
-    torx_status_t err = TORX_OK;
-    unsigned spins = 0, polls = 0;
-    while (read < s->rounds) {
-        while (injected < s->rounds && injected - read < TORXC_CN_DEPTH) {
+    *moved = 0;
+    while (s->read < s->rounds) {
+        while (s->injected < s->rounds && s->injected - s->read < TORXC_CN_DEPTH) {
             const void *data = NULL;
             if (s->op != TORX_CN_BCAST || s->is_root) {
-                s->fill(s, s->first + injected, pkt);
+                s->fill(s, s->first + s->injected, pkt);
                 data = pkt;
             }
-            torx_status_t st = torx_cn_inject(c->dev, s->op, s->type, s->is_root, data);
+            torx_status_t st = torx_cn_inject_on(c->dev, s->ch, s->op, s->type, s->is_root, data);
             if (st == TORX_NO_ROOM)
                 break;
             if (st != TORX_OK)
                 return st;
-            injected++;
+            s->injected++;
         }
-        if (injected == read) {
-            /* Every round of ours is read, but a slower task has not read
-             * the round whose slot the next one reuses. */
-            torxc_poll_wait(c, &polls, &spins);
-            continue;
-        }
-        torx_status_t st = torx_cn_read(c->dev, res);
-        if (st == TORX_AGAIN) {
-            torxc_poll_wait(c, &polls, &spins);
-            continue;
-        }
+        /* Nothing of ours to read: a slower task has not read the round
+         * whose slot the next one reuses. */
+        if (s->injected == s->read)
+            return TORX_AGAIN;
+        torx_status_t st = torx_cn_read_on(c->dev, s->ch, res);
+        if (st == TORX_AGAIN)
+            return TORX_AGAIN;
         if (st == TORX_ERR_PROTO) {
-            if (err == TORX_OK)
-                err = st;
+            if (s->err == TORX_OK)
+                s->err = st;
         } else if (st != TORX_OK) {
             return st;
-        } else if (err == TORX_OK && s->drain) {
-            s->drain(s, s->first + read, res);
+        } else if (s->err == TORX_OK && s->drain) {
+            s->drain(s, s->first + s->read, res);
         }
-        read++;
-        spins = 0;
+        s->read++;
+        *moved = 1;
     }
-    return err;
+    return s->err;
+}
+
+/* Runs every round of s from s->first, waiting. */
+static torx_status_t cn_run(torx_coll_t *c, cn_stream_t *s)
+{
+    unsigned spins = 0, polls = 0;
+    int moved;
+    torx_status_t st;
+    s->injected = s->read = 0;
+    s->err = TORX_OK;
+    while ((st = cn_step(c, s, &moved)) == TORX_AGAIN) {
+        if (moved)
+            spins = 0;
+        torxc_poll_wait(c, &polls, &spins);
+    }
+    return st;
 }
 
 /* Bytes of round r within a vector of total bytes. */
@@ -487,72 +509,89 @@ static torx_status_t cn_fpsum(torx_coll_t *c, cn_stream_t *s)
 
 /* ---- the collectives ----------------------------------------------------------- */
 
-torx_status_t torxc_cn_reduce(torx_coll_group_t *g, const void *in, void *out, size_t count,
-                              torx_coll_dtype_t dtype, torx_coll_op_t op)
+/* Sets s up for a reduction of count elements (nothing to do: s->rounds
+ * stays 0); the floating sum's fields are left to cn_fpsum and the
+ * nonblocking sum. */
+static torx_status_t reduce_setup(cn_stream_t *s, const void *in, void *out, size_t count,
+                                  torx_coll_dtype_t dtype, torx_coll_op_t op)
 {
-    torx_coll_t *c = g->c;
-    cn_stream_t s = {0};
-    s.esize = torxc_dtype_size(dtype);
-    if (count > SIZE_MAX / s.esize)
+    s->esize = torxc_dtype_size(dtype);
+    if (count > SIZE_MAX / s->esize)
         return torxp_error(TORX_ERR_INVAL, "torx: collective-network reduction of %zu elements",
                            count);
-    s.in = in;
-    s.out = out;
-    s.bytes = count * s.esize;
-    s.dtype = dtype;
-    if (count == 0)
+    s->in = in;
+    s->out = out;
+    s->bytes = count * s->esize;
+    s->dtype = dtype;
+    if (count == 0 || torxc_is_fpsum(dtype, op))
         return TORX_OK;
-    if (torxc_is_fpsum(dtype, op))
-        return cn_fpsum(c, &s);
 
-    s.type = cn_int_type(dtype);
-    s.rounds = (s.bytes + TORXC_CN_BYTES - 1) / TORXC_CN_BYTES;
-    s.fill = fill_copy;
-    s.drain = drain_copy;
+    s->type = cn_int_type(dtype);
+    s->rounds = (s->bytes + TORXC_CN_BYTES - 1) / TORXC_CN_BYTES;
+    s->fill = fill_copy;
+    s->drain = drain_copy;
     switch (op) {
     case TORX_COLL_SUM:
-        s.op = TORX_CN_ADD;
+        s->op = TORX_CN_ADD;
         break;
     case TORX_COLL_MIN:
     case TORX_COLL_MAX:
-        s.op = op == TORX_COLL_MIN ? TORX_CN_MIN : TORX_CN_MAX;
+        s->op = op == TORX_COLL_MIN ? TORX_CN_MIN : TORX_CN_MAX;
         if (dtype == TORX_COLL_FLOAT || dtype == TORX_COLL_DOUBLE) {
-            s.fill = fill_ordered;
-            s.drain = drain_ordered;
+            s->fill = fill_ordered;
+            s->drain = drain_ordered;
         }
         break;
     case TORX_COLL_BAND:
-        s.op = TORX_CN_AND;
+        s->op = TORX_CN_AND;
         break;
     case TORX_COLL_BOR:
-        s.op = TORX_CN_OR;
+        s->op = TORX_CN_OR;
         break;
     case TORX_COLL_BXOR:
-        s.op = TORX_CN_XOR;
+        s->op = TORX_CN_XOR;
         break;
     case TORX_COLL_LAND:
     case TORX_COLL_LOR:
-        s.op = op == TORX_COLL_LAND ? TORX_CN_AND : TORX_CN_OR;
-        s.fill = fill_logical;
+        s->op = op == TORX_COLL_LAND ? TORX_CN_AND : TORX_CN_OR;
+        s->fill = fill_logical;
         break;
     default:
         return torxp_error(TORX_ERR_INVAL, "torx: collective-network reduction: op %d", op);
     }
-    return cn_run(c, &s);
+    return TORX_OK;
+}
+
+torx_status_t torxc_cn_reduce(torx_coll_group_t *g, const void *in, void *out, size_t count,
+                              torx_coll_dtype_t dtype, torx_coll_op_t op)
+{
+    cn_stream_t s = {0};
+    torx_status_t st = reduce_setup(&s, in, out, count, dtype, op);
+    if (st != TORX_OK || count == 0)
+        return st;
+    if (torxc_is_fpsum(dtype, op))
+        return cn_fpsum(g->c, &s);
+    return cn_run(g->c, &s);
+}
+
+static void bcast_setup(cn_stream_t *s, const torx_coll_group_t *g, void *buf, size_t bytes,
+                        int root)
+{
+    s->op = TORX_CN_BCAST;
+    s->type = TORX_CN_U64;
+    s->is_root = g->me == root;
+    s->in = buf;
+    s->out = s->is_root ? NULL : buf; /* the root's buffer already holds the result */
+    s->bytes = bytes;
+    s->rounds = (bytes + TORXC_CN_BYTES - 1) / TORXC_CN_BYTES;
+    s->fill = fill_copy;
+    s->drain = drain_copy;
 }
 
 torx_status_t torxc_cn_bcast(torx_coll_group_t *g, void *buf, size_t bytes, int root)
 {
     cn_stream_t s = {0};
-    s.op = TORX_CN_BCAST;
-    s.type = TORX_CN_U64;
-    s.is_root = g->me == root;
-    s.in = buf;
-    s.out = s.is_root ? NULL : buf; /* the root's buffer already holds the result */
-    s.bytes = bytes;
-    s.rounds = (bytes + TORXC_CN_BYTES - 1) / TORXC_CN_BYTES;
-    s.fill = fill_copy;
-    s.drain = drain_copy;
+    bcast_setup(&s, g, buf, bytes, root);
     return cn_run(g->c, &s);
 }
 
@@ -585,4 +624,102 @@ torx_status_t torxc_cn_allgather(torx_coll_group_t *g, const void *in, void *out
     s.fill = fill_block;
     s.drain = drain_copy;
     return cn_run(g->c, &s);
+}
+
+/* ---- a step at a time, on a channel of its own (nonblocking, coll_nb.c) ------------ */
+
+struct torxc_cn_op {
+    cn_stream_t s;
+    /* the floating sum, always in two passes (the guess's state belongs to
+     * the blocking sums of channel 0): batches of TORXC_CN_DEPTH rounds,
+     * the exponents (phase 0) then the sums (phase 1) */
+    int fpsum, phase;
+    size_t rounds;
+    torx_status_t err; /* the first disagreement over every batch */
+    int64_t emax[TORXC_CN_DEPTH * FP_LANES];
+};
+
+/* The stream of the floating sum's next pass (s.first: its batch). */
+static void fpsum_pass(torxc_cn_op_t *o)
+{
+    cn_stream_t *s = &o->s;
+    s->rounds = o->rounds - s->first < TORXC_CN_DEPTH ? o->rounds - s->first : TORXC_CN_DEPTH;
+    s->injected = s->read = 0;
+    s->err = TORX_OK;
+    if (o->phase == 0) {
+        s->op = TORX_CN_MAX;
+        s->fill = fill_exponent;
+        s->drain = drain_exponent;
+    } else {
+        s->op = TORX_CN_ADD;
+        s->fill = fill_mantissa;
+        s->drain = o->err == TORX_OK ? drain_sum : NULL;
+    }
+}
+
+torx_status_t torxc_cn_ireduce(torx_coll_group_t *g, unsigned ch, const void *in, void *out,
+                               size_t count, torx_coll_dtype_t dtype, torx_coll_op_t op,
+                               torxc_cn_op_t **out_op)
+{
+    torxc_cn_op_t *o = calloc(1, sizeof *o);
+    if (o == NULL)
+        return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for a nonblocking reduction");
+    torx_status_t st = reduce_setup(&o->s, in, out, count, dtype, op);
+    if (st == TORX_OK && count > 0 && torxc_is_fpsum(dtype, op)) {
+        o->fpsum = 1;
+        o->s.headroom = torx_cn_fpsum_headroom(g->c->job_size);
+        if (o->s.headroom == 0)
+            st = torxp_error(TORX_ERR_UNSUPPORTED,
+                             "torx: collective-network floating sum: a job of %d tasks is too "
+                             "large",
+                             g->c->job_size);
+        o->s.type = TORX_CN_S64;
+        o->s.emax = o->emax;
+        o->rounds = (count + FP_LANES - 1) / FP_LANES;
+        fpsum_pass(o);
+    }
+    if (st != TORX_OK) {
+        free(o);
+        return st;
+    }
+    o->s.ch = ch;
+    *out_op = o;
+    return TORX_OK;
+}
+
+torx_status_t torxc_cn_ibcast(torx_coll_group_t *g, unsigned ch, void *buf, size_t bytes, int root,
+                              torxc_cn_op_t **out_op)
+{
+    torxc_cn_op_t *o = calloc(1, sizeof *o);
+    if (o == NULL)
+        return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for a nonblocking broadcast");
+    bcast_setup(&o->s, g, buf, bytes, root);
+    o->s.ch = ch;
+    *out_op = o;
+    return TORX_OK;
+}
+
+torx_status_t torxc_cn_op_step(torx_coll_t *c, torxc_cn_op_t *o, int *moved)
+{
+    torx_status_t st = cn_step(c, &o->s, moved);
+    if (!o->fpsum || st == TORX_AGAIN)
+        return st;
+    for (;;) {
+        if (cn_fatal(st, &o->err))
+            return st;
+        if (o->phase == 0) {
+            o->phase = 1;
+        } else {
+            o->phase = 0;
+            o->s.first += TORXC_CN_DEPTH;
+            if (o->s.first >= o->rounds)
+                return o->err;
+        }
+        fpsum_pass(o);
+        int more;
+        st = cn_step(c, &o->s, &more);
+        *moved |= more;
+        if (st == TORX_AGAIN)
+            return st;
+    }
 }

@@ -9,6 +9,9 @@
  *   coll_exchange.c allreduce/reduce of short vectors by direct exchange
  *   coll_cost.c     each algorithm's time on the device's network (selection
  *                   on a torus)
+ *   coll_nb.c       nonblocking barrier, allreduce, reduce and bcast on the
+ *                   global interrupt and collective network, on a channel
+ *                   of the group's own
  */
 #ifndef TORX_COLL_INTERNAL_H
 #define TORX_COLL_INTERNAL_H
@@ -132,6 +135,9 @@ typedef struct torxc_bcast {
     torx_status_t status;                            /* a bad packet */
 } torxc_bcast_t;
 
+/* A nonblocking collective in its channel's queue (coll_nb.c). */
+typedef struct torxc_nb torxc_nb_t;
+
 struct torx_coll {
     torx_ctx_t *ctx;
     torx_pkt_dev_t *dev;
@@ -147,6 +153,12 @@ struct torx_coll {
     int warned[TORX_COLL_NKINDS]; /* a forced algorithm fell back: said once */
     uint64_t calls[TORX_COLL_NKINDS][TORX_COLL_NALGS];
     uint64_t bytes[TORX_COLL_NKINDS][TORX_COLL_NALGS]; /* as torx_coll_select takes them */
+    /* nonblocking: as torx_coll_iselect chose, and the queues of started
+     * ones per channel (channel 0 unused: the blocking collectives') */
+    uint64_t nb_calls[TORX_COLL_NKINDS][TORX_COLL_NALGS];
+    uint64_t nb_bytes[TORX_COLL_NKINDS][TORX_COLL_NALGS];
+    torxc_nb_t *nb_head[TORX_CN_CHANNELS], *nb_tail[TORX_CN_CHANNELS];
+    int nb_total;
     int ngroups;
     torxc_a2a_t a2a;
     torxc_bcast_t bc;
@@ -244,6 +256,8 @@ struct torx_coll_group {
     int coord_shared;
     uint32_t bc_seq;      /* torus bcasts run on this group */
     torxc_geometry_t geo; /* what the cost estimates need (coll_cost.c) */
+    unsigned channel;     /* its nonblocking collectives' (coll_nb.c); 0: none */
+    int nb_queued;        /* of those, started and not done */
 };
 
 /* The message-layer rank of member i of g. */
@@ -294,6 +308,23 @@ torx_status_t torxc_cn_reduce(torx_coll_group_t *g, const void *in, void *out, s
                               torx_coll_dtype_t dtype, torx_coll_op_t op);
 torx_status_t torxc_cn_bcast(torx_coll_group_t *g, void *buf, size_t bytes, int root);
 torx_status_t torxc_cn_allgather(torx_coll_group_t *g, const void *in, void *out, size_t bytes);
+
+/* coll_cn.c: a collective-network collective a step at a time, on channel
+ * ch (coll_nb.c); torxc_cn_op_step: TORX_AGAIN, or how it ended (*moved:
+ * a round was read). Free the op with free(). */
+typedef struct torxc_cn_op torxc_cn_op_t;
+torx_status_t torxc_cn_ireduce(torx_coll_group_t *g, unsigned ch, const void *in, void *out,
+                               size_t count, torx_coll_dtype_t dtype, torx_coll_op_t op,
+                               torxc_cn_op_t **out_op);
+torx_status_t torxc_cn_ibcast(torx_coll_group_t *g, unsigned ch, void *buf, size_t bytes, int root,
+                              torxc_cn_op_t **out_op);
+torx_status_t torxc_cn_op_step(torx_coll_t *c, torxc_cn_op_t *op, int *moved);
+
+/* coll_nb.c: the name of a nonblocking collective's algorithm
+ * ("iallreduce:cn"); what torx_coll_finalize runs for those never done */
+const char *torxc_nb_name(torx_coll_kind_t kind, torx_coll_alg_t alg);
+void torxc_nb_finalize(torx_coll_t *c);
+void torxc_nb_group_free(torx_coll_group_t *g); /* drops its queued ones, saying so */
 
 /* coll_alltoall.c: the paced alltoall(v), and the handler of its blocks */
 torx_status_t torxc_paced_alltoallv(torx_coll_group_t *g, torx_coll_kind_t kind, const void *in,

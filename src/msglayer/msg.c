@@ -754,8 +754,21 @@ int torx_advance(torx_ctx_t *ctx)
         n += run_completions(ctx);
     if (TORXM_UNLIKELY(ctx->rx_done_head != NULL))
         n += torxm_rx_done_run(ctx);
+    if (TORXM_UNLIKELY(ctx->advance_hook != NULL))
+        n += ctx->advance_hook(ctx->advance_hook_arg);
     ctx->in_advance = 0;
     return n;
+}
+
+torx_status_t torx_advance_hook(torx_ctx_t *ctx, int (*fn)(void *arg), void *arg)
+{
+    if (ctx == NULL)
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_advance_hook: ctx is NULL");
+    if (fn && ctx->advance_hook && (ctx->advance_hook != fn || ctx->advance_hook_arg != arg))
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_advance_hook: another hook is set");
+    ctx->advance_hook = fn;
+    ctx->advance_hook_arg = fn ? arg : NULL;
+    return TORX_OK;
 }
 
 /* One idle round of a wait: spin, then yield, then sleep until a packet
@@ -785,7 +798,8 @@ static void idle_backoff(torx_ctx_t *ctx, unsigned idle, double deadline, int do
             return;
         }
     }
-    if (doorbell && !ctx->busy && !ctx->ctrl_head) {
+    /* A hook's work (the collective network's rounds) rings no doorbell. */
+    if (doorbell && !ctx->busy && !ctx->ctrl_head && !ctx->advance_hook) {
         int ms = WAIT_SLEEP_MS;
         if (deadline >= 0) {
             const double left = deadline - torxp_now_s(ctx->dev);

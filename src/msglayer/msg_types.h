@@ -227,6 +227,8 @@ struct torx_ctx {
     char failed_why[400];   /* and its message, which every later advance reports again */
 
     int in_advance;
+    int (*advance_hook)(void *arg); /* torx_advance_hook */
+    void *advance_hook_arg;
     int costarted;       /* heater, vn: work units run by torx_costart */
     struct torxm_co *co; /* co mode: the scratchpad shared with the communication thread */
     torxm_rx_t *co_wait, **co_wait_tail; /* co: gets not yet handed to the thread */

@@ -1394,6 +1394,161 @@ START_TEST(groups)
 }
 END_TEST
 
+/* ---- nonblocking ------------------------------------------------------------ */
+
+typedef struct nb_flag {
+    volatile int done;
+    torx_status_t st;
+} nb_flag_t;
+
+static void nb_done(void *arg, torx_status_t st)
+{
+    nb_flag_t *f = arg;
+    f->st = st;
+    f->done = 1;
+}
+
+static int group_index(int perm, int n, int rank)
+{
+    for (int i = 0; i < n; i++)
+        if (group_order(perm, n, i) == rank)
+            return i;
+    return -1;
+}
+
+/* Nonblocking collectives on two groups of every task, channels 1 and 2,
+ * started in opposite orders on even and odd ranks (MPI allows that across
+ * communicators), with a blocking collective of each group between the
+ * starts and the waits: every result right, the floating sum bitwise the
+ * blocking one's, the counts and names right, and a group without a
+ * channel gets none. */
+static int nb_task(torx_boot_t *boot, void *argp)
+{
+    (void)argp;
+    torx_ctx_t *ctx;
+    torx_coll_t *c;
+    if (coll_open(boot, NULL, &ctx, &c))
+        return 1;
+    const int n = boot->size;
+    torx_coll_group_t *ga = make_group(c, boot, 0), *gb = make_group(c, boot, 1);
+    TASK_CHECK(ga && gb, "%s", torx_last_error());
+    const int ma = group_index(0, n, boot->rank), mb = group_index(1, n, boot->rank);
+
+    TASK_CHECK(torx_coll_iselect(ga, TORX_COLL_BARRIER, 0, 0, 0) == TORX_COLL_ALG_FALLBACK,
+               "a group without a channel got torx's ibarrier");
+    TASK_CHECK(torx_coll_ibarrier(ga, TORX_COLL_ALG_GI, nb_done, NULL) == TORX_ERR_INVAL,
+               "ibarrier without a channel started");
+    TASK_CHECK(torx_coll_group_channel(ga, TORX_CN_CHANNELS) == TORX_ERR_INVAL, "channel 4 taken");
+    TASK_CHECK(torx_coll_group_channel(ga, 1) == TORX_OK &&
+                   torx_coll_group_channel(gb, 2) == TORX_OK,
+               "%s", torx_last_error());
+
+    enum { NI = 7, NF = 300, NB = 300, NM = 33 };
+    for (int round = 0; round < 3; round++) {
+        const int seed = 40 + round;
+        int64_t in_i[NI], out_i[NI], want_i[NI];
+        double in_f[NF], out_f[NF], blk_f[NF];
+        float in_m[NM], out_m[NM], want_m[NM];
+        unsigned char buf[NB];
+        make_input(TORX_COLL_S64, TORX_COLL_SUM, seed, ma, NI, in_i);
+        make_input(TORX_COLL_DOUBLE, TORX_COLL_SUM, seed, mb, NF, in_f);
+        make_input(TORX_COLL_FLOAT, TORX_COLL_MAX, seed, mb, NM, in_m);
+        const int broot = round % n; /* gb index */
+        for (int i = 0; i < NB; i++)
+            buf[i] = mb == broot ? (unsigned char)(i * 7 + seed) : 0;
+        memset(out_m, 0, sizeof out_m);
+
+        nb_flag_t f[5] = {{0}};
+        torx_coll_alg_t a;
+        for (int k = 0; k < 2; k++) {
+            /* even ranks start A's then B's, odd ranks B's then A's */
+            const int a_now = (k == 0) == (boot->rank % 2 == 0);
+            if (a_now) {
+                a = torx_coll_iselect(ga, TORX_COLL_ALLREDUCE, sizeof in_i, TORX_COLL_S64,
+                                      TORX_COLL_SUM);
+                TASK_CHECK(a == TORX_COLL_ALG_CN, "iallreduce got %s", torx_coll_alg_name(a));
+                TASK_CHECK(!strcmp(torx_coll_last_algorithm(ga), "iallreduce:cn"), "last %s",
+                           torx_coll_last_algorithm(ga));
+                TASK_CHECK(torx_coll_iallreduce(ga, a, in_i, out_i, NI, TORX_COLL_S64,
+                                                TORX_COLL_SUM, nb_done, &f[0]) == TORX_OK,
+                           "%s", torx_last_error());
+                a = torx_coll_iselect(ga, TORX_COLL_BARRIER, 0, 0, 0);
+                TASK_CHECK(a == TORX_COLL_ALG_GI, "ibarrier got %s", torx_coll_alg_name(a));
+                TASK_CHECK(torx_coll_ibarrier(ga, a, nb_done, &f[1]) == TORX_OK, "%s",
+                           torx_last_error());
+            } else {
+                a = torx_coll_iselect(gb, TORX_COLL_ALLREDUCE, sizeof in_f, TORX_COLL_DOUBLE,
+                                      TORX_COLL_SUM);
+                TASK_CHECK(a == TORX_COLL_ALG_CN, "fp iallreduce got %s", torx_coll_alg_name(a));
+                TASK_CHECK(torx_coll_iallreduce(gb, a, in_f, out_f, NF, TORX_COLL_DOUBLE,
+                                                TORX_COLL_SUM, nb_done, &f[2]) == TORX_OK,
+                           "%s", torx_last_error());
+                a = torx_coll_iselect(gb, TORX_COLL_BCAST, NB, 0, 0);
+                TASK_CHECK(a == TORX_COLL_ALG_CN, "ibcast got %s", torx_coll_alg_name(a));
+                TASK_CHECK(torx_coll_ibcast(gb, a, buf, NB, broot, nb_done, &f[3]) == TORX_OK, "%s",
+                           torx_last_error());
+                a = torx_coll_iselect(gb, TORX_COLL_REDUCE, sizeof in_m, TORX_COLL_FLOAT,
+                                      TORX_COLL_MAX);
+                TASK_CHECK(torx_coll_ireduce(gb, a, in_m, out_m, NM, TORX_COLL_FLOAT, TORX_COLL_MAX,
+                                             0, nb_done, &f[4]) == TORX_OK,
+                           "%s", torx_last_error());
+            }
+        }
+        /* blocking collectives of both groups while those are in flight */
+        TASK_CHECK(torx_coll_barrier(gb, TORX_COLL_ALG_GI) == TORX_OK, "%s", torx_last_error());
+        TASK_CHECK(torx_coll_allreduce(ga, TORX_COLL_ALG_CN, in_f, blk_f, NF, TORX_COLL_DOUBLE,
+                                       TORX_COLL_SUM) == TORX_OK,
+                   "%s", torx_last_error());
+        for (int k = 0; k < 5; k++) {
+            TASK_CHECK(torx_wait(ctx, &f[k].done) == TORX_OK, "%s", torx_last_error());
+            TASK_CHECK(f[k].st == TORX_OK, "collective %d: %s", k, torx_status_str(f[k].st));
+        }
+        expected(TORX_COLL_S64, TORX_COLL_SUM, seed, n, NI, want_i);
+        TASK_CHECK(!memcmp(out_i, want_i, sizeof want_i), "round %d: iallreduce S64 wrong", round);
+        /* ga's blocking sum took ga's order of the same values: the sum is
+         * bitwise independent of who holds what */
+        TASK_CHECK(!memcmp(out_f, blk_f, sizeof blk_f),
+                   "round %d: the nonblocking floating sum differs from the blocking one", round);
+        for (int i = 0; i < NB; i++)
+            TASK_CHECK(buf[i] == (unsigned char)(i * 7 + seed), "round %d: ibcast byte %d", round,
+                       i);
+        if (mb == 0) {
+            expected(TORX_COLL_FLOAT, TORX_COLL_MAX, seed, n, NM, want_m);
+            TASK_CHECK(!memcmp(out_m, want_m, sizeof want_m), "round %d: ireduce MAX wrong", round);
+        } else {
+            for (int i = 0; i < NM; i++)
+                TASK_CHECK(out_m[i] == 0, "round %d: ireduce wrote off its root", round);
+        }
+    }
+    uint64_t calls, bytes;
+    TASK_CHECK(torx_coll_icounters(c, TORX_COLL_BARRIER, TORX_COLL_ALG_GI, &calls, NULL) &&
+                   calls == 3,
+               "ibarrier:gi counted %llu", (unsigned long long)calls);
+    TASK_CHECK(torx_coll_icounters(c, TORX_COLL_ALLREDUCE, TORX_COLL_ALG_CN, &calls, &bytes) &&
+                   calls == 6 && bytes == 3 * (7 * 8 + 300 * 8),
+               "iallreduce:cn counted %llu calls, %llu bytes", (unsigned long long)calls,
+               (unsigned long long)bytes);
+    TASK_CHECK(torx_coll_icounters(c, TORX_COLL_BARRIER, TORX_COLL_ALG_FALLBACK, &calls, NULL) &&
+                   calls == 1,
+               "ibarrier:mpich counted %llu", (unsigned long long)calls);
+    TASK_CHECK(!torx_coll_icounters(c, TORX_COLL_ALLTOALL, TORX_COLL_ALG_PACED, NULL, NULL),
+               "ialltoall:paced exists");
+    torx_coll_group_free(ga);
+    torx_coll_group_free(gb);
+    return coll_close(boot, ctx, c);
+}
+
+START_TEST(nonblocking_on_channels)
+{
+    static const int sizes[] = {2, 3, 5};
+    /* forced: a floating sum of 300 doubles (three batches of the two
+     * passes) is past auto's limit */
+    setenv("TORX_COLL_ALLREDUCE", "cn", 1);
+    RUN_JOB(sizes[_i], nb_task, NULL);
+    unsetenv("TORX_COLL_ALLREDUCE");
+}
+END_TEST
+
 static Suite *coll_suite(void)
 {
     Suite *s = suite_create("coll");
@@ -1411,6 +1566,7 @@ static Suite *coll_suite(void)
     tcase_add_test(tc, waiting_collective_advances);
     tcase_add_test(tc, long_allreduce_length_mismatch);
     tcase_add_test(tc, groups);
+    tcase_add_loop_test(tc, nonblocking_on_channels, 0, 3);
     suite_add_tcase(s, tc);
     TCase *co = tcase_create("co");
     tcase_set_timeout(co, 600);
