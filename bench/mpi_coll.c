@@ -22,7 +22,10 @@
  * Options:
  *   -c LIST   collectives, comma-separated: barrier, bcast, allreduce
  *             (double SUM), allreduce_max (int64 MAX), alltoall, allgather,
- *             allreduce_float (float SUM) (default: all)
+ *             allreduce_float (float SUM), and the nonblocking ibarrier,
+ *             ibcast and iallreduce (double SUM), each waited on at once
+ *             (default: the first six); with -m osu the nonblocking ones
+ *             also report OSU's overlap (measure_overlap)
  *   -s SIZES  bytes per rank (bcast buffer, allreduce vector, alltoall and
  *             allgather block), K/M suffixes; default 8 B..4 MiB, powers
  *             of 2 (x4 steps)
@@ -98,12 +101,33 @@ enum {
     C_ALLTOALL,
     C_ALLGATHER,
     C_ALLREDUCE_FLOAT,
+    C_IBARRIER, /* the nonblocking ones, each call waited on at once */
+    C_IBCAST,
+    C_IALLREDUCE,
     C_N
 };
-static const char *const names[C_N] = {"barrier",  "bcast",     "allreduce",      "allreduce_max",
-                                       "alltoall", "allgather", "allreduce_float"};
+static const char *const names[C_N] = {"barrier",  "bcast",     "allreduce",       "allreduce_max",
+                                       "alltoall", "allgather", "allreduce_float", "ibarrier",
+                                       "ibcast",   "iallreduce"};
 
 static unsigned char *sbuf, *rbuf;
+
+/* Starts nonblocking collective c. */
+static void istart(int c, size_t size, int root, MPI_Request *r)
+{
+    int n = (int)size;
+    switch (c) {
+    case C_IBARRIER:
+        MPI_Ibarrier(MPI_COMM_WORLD, r);
+        break;
+    case C_IBCAST:
+        MPI_Ibcast(rbuf, n, MPI_BYTE, root, MPI_COMM_WORLD, r);
+        break;
+    default:
+        MPI_Iallreduce(sbuf, rbuf, n / 8, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, r);
+        break;
+    }
+}
 
 /* One call of collective c on size bytes per rank (bcast: from root). */
 static void run_root(int c, size_t size, int root)
@@ -131,6 +155,11 @@ static void run_root(int c, size_t size, int root)
     case C_ALLGATHER:
         MPI_Allgather(sbuf, n, MPI_BYTE, rbuf, n, MPI_BYTE, MPI_COMM_WORLD);
         break;
+    default: {
+        MPI_Request r;
+        istart(c, size, root, &r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+    }
     }
 }
 
@@ -145,6 +174,7 @@ static void check(int c, size_t size)
     size_t i;
     switch (c) {
     case C_BCAST:
+    case C_IBCAST:
         for (i = 0; i < size; i++)
             rbuf[i] = rank == 0 ? (unsigned char)(i * 13 + 5) : 0;
         run(c, size);
@@ -153,6 +183,7 @@ static void check(int c, size_t size)
                 die("%s: wrong byte at offset %zu", names[c], i);
         break;
     case C_ALLREDUCE:
+    case C_IALLREDUCE:
         for (i = 0; i < size / 8; i++)
             ((double *)sbuf)[i] = (double)(rank + 1) * (double)(i % 1000) * 0.5;
         run(c, size);
@@ -193,6 +224,37 @@ static void check(int c, size_t size)
     default:
         run(c, size);
     }
+}
+
+/* OSU's overlap (osu_iallreduce and friends): each call started after a
+ * barrier, then a computation as long as the call alone took (pure_us,
+ * this rank's mean), polling it with MPI_Test, then the wait. overlap =
+ * 100 * (1 - (t_total - t_compute) / t_pure), at least 0: the share of the
+ * call's time the computation hid. */
+static double measure_overlap(int c, size_t size, long iters, double pure_us)
+{
+    double total = 0, compute = 0;
+    volatile double sink = 0;
+    for (long i = 0; i < iters; i++) {
+        MPI_Request r;
+        int done = 0;
+        MPI_Barrier(MPI_COMM_WORLD);
+        const double t0 = now_us();
+        istart(c, size, 0, &r);
+        const double c0 = now_us();
+        while (now_us() - c0 < pure_us) {
+            for (int k = 0; k < 64; k++)
+                sink += k * 0.5;
+            if (!done)
+                MPI_Test(&r, &done, MPI_STATUS_IGNORE);
+        }
+        compute += now_us() - c0;
+        if (!done)
+            MPI_Wait(&r, MPI_STATUS_IGNORE);
+        total += now_us() - t0;
+    }
+    const double o = 100.0 * (1.0 - (total - compute) / ((double)iters * pure_us));
+    return o < 0 ? 0 : o;
 }
 
 int main(int argc, char **argv)
@@ -262,9 +324,10 @@ int main(int argc, char **argv)
     for (int c = 0; c < C_N; c++) {
         if (!want[c])
             continue;
-        for (int si = 0; si < (c == C_BARRIER ? 1 : nsizes); si++) {
-            size_t size = c == C_BARRIER ? 0 : sizes[si];
-            if ((c == C_ALLREDUCE || c == C_ALLREDUCE_MAX) && size < 8)
+        const int barrier = c == C_BARRIER || c == C_IBARRIER;
+        for (int si = 0; si < (barrier ? 1 : nsizes); si++) {
+            size_t size = barrier ? 0 : sizes[si];
+            if ((c == C_ALLREDUCE || c == C_ALLREDUCE_MAX || c == C_IALLREDUCE) && size < 8)
                 continue;
             long iters = size <= 8192 ? base : (long)((double)base * 8192 / (double)size);
             check(c, size);
@@ -285,7 +348,7 @@ int main(int argc, char **argv)
                 iters = 20;
             for (long i = 0; i < iters / 10 + 2; i++) /* warm-up */
                 run(c, size);
-            double med, sum = 0, mx = 0;
+            double med, sum = 0, mx = 0, overlap = -1, osum = 0;
             if (osu) {
                 double total = 0;
                 for (long i = 0; i < iters; i++) {
@@ -296,6 +359,8 @@ int main(int argc, char **argv)
                     total += now_us() - t0;
                 }
                 med = total / (double)iters;
+                if (c >= C_IBARRIER)
+                    overlap = measure_overlap(c, size, iters, med);
             } else {
                 enum { BATCHES = 10 };
                 long per = iters / BATCHES > 0 ? iters / BATCHES : 1;
@@ -312,7 +377,12 @@ int main(int argc, char **argv)
             }
             MPI_Reduce(&med, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
             MPI_Reduce(&med, &mx, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-            if (rank == 0)
+            MPI_Reduce(&overlap, &osum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+            if (rank == 0 && overlap >= 0)
+                printf("coll %s %zu mean_us=%.3f max_us=%.3f MBps=%.1f iters=%ld overlap=%.1f\n",
+                       names[c], size, sum / nranks, mx, mx > 0 ? (double)size / mx : 0.0, iters,
+                       osum / nranks);
+            else if (rank == 0)
                 printf("coll %s %zu mean_us=%.3f max_us=%.3f MBps=%.1f iters=%ld\n", names[c], size,
                        sum / nranks, mx, mx > 0 ? (double)size / mx : 0.0, iters);
             fflush(stdout);

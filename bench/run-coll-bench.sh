@@ -48,7 +48,10 @@
 #   IMPLS       a subset of the implementations above
 #   METHODS     a subset of "batch osu"
 #   COLLS       a subset of barrier,bcast,allreduce,allreduce_max,alltoall,
-#               allgather,allreduce_float (float SUM: not in the default)
+#               allgather,allreduce_float (float SUM), ibarrier,ibcast,
+#               iallreduce (nonblocking, waited on at once; with the osu
+#               method also OSU's overlap, shown after the ratio); the last
+#               four are not in the default
 #   TORX_PREFIX torx MPICH's prefix (default: the last build-mpich.sh)
 #   FROM_RAW    a coll-<stamp>-raw directory: redo the report and plots
 #               from it without running anything
@@ -163,20 +166,26 @@ python3 - "$raw" "$report" "$results/coll-$stamp" <<'PY'
 import glob, os, re, statistics, sys
 raw, report, base = sys.argv[1:4]
 runs = {}   # (method, np, impl) -> {round: {(coll, size): mean_us}}
+ovl = {}    # the same -> overlap % (nonblocking collectives, method osu)
 for f in glob.glob(os.path.join(raw, "r*-np*-*.txt")):
     m = re.match(r"r(\d+)-np(\d+)-(\w+?)(?:-(batch|osu))?\.txt$", os.path.basename(f))
     if not m:
         continue
     rnd, np_, impl, method = int(m[1]), int(m[2]), m[3], m[4] or "batch"
     d = runs.setdefault((method, np_, impl), {}).setdefault(rnd, {})
+    o = ovl.setdefault((method, np_, impl), {}).setdefault(rnd, {})
     for line in open(f, errors="replace"):
         w = line.split()
         if len(w) >= 4 and w[0] == "coll":
             d[(w[1], int(w[2]))] = float(w[3].split("=")[1])
+            for x in w[4:]:
+                if x.startswith("overlap="):
+                    o[(w[1], int(w[2]))] = float(x.split("=")[1])
 methods = [m for m in ("batch", "osu") if any(k[0] == m for k in runs)]
 nps = sorted({k[1] for k in runs})
 impls = [i for i in ["torx", "torxnoms", "torxmpich", "torxcn", "torxtorus", "mpich", "openmpi"] if any(k[2] == i for k in runs)]
-colls = ["barrier", "bcast", "allreduce", "allreduce_float", "allreduce_max", "alltoall", "allgather"]
+colls = ["barrier", "bcast", "allreduce", "allreduce_float", "allreduce_max", "alltoall", "allgather",
+         "ibarrier", "ibcast", "iallreduce"]
 out = []
 info = os.path.join(raw, "info.txt")
 if os.path.exists(info):
@@ -190,6 +199,10 @@ out.append("# ranks: every collective <= 1.5 at every size")
 
 def med(np_, impl, key):
     v = [r[key] for r in runs.get((method, np_, impl), {}).values() if key in r]
+    return statistics.median(v) if v else None
+
+def med_ovl(np_, impl, key):
+    v = [r[key] for r in ovl.get((method, np_, impl), {}).values() if key in r]
     return statistics.median(v) if v else None
 
 def per_round(np_, key):
@@ -230,6 +243,8 @@ for method in methods:
                         else 1.2 if c in ("bcast", "allreduce", "allreduce_float", "allreduce_max", "alltoall") else None
                 else:
                     limit = 1.5
+                if c.startswith("i"):
+                    limit = None  # nonblocking: reported, no target
                 verdict = ""
                 if limit and ratio is not None:
                     ok = ratio <= limit
@@ -240,8 +255,12 @@ for method in methods:
                         missed += 1
                         misses.append(f"{np_} ranks {c} {k[1]} B: {ratio:.2f}")
                 pr = " ".join(f"{x:.2f}" for x in per_round(np_, k))
+                ov = [med_ovl(np_, i, k) for i in impls]
+                ovs = ("  overlap % " + " ".join("-" if x is None else f"{x:.0f}" for x in ov)) \
+                    if any(x is not None for x in ov) else ""
                 out.append(f"{k[1]:>14d} " + " ".join(f"{v:10.3f}" if v else f"{'-':>10s}" for v in vals)
-                           + (f"   {ratio:5.2f}" if ratio else "       -") + f"  [{pr}]".ljust(20) + f" {verdict}")
+                           + (f"   {ratio:5.2f}" if ratio else "       -") + f"  [{pr}]".ljust(20) + f" {verdict}"
+                           + ovs)
                 if method == methods[0]:
                     plots.setdefault((np_, c), []).append((k[1], vals))
     tallies.append(f"targets, {method}: {met} met, {missed} missed" + (": " + "; ".join(misses) if misses else ""))

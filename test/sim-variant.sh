@@ -5,7 +5,8 @@
 # the list test/ofi-variant.sh runs on ofi, and on bgp (a DMA engine) the
 # tests whose rendezvous data can move by bulk transfer. Run by `make check`
 # in a build with the sim device; skipped (77) without it. The model's own
-# properties are test_sim's.
+# properties are test_sim's. test_coll's nonblocking case ("nb") runs on
+# bgl too: the modelled collective network and global interrupt channels.
 #
 # Left out, and why:
 #   test_torus case "shm", test_fifo, test_bulk, test_stage, test_mstage
@@ -64,6 +65,7 @@ run bgl test_msg api
 run bgl test_msg_order
 run bgl test_msg_map
 run bgl test_msg_co
+run bgl test_coll nb
 
 run bgp test_cn
 run bgp test_msg_order

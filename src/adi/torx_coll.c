@@ -4,13 +4,17 @@
  * runs (<torx/coll.h>, torx_coll_select) and runs it, or MPICH's own
  * (MPIR_*_impl) when none of torx's applies or it is forbidden.
  *
- * Nonblocking collectives always run MPICH's schedules over torx
- * point-to-point: the collective network and global interrupt are one
- * sequence of rounds for the whole job, and nonblocking collectives on
- * different communicators may legally start in different orders on
- * different tasks. For the same reason, under MPI_THREAD_MULTIPLE (two
- * threads may run collectives on two communicators at once) no
- * communicator uses them either.
+ * Nonblocking collectives: MPI_Ibarrier on the global interrupt, and
+ * MPI_Iallreduce, MPI_Ireduce and MPI_Ibcast on the collective network,
+ * run on a hardware channel of their communicator's own (src/coll/
+ * coll_nb.c says why); the others, and those of communicators without a
+ * channel, run MPICH's schedules over torx point-to-point. A channel goes
+ * to a communicator of every task whose context id is one of three
+ * (comm_channel): MPICH never gives one id to two live communicators, so
+ * no two share a channel, and every member derives the same one without
+ * communicating. Under MPI_THREAD_MULTIPLE (two threads may run
+ * collectives on two communicators at once) no communicator uses torx's
+ * collectives.
  *
  * MPIX_Get_last_algorithm_name, for <mpix.h>, lives here: it reads what the
  * communicator's last collective ran.
@@ -40,9 +44,11 @@ static uint64_t nb_calls[NB_KINDS];
  * torx_init.c registers the message layer's (read-only, continuous
  * counters bound to no object). After MPI_Finalize a read returns the last
  * values. */
-enum { COLL_PVARS_MAX = TORX_COLL_NKINDS * TORX_COLL_NALGS * 2 + NB_KINDS };
+enum { COLL_PVARS_MAX = TORX_COLL_NKINDS * TORX_COLL_NALGS * 4 + NB_KINDS };
+/* what: 0 calls, 1 bytes; 2 nonblocking calls of MPICH's (kind: NB_*); 3
+ * calls, 4 bytes of nonblocking collectives on torx's algorithms */
 static struct coll_pvar {
-    int kind, alg, what;        /* what: 0 calls, 1 bytes, 2 nonblocking calls (kind: NB_*) */
+    int kind, alg, what;
 } coll_pvars[COLL_PVARS_MAX];
 static unsigned long long coll_pvar_final[COLL_PVARS_MAX];
 static int coll_pvars_frozen;
@@ -52,6 +58,11 @@ static unsigned long long coll_pvar_value(const struct coll_pvar *v)
     uint64_t calls, bytes;
     if (v->what == 2)
         return nb_calls[v->kind];
+    if (v->what >= 3) {
+        torx_coll_icounters(coll, (torx_coll_kind_t) v->kind, (torx_coll_alg_t) v->alg, &calls,
+                            &bytes);
+        return v->what == 4 ? bytes : calls;
+    }
     torx_coll_counters(coll, (torx_coll_kind_t) v->kind, (torx_coll_alg_t) v->alg, &calls, &bytes);
     return v->what ? bytes : calls;
 }
@@ -98,6 +109,22 @@ static void coll_pvars_register(void)
                          torx_coll_kind_name((torx_coll_kind_t) k),
                          torx_coll_alg_name((torx_coll_alg_t) a), what_descs[w]);
                 coll_pvar_add(&n, k, a, w, name, desc);
+            }
+        }
+    /* torx's nonblocking algorithms: torx_coll_ibarrier_gi_calls, ... */
+    for (int k = 0; k < TORX_COLL_NKINDS; k++)
+        for (int a = 1; a < TORX_COLL_NALGS; a++) {
+            if (!torx_coll_icounters(NULL, (torx_coll_kind_t) k, (torx_coll_alg_t) a, NULL, NULL))
+                continue;
+            for (int w = 0; w < 2; w++) {
+                snprintf(name, sizeof name, "torx_coll_i%s_%s_%s",
+                         torx_coll_kind_name((torx_coll_kind_t) k),
+                         torx_coll_alg_name((torx_coll_alg_t) a), what_names[w]);
+                snprintf(desc, sizeof desc,
+                         "torx collectives, nonblocking %s by the %s algorithm: %s",
+                         torx_coll_kind_name((torx_coll_kind_t) k),
+                         torx_coll_alg_name((torx_coll_alg_t) a), what_descs[w]);
+                coll_pvar_add(&n, k, a, 3 + w, name, desc);
             }
         }
     for (int k = 0; k < NB_KINDS; k++) {
@@ -177,6 +204,26 @@ void MPIDI_TORX_coll_comm_free(MPIR_Comm * comm)
     tc->coll_state = 0;
 }
 
+/* The hardware channel of comm's nonblocking collectives: 1 for
+ * MPI_COMM_WORLD (context id prefix 0), 2 and 3 for the communicators with
+ * the prefixes MPICH hands out first (31 and 30: contextid.c's
+ * locate_context_bit takes the highest free bit of its mask's first word;
+ * typically a program's or a library's first duplicates of WORLD), when
+ * they span every task; 0 (none) for the others. Only plain
+ * communicators: the subcommunicators MPICH derives (node, node roots)
+ * carry the parent's prefix with other low bits. MPICH frees an id only
+ * when no member holds the communicator any more, so a channel's last
+ * owner is gone on every task before its next one exists
+ * (docs/collectives.md#nonblocking). */
+static unsigned comm_channel(const MPIR_Comm * comm)
+{
+    const int id = comm->context_id;
+    if (comm->local_size != MPIDI_TORX_global.size || (id & ~MPIR_CONTEXT_PREFIX_MASK) != 0)
+        return 0;
+    const int prefix = id >> MPIR_CONTEXT_PREFIX_SHIFT;
+    return prefix == 0 ? 1 : prefix == 31 ? 2 : prefix == 30 ? 3 : 0;
+}
+
 /* The communicator's group, made at its first collective (most
  * communicators never run one); NULL for intercommunicators and under
  * MPI_THREAD_MULTIPLE. */
@@ -201,6 +248,17 @@ static torx_coll_group_t *comm_group(MPIR_Comm * comm)
                                &tc->coll_group) == TORX_OK)
         tc->coll_state = 1;
     MPL_free(tasks);
+    if (tc->coll_state == 1) {
+        const unsigned ch = comm_channel(comm);
+        if (ch != 0)
+            torx_coll_group_channel(tc->coll_group, ch);
+        long verbose = 0;
+        if (torx_env_int("TORX_VERBOSE", -1, 3, 0, &verbose) == TORX_OK && verbose >= 2)
+            fprintf(stderr, "torx rank %d: communicator of %d tasks, context id %#x: "
+                    "nonblocking collectives on %s %u\n", MPIDI_TORX_global.rank, n,
+                    (unsigned) comm->context_id, ch ? "hardware channel" : "MPICH's schedules,",
+                    ch);
+    }
     return tc->coll_state == 1 ? tc->coll_group : NULL;
 }
 
@@ -499,7 +557,7 @@ int MPIDI_TORX_alltoallv(const void *sendbuf, const MPI_Aint * sendcounts,
     return mpi_errno;
 }
 
-/* ---- nonblocking collectives: MPICH's schedules (see the top) ----------------- */
+/* ---- nonblocking collectives ---------------------------------------------------- */
 
 static inline void nb_ran(MPIR_Comm * comm, int kind)
 {
@@ -507,31 +565,142 @@ static inline void nb_ran(MPIR_Comm * comm, int kind)
     comm->dev.ch4.netmod.torx.last_algorithm = nb_names[kind];
 }
 
+/* A torx nonblocking collective ended (inside torx_advance, from the
+ * progress engine): complete its request. */
+static void nb_done(void *arg, torx_status_t st)
+{
+    MPIR_Request *req = arg;
+    if (st != TORX_OK)
+        req->status.MPI_ERROR = coll_error(st, "a nonblocking collective");
+    MPID_Request_complete(req);
+}
+
+/* The request of a torx nonblocking collective: one reference for the
+ * user, one for nb_done; it holds the communicator (and so its group)
+ * until both are gone. */
+static MPIR_Request *nb_request(MPIR_Comm * comm)
+{
+    MPIR_Request *req = MPIR_Request_create_from_pool(MPIR_REQUEST_KIND__COLL, 0, 2);
+    if (req == NULL)
+        return NULL;
+    MPIR_Comm_add_ref(comm);
+    req->comm = comm;
+    return req;
+}
+
+/* A start that failed: drop nb_done's reference, and return the error. */
+static int nb_failed(MPIR_Request * req, torx_status_t st, const char *what)
+{
+    MPIR_Request_free(req);
+    MPIR_Request_free(req);
+    return coll_error(st, what);
+}
+
 int MPIDI_TORX_ibarrier(MPIR_Comm * comm, MPIR_Request ** req)
 {
-    nb_ran(comm, NB_BARRIER);
-    return MPIR_Ibarrier_impl(comm, req);
+    torx_coll_group_t *g = comm_group(comm);
+    torx_coll_alg_t alg = g ? torx_coll_iselect(g, TORX_COLL_BARRIER, 0, 0, 0)
+        : TORX_COLL_ALG_FALLBACK;
+    if (alg == TORX_COLL_ALG_FALLBACK) {
+        nb_ran(comm, NB_BARRIER);
+        return MPIR_Ibarrier_impl(comm, req);
+    }
+    ran(comm, g, NULL);
+    MPIR_Request *r = nb_request(comm);
+    if (r == NULL)
+        return MPI_ERR_OTHER;
+    torx_status_t st = torx_coll_ibarrier(g, alg, nb_done, r);
+    if (st != TORX_OK)
+        return nb_failed(r, st, "MPI_Ibarrier");
+    *req = r;
+    return MPI_SUCCESS;
 }
 
 int MPIDI_TORX_ibcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int root,
                       MPIR_Comm * comm, MPIR_Request ** req)
 {
-    nb_ran(comm, NB_BCAST);
-    return MPIR_Ibcast_impl(buffer, count, datatype, root, comm, req);
+    torx_coll_group_t *g = comm_group(comm);
+    torx_coll_alg_t alg = TORX_COLL_ALG_FALLBACK;
+    size_t bytes = TORX_COLL_NONCONTIG;
+    MPI_Aint lb = 0;
+    if (g) {
+        if (!contig_bytes(count, datatype, &bytes, &lb))
+            bytes = TORX_COLL_NONCONTIG;
+        alg = torx_coll_iselect(g, TORX_COLL_BCAST, bytes, 0, 0);
+    }
+    if (alg == TORX_COLL_ALG_FALLBACK) {
+        nb_ran(comm, NB_BCAST);
+        return MPIR_Ibcast_impl(buffer, count, datatype, root, comm, req);
+    }
+    ran(comm, g, NULL);
+    MPIR_Request *r = nb_request(comm);
+    if (r == NULL)
+        return MPI_ERR_OTHER;
+    torx_status_t st = torx_coll_ibcast(g, alg, (char *) buffer + lb, bytes, root, nb_done, r);
+    if (st != TORX_OK)
+        return nb_failed(r, st, "MPI_Ibcast");
+    *req = r;
+    return MPI_SUCCESS;
+}
+
+/* What a nonblocking allreduce or reduce runs (as select_reduction). */
+static torx_coll_alg_t iselect_reduction(torx_coll_group_t * g, torx_coll_kind_t kind,
+                                         MPI_Aint count, MPI_Datatype datatype, MPI_Op op,
+                                         torx_coll_dtype_t * dt, torx_coll_op_t * top)
+{
+    *dt = map_dtype(datatype);
+    *top = map_op(op);
+    if (g == NULL)
+        return TORX_COLL_ALG_FALLBACK;
+    size_t bytes = *dt == TORX_COLL_NDTYPES ? 0 : (size_t) count *
+        MPIR_Datatype_get_basic_size(datatype);
+    return torx_coll_iselect(g, kind, bytes, *dt, *top);
 }
 
 int MPIDI_TORX_iallreduce(const void *sendbuf, void *recvbuf, MPI_Aint count,
                           MPI_Datatype datatype, MPI_Op op, MPIR_Comm * comm, MPIR_Request ** req)
 {
-    nb_ran(comm, NB_ALLREDUCE);
-    return MPIR_Iallreduce_impl(sendbuf, recvbuf, count, datatype, op, comm, req);
+    torx_coll_group_t *g = comm_group(comm);
+    torx_coll_dtype_t dt;
+    torx_coll_op_t top;
+    torx_coll_alg_t alg = iselect_reduction(g, TORX_COLL_ALLREDUCE, count, datatype, op, &dt, &top);
+    if (alg == TORX_COLL_ALG_FALLBACK) {
+        nb_ran(comm, NB_ALLREDUCE);
+        return MPIR_Iallreduce_impl(sendbuf, recvbuf, count, datatype, op, comm, req);
+    }
+    ran(comm, g, NULL);
+    MPIR_Request *r = nb_request(comm);
+    if (r == NULL)
+        return MPI_ERR_OTHER;
+    torx_status_t st = torx_coll_iallreduce(g, alg, sendbuf == MPI_IN_PLACE ? NULL : sendbuf,
+                                            recvbuf, (size_t) count, dt, top, nb_done, r);
+    if (st != TORX_OK)
+        return nb_failed(r, st, "MPI_Iallreduce");
+    *req = r;
+    return MPI_SUCCESS;
 }
 
 int MPIDI_TORX_ireduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Datatype datatype,
                        MPI_Op op, int root, MPIR_Comm * comm, MPIR_Request ** req)
 {
-    nb_ran(comm, NB_REDUCE);
-    return MPIR_Ireduce_impl(sendbuf, recvbuf, count, datatype, op, root, comm, req);
+    torx_coll_group_t *g = comm_group(comm);
+    torx_coll_dtype_t dt;
+    torx_coll_op_t top;
+    torx_coll_alg_t alg = iselect_reduction(g, TORX_COLL_REDUCE, count, datatype, op, &dt, &top);
+    if (alg == TORX_COLL_ALG_FALLBACK) {
+        nb_ran(comm, NB_REDUCE);
+        return MPIR_Ireduce_impl(sendbuf, recvbuf, count, datatype, op, root, comm, req);
+    }
+    ran(comm, g, NULL);
+    MPIR_Request *r = nb_request(comm);
+    if (r == NULL)
+        return MPI_ERR_OTHER;
+    torx_status_t st = torx_coll_ireduce(g, alg, sendbuf == MPI_IN_PLACE ? NULL : sendbuf,
+                                         recvbuf, (size_t) count, dt, top, root, nb_done, r);
+    if (st != TORX_OK)
+        return nb_failed(r, st, "MPI_Ireduce");
+    *req = r;
+    return MPI_SUCCESS;
 }
 
 int MPIDI_TORX_ialltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,

@@ -636,8 +636,15 @@ struct torxc_cn_op {
     int fpsum, phase;
     size_t rounds;
     torx_status_t err; /* the first disagreement over every batch */
-    int64_t emax[TORXC_CN_DEPTH * FP_LANES];
+    int64_t emax[];    /* the floating sum's: TORXC_CN_DEPTH * FP_LANES */
 };
+
+/* A zeroed op, with room for the floating sum's exponents when fpsum. */
+static torxc_cn_op_t *op_new(int fpsum)
+{
+    return calloc(1, sizeof(torxc_cn_op_t) +
+                         (fpsum ? TORXC_CN_DEPTH * FP_LANES * sizeof(int64_t) : 0));
+}
 
 /* The stream of the floating sum's next pass (s.first: its batch). */
 static void fpsum_pass(torxc_cn_op_t *o)
@@ -661,7 +668,7 @@ torx_status_t torxc_cn_ireduce(torx_coll_group_t *g, unsigned ch, const void *in
                                size_t count, torx_coll_dtype_t dtype, torx_coll_op_t op,
                                torxc_cn_op_t **out_op)
 {
-    torxc_cn_op_t *o = calloc(1, sizeof *o);
+    torxc_cn_op_t *o = op_new(count > 0 && torxc_is_fpsum(dtype, op));
     if (o == NULL)
         return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for a nonblocking reduction");
     torx_status_t st = reduce_setup(&o->s, in, out, count, dtype, op);
@@ -690,7 +697,7 @@ torx_status_t torxc_cn_ireduce(torx_coll_group_t *g, unsigned ch, const void *in
 torx_status_t torxc_cn_ibcast(torx_coll_group_t *g, unsigned ch, void *buf, size_t bytes, int root,
                               torxc_cn_op_t **out_op)
 {
-    torxc_cn_op_t *o = calloc(1, sizeof *o);
+    torxc_cn_op_t *o = op_new(0);
     if (o == NULL)
         return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for a nonblocking broadcast");
     bcast_setup(&o->s, g, buf, bytes, root);

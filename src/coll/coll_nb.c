@@ -84,12 +84,18 @@ torx_coll_alg_t torx_coll_iselect(torx_coll_group_t *g, torx_coll_kind_t kind, s
     torx_coll_t *c = g->c;
     const int choice = c->choice[kind];
     torx_coll_alg_t alg = TORX_COLL_ALG_FALLBACK;
-    /* The hardware only: on a channel of the group's own, on every task.
-     * auto takes the collective network up to the size its blocking
-     * collectives do (the bcast's too: nonblocking, MPICH's is a schedule
-     * of point-to-point messages). A forced torus or paced algorithm has
-     * no nonblocking form: MPICH's runs. */
+    /* The hardware only: on a channel of the group's own, on every task. A
+     * forced torus or paced algorithm has no nonblocking form: MPICH's
+     * runs. auto (bench/mpi_coll.c -m osu, docs/collectives.md#nonblocking):
+     * the global interrupt for every barrier; the collective network up to
+     * the blocking calls' limits, for reductions on more than 2 tasks (at
+     * 2 MPICH's schedule was 1.2-1.5x faster, as the blocking direct
+     * exchange is) and for the bcast where no host is oversubscribed
+     * (there a round waits for every task to be scheduled: 13 us against
+     * MPICH's 1.1 at 4 tasks on 2 cores); on a torus the hardware, as the
+     * blocking calls' costs choose it. */
     if (g->n > 1 && g->channel != 0 && g->all_tasks && bytes != TORX_COLL_NONCONTIG) {
+        const int torus = c->net.kind == TORX_NET_TORUS;
         switch (kind) {
         case TORX_COLL_BARRIER:
             if (choice == TORXC_AUTO || choice == TORX_COLL_ALG_GI)
@@ -101,7 +107,9 @@ torx_coll_alg_t torx_coll_iselect(torx_coll_group_t *g, torx_coll_kind_t kind, s
             const size_t limit =
                 kind != TORX_COLL_BCAST && torxc_is_fpsum(dtype, op) ? c->cn_fpsum_max : c->cn_max;
             const int reduces = kind == TORX_COLL_BCAST || torxc_cn_reduces(dtype, op);
-            if (reduces && ((choice == TORXC_AUTO && bytes <= limit) || choice == TORX_COLL_ALG_CN))
+            const int pays = torus || (kind == TORX_COLL_BCAST ? !c->oversubscribed : g->n > 2);
+            if (reduces &&
+                ((choice == TORXC_AUTO && pays && bytes <= limit) || choice == TORX_COLL_ALG_CN))
                 alg = TORX_COLL_ALG_CN;
             break;
         }

@@ -138,15 +138,29 @@ static void check_collectives(MPI_T_pvar_session s, int rank)
                   kinds[k], algs[a], db, N, per_call[k], ran);
         }
     }
-    int found;
+    /* MPI_Ibarrier: on WORLD (a hardware channel of its own) the global
+     * interrupt's, on half of it MPICH's schedule */
+    int found, fgi;
     const unsigned long long i0 = read_named(s, "torx_coll_ibarrier_mpich_calls", &found);
-    CHECK(found, "no pvar torx_coll_ibarrier_mpich_calls");
+    const unsigned long long g0 = read_named(s, "torx_coll_ibarrier_gi_calls", &fgi);
+    CHECK(found && fgi, "no pvar torx_coll_ibarrier_mpich_calls or torx_coll_ibarrier_gi_calls");
     MPI_Request r;
     MPI_Ibarrier(MPI_COMM_WORLD, &r);
     MPI_Wait(&r, MPI_STATUS_IGNORE);
+    char name[64];
+    MPIX_Get_last_algorithm_name(MPI_COMM_WORLD, name, sizeof name);
+    const int on_gi = strcmp(name, "ibarrier:gi") == 0;
+    MPI_Comm half;
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, 0, &half);
+    MPI_Ibarrier(half, &r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    MPI_Comm_free(&half);
     const unsigned long long i1 = read_named(s, "torx_coll_ibarrier_mpich_calls", &found);
-    CHECK(i1 - i0 == 1, "torx_coll_ibarrier_mpich_calls moved by %llu after one MPI_Ibarrier",
-          i1 - i0);
+    const unsigned long long g1 = read_named(s, "torx_coll_ibarrier_gi_calls", &fgi);
+    CHECK(g1 - g0 == (unsigned long long)on_gi && i1 - i0 == 2ull - on_gi,
+          "after MPI_Ibarrier on WORLD (%s) and on half: torx_coll_ibarrier_gi_calls moved by "
+          "%llu, torx_coll_ibarrier_mpich_calls by %llu",
+          name, g1 - g0, i1 - i0);
 }
 
 int main(int argc, char **argv)
@@ -183,7 +197,8 @@ int main(int argc, char **argv)
     /* 5 protocols x 6 + 8 netmod + 6 data paths; then calls and bytes for each collective's
      * algorithms (mpich and torx's: barrier 2, bcast 4, allreduce, reduce
      * and allgather 3, alltoall and alltoallv 2) and 7 nonblocking counts */
-    CHECK(ntorx == 44 + 2 * 19 + 7, "%d torx_ pvars, expected %d", ntorx, 44 + 2 * 19 + 7);
+    CHECK(ntorx == 44 + 2 * 19 + 2 * 4 + 7, "%d torx_ pvars, expected %d", ntorx,
+          44 + 2 * 19 + 2 * 4 + 7);
     for (int w = 0; w < NWANT; w++)
         CHECK(idx[w] >= 0, "no pvar %s", want[w]);
 

@@ -106,7 +106,7 @@ good_known() {
 }
 show() { tail -n "${2:-30}" "$1" | sed 's/^/    /'; }
 
-progs="hello ring pingpong rma_coll probe_unexp p2p_semantics die traffic mpit_pvars coll fpsum mpix version"
+progs="hello ring pingpong rma_coll probe_unexp p2p_semantics die traffic mpit_pvars coll fpsum nbcoll mpix version"
 for t in $progs; do
     if ! "$prefix/bin/mpicc" -O2 -Wall -o "$out/$t" "$here/$t.c" 2>"$out/$t.cc.log"; then
         bad "$t" "compile error"
@@ -144,6 +144,9 @@ run() {
     if [ "$t" = pingpong ]; then
         grep -h "pingpong .* B:" "$log" | sed 's/^/    /'
     fi
+    if [ "$t" = nbcoll ]; then
+        grep -h "^nbcoll:" "$log" | sed 's/^/    /'
+    fi
 }
 
 # ---- 1. basic: 1 and 2 ranks, special limits ------------------------------------
@@ -180,12 +183,19 @@ fi
 # MPICH's elsewhere: 2, 3, 4, 6 and 8 ranks; vn mode with chaos; a mapping
 # file; every size on the collective network; torx's algorithms turned off.
 # fpsum.c: float, double and long double sums against MPICH's operator.
+# nbcoll.c: the nonblocking barrier, allreduce, reduce and bcast on the
+# hardware channels of WORLD and its first duplicate, started in different
+# orders on different ranks; MPICH's on communicators without a channel.
 if want coll; then
     banner "coll"
     run coll-np2 2 coll
     run fpsum-np2 2 fpsum
     run fpsum-np3 3 fpsum
     run fpsum-np4-vn 4 fpsum TORX_MODE=vn
+    run nbcoll-np2 2 nbcoll
+    run nbcoll-np3 3 nbcoll
+    run nbcoll-np4-vn 4 nbcoll TORX_MODE=vn
+    run nbcoll-np2-mpich 2 nbcoll TORX_COLL=mpich NBCOLL_EXPECT=mpich
     run coll-np3 3 coll
     run coll-np4-vn-chaos 4 coll TORX_MODE=vn TORX_CHAOS=5 TORX_ADAPTIVE_LIMIT=65536
     run coll-np6 6 coll
