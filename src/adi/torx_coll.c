@@ -356,10 +356,12 @@ static torx_coll_op_t map_op(MPI_Op op)
 }
 
 /* What an allreduce or reduce of count elements of datatype with op runs
- * on group g (NULL: fallback), with torx's names of the type and op. */
+ * on group g (NULL: fallback), with torx's names of the type and op;
+ * nonblocking: as torx_coll_iselect chooses. */
 static torx_coll_alg_t select_reduction(torx_coll_group_t * g, torx_coll_kind_t kind,
                                         MPI_Aint count, MPI_Datatype datatype, MPI_Op op,
-                                        torx_coll_dtype_t * dt, torx_coll_op_t * top)
+                                        torx_coll_dtype_t * dt, torx_coll_op_t * top,
+                                        int nonblocking)
 {
     *dt = map_dtype(datatype);
     *top = map_op(op);
@@ -367,7 +369,8 @@ static torx_coll_alg_t select_reduction(torx_coll_group_t * g, torx_coll_kind_t 
         return TORX_COLL_ALG_FALLBACK;
     size_t bytes = *dt == TORX_COLL_NDTYPES ? 0 : (size_t) count *
         MPIR_Datatype_get_basic_size(datatype);
-    return torx_coll_select(g, kind, bytes, *dt, *top);
+    return nonblocking ? torx_coll_iselect(g, kind, bytes, *dt, *top)
+        : torx_coll_select(g, kind, bytes, *dt, *top);
 }
 
 /* MPICH's allreduce, for a call torx's algorithms leave to it. MPICH
@@ -435,7 +438,8 @@ int MPIDI_TORX_allreduce(const void *sendbuf, void *recvbuf, MPI_Aint count,
     torx_coll_group_t *g = comm_group(comm);
     torx_coll_dtype_t dt;
     torx_coll_op_t top;
-    torx_coll_alg_t alg = select_reduction(g, TORX_COLL_ALLREDUCE, count, datatype, op, &dt, &top);
+    torx_coll_alg_t alg = select_reduction(g, TORX_COLL_ALLREDUCE, count, datatype, op, &dt, &top,
+                                           0);
     ran(comm, g, "allreduce:mpich");
     if (alg == TORX_COLL_ALG_FALLBACK)
         return fallback_allreduce(g, sendbuf, recvbuf, count, datatype, op, comm, errflag);
@@ -450,7 +454,7 @@ int MPIDI_TORX_reduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Da
     torx_coll_group_t *g = comm_group(comm);
     torx_coll_dtype_t dt;
     torx_coll_op_t top;
-    torx_coll_alg_t alg = select_reduction(g, TORX_COLL_REDUCE, count, datatype, op, &dt, &top);
+    torx_coll_alg_t alg = select_reduction(g, TORX_COLL_REDUCE, count, datatype, op, &dt, &top, 0);
     ran(comm, g, "reduce:mpich");
     if (alg == TORX_COLL_ALG_FALLBACK)
         return MPIR_Reduce_impl(sendbuf, recvbuf, count, datatype, op, root, comm, errflag);
@@ -643,27 +647,14 @@ int MPIDI_TORX_ibcast(void *buffer, MPI_Aint count, MPI_Datatype datatype, int r
     return MPI_SUCCESS;
 }
 
-/* What a nonblocking allreduce or reduce runs (as select_reduction). */
-static torx_coll_alg_t iselect_reduction(torx_coll_group_t * g, torx_coll_kind_t kind,
-                                         MPI_Aint count, MPI_Datatype datatype, MPI_Op op,
-                                         torx_coll_dtype_t * dt, torx_coll_op_t * top)
-{
-    *dt = map_dtype(datatype);
-    *top = map_op(op);
-    if (g == NULL)
-        return TORX_COLL_ALG_FALLBACK;
-    size_t bytes = *dt == TORX_COLL_NDTYPES ? 0 : (size_t) count *
-        MPIR_Datatype_get_basic_size(datatype);
-    return torx_coll_iselect(g, kind, bytes, *dt, *top);
-}
-
 int MPIDI_TORX_iallreduce(const void *sendbuf, void *recvbuf, MPI_Aint count,
                           MPI_Datatype datatype, MPI_Op op, MPIR_Comm * comm, MPIR_Request ** req)
 {
     torx_coll_group_t *g = comm_group(comm);
     torx_coll_dtype_t dt;
     torx_coll_op_t top;
-    torx_coll_alg_t alg = iselect_reduction(g, TORX_COLL_ALLREDUCE, count, datatype, op, &dt, &top);
+    torx_coll_alg_t alg = select_reduction(g, TORX_COLL_ALLREDUCE, count, datatype, op, &dt, &top,
+                                           1);
     if (alg == TORX_COLL_ALG_FALLBACK) {
         nb_ran(comm, NB_ALLREDUCE);
         return MPIR_Iallreduce_impl(sendbuf, recvbuf, count, datatype, op, comm, req);
@@ -686,7 +677,7 @@ int MPIDI_TORX_ireduce(const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_D
     torx_coll_group_t *g = comm_group(comm);
     torx_coll_dtype_t dt;
     torx_coll_op_t top;
-    torx_coll_alg_t alg = iselect_reduction(g, TORX_COLL_REDUCE, count, datatype, op, &dt, &top);
+    torx_coll_alg_t alg = select_reduction(g, TORX_COLL_REDUCE, count, datatype, op, &dt, &top, 1);
     if (alg == TORX_COLL_ALG_FALLBACK) {
         nb_ran(comm, NB_REDUCE);
         return MPIR_Ireduce_impl(sendbuf, recvbuf, count, datatype, op, root, comm, req);
