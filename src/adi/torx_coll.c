@@ -97,36 +97,25 @@ static void coll_pvars_register(void)
     };
     char name[64], desc[256];
     int n = 0;
-    for (int k = 0; k < TORX_COLL_NKINDS; k++)
-        for (int a = 0; a < TORX_COLL_NALGS; a++) {
-            if (!torx_coll_counters(NULL, (torx_coll_kind_t) k, (torx_coll_alg_t) a, NULL, NULL))
-                continue;
-            for (int w = 0; w < 2; w++) {
-                snprintf(name, sizeof name, "torx_coll_%s_%s_%s",
-                         torx_coll_kind_name((torx_coll_kind_t) k),
-                         torx_coll_alg_name((torx_coll_alg_t) a), what_names[w]);
-                snprintf(desc, sizeof desc, "torx collectives, %s by the %s algorithm: %s",
-                         torx_coll_kind_name((torx_coll_kind_t) k),
-                         torx_coll_alg_name((torx_coll_alg_t) a), what_descs[w]);
-                coll_pvar_add(&n, k, a, w, name, desc);
+    /* blocking (torx_coll_counters), then torx's nonblocking algorithms
+     * (torx_coll_icounters: torx_coll_ibarrier_gi_calls, ...; MPICH's
+     * schedules are counted here, below) */
+    for (int nb = 0; nb < 2; nb++)
+        for (int k = 0; k < TORX_COLL_NKINDS; k++)
+            for (int a = nb; a < TORX_COLL_NALGS; a++) {
+                const torx_coll_kind_t kind = (torx_coll_kind_t) k;
+                const torx_coll_alg_t alg = (torx_coll_alg_t) a;
+                if (!(nb ? torx_coll_icounters : torx_coll_counters) (NULL, kind, alg, NULL, NULL))
+                    continue;
+                for (int w = 0; w < 2; w++) {
+                    snprintf(name, sizeof name, "torx_coll_%s%s_%s_%s", nb ? "i" : "",
+                             torx_coll_kind_name(kind), torx_coll_alg_name(alg), what_names[w]);
+                    snprintf(desc, sizeof desc, "torx collectives, %s%s by the %s algorithm: %s",
+                             nb ? "nonblocking " : "", torx_coll_kind_name(kind),
+                             torx_coll_alg_name(alg), what_descs[w]);
+                    coll_pvar_add(&n, k, a, nb ? 3 + w : w, name, desc);
+                }
             }
-        }
-    /* torx's nonblocking algorithms: torx_coll_ibarrier_gi_calls, ... */
-    for (int k = 0; k < TORX_COLL_NKINDS; k++)
-        for (int a = 1; a < TORX_COLL_NALGS; a++) {
-            if (!torx_coll_icounters(NULL, (torx_coll_kind_t) k, (torx_coll_alg_t) a, NULL, NULL))
-                continue;
-            for (int w = 0; w < 2; w++) {
-                snprintf(name, sizeof name, "torx_coll_i%s_%s_%s",
-                         torx_coll_kind_name((torx_coll_kind_t) k),
-                         torx_coll_alg_name((torx_coll_alg_t) a), what_names[w]);
-                snprintf(desc, sizeof desc,
-                         "torx collectives, nonblocking %s by the %s algorithm: %s",
-                         torx_coll_kind_name((torx_coll_kind_t) k),
-                         torx_coll_alg_name((torx_coll_alg_t) a), what_descs[w]);
-                coll_pvar_add(&n, k, a, 3 + w, name, desc);
-            }
-        }
     for (int k = 0; k < NB_KINDS; k++) {
         /* "ibarrier:mpich" -> torx_coll_ibarrier_mpich_calls */
         const char *colon = strchr(nb_names[k], ':');
