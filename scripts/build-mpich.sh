@@ -384,7 +384,7 @@ PY
 #     drops a connection to a host that acknowledges nothing, and mpiexec
 #     ends the job as when a proxy dies, naming the host it lost
 #     (test/multihost/vanished-host.sh). torx's own watch (8 s,
-#     src/packet/ofi/ofi_live.c) usually names the rank first.
+#     src/packet/net/net_live.c) usually names the rank first.
 python3 - "$src/src/pm/hydra/utils/sock/sock.c" "$src/src/pm/hydra/pm/pmiserv/pmiserv_cb.c" <<'PY' || die "patching hydra failed"
 import sys
 p = sys.argv[1]

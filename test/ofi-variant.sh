@@ -9,7 +9,7 @@
 #   hybrid   TORX_OFI_TASKS_PER_HOST=2: every two consecutive ranks are a
 #            "host" of their own; tasks of one host reach each other through
 #            its shm device (FIFOs, staging, cross-memory attach), the others
-#            and the collective network through ofi (src/packet/ofi/ofi_hybrid.c)
+#            and the collective network through ofi (src/packet/net/net_hybrid.c)
 #   rxm      TORX_OFI_PROVIDER=tcp;ofi_rxm, the provider torx picks where net
 #            is missing, on the packet and ordering tests (test_ofi pins it
 #            for its own cases too)

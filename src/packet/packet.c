@@ -82,7 +82,7 @@ torx_status_t torx_pkt_open(const torx_pkt_attr_t *attr, torx_pkt_dev_t **dev)
 #endif
     default:
 #ifdef TORX_HAVE_OFI
-        return torxp_ofi_hybrid_open(attr, &env, dev);
+        return torxp_net_hybrid_open(&torxp_ofi_kind, attr, &env, dev);
 #else
         return torxp_error(TORX_ERR_UNSUPPORTED,
                            "torx: TORX_DEVICE=ofi: this build has no libfabric device "

@@ -398,13 +398,16 @@ torx_status_t torxp_env_read(torxp_env_t *env);
 /* Device constructors. */
 torx_status_t torxp_shm_open(const torx_pkt_attr_t *attr, const torxp_env_t *env,
                              torx_pkt_dev_t **dev);
+/* The network devices (src/packet/net/net.h): what TORX_DEVICE=ofi opens
+ * is torxp_net_hybrid_open(&torxp_ofi_kind, ...), the ofi device with a
+ * shm device for the tasks of one host when a host runs several. */
+typedef struct torxp_net_kind torxp_net_kind_t;
+torx_status_t torxp_net_hybrid_open(const torxp_net_kind_t *kind, const torx_pkt_attr_t *attr,
+                                    const torxp_env_t *env, torx_pkt_dev_t **out);
 #ifdef TORX_HAVE_OFI
 torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env,
                              torx_pkt_dev_t **dev);
-/* What TORX_DEVICE=ofi opens: the ofi device, with a shm device for the
- * tasks of one host when a host runs several (ofi_hybrid.c). */
-torx_status_t torxp_ofi_hybrid_open(const torx_pkt_attr_t *attr, const torxp_env_t *env,
-                                    torx_pkt_dev_t **dev);
+extern const torxp_net_kind_t torxp_ofi_kind;
 #endif
 
 #ifdef TORX_HAVE_SIMGRID

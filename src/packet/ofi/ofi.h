@@ -11,7 +11,7 @@
  *                header and its payload as torx_pkt_inject formats them;
  *                TORXP_OFI_TAG_SYS: a device-internal message (credits,
  *                collective network, global interrupt, bulk control), a
- *                torxp_ofi_sys_t and its body
+ *                torxp_net_sys_t and its body
  *                TORXP_OFI_TAG_BULK: a bulk transfer's data, where the
  *                device moves them without RMA (ofi_bulk.c)
  *   (untagged)   a staged piece, perhaps with a torus packet aboard; its
@@ -30,11 +30,13 @@
  * shm the collective network and barrier are separate hardware too).
  *
  * Files: ofi_open.c (provider choice, endpoint, address exchange, ops
- * table), ofi_torus.c (torus packets, credits, deposit lines, progress,
- * doorbell), ofi_cn.c (collective network and global interrupt as binomial
- * trees, rounds per channel), ofi_bulk.c (bulk transfers: RMA, or one
- * tagged message each), ofi_stage.c (staging), ofi_hybrid.c (shm within a
- * host, ofi between hosts), ofi_live.c (a host that vanishes).
+ * table), ofi_torus.c (torus packets and device messages as tagged
+ * messages, the completion queue, progress), ofi_bulk.c (bulk transfers:
+ * RMA, or one tagged message each), ofi_stage.c (staging). What the
+ * network devices share is in ../net/ (net.h): credits, send order,
+ * reception queues, deposit lines and the doorbell (net_torus.c), the
+ * collective network and global interrupt (net_cn.c), the liveness watch
+ * (net_live.c) and hybrid jobs (net_hybrid.c).
  *
  * Threading: one mutex (lock) guards all device state and every call into
  * libfabric that reads a completion queue. A completion is read and acted
@@ -49,7 +51,7 @@
 #ifndef TORXP_OFI_H
 #define TORXP_OFI_H
 
-#include "../pkt_internal.h"
+#include "../net/net.h"
 
 #include <assert.h>
 #include <pthread.h>
@@ -75,6 +77,7 @@
 #define TORXP_OFI_TAG_KIND_SHIFT 32
 #define TORXP_OFI_TAG_ORDER_SHIFT 40
 #define TORXP_OFI_ORDER_MASK 0xffffffu
+static_assert(TORXP_OFI_ORDER_MASK == TORXP_NET_ORDER_MASK, "a tag holds net/'s packet number");
 /* What a posted receive ignores: the sender, and the order of torus packets. */
 #define TORXP_OFI_RECV_IGNORE 0xffffff00ffffffffULL
 #define TORXP_OFI_TAG_SLOT_MASK 0xffffffffULL
@@ -83,49 +86,6 @@ static inline uint64_t torxp_ofi_tag(unsigned kind, unsigned src_slot)
 {
     return ((uint64_t)kind << TORXP_OFI_TAG_KIND_SHIFT) | src_slot;
 }
-
-/* Reception queues per task, as the shm device's reception FIFOs:
- * deterministic packets from one sender are pinned to one queue; adaptive
- * ones scatter over all of them when TORX_CHAOS is set. */
-#define TORXP_OFI_RXQ 4
-
-/* The largest device-internal message: a collective-network packet and its
- * descriptor (ofi_cn.c). */
-#define TORXP_OFI_SYS_MAX 384
-
-/* Device-internal message types. */
-enum torxp_ofi_sys_type {
-    TORXP_OFI_SYS_CREDIT = 1, /* body: u32 packets consumed since the last credit message */
-    TORXP_OFI_SYS_CN_UP,      /* a subtree's combined collective-network contribution */
-    TORXP_OFI_SYS_CN_DOWN,    /* a round's result, from the tree's root down */
-    TORXP_OFI_SYS_GI_UP,      /* a subtree has entered a barrier round */
-    TORXP_OFI_SYS_GI_DOWN,    /* every task has entered it */
-    TORXP_OFI_SYS_GET_REQ,    /* bulk get: write this range into my registered buffer */
-    TORXP_OFI_SYS_GET_DONE,   /* the write is done (or failed) */
-    TORXP_OFI_SYS_PUT_REQ,    /* bulk put: read my registered buffer into this range */
-    TORXP_OFI_SYS_PUT_DONE,   /* the read is done (or failed) */
-    TORXP_OFI_SYS_PING,       /* liveness probe; the receiver ignores it */
-    TORXP_OFI_SYS_STAGE,      /* staging: arg credits back, or (pad 1) piece `round` voided */
-    TORXP_OFI_SYS_NTYPES
-};
-
-/* 2: CN_UP, CN_DOWN, GI_UP and GI_DOWN name their channel (chan); a
- * version 1 peer, which would take every round for channel 0's, is refused
- * as malformed instead. */
-#define TORXP_OFI_WIRE_VERSION 2u
-
-/* The start of every device-internal message. */
-typedef struct torxp_ofi_sys {
-    uint8_t type;    /* enum torxp_ofi_sys_type */
-    uint8_t version; /* TORXP_OFI_WIRE_VERSION */
-    union {
-        uint16_t chan; /* CN_*, GI_*: the channel, below TORX_CN_CHANNELS (GI_CHANNELS) */
-        uint16_t pad;  /* STAGE: 1 for a voided piece; other types: 0 */
-    };
-    uint32_t arg;   /* meaning per type (credit count, status) */
-    uint64_t round; /* collective rounds; bulk cookie */
-} torxp_ofi_sys_t;
-static_assert(sizeof(torxp_ofi_sys_t) == 16, "sys header is 16 bytes");
 
 /* What a completion's context points at; every context starts with one.
  * The device does not offer the providers FI_CONTEXT mode, so a context
@@ -160,39 +120,20 @@ typedef struct torxp_ofi_txbuf {
     unsigned char pkt[TORX_PKT_MAX_BYTES];
 } torxp_ofi_txbuf_t;
 
-/* A posted receive buffer. */
-typedef struct torxp_ofi_rxbuf {
-    torxp_ofi_ctx_t ctx;
-    uint32_t src;       /* sender's slot, from the tag (torus buffers) */
-    uint32_t len;       /* bytes received */
-    uint32_t order;     /* torus: its number from the sender (tag bits 40..63) */
-    uint32_t park_next; /* torus: the next buffer parked for the same sender */
-    alignas(16) unsigned char data[TORXP_OFI_SYS_MAX]; /* read as headers and structs */
-} torxp_ofi_rxbuf_t;
-
 /* A device-internal message on its way out: queued in order, sent when the
  * provider takes it, freed at its completion. */
 typedef struct torxp_ofi_sysmsg {
     torxp_ofi_ctx_t ctx;
     struct torxp_ofi_sysmsg *next;
     uint32_t len;
-    alignas(16) unsigned char data[TORXP_OFI_SYS_MAX]; /* read as headers and structs */
+    alignas(16) unsigned char data[TORXP_NET_SYS_MAX]; /* read as headers and structs */
 } torxp_ofi_sysmsg_t;
 
-/* A reception queue: a ring of receive-buffer indices. */
-typedef struct torxp_ofi_rxq {
-    uint32_t *ring;
-    uint32_t head, tail; /* positions; tail - head entries */
-} torxp_ofi_rxq_t;
-
-typedef struct torxp_ofi_cn torxp_ofi_cn_t;       /* ofi_cn.c */
 typedef struct torxp_ofi_bulk torxp_ofi_bulk_t;   /* ofi_bulk.c */
 typedef struct torxp_ofi_stage torxp_ofi_stage_t; /* ofi_stage.c */
 
 typedef struct torxp_ofi_dev {
-    torx_pkt_dev_t base;
-    pthread_mutex_t lock;
-    int shared; /* opened with TORX_PKT_SHARED_INJECT: two threads, lock */
+    torxp_net_t net; /* base, lock, the job's slots, trees, liveness (net.h) */
 
     /* libfabric objects */
     struct fi_info *info;
@@ -204,11 +145,8 @@ typedef struct torxp_ofi_dev {
      * the provider's progress (over net and tcp;ofi_rxm a system call), so
      * a poll that reads one queue progresses once, and a send's completion
      * costs no read of its own. */
-    struct fid_cq *cq;
-    int cq_fd;                /* its wait descriptor (FI_WAIT_FD), -1 without */
-    unsigned long cq_entries; /* completions read: did a wake bring any? */
-    int wake_fd;              /* eventfd: torx_pkt_wake */
-    size_t inject_size;       /* tx_attr->inject_size, capped at a packet */
+    struct fid_cq *cq;  /* its wait descriptor (FI_WAIT_FD) is net.wait_fd */
+    size_t inject_size; /* tx_attr->inject_size, capped at a packet */
     /* The provider carries 8 bytes of remote CQ data: torus packets and
      * staged pieces take the credits owed to their destination aboard, and a
      * bulk get's write tells the initiator itself that it is done. */
@@ -218,41 +156,14 @@ typedef struct torxp_ofi_dev {
     int rma;
     const char *prov; /* provider name, from info */
 
-    /* job */
-    unsigned nslots, self_slot;
-    int32_t *slot_rank;   /* per slot: its rank, -1 when empty */
-    unsigned *rank_slot;  /* per rank: its slot */
     fi_addr_t *slot_addr; /* per slot: the AV address, FI_ADDR_NOTAVAIL when empty */
 
     /* torus: send side */
     torxp_ofi_txbuf_t *txbufs;
     int tx_free; /* head of the free list, -1 when the pool is empty */
     unsigned tx_nfree, tx_pool;
-    int32_t *credits;            /* per destination slot: packets it still takes from us */
-    uint32_t credit_max;         /* the credit window per pair (TORX_FIFO_PACKETS) */
-    uint64_t chaos_rx;           /* xorshift state of the receive side; 0 = chaos off */
-    int stash_active;            /* a deposit line only partly sent (see ofi_torus.c) */
-    torxp_deposit_stash_t stash; /* its packet */
-
-    /* torus: receive side */
-    /* nrx torus buffers, nsysrx device buffers, then nhold holders: packets
-     * that came riding on a staged piece (ofi_stage.c), never posted */
-    torxp_ofi_rxbuf_t *rxbufs;
-    unsigned nrx, nsysrx, nhold;
-    uint32_t *hold_free; /* stack of free holder indices */
-    unsigned hold_nfree;
-    uint32_t rxq_mask; /* the queue rings' size - 1: they take every buffer and holder */
-    uint32_t *repost;  /* buffers given back, to be posted by the next progress */
-    unsigned nrepost;
-    torxp_ofi_rxq_t rxq[TORXP_OFI_RXQ];
-    unsigned next_q, burst;
-    int cur;                /* index of the peeked buffer, -1 when none */
-    int polled_since_empty; /* a poll progressed; no peek found the queues empty since */
-    uint32_t *consumed;     /* per source slot: packets consumed, not yet credited */
-    uint32_t *tx_order;     /* per destination slot: the next torus packet's number */
-    uint32_t *rx_order;     /* per source slot: the number of the packet due next */
-    uint32_t *parked;       /* per source slot: buffers come early, in order; UINT32_MAX: none */
-    unsigned long early;    /* torus packets that came before one sent earlier (parked) */
+    /* torus: receive side: the contexts of net.rxbufs' posted buffers */
+    torxp_ofi_ctx_t *rx_ctx;
 
     /* device-internal sends, oldest first */
     torxp_ofi_sysmsg_t *sys_head, **sys_tail;
@@ -262,21 +173,16 @@ typedef struct torxp_ofi_dev {
      * has left: a provider that progresses manually may still hold it. */
     torxp_ofi_ctx_t *inj_ctx; /* per destination slot */
     unsigned long inj_inflight;
-    int closing; /* close is flushing: a failed send no longer matters */
 
-    torxp_ofi_cn_t *cn;
     torxp_ofi_bulk_t *bulk;
     torxp_ofi_stage_t *stage;
     unsigned stage_waiting; /* pieces put, not yet sent (torxp_ofi_stage_carry) */
     struct torxp_ofi_ping {
         torxp_ofi_ctx_t ctx;
-        torxp_ofi_sys_t msg;
+        torxp_net_sys_t msg;
         double sent_at;       /* monotonic seconds; 0 when none is in flight */
         double refused_since; /* the provider refuses to send it (-FI_EAGAIN) since; or 0 */
     } * pings;                /* per slot */
-    uint8_t *heard;           /* per slot: a PING came from it (the start-up connect) */
-    unsigned nheard;
-    struct torxp_ofi_live *live; /* the watch on the next rank (ofi_live.c) */
 } torxp_ofi_dev_t;
 
 static inline torxp_ofi_dev_t *torxp_ofi_of(torx_pkt_dev_t *dev)
@@ -286,23 +192,12 @@ static inline torxp_ofi_dev_t *torxp_ofi_of(torx_pkt_dev_t *dev)
 
 static inline void torxp_ofi_lock(torxp_ofi_dev_t *d)
 {
-    if (d->shared)
-        pthread_mutex_lock(&d->lock);
+    torxp_net_lock(&d->net);
 }
 
 static inline void torxp_ofi_unlock(torxp_ofi_dev_t *d)
 {
-    if (d->shared)
-        pthread_mutex_unlock(&d->lock);
-}
-
-/* The rank and coordinate of slot, for messages. */
-static inline torx_coord_t torxp_ofi_coord_of(const torxp_ofi_dev_t *d, unsigned slot)
-{
-    const torx_shape_t s = d->base.shape;
-    const unsigned plane = (unsigned)s.x * s.y;
-    return (torx_coord_t){(uint8_t)(slot % s.x), (uint8_t)(slot / s.x % s.y),
-                          (uint8_t)(slot / plane % s.z), (uint8_t)(slot / plane / s.z)};
+    torxp_net_unlock(&d->net);
 }
 
 /* ofi_open.c: why the provider described by list (asked for with nothing
@@ -315,43 +210,22 @@ torx_status_t torxp_ofi_torus_setup(torxp_ofi_dev_t *d, const torxp_env_t *env, 
 void torxp_ofi_torus_fini(torxp_ofi_dev_t *d);
 /* Progresses until every send has completed, at most timeout_s. */
 void torxp_ofi_flush(torxp_ofi_dev_t *d, double timeout_s);
-torx_status_t torxp_ofi_inject(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
-                               const struct iovec *iov, int iovcnt);
-int torxp_ofi_poll(torx_pkt_dev_t *dev);
-const torx_pkt_hdr_t *torxp_ofi_peek(torx_pkt_dev_t *dev);
-void torxp_ofi_consume(torx_pkt_dev_t *dev);
-int torxp_ofi_room(torx_pkt_dev_t *dev, torx_coord_t dest);
-torx_status_t torxp_ofi_wait(torx_pkt_dev_t *dev, int timeout_ms);
-void torxp_ofi_wake(torx_pkt_dev_t *dev);
+/* net.h's ops: send_packet, tx_room, sys_pending, on_sys (bulk and staging
+ * messages), arm (fi_trywait). */
+torx_status_t torxp_ofi_send_packet(torxp_net_t *n, unsigned slot, const torx_pkt_hdr_t *hdr,
+                                    const struct iovec *iov, int iovcnt, size_t len);
+unsigned torxp_ofi_tx_room(torxp_net_t *n);
+int torxp_ofi_sys_pending(torxp_net_t *n);
+int torxp_ofi_on_sys(torxp_net_t *n, unsigned src, const torxp_net_sys_t *m, size_t len);
+int torxp_ofi_arm(torxp_net_t *n);
 /* Reads the completion queue and acts on what it holds, sends queued
  * device messages; the caller holds the lock. */
 void torxp_ofi_progress(torxp_ofi_dev_t *d);
 /* Queues a device-internal message of len bytes (header included) to slot
  * and tries to send the queue; the caller holds the lock. */
 torx_status_t torxp_ofi_sys_send(torxp_ofi_dev_t *d, unsigned slot, const void *msg, size_t len);
-/* Probes the task in slot, which this task waits for: a probe the
- * provider has not delivered after TORXP_OFI_PEER_TIMEOUT_S fails the device
- * with TORX_ERR_PEER naming the task. The caller holds the lock. */
-#define TORXP_OFI_PEER_TIMEOUT_S 10.0
+/* Probes the task in slot (net.h's ping op). The caller holds the lock. */
 void torxp_ofi_ping(torxp_ofi_dev_t *d, unsigned slot);
-
-/* ofi_live.c: each task watches the next rank over a TCP connection with
- * TCP_USER_TIMEOUT, so a host that vanishes is named within seconds.
- * listen: before the address exchange, a listening socket on the
- * endpoint's address, described in *out for the others; connect: after it,
- * to the watched task's, then the watcher's connection accepted; check:
- * from progress, a heartbeat and a look at both connections; fini: the
- * goodbye, then everything closed. */
-typedef struct torxp_ofi_live_addr {
-    uint32_t len;
-    unsigned char bytes[28]; /* a struct sockaddr_in or _in6 */
-} torxp_ofi_live_addr_t;
-torx_status_t torxp_ofi_live_listen(torxp_ofi_dev_t *d, const void *ep_name, size_t ep_len,
-                                    torxp_ofi_live_addr_t *out);
-torx_status_t torxp_ofi_live_connect(torxp_ofi_dev_t *d, int watched, int watcher,
-                                     const torxp_ofi_live_addr_t *to);
-void torxp_ofi_live_check(torxp_ofi_dev_t *d);
-void torxp_ofi_live_fini(torxp_ofi_dev_t *d);
 
 /* ofi_stage.c: the staging area as one untagged message per piece. Set-up
  * after the torus (stage_bytes: TORX_STAGE_BYTES, 0 turns it off); the
@@ -372,7 +246,7 @@ unsigned torxp_ofi_stage_cost(const torx_pkt_dev_t *dev, torx_coord_t dest);
 void torxp_ofi_network(const torx_pkt_dev_t *dev, torx_net_t *net);
 void torxp_ofi_stage_on_tx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, int err);
 void torxp_ofi_stage_on_rx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, size_t len, uint64_t credits);
-void torxp_ofi_stage_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sys_t *m);
+void torxp_ofi_stage_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_net_sys_t *m);
 int torxp_ofi_stage_busy(const torxp_ofi_dev_t *d);
 /* A piece put but not yet sent waits for the next packet to its task, to
  * travel as one message with it (the descriptor the layer above sends right
@@ -385,13 +259,6 @@ torx_status_t torxp_ofi_stage_carry(torxp_ofi_dev_t *d, unsigned slot, const voi
 void torxp_ofi_stage_flush(torxp_ofi_dev_t *d);
 /* Pieces sent so far with a packet aboard, and alone (tests, TORX_VERBOSE). */
 void torxp_ofi_stage_counts(torxp_ofi_dev_t *d, unsigned long *carried, unsigned long *alone);
-/* ofi_torus.c: n torus credits src gave back (aboard a message or in a
- * credit message), checked against the window. Locked. */
-void torxp_ofi_credits_back(torxp_ofi_dev_t *d, unsigned src, uint64_t n);
-/* ofi_torus.c: a packet that came aboard a piece from src, queued as if it
- * had come alone. Locked. */
-void torxp_ofi_torus_on_carried(torxp_ofi_dev_t *d, unsigned src, uint32_t order, const void *pkt,
-                                size_t len);
 /* Receive buffers for staged pieces, at most: they share the provider's
  * receive queue (tcp;ofi_rxm: 1024 entries) with the torus and device
  * buffers. A holder per buffer, and one for the packet being read, keep
@@ -412,22 +279,10 @@ ssize_t torxp_ofi_tsend_retry(torxp_ofi_dev_t *d, const void *buf, size_t len, u
  * provider's words. */
 torx_status_t torxp_ofi_fi_fail(torxp_ofi_dev_t *d, const char *call, int peer_slot, int err);
 
-/* ofi_cn.c */
-torx_status_t torxp_ofi_cn_setup(torxp_ofi_dev_t *d);
-void torxp_ofi_cn_fini(torxp_ofi_dev_t *d);
-void torxp_ofi_cn_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sys_t *m, size_t len);
-/* ch: a channel below TORX_CN_CHANNELS (TORX_GI_CHANNELS), each with
- * rounds of its own */
-torx_status_t torxp_ofi_cn_inject(torx_pkt_dev_t *dev, unsigned ch, torx_cn_op_t op,
-                                  torx_cn_type_t type, int is_root, const void *data);
-torx_status_t torxp_ofi_cn_read(torx_pkt_dev_t *dev, unsigned ch, void *result);
-torx_status_t torxp_ofi_gi_arm(torx_pkt_dev_t *dev, unsigned ch);
-torx_status_t torxp_ofi_gi_poll(torx_pkt_dev_t *dev, unsigned ch);
-
 /* ofi_bulk.c */
 torx_status_t torxp_ofi_bulk_setup(torxp_ofi_dev_t *d);
 void torxp_ofi_bulk_fini(torxp_ofi_dev_t *d);
-void torxp_ofi_bulk_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sys_t *m, size_t len);
+void torxp_ofi_bulk_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_net_sys_t *m, size_t len);
 /* An RMA operation served for a peer completed (err: 0 or a positive
  * libfabric error number). */
 void torxp_ofi_bulk_on_rma(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, int err);

@@ -61,7 +61,7 @@
 
 /* The request's body after the sys header (round = cookie). */
 typedef struct bulk_req {
-    torxp_ofi_sys_t h;
+    torxp_net_sys_t h;
     uint64_t peer_addr; /* address in the receiver of the request */
     uint64_t len;
     uint64_t buf_addr; /* the initiator's buffer as RMA addresses it */
@@ -179,9 +179,9 @@ static void serve_finish(torxp_ofi_dev_t *d, bulk_serve_t *s)
         free(s);
         return;
     }
-    const torxp_ofi_sys_t done = {.type =
-                                      s->is_put ? TORXP_OFI_SYS_PUT_DONE : TORXP_OFI_SYS_GET_DONE,
-                                  .version = TORXP_OFI_WIRE_VERSION,
+    const torxp_net_sys_t done = {.type =
+                                      s->is_put ? TORXP_NET_SYS_PUT_DONE : TORXP_NET_SYS_GET_DONE,
+                                  .version = TORXP_NET_WIRE_VERSION,
                                   .arg = (uint32_t)s->err,
                                   .round = s->cookie};
     torxp_ofi_sys_send(d, s->ctx.peer, &done, sizeof done);
@@ -202,7 +202,7 @@ static void serve_post_msg(torxp_ofi_dev_t *d, bulk_serve_t *s)
                       0, &s->ctx.fi);
     } else {
         rc = fi_tsend(d->ep, mine, s->len, NULL, d->slot_addr[s->ctx.peer],
-                      bulk_tag(s->cookie, d->self_slot), &s->ctx.fi);
+                      bulk_tag(s->cookie, d->net.self_slot), &s->ctx.fi);
         s->told = rc == 0;
     }
     if (rc == -FI_EAGAIN)
@@ -267,7 +267,7 @@ void torxp_ofi_bulk_on_msg(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, int err)
         torxp_error(r->status,
                     "torx: bulk get of %zu bytes from rank %d: the data message failed "
                     "(provider %s): %s",
-                    r->len, d->slot_rank[ctx->peer], d->prov, fi_strerror(err));
+                    r->len, d->net.slot_rank[ctx->peer], d->prov, fi_strerror(err));
     }
 }
 
@@ -286,8 +286,9 @@ static void serve_request(torxp_ofi_dev_t *d, unsigned src, const bulk_req_t *q,
 {
     bulk_serve_t *s = torxp_calloc(1, sizeof *s);
     if (!s) {
-        torxp_dev_fail(&d->base, TORX_ERR_NOMEM, "out of memory serving a bulk %s of %llu bytes",
-                       is_put ? "put" : "get", (unsigned long long)q->len);
+        torxp_dev_fail(&d->net.base, TORX_ERR_NOMEM,
+                       "out of memory serving a bulk %s of %llu bytes", is_put ? "put" : "get",
+                       (unsigned long long)q->len);
         return;
     }
     s->ctx.kind = TORXP_OFI_CTX_RMA;
@@ -326,25 +327,25 @@ static bulk_rec_t *find_rec(torxp_ofi_bulk_t *b, uint64_t cookie)
     return NULL;
 }
 
-void torxp_ofi_bulk_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sys_t *m, size_t len)
+void torxp_ofi_bulk_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_net_sys_t *m, size_t len)
 {
-    const int req = m->type == TORXP_OFI_SYS_GET_REQ || m->type == TORXP_OFI_SYS_PUT_REQ;
-    if (len != (req ? sizeof(bulk_req_t) : sizeof(torxp_ofi_sys_t))) {
-        d->base.malformed++;
-        torxp_log(&d->base, 0,
+    const int req = m->type == TORXP_NET_SYS_GET_REQ || m->type == TORXP_NET_SYS_PUT_REQ;
+    if (len != (req ? sizeof(bulk_req_t) : sizeof(torxp_net_sys_t))) {
+        d->net.base.malformed++;
+        torxp_log(&d->net.base, 0,
                   "protocol error: bulk message of %zu bytes (type %u) from slot %u; "
                   "dropped",
                   len, m->type, src);
         return;
     }
     if (req) {
-        serve_request(d, src, (const bulk_req_t *)m, m->type == TORXP_OFI_SYS_PUT_REQ);
+        serve_request(d, src, (const bulk_req_t *)m, m->type == TORXP_NET_SYS_PUT_REQ);
         return;
     }
     bulk_rec_t *r = find_rec(d->bulk, m->round);
-    if (!r || r->peer != src || r->done || r->is_put != (m->type == TORXP_OFI_SYS_PUT_DONE)) {
-        d->base.malformed++;
-        torxp_log(&d->base, 0,
+    if (!r || r->peer != src || r->done || r->is_put != (m->type == TORXP_NET_SYS_PUT_DONE)) {
+        d->net.base.malformed++;
+        torxp_log(&d->net.base, 0,
                   "protocol error: bulk completion for unknown operation %llu from "
                   "slot %u; dropped",
                   (unsigned long long)m->round, src);
@@ -353,12 +354,12 @@ void torxp_ofi_bulk_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sys
     r->done = 1;
     r->status = TORX_OK;
     if (m->arg) {
-        const torx_coord_t c = torxp_ofi_coord_of(d, src);
+        const torx_coord_t c = torxp_net_coord_of(&d->net, src);
         r->status = m->arg == FI_EINVAL || m->arg == FI_EFAULT ? TORX_ERR_INVAL : TORX_ERR_SYS;
         torxp_error(r->status,
                     "torx: bulk %s of %zu bytes with rank %d at (%u,%u,%u,%u): the peer's RMA %s "
                     "failed (provider %s): %s",
-                    r->is_put ? "put" : "get", r->len, d->slot_rank[src], c.x, c.y, c.z, c.t,
+                    r->is_put ? "put" : "get", r->len, d->net.slot_rank[src], c.x, c.y, c.z, c.t,
                     r->is_put ? "read" : "write", d->prov, fi_strerror((int)m->arg));
     }
 }
@@ -367,8 +368,9 @@ void torxp_ofi_bulk_on_write_data(torxp_ofi_dev_t *d, uint64_t cookie)
 {
     bulk_rec_t *r = find_rec(d->bulk, cookie);
     if (!r || r->done || r->is_put) {
-        d->base.malformed++;
-        torxp_log(&d->base, 0, "protocol error: a remote write for unknown bulk get %llu; dropped",
+        d->net.base.malformed++;
+        torxp_log(&d->net.base, 0,
+                  "protocol error: a remote write for unknown bulk get %llu; dropped",
                   (unsigned long long)cookie);
         return;
     }
@@ -382,14 +384,14 @@ void torxp_ofi_bulk_on_write_data(torxp_ofi_dev_t *d, uint64_t cookie)
 static torx_status_t post_data(torxp_ofi_dev_t *d, bulk_rec_t *r, void *local, size_t len, int send)
 {
     if (len > d->info->ep_attr->max_msg_size)
-        return torxp_dev_fail(&d->base, TORX_ERR_INVAL,
+        return torxp_dev_fail(&d->net.base, TORX_ERR_INVAL,
                               "a bulk transfer of %zu bytes exceeds provider %s's largest "
                               "message (%zu bytes)",
                               len, d->prov, d->info->ep_attr->max_msg_size);
     const double give_up = torxp_mono_s() + TORXP_OFI_EAGAIN_SPIN_S;
     for (;;) {
         const ssize_t frc = send ? fi_tsend(d->ep, local, len, NULL, d->slot_addr[r->peer],
-                                            bulk_tag(r->cookie, d->self_slot), &r->ctx.fi)
+                                            bulk_tag(r->cookie, d->net.self_slot), &r->ctx.fi)
                                  : fi_trecv(d->ep, local, len, NULL, FI_ADDR_UNSPEC,
                                             bulk_tag(r->cookie, r->peer), 0, &r->ctx.fi);
         if (frc == 0)
@@ -412,7 +414,7 @@ static torx_status_t bulk_start(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord
     if (o->magic == BULK_MAGIC && !o->finished)
         return torxp_error(TORX_ERR_INVAL, "torx: %s: op is still in flight", what);
     if (!torx_coord_in_shape(dev->shape, peer) ||
-        d->slot_rank[torx_coord_index(dev->shape, peer)] < 0)
+        d->net.slot_rank[torx_coord_index(dev->shape, peer)] < 0)
         return torxp_error(TORX_ERR_INVAL, "torx: %s: no task at (%u,%u,%u,%u)", what, peer.x,
                            peer.y, peer.z, peer.t);
     if (len && (!remote || !local))
@@ -422,7 +424,7 @@ static torx_status_t bulk_start(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord
                            len);
     *o = (bulk_op_t){.magic = BULK_MAGIC};
     const unsigned slot = torx_coord_index(dev->shape, peer);
-    if (len == 0 || slot == d->self_slot) { /* nothing to move, or our own memory */
+    if (len == 0 || slot == d->net.self_slot) { /* nothing to move, or our own memory */
         if (len)
             memmove(is_put ? (void *)(uintptr_t)remote : local,
                     is_put ? local : (void *)(uintptr_t)remote, len);
@@ -465,8 +467,8 @@ static torx_status_t bulk_start(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord
     r->len = len;
     r->next = b->ops;
     b->ops = r;
-    const bulk_req_t q = {.h = {.type = is_put ? TORXP_OFI_SYS_PUT_REQ : TORXP_OFI_SYS_GET_REQ,
-                                .version = TORXP_OFI_WIRE_VERSION,
+    const bulk_req_t q = {.h = {.type = is_put ? TORXP_NET_SYS_PUT_REQ : TORXP_NET_SYS_GET_REQ,
+                                .version = TORXP_NET_WIRE_VERSION,
                                 .round = r->cookie},
                           .peer_addr = remote,
                           .len = len,
@@ -519,7 +521,7 @@ torx_status_t torxp_ofi_bulk_test(torx_pkt_dev_t *dev, torx_bulk_t *op)
     for (bulk_rec_t *p = b->ops; p && !linked; p = p->next)
         linked = p == r;
     if (!linked) {
-        rc = torxp_dev_fail(&d->base, TORX_ERR_INVAL,
+        rc = torxp_dev_fail(&d->net.base, TORX_ERR_INVAL,
                             "torx_bulk_test: the operation's state was overwritten while it ran");
     } else if (r->done || dev->failed != TORX_OK) {
         rc = r->done ? r->status : dev->failed;

@@ -303,7 +303,7 @@ static torx_status_t open_endpoint(torxp_ofi_dev_t *d, unsigned ntasks)
     /* Room for a completion of every receive and send the provider takes. */
     const size_t rxq = d->info->rx_attr->size > 1024 ? d->info->rx_attr->size : 1024;
     const size_t txq = d->info->tx_attr->size > 1024 ? d->info->tx_attr->size : 1024;
-    const torx_status_t st = open_cq(d, rxq + txq, &d->cq, &d->cq_fd);
+    const torx_status_t st = open_cq(d, rxq + txq, &d->cq, &d->net.wait_fd);
     if (st != TORX_OK)
         return st;
     struct fi_av_attr av = {.type = FI_AV_TABLE, .count = ntasks};
@@ -320,8 +320,6 @@ static torx_status_t open_endpoint(torxp_ofi_dev_t *d, unsigned ntasks)
     d->inject_size = d->info->tx_attr->inject_size;
     if (d->inject_size > TORX_PKT_MAX_BYTES)
         d->inject_size = TORX_PKT_MAX_BYTES;
-    if ((d->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
-        return torxp_error(TORX_ERR_SYS, "torx: ofi device: eventfd: %s", strerror(errno));
     return TORX_OK;
 }
 
@@ -339,12 +337,12 @@ static void ofi_close(torx_pkt_dev_t *dev)
     if (d->ep) {
         /* Let what is queued leave: a provider that progresses manually may
          * still hold the last packets or barrier messages a peer waits for. */
-        d->closing = 1;
+        d->net.closing = 1;
         torxp_ofi_flush(d, 2.0);
     }
-    if (d->early)
+    if (d->net.early)
         torxp_log(dev, 2, "ofi device: %lu torus packets came before one sent earlier, and waited",
-                  d->early);
+                  d->net.early);
     if (d->stage) {
         unsigned long carried, alone;
         torxp_ofi_stage_counts(d, &carried, &alone);
@@ -353,25 +351,22 @@ static void ofi_close(torx_pkt_dev_t *dev)
                       "ofi device: %lu staged pieces sent, %lu with their descriptor aboard",
                       carried + alone, carried);
     }
-    torxp_ofi_live_fini(d);
+    torxp_net_live_fini(&d->net);
     torxp_ofi_stage_fini(d);
     torxp_ofi_bulk_fini(d);
-    torxp_ofi_cn_fini(d);
+    torxp_net_cn_fini(&d->net);
     close_fid(d->ep ? &d->ep->fid : NULL);
     close_fid(d->av ? &d->av->fid : NULL);
     close_fid(d->cq ? &d->cq->fid : NULL);
     close_fid(d->domain ? &d->domain->fid : NULL);
     close_fid(d->fabric ? &d->fabric->fid : NULL);
     torxp_ofi_torus_fini(d);
-    if (d->wake_fd >= 0)
-        close(d->wake_fd);
     if (d->info)
         fi_freeinfo(d->info);
-    free(d->slot_rank);
-    free(d->rank_slot);
+    free(d->net.slot_rank);
+    free(d->net.rank_slot);
     free(d->slot_addr);
-    free(d->heard);
-    pthread_mutex_destroy(&d->lock);
+    pthread_mutex_destroy(&d->net.lock);
     free(d);
 }
 
@@ -398,19 +393,47 @@ void torxp_ofi_network(const torx_pkt_dev_t *dev, torx_net_t *net)
     net->gi_latency = net->cn_latency;
 }
 
+/* What net/ asks of the device (net.h). */
+static void net_progress(torxp_net_t *n)
+{
+    torxp_ofi_progress((torxp_ofi_dev_t *)n);
+}
+
+static torx_status_t net_sys_send(torxp_net_t *n, unsigned slot, const void *msg, size_t len)
+{
+    return torxp_ofi_sys_send((torxp_ofi_dev_t *)n, slot, msg, len);
+}
+
+static void net_ping(torxp_net_t *n, unsigned slot)
+{
+    torxp_ofi_ping((torxp_ofi_dev_t *)n, slot);
+}
+
+static const torxp_net_ops_t ofi_net_ops = {
+    .name = "ofi",
+    .progress = net_progress,
+    .send_packet = torxp_ofi_send_packet,
+    .tx_room = torxp_ofi_tx_room,
+    .sys_send = net_sys_send,
+    .sys_pending = torxp_ofi_sys_pending,
+    .on_sys = torxp_ofi_on_sys,
+    .ping = net_ping,
+    .arm = torxp_ofi_arm,
+};
+
 static const torxp_dev_ops_t ofi_ops = {
     .name = "ofi",
-    .inject = torxp_ofi_inject,
-    .poll = torxp_ofi_poll,
-    .peek = torxp_ofi_peek,
-    .consume = torxp_ofi_consume,
-    .room = torxp_ofi_room,
-    .wait = torxp_ofi_wait,
-    .wake = torxp_ofi_wake,
-    .cn_inject = torxp_ofi_cn_inject,
-    .cn_read = torxp_ofi_cn_read,
-    .gi_arm = torxp_ofi_gi_arm,
-    .gi_poll = torxp_ofi_gi_poll,
+    .inject = torxp_net_inject,
+    .poll = torxp_net_poll,
+    .peek = torxp_net_peek,
+    .consume = torxp_net_consume,
+    .room = torxp_net_room,
+    .wait = torxp_net_wait,
+    .wake = torxp_net_wake,
+    .cn_inject = torxp_net_cn_inject,
+    .cn_read = torxp_net_cn_read,
+    .gi_arm = torxp_net_gi_arm,
+    .gi_poll = torxp_net_gi_poll,
     .bulk_get = torxp_ofi_bulk_get,
     .bulk_put = torxp_ofi_bulk_put,
     .bulk_test = torxp_ofi_bulk_test,
@@ -424,6 +447,14 @@ static const torxp_dev_ops_t ofi_ops = {
     .stage_idle = torxp_ofi_stage_idle,
     .stage_cost = torxp_ofi_stage_cost,
     .close = ofi_close,
+    .network = torxp_ofi_network,
+};
+
+const torxp_net_kind_t torxp_ofi_kind = {
+    .name = "ofi",
+    .local_var = "TORX_OFI_LOCAL",
+    .per_host_var = "TORX_OFI_TASKS_PER_HOST",
+    .open = torxp_ofi_open,
     .network = torxp_ofi_network,
 };
 
@@ -441,31 +472,28 @@ static const torxp_dev_ops_t ofi_ops = {
 
 static torx_status_t connect_all(torxp_ofi_dev_t *d)
 {
-    d->heard = torxp_calloc(d->nslots, 1);
-    if (!d->heard)
-        return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for %u slots", d->nslots);
-    const torxp_ofi_sys_t ping = {.type = TORXP_OFI_SYS_PING, .version = TORXP_OFI_WIRE_VERSION};
+    const torxp_net_sys_t ping = {.type = TORXP_NET_SYS_PING, .version = TORXP_NET_WIRE_VERSION};
     torxp_ofi_lock(d);
-    for (int r = 0; r < d->base.size; r++)
-        torxp_ofi_sys_send(d, d->rank_slot[r], &ping, sizeof ping);
+    for (int r = 0; r < d->net.base.size; r++)
+        torxp_ofi_sys_send(d, d->net.rank_slot[r], &ping, sizeof ping);
     const double t0 = torxp_mono_s();
     double waited = 0;
-    while (
-        d->base.failed == TORX_OK && waited < CONNECT_TIMEOUT_S &&
-        (d->nheard < (unsigned)d->base.size || d->sys_head || d->sys_inflight || d->inj_inflight)) {
+    while (d->net.base.failed == TORX_OK && waited < CONNECT_TIMEOUT_S &&
+           (d->net.nheard < (unsigned)d->net.base.size || d->sys_head || d->sys_inflight ||
+            d->inj_inflight)) {
         torxp_ofi_progress(d);
         waited = torxp_mono_s() - t0;
     }
-    torx_status_t rc = d->base.failed;
-    if (rc == TORX_OK && d->nheard < (unsigned)d->base.size) {
+    torx_status_t rc = d->net.base.failed;
+    if (rc == TORX_OK && d->net.nheard < (unsigned)d->net.base.size) {
         int missing = -1;
-        for (int r = 0; r < d->base.size && missing < 0; r++)
-            if (!d->heard[d->rank_slot[r]])
+        for (int r = 0; r < d->net.base.size && missing < 0; r++)
+            if (!d->net.heard[d->net.rank_slot[r]])
                 missing = r;
         rc = torxp_error(TORX_ERR_PEER,
                          "torx: ofi device: rank %d heard nothing from rank %d (and %u more) in "
                          "%.0f s over provider %s; is the network between them up?",
-                         d->base.rank, missing, (unsigned)d->base.size - d->nheard - 1,
+                         d->net.base.rank, missing, (unsigned)d->net.base.size - d->net.nheard - 1,
                          CONNECT_TIMEOUT_S, d->prov);
     }
     torxp_ofi_unlock(d);
@@ -485,13 +513,13 @@ typedef struct addr_record {
     char prov[OFI_PROV_MAX];
     uint32_t rma; /* bulk by RMA, else as messages: both ends must agree */
     unsigned char addr[OFI_ADDR_MAX];
-    torxp_ofi_live_addr_t live; /* the liveness watch's listening socket */
+    torxp_net_live_addr_t live; /* the liveness watch's listening socket */
 } addr_record_t;
 
 /* Builds the slot tables and the address vector from every task's record. */
 static torx_status_t insert_peers(torxp_ofi_dev_t *d, const addr_record_t *all)
 {
-    const int n = d->base.size;
+    const int n = d->net.base.size;
     /* Every task checks every record against rank 0's, so all of them
      * report the same disagreement. */
     const torx_shape_t t = all[0].shape;
@@ -515,23 +543,23 @@ static torx_status_t insert_peers(torxp_ofi_dev_t *d, const addr_record_t *all)
             return torxp_error(TORX_ERR_PROTO,
                                "torx: ofi device: rank %d uses provider %.*s but rank %d uses %s; "
                                "set the same TORX_OFI_PROVIDER for every task",
-                               r, OFI_PROV_MAX, all[r].prov, d->base.rank, d->prov);
+                               r, OFI_PROV_MAX, all[r].prov, d->net.base.rank, d->prov);
         if (all[r].rma != (uint32_t)d->rma)
             return torxp_error(TORX_ERR_PROTO,
                                "torx: ofi device: rank %d moves bulk data %s but rank %d %s; set "
                                "the same TORX_OFI_BULK for every task",
-                               r, all[r].rma ? "by RMA" : "as messages", d->base.rank,
+                               r, all[r].rma ? "by RMA" : "as messages", d->net.base.rank,
                                d->rma ? "by RMA" : "as messages");
         const torx_coord_t c = all[r].self;
-        if (!torx_coord_in_shape(d->base.shape, c))
+        if (!torx_coord_in_shape(d->net.base.shape, c))
             return torxp_error(TORX_ERR_INVAL, "torx: rank %d's coordinate is outside the torus",
                                r);
-        const unsigned slot = torx_coord_index(d->base.shape, c);
-        if (d->slot_rank[slot] >= 0)
+        const unsigned slot = torx_coord_index(d->net.base.shape, c);
+        if (d->net.slot_rank[slot] >= 0)
             return torxp_error(TORX_ERR_INVAL,
                                "torx: rank %d and rank %d both map to coordinate (%u,%u,%u,%u); "
                                "every rank needs its own coordinate",
-                               d->slot_rank[slot], r, c.x, c.y, c.z, c.t);
+                               d->net.slot_rank[slot], r, c.x, c.y, c.z, c.t);
         fi_addr_t fa = FI_ADDR_NOTAVAIL;
         const int rc = fi_av_insert(d->av, all[r].addr, 1, &fa, 0, NULL);
         if (rc != 1)
@@ -539,8 +567,8 @@ static torx_status_t insert_peers(torxp_ofi_dev_t *d, const addr_record_t *all)
                                "torx: ofi device: fi_av_insert of rank %d's address failed "
                                "(provider %s): %s",
                                r, d->prov, fi_strerror(rc < 0 ? -rc : FI_EINVAL));
-        d->slot_rank[slot] = r;
-        d->rank_slot[r] = slot;
+        d->net.slot_rank[slot] = r;
+        d->net.rank_slot[r] = slot;
         d->slot_addr[slot] = fa;
     }
     return TORX_OK;
@@ -553,17 +581,18 @@ torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
     torxp_ofi_dev_t *d = torxp_calloc(1, sizeof *d);
     if (!d)
         return torxp_error(TORX_ERR_NOMEM, "torx: out of memory opening the ofi device");
-    d->base = (torx_pkt_dev_t){.ops = &ofi_ops,
-                               .shape = attr->shape,
-                               .self = attr->self,
-                               .rank = boot->rank,
-                               .size = boot->size,
-                               .verbose = (int)env->verbose};
-    pthread_mutex_init(&d->lock, NULL);
-    d->shared = (attr->flags & TORX_PKT_SHARED_INJECT) != 0;
-    d->wake_fd = d->cq_fd = -1;
-    d->nslots = torx_shape_slots(attr->shape);
-    d->self_slot = torx_coord_index(attr->shape, attr->self);
+    d->net.base = (torx_pkt_dev_t){.ops = &ofi_ops,
+                                   .shape = attr->shape,
+                                   .self = attr->self,
+                                   .rank = boot->rank,
+                                   .size = boot->size,
+                                   .verbose = (int)env->verbose};
+    d->net.net_ops = &ofi_net_ops;
+    pthread_mutex_init(&d->net.lock, NULL);
+    d->net.shared = (attr->flags & TORX_PKT_SHARED_INJECT) != 0;
+    d->net.wake_fd = d->net.wait_fd = -1;
+    d->net.nslots = torx_shape_slots(attr->shape);
+    d->net.self_slot = torx_coord_index(attr->shape, attr->self);
 
     /* Every task takes part in both allgathers whatever happens, so one
      * task's failure never leaves the others waiting. */
@@ -574,16 +603,17 @@ torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
                          "torx: TORX_BULK=cma: the ofi device moves bulk data by RMA; use "
                          "TORX_BULK=auto");
     if (rc == TORX_OK)
-        rc = choose_provider(&d->base, &oe, &d->info, &d->rma);
+        rc = choose_provider(&d->net.base, &oe, &d->info, &d->rma);
     if (rc == TORX_OK) {
         d->prov = d->info->fabric_attr->prov_name;
-        d->slot_rank = torxp_malloc(d->nslots * sizeof *d->slot_rank);
-        d->slot_addr = torxp_malloc(d->nslots * sizeof *d->slot_addr);
-        d->rank_slot = torxp_calloc((size_t)boot->size, sizeof *d->rank_slot);
-        if (!d->slot_rank || !d->slot_addr || !d->rank_slot)
-            rc = torxp_error(TORX_ERR_NOMEM, "torx: out of memory for %u torus slots", d->nslots);
-        for (unsigned s = 0; rc == TORX_OK && s < d->nslots; s++) {
-            d->slot_rank[s] = -1;
+        d->net.slot_rank = torxp_malloc(d->net.nslots * sizeof *d->net.slot_rank);
+        d->slot_addr = torxp_malloc(d->net.nslots * sizeof *d->slot_addr);
+        d->net.rank_slot = torxp_calloc((size_t)boot->size, sizeof *d->net.rank_slot);
+        if (!d->net.slot_rank || !d->slot_addr || !d->net.rank_slot)
+            rc = torxp_error(TORX_ERR_NOMEM, "torx: out of memory for %u torus slots",
+                             d->net.nslots);
+        for (unsigned s = 0; rc == TORX_OK && s < d->net.nslots; s++) {
+            d->net.slot_rank[s] = -1;
             d->slot_addr[s] = FI_ADDR_NOTAVAIL;
         }
     }
@@ -602,7 +632,7 @@ torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
         else
             mine.addrlen = (uint32_t)len;
         if (rc == TORX_OK && boot->size > 1)
-            rc = torxp_ofi_live_listen(d, mine.addr, len, &mine.live);
+            rc = torxp_net_live_listen(&d->net, mine.addr, len, &mine.live);
         snprintf(mine.prov, sizeof mine.prov, "%s", d->prov);
         mine.rma = (uint32_t)d->rma;
     }
@@ -623,7 +653,7 @@ torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
         rc = insert_peers(d, all);
     if (rc == TORX_OK && boot->size > 1) {
         const int next = (boot->rank + 1) % boot->size;
-        rc = torxp_ofi_live_connect(d, next, (boot->rank + boot->size - 1) % boot->size,
+        rc = torxp_net_live_connect(&d->net, next, (boot->rank + boot->size - 1) % boot->size,
                                     &all[next].live);
     }
     free(all);
@@ -632,7 +662,7 @@ torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
     if (rc == TORX_OK)
         rc = torxp_ofi_stage_setup(d, env->stage_bytes);
     if (rc == TORX_OK)
-        rc = torxp_ofi_cn_setup(d);
+        rc = torxp_net_cn_setup(&d->net);
     if (rc == TORX_OK)
         rc = torxp_ofi_bulk_setup(d);
     if (rc == TORX_OK)
@@ -653,20 +683,20 @@ torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
     if (rc != TORX_OK)
         goto fail;
 
-    torxp_log(&d->base, 1,
+    torxp_log(&d->net.base, 1,
               "ofi device: provider %s, interface %s (fabric %s, domain %s), inject %zu bytes, "
               "%s progress, %s, bulk %s",
               d->prov, oe.iface[0] ? oe.iface : "any", d->info->fabric_attr->name,
               d->info->domain_attr->name, d->inject_size,
               d->info->domain_attr->data_progress == FI_PROGRESS_MANUAL ? "manual" : "auto",
-              d->cq_fd >= 0 ? "sleeps on a wait descriptor" : "sleeps in slices",
-              torxp_ofi_bulk_path(&d->base));
-    torxp_log(&d->base, 2,
+              d->net.wait_fd >= 0 ? "sleeps on a wait descriptor" : "sleeps in slices",
+              torxp_ofi_bulk_path(&d->net.base));
+    torxp_log(&d->net.base, 2,
               "ofi device: coordinate (%u,%u,%u,%u), credit window %u packets, %u receive "
               "buffers, send pool %u",
-              attr->self.x, attr->self.y, attr->self.z, attr->self.t, d->credit_max, d->nrx,
+              attr->self.x, attr->self.y, attr->self.z, attr->self.t, d->net.credit_max, d->net.nrx,
               d->tx_pool);
-    *out = &d->base;
+    *out = &d->net.base;
     return TORX_OK;
 
 fail:
@@ -674,6 +704,6 @@ fail:
         fi_close(&d->ep->fid);
         d->ep = NULL;
     }
-    ofi_close(&d->base);
+    ofi_close(&d->net.base);
     return rc;
 }

@@ -15,7 +15,7 @@
  * piece waits for the next packet to the same task (the descriptor, sent
  * right after the put), which rides aboard: [header][piece][packet]. The
  * receiver queues the piece, then the packet as if it had come alone, in
- * a holder (ofi_torus.c), since the piece's buffer goes back to the
+ * a holder (net/net_torus.c), since the piece's buffer goes back to the
  * provider at its release, which may come before the packet's consume.
  * Between hosts every message costs a trip through both kernels' TCP
  * stacks (half the latency of a small message), so this halves what a
@@ -29,14 +29,14 @@
  * Flow control: each ordered pair has a window of `window` pieces, spent
  * by torx_stage_put and given back by the receiver as it releases them:
  * aboard its own next piece to that task when there is one (a reply, in a
- * ping-pong), else in a TORXP_OFI_SYS_STAGE message once half a window is
+ * ping-pong), else in a TORXP_NET_SYS_STAGE message once half a window is
  * released (a stream); the receiver keeps window x (tasks - 1)
  * buffers posted, so a piece always finds one. The window shrinks from 16
  * so that this stays within STAGE_RX_MAX buffers; past 257 tasks it is
  * zero and staging is off (the message layer then sends packets).
  *
  * torx_stage_unput cannot call back a piece already on the wire: it sends
- * TORXP_OFI_SYS_STAGE with the voided sequence number instead, after the
+ * TORXP_NET_SYS_STAGE with the voided sequence number instead, after the
  * piece and before any later descriptor, and the receiver drops the piece
  * when it comes to the head of the queue. */
 #include "ofi.h"
@@ -115,14 +115,14 @@ torx_status_t torxp_ofi_stage_setup(torxp_ofi_dev_t *d, long stage_bytes)
     if (!s)
         return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the staging state");
     d->stage = s;
-    const unsigned peers = (unsigned)d->base.size - 1;
+    const unsigned peers = (unsigned)d->net.base.size - 1;
     if (stage_bytes <= 0 || peers == 0)
         return TORX_OK; /* TORX_STAGE_BYTES=0, or nobody to stage to */
     unsigned w = STAGE_WINDOW;
     while (w && w * peers > STAGE_RX_MAX)
         w /= 2;
     if (!w) {
-        torxp_log(&d->base, 1,
+        torxp_log(&d->net.base, 1,
                   "ofi device: %u peers: no staging (a piece in flight from each would take more "
                   "than %u receive buffers)",
                   peers, STAGE_RX_MAX);
@@ -132,12 +132,12 @@ torx_status_t torxp_ofi_stage_setup(torxp_ofi_dev_t *d, long stage_bytes)
     s->msg_max = strstr(d->prov, "ofi_rxm") ? STAGE_MSG_MAX_RXM : STAGE_MSG_MAX;
     s->tx = torxp_calloc(STAGE_TX, sizeof *s->tx);
     s->rx = torxp_calloc(s->nrx, sizeof *s->rx);
-    s->tx_seq = torxp_calloc(d->nslots, sizeof *s->tx_seq);
-    s->credits = torxp_calloc(d->nslots, sizeof *s->credits);
-    s->queue = torxp_calloc(d->nslots, sizeof *s->queue);
-    s->rx_seq = torxp_calloc(d->nslots, sizeof *s->rx_seq);
-    s->released = torxp_calloc(d->nslots, sizeof *s->released);
-    s->waiting = torxp_calloc(d->nslots, sizeof *s->waiting);
+    s->tx_seq = torxp_calloc(d->net.nslots, sizeof *s->tx_seq);
+    s->credits = torxp_calloc(d->net.nslots, sizeof *s->credits);
+    s->queue = torxp_calloc(d->net.nslots, sizeof *s->queue);
+    s->rx_seq = torxp_calloc(d->net.nslots, sizeof *s->rx_seq);
+    s->released = torxp_calloc(d->net.nslots, sizeof *s->released);
+    s->waiting = torxp_calloc(d->net.nslots, sizeof *s->waiting);
     if (!s->tx || !s->rx || !s->tx_seq || !s->credits || !s->queue || !s->rx_seq || !s->released ||
         !s->waiting)
         return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for %u staging buffers",
@@ -147,8 +147,8 @@ torx_status_t torxp_ofi_stage_setup(torxp_ofi_dev_t *d, long stage_bytes)
         s->tx[i].next = s->tx_free;
         s->tx_free = &s->tx[i];
     }
-    for (unsigned slot = 0; slot < d->nslots; slot++) {
-        s->credits[slot] = d->slot_rank[slot] >= 0 && slot != d->self_slot ? (int32_t)w : 0;
+    for (unsigned slot = 0; slot < d->net.nslots; slot++) {
+        s->credits[slot] = d->net.slot_rank[slot] >= 0 && slot != d->net.self_slot ? (int32_t)w : 0;
         s->queue[slot].tail = &s->queue[slot].head;
     }
     for (unsigned i = 0; i < s->nrx; i++) {
@@ -156,7 +156,7 @@ torx_status_t torxp_ofi_stage_setup(torxp_ofi_dev_t *d, long stage_bytes)
         post_stage_rx(d, &s->rx[i]);
     }
     s->window = w; /* last: staging is on once every buffer is posted */
-    return d->base.failed;
+    return d->net.base.failed;
 }
 
 void torxp_ofi_stage_fini(torxp_ofi_dev_t *d)
@@ -194,7 +194,7 @@ int torxp_ofi_stage_reaches(const torx_pkt_dev_t *dev, torx_coord_t dest)
     if (!d->stage || !d->stage->window || !torx_coord_in_shape(dev->shape, dest))
         return 0;
     const unsigned slot = torx_coord_index(dev->shape, dest);
-    return d->slot_rank[slot] >= 0 && slot != d->self_slot;
+    return d->net.slot_rank[slot] >= 0 && slot != d->net.self_slot;
 }
 
 torx_status_t torxp_ofi_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const void *data,
@@ -211,7 +211,7 @@ torx_status_t torxp_ofi_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const 
     torxp_ofi_stage_t *s = d->stage;
     const unsigned slot = torx_coord_index(dev->shape, dest);
     torxp_ofi_lock(d);
-    torx_status_t rc = d->base.failed;
+    torx_status_t rc = d->net.base.failed;
     if (rc == TORX_OK && s->waiting[slot]) /* pieces leave in order */
         rc = send_waiting(d, slot, NULL, 0);
     if (rc == TORX_OK && s->credits[slot] > 0 && !s->tx_free)
@@ -240,12 +240,12 @@ static torx_status_t send_waiting(torxp_ofi_dev_t *d, unsigned slot, const void 
 {
     torxp_ofi_stage_t *s = d->stage;
     stage_buf_t *b = s->waiting[slot];
-    const stage_hdr_t h = {.src = d->self_slot,
+    const stage_hdr_t h = {.src = d->net.self_slot,
                            .seq = s->tx_seq[slot] - 1,
                            .len = (uint16_t)b->len,
                            .pkt = (uint16_t)bytes,
                            .credits = s->released[slot],
-                           .order = bytes ? d->tx_order[slot] : 0};
+                           .order = bytes ? d->net.tx_order[slot] : 0};
     memcpy(b->msg, &h, sizeof h);
     if (bytes)
         memcpy(b->msg + sizeof h + b->len, pkt, bytes);
@@ -267,8 +267,7 @@ static torx_status_t send_waiting(torxp_ofi_dev_t *d, unsigned slot, const void 
     } else {
         s->tx_busy++;
     }
-    if (bytes) {
-        d->tx_order[slot] = (d->tx_order[slot] + 1) & TORXP_OFI_ORDER_MASK;
+    if (bytes) { /* net/ counts it in tx_order as sent (torxp_ofi_send_packet) */
         s->carried++;
     } else {
         s->alone++;
@@ -300,7 +299,7 @@ void torxp_ofi_stage_counts(torxp_ofi_dev_t *d, unsigned long *carried, unsigned
 void torxp_ofi_stage_flush(torxp_ofi_dev_t *d)
 {
     torxp_ofi_stage_t *s = d->stage;
-    for (unsigned slot = 0; slot < d->nslots && d->stage_waiting; slot++)
+    for (unsigned slot = 0; slot < d->net.nslots && d->stage_waiting; slot++)
         if (s->waiting[slot] && send_waiting(d, slot, NULL, 0) != TORX_OK)
             return; /* the provider is busy: the next progress */
 }
@@ -332,8 +331,8 @@ static stage_buf_t *head_piece(torxp_ofi_dev_t *d, unsigned src, torx_stage_ref_
     if (b)
         memcpy(&h, b->msg, sizeof h);
     if (!b || h.seq != ref.off || h.len != ref.len) {
-        const torx_coord_t c = torxp_ofi_coord_of(d, src);
-        torxp_dev_fail(&d->base, TORX_ERR_PROTO,
+        const torx_coord_t c = torxp_net_coord_of(&d->net, src);
+        torxp_dev_fail(&d->net.base, TORX_ERR_PROTO,
                        "staged piece %u (%u bytes) from (%u,%u,%u,%u) is not the next that came "
                        "(%s%u, %u bytes)",
                        ref.off, ref.len, c.x, c.y, c.z, c.t, b ? "piece " : "none; next ",
@@ -345,10 +344,10 @@ static stage_buf_t *head_piece(torxp_ofi_dev_t *d, unsigned src, torx_stage_ref_
 
 static int src_slot(const torxp_ofi_dev_t *d, torx_coord_t src, unsigned *slot)
 {
-    if (!d->stage || !d->stage->window || !torx_coord_in_shape(d->base.shape, src))
+    if (!d->stage || !d->stage->window || !torx_coord_in_shape(d->net.base.shape, src))
         return 0;
-    *slot = torx_coord_index(d->base.shape, src);
-    return d->slot_rank[*slot] >= 0;
+    *slot = torx_coord_index(d->net.base.shape, src);
+    return d->net.slot_rank[*slot] >= 0;
 }
 
 const void *torxp_ofi_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref)
@@ -370,8 +369,8 @@ static void credit_back(torxp_ofi_dev_t *d, unsigned src)
     torxp_ofi_stage_t *s = d->stage;
     if (s->released[src] < (s->window + 1) / 2)
         return;
-    const torxp_ofi_sys_t m = {
-        .type = TORXP_OFI_SYS_STAGE, .version = TORXP_OFI_WIRE_VERSION, .arg = s->released[src]};
+    const torxp_net_sys_t m = {
+        .type = TORXP_NET_SYS_STAGE, .version = TORXP_NET_WIRE_VERSION, .arg = s->released[src]};
     s->released[src] = 0;
     torxp_ofi_sys_send(d, src, &m, sizeof m);
 }
@@ -415,8 +414,8 @@ void torxp_ofi_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_re
         s->tx_seq[slot]--;
         s->credits[slot]++;
     } else {
-        const torxp_ofi_sys_t m = {.type = TORXP_OFI_SYS_STAGE,
-                                   .version = TORXP_OFI_WIRE_VERSION,
+        const torxp_net_sys_t m = {.type = TORXP_NET_SYS_STAGE,
+                                   .version = TORXP_NET_WIRE_VERSION,
                                    .pad = 1, /* a voided piece, not credits */
                                    .round = ref.off};
         torxp_ofi_sys_send(d, slot, &m, sizeof m);
@@ -469,18 +468,18 @@ void torxp_ofi_stage_on_rx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, size_t len,
     if (len >= sizeof h)
         memcpy(&h, b->msg, sizeof h);
     const unsigned src = h.src;
-    if (src >= d->nslots || src == d->self_slot || d->slot_rank[src] < 0 || len < sizeof h ||
-        len != sizeof h + h.len + h.pkt || h.seq != s->rx_seq[src]) {
-        torxp_dev_fail(&d->base, TORX_ERR_PROTO,
+    if (src >= d->net.nslots || src == d->net.self_slot || d->net.slot_rank[src] < 0 ||
+        len < sizeof h || len != sizeof h + h.len + h.pkt || h.seq != s->rx_seq[src]) {
+        torxp_dev_fail(&d->net.base, TORX_ERR_PROTO,
                        "staged piece of %zu bytes from slot %u: bad sender, length or sequence "
                        "(%u, expected %u)",
-                       len, src, h.seq, src < d->nslots ? s->rx_seq[src] : 0);
+                       len, src, h.seq, src < d->net.nslots ? s->rx_seq[src] : 0);
         post_stage_rx(d, b);
         return;
     }
     if (h.credits) {
         if (h.credits > s->window || s->credits[src] + (int64_t)h.credits > (int64_t)s->window) {
-            torxp_dev_fail(&d->base, TORX_ERR_PROTO,
+            torxp_dev_fail(&d->net.base, TORX_ERR_PROTO,
                            "slot %u returned %u staging credits aboard a piece, more than it was "
                            "given",
                            src, h.credits);
@@ -490,26 +489,26 @@ void torxp_ofi_stage_on_rx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, size_t len,
         s->credits[src] += (int32_t)h.credits;
     }
     if (credits) /* torus credits, aboard (see tsend in ofi_torus.c) */
-        torxp_ofi_credits_back(d, src, credits);
+        torxp_net_credits_back(&d->net, src, credits);
     s->rx_seq[src]++;
     b->next = NULL;
     *s->queue[src].tail = b;
     s->queue[src].tail = &b->next;
     if (h.pkt) /* after its piece is queued, as if it had come next */
-        torxp_ofi_torus_on_carried(d, src, h.order, b->msg + sizeof h + h.len, h.pkt);
+        torxp_net_on_torus_copy(&d->net, src, h.order, b->msg + sizeof h + h.len, h.pkt);
 }
 
-void torxp_ofi_stage_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sys_t *m)
+void torxp_ofi_stage_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_net_sys_t *m)
 {
     torxp_ofi_stage_t *s = d->stage;
     if (!s->window) {
-        torxp_dev_fail(&d->base, TORX_ERR_PROTO, "staging message from slot %u, but staging is off",
-                       src);
+        torxp_dev_fail(&d->net.base, TORX_ERR_PROTO,
+                       "staging message from slot %u, but staging is off", src);
         return;
     }
     if (m->pad != 1) { /* credits */
         if (m->arg > s->window || s->credits[src] + (int64_t)m->arg > (int64_t)s->window)
-            torxp_dev_fail(&d->base, TORX_ERR_PROTO,
+            torxp_dev_fail(&d->net.base, TORX_ERR_PROTO,
                            "slot %u returned %u staging credits, more than it was given", src,
                            m->arg);
         else
@@ -527,6 +526,7 @@ void torxp_ofi_stage_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sy
             return;
         }
     }
-    torxp_dev_fail(&d->base, TORX_ERR_PROTO, "slot %u voided staged piece %llu, which never came",
-                   src, (unsigned long long)m->round);
+    torxp_dev_fail(&d->net.base, TORX_ERR_PROTO,
+                   "slot %u voided staged piece %llu, which never came", src,
+                   (unsigned long long)m->round);
 }

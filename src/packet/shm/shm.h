@@ -104,7 +104,7 @@ static_assert(sizeof(torxp_shm_seg_hdr_t) % TORXP_CACHELINE == 0, "header fills 
 
 /* A bulk transfer in progress, kept inside the caller's torx_bulk_t. It
  * starts with its magic, by which the hybrid ofi device tells the shm
- * device's operations from its own (ofi_hybrid.c). */
+ * device's operations from its own (net/net_hybrid.c). */
 #define TORXP_SHM_BULK_MAGIC 0x626c6b31u /* "blk1" */
 typedef struct torxp_shm_bulk {
     uint32_t magic; /* TORXP_SHM_BULK_MAGIC while in flight or done */

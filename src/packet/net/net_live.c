@@ -1,9 +1,10 @@
 /* Liveness of the job's tasks, for a host that vanishes.
  *
  * A host whose link goes down (or that is switched off) sends nothing more,
- * not even a FIN: tcp;ofi_rxm then keeps its connections to it, and sends
- * toward it complete into the kernel's socket buffer or wait quietly. The
- * probes in ofi_torus.c (torxp_ofi_ping) catch a dead task whose kernel
+ * not even a FIN: a library's connections to it (libfabric's tcp;ofi_rxm,
+ * UCX's tcp) stay open, and sends toward it complete into the kernel's
+ * socket buffer or wait quietly. The devices' probes (their ping op, which
+ * the collective network sends while it waits) catch a dead task whose kernel
  * still answers, not a dead host. Asking the peer's software to answer
  * would take a computing task for a dead one.
  *
@@ -24,7 +25,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* accept4 */
 #endif
-#include "ofi.h"
+#include "net.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -43,7 +44,7 @@
 #define LIVE_BEAT 'h'
 #define LIVE_BYE 'B'
 
-struct torxp_ofi_live {
+struct torxp_net_live {
     int listen_fd;
     int out_fd, in_fd;    /* to the task watched (next rank), from its watcher (previous) */
     int watched, watcher; /* their ranks */
@@ -56,22 +57,22 @@ static socklen_t sockaddr_len(const struct sockaddr *sa)
     return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 }
 
-torx_status_t torxp_ofi_live_listen(torxp_ofi_dev_t *d, const void *ep_name, size_t ep_len,
-                                    torxp_ofi_live_addr_t *out)
+torx_status_t torxp_net_live_listen(torxp_net_t *d, const void *bind_addr, size_t bind_len,
+                                    torxp_net_live_addr_t *out)
 {
     memset(out, 0, sizeof *out);
-    struct torxp_ofi_live *l = torxp_calloc(1, sizeof *l);
+    struct torxp_net_live *l = torxp_calloc(1, sizeof *l);
     if (!l)
         return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the liveness watch");
     l->listen_fd = l->out_fd = l->in_fd = -1;
     d->live = l;
     struct sockaddr_storage ss = {0};
-    if (ep_len < sizeof(struct sockaddr_in) || ep_len > sizeof ss)
+    if (bind_len < sizeof(struct sockaddr_in) || bind_len > sizeof ss)
         return torxp_error(TORX_ERR_UNSUPPORTED,
-                           "torx: ofi device: provider %s's address (%zu bytes) is not an IP "
+                           "torx: %s device: the network address (%zu bytes) is not an IP "
                            "socket address; the liveness watch needs one",
-                           d->prov, ep_len);
-    memcpy(&ss, ep_name, ep_len);
+                           d->net_ops->name, bind_len);
+    memcpy(&ss, bind_addr, bind_len);
     struct sockaddr *sa = (struct sockaddr *)&ss;
     if (sa->sa_family == AF_INET)
         ((struct sockaddr_in *)sa)->sin_port = 0;
@@ -79,14 +80,15 @@ torx_status_t torxp_ofi_live_listen(torxp_ofi_dev_t *d, const void *ep_name, siz
         ((struct sockaddr_in6 *)sa)->sin6_port = 0;
     else
         return torxp_error(TORX_ERR_UNSUPPORTED,
-                           "torx: ofi device: provider %s's address family %d is not IP; the "
+                           "torx: %s device: the network address's family %d is not IP; the "
                            "liveness watch needs one",
-                           d->prov, sa->sa_family);
+                           d->net_ops->name, sa->sa_family);
     socklen_t len = sockaddr_len(sa);
     l->listen_fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (l->listen_fd < 0 || bind(l->listen_fd, sa, len) != 0 || listen(l->listen_fd, 4) != 0 ||
         getsockname(l->listen_fd, (struct sockaddr *)&ss, &len) != 0)
-        return torxp_error(TORX_ERR_SYS, "torx: ofi device: liveness socket: %s", strerror(errno));
+        return torxp_error(TORX_ERR_SYS, "torx: %s device: liveness socket: %s", d->net_ops->name,
+                           strerror(errno));
     static_assert(sizeof out->bytes >= sizeof(struct sockaddr_in6), "room for an IPv6 address");
     memcpy(out->bytes, &ss, len);
     out->len = (uint32_t)len;
@@ -109,10 +111,10 @@ static int wait_fd(int fd, short events, int ms)
     return rc;
 }
 
-torx_status_t torxp_ofi_live_connect(torxp_ofi_dev_t *d, int watched, int watcher,
-                                     const torxp_ofi_live_addr_t *to)
+torx_status_t torxp_net_live_connect(torxp_net_t *d, int watched, int watcher,
+                                     const torxp_net_live_addr_t *to)
 {
-    struct torxp_ofi_live *l = d->live;
+    struct torxp_net_live *l = d->live;
     l->watched = watched;
     l->watcher = watcher;
     const struct sockaddr *sa = (const struct sockaddr *)to->bytes;
@@ -123,7 +125,8 @@ torx_status_t torxp_ofi_live_connect(torxp_ofi_dev_t *d, int watched, int watche
         setsockopt(l->out_fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &timeout_ms, sizeof timeout_ms) ||
         setsockopt(l->out_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) ||
         set_nonblocking(l->out_fd))
-        return torxp_error(TORX_ERR_SYS, "torx: ofi device: liveness socket: %s", strerror(errno));
+        return torxp_error(TORX_ERR_SYS, "torx: %s device: liveness socket: %s", d->net_ops->name,
+                           strerror(errno));
     if (connect(l->out_fd, sa, (socklen_t)to->len) != 0) {
         int err = errno;
         if (err == EINPROGRESS) {
@@ -135,16 +138,16 @@ torx_status_t torxp_ofi_live_connect(torxp_ofi_dev_t *d, int watched, int watche
         }
         if (err)
             return torxp_error(TORX_ERR_PEER,
-                               "torx: ofi device: rank %d cannot connect to rank %d to watch "
+                               "torx: %s device: rank %d cannot connect to rank %d to watch "
                                "it: %s",
-                               d->base.rank, watched, strerror(err));
+                               d->net_ops->name, d->base.rank, watched, strerror(err));
     }
     if (wait_fd(l->listen_fd, POLLIN, LIVE_CONNECT_MS) != 1 ||
         (l->in_fd = accept4(l->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) < 0)
         return torxp_error(TORX_ERR_PEER,
-                           "torx: ofi device: rank %d did not hear from rank %d, which watches "
+                           "torx: %s device: rank %d did not hear from rank %d, which watches "
                            "it, in %d s",
-                           d->base.rank, watcher, LIVE_CONNECT_MS / 1000);
+                           d->net_ops->name, d->base.rank, watcher, LIVE_CONNECT_MS / 1000);
     close(l->listen_fd); /* one watcher, and it has come */
     l->listen_fd = -1;
     l->next_beat = torxp_mono_s() + LIVE_BEAT_S;
@@ -176,10 +179,10 @@ static int drain(int *fd)
     }
 }
 
-static void dead(torxp_ofi_dev_t *d, int rank, int err)
+static void dead(torxp_net_t *d, int rank, int err)
 {
     const unsigned slot = d->rank_slot[rank];
-    const torx_coord_t c = torxp_ofi_coord_of(d, slot);
+    const torx_coord_t c = torxp_net_coord_of(d, slot);
     if (err == ETIMEDOUT)
         torxp_dev_fail(&d->base, TORX_ERR_PEER,
                        "rank %d at (%u,%u,%u,%u) is unreachable: its host has acknowledged "
@@ -192,9 +195,9 @@ static void dead(torxp_ofi_dev_t *d, int rank, int err)
                        rank, c.x, c.y, c.z, c.t, err == EPIPE ? "closed" : strerror(err));
 }
 
-void torxp_ofi_live_check(torxp_ofi_dev_t *d)
+void torxp_net_live_check(torxp_net_t *d)
 {
-    struct torxp_ofi_live *l = d->live;
+    struct torxp_net_live *l = d->live;
     if (!l || d->closing || ++l->polls % LIVE_POLL_EVERY)
         return;
     int rc;
@@ -216,9 +219,9 @@ void torxp_ofi_live_check(torxp_ofi_dev_t *d)
     }
 }
 
-void torxp_ofi_live_fini(torxp_ofi_dev_t *d)
+void torxp_net_live_fini(torxp_net_t *d)
 {
-    struct torxp_ofi_live *l = d->live;
+    struct torxp_net_live *l = d->live;
     if (!l)
         return;
     /* Read what came first: closing a socket with unread bytes resets the

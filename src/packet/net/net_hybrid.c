@@ -1,17 +1,20 @@
-/* Hybrid jobs: what TORX_DEVICE=ofi opens when some host runs more than
- * one task of the job. Tasks on the same host reach each other through a
- * shm device of that host's own (its FIFOs, staging area and cross-memory
- * attach); tasks on other hosts, and the collective network and global
- * interrupt of the whole job, go through the ofi device. One job, one
- * torus, one mapping: both devices see the job's shape and coordinates,
- * the shm one simply has tasks only at its host's slots.
+/* Hybrid jobs: what a network device (TORX_DEVICE=ofi, ucx) opens when
+ * some host runs more than one task of the job. Tasks on the same host
+ * reach each other through a shm device of that host's own (its FIFOs,
+ * staging area and cross-memory attach); tasks on other hosts, and the
+ * collective network and global interrupt of the whole job, go through the
+ * network device. One job, one torus, one mapping: both devices see the
+ * job's shape and coordinates, the shm one simply has tasks only at its
+ * host's slots.
  *
  * Which tasks share a host. Every task contributes its host's identity to
  * one allgather over the job's bootstrap: the host name (gethostname; with
- * TORX_OFI_TASKS_PER_HOST=N, which tests use, every N consecutive ranks
- * are a host of their own) and the device and inode of /dev/shm, so two
- * tasks are on one host only if they could open the same segment. With TORX_OFI_LOCAL=ofi, or when
- * no host runs two tasks, every task opens the plain ofi device instead.
+ * the device's TASKS_PER_HOST variable, e.g. TORX_OFI_TASKS_PER_HOST=N,
+ * which tests use, every N consecutive ranks are a host of their own) and
+ * the device and inode of /dev/shm, so two tasks are on one host only if
+ * they could open the same segment. With the device's LOCAL variable set
+ * to the device (TORX_OFI_LOCAL=ofi), or when no host runs two tasks, every
+ * task opens the plain network device instead.
  *
  * The host's shm device starts through a bootstrap of its own whose
  * collectives ride on the job's (every task of the job takes part in each
@@ -19,21 +22,22 @@
  * its host: the job's allgathers stay in step on every host.
  *
  * Routing. A packet goes through shm when its destination is on this
- * host, and through ofi otherwise. A deposit line goes through shm only
- * if every node it visits is on this host, else whole through ofi (which
- * sends it to each node in turn): a line's packets then always take the
- * same device, so they keep their order, and the message layer keeps no
- * order between line packets and others. Per-sender order holds because
- * each sender reaches a given receiver through one device only.
+ * host, and through the network otherwise. A deposit line goes through shm
+ * only if every node it visits is on this host, else whole through the
+ * network (which sends it to each node in turn): a line's packets then
+ * always take the same device, so they keep their order, and the message
+ * layer keeps no order between line packets and others. Per-sender order
+ * holds because each sender reaches a given receiver through one device
+ * only.
  *
- * Receiving. Reading the ofi device means progressing the provider, which
- * costs far more than a look at the shm FIFOs; the ofi device is looked at
- * on every OFI_POLL_EVERY-th poll while it is quiet and on every poll
- * while its packets keep coming, so traffic between tasks of one host
- * pays little for the network it does not use. When both devices hold
- * packets they take turns. */
+ * Receiving. Reading the network device means progressing its library,
+ * which costs far more than a look at the shm FIFOs; it is looked at on
+ * every NET_POLL_EVERY-th poll while it is quiet and on every poll while
+ * its packets keep coming, so traffic between tasks of one host pays little
+ * for the network it does not use. When both devices hold packets they
+ * take turns. */
 #include "../shm/shm.h"
-#include "ofi.h"
+#include "net.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -42,28 +46,28 @@
 #include <time.h>
 #include <unistd.h>
 
-/* How often a quiet ofi device is polled: once every this many polls. */
-#define OFI_POLL_EVERY 8
+/* How often a quiet network device is polled: once every this many polls. */
+#define NET_POLL_EVERY 8
 /* The longest sleep on one device while the other may be the one to wake
  * us (ms): neither sleep can include the other's event. */
 #define WAIT_SLICE_MS 1
 
 #define HOST_NAME_BYTES 64
 
-enum { LOCAL_SHM, LOCAL_OFI };
-static const char *const local_names[] = {"shm", "ofi", NULL};
+enum { LOCAL_SHM, LOCAL_NET };
 
 typedef struct hybrid_dev {
     torx_pkt_dev_t base;
-    torx_pkt_dev_t *shm, *ofi;
+    torxp_dev_ops_t ops; /* hybrid_ops, named as the network device */
+    torx_pkt_dev_t *shm, *net;
     uint8_t *local; /* per torus slot: 1 when that task is on this host */
 
     /* receive side (receiving thread only) */
     torx_pkt_dev_t *cur;           /* the device whose packet peek returned, or NULL */
     const torx_pkt_hdr_t *cur_hdr; /* that packet */
-    int ofi_ready;                 /* the last look at ofi found a packet */
-    int ofi_countdown;             /* polls until ofi is looked at again */
-    int ofi_first;                 /* both hold packets: ofi's turn */
+    int net_ready;                 /* the last look at the network found a packet */
+    int net_countdown;             /* polls until the network is looked at again */
+    int net_first;                 /* both hold packets: the network's turn */
     char bulk_path[64];
 } hybrid_dev_t;
 
@@ -87,8 +91,8 @@ static inline int is_local(const hybrid_dev_t *h, torx_coord_t c)
 static inline void take_failure(hybrid_dev_t *h)
 {
     if (TORXP_UNLIKELY(h->base.failed == TORX_OK)) {
-        if (h->ofi->failed != TORX_OK)
-            h->base.failed = h->ofi->failed;
+        if (h->net->failed != TORX_OK)
+            h->base.failed = h->net->failed;
         else if (h->shm->failed != TORX_OK)
             h->base.failed = h->shm->failed;
     }
@@ -99,13 +103,13 @@ static inline void take_failure(hybrid_dev_t *h)
 static torx_pkt_dev_t *route(hybrid_dev_t *h, const torx_pkt_hdr_t *hdr)
 {
     if (!(hdr->ctl & TORX_PKT_DEPOSIT))
-        return is_local(h, hdr->dest) ? h->shm : h->ofi;
+        return is_local(h, hdr->dest) ? h->shm : h->net;
     unsigned hops;
     if (torxp_deposit_hops(&h->base, hdr, &hops) != TORX_OK)
-        return h->ofi; /* which reports what is wrong with the line */
+        return h->net; /* which reports what is wrong with the line */
     for (unsigned k = 1; k <= hops; k++)
         if (!h->local[torxp_deposit_hop_slot(&h->base, hdr, k)])
-            return h->ofi;
+            return h->net;
     return h->shm;
 }
 
@@ -124,26 +128,26 @@ static torx_status_t hybrid_inject_batch(torx_pkt_dev_t *dev, const torx_pkt_out
 static int hybrid_poll(torx_pkt_dev_t *dev)
 {
     hybrid_dev_t *h = hybrid_of(dev);
-    if (h->ofi_ready || --h->ofi_countdown <= 0) {
-        h->ofi_ready = h->ofi->ops->poll(h->ofi);
-        h->ofi_countdown = OFI_POLL_EVERY;
+    if (h->net_ready || --h->net_countdown <= 0) {
+        h->net_ready = h->net->ops->poll(h->net);
+        h->net_countdown = NET_POLL_EVERY;
     }
     const int shm_ready = h->shm->ops->poll(h->shm);
     take_failure(h);
-    return h->cur_hdr || shm_ready || h->ofi_ready;
+    return h->cur_hdr || shm_ready || h->net_ready;
 }
 
-/* Peeks at sub; a quiet ofi device only on every OFI_POLL_EVERY-th look. */
+/* Peeks at sub; a quiet network device only on every NET_POLL_EVERY-th look. */
 static const torx_pkt_hdr_t *look(hybrid_dev_t *h, torx_pkt_dev_t *sub)
 {
-    if (sub == h->ofi) {
-        if (!h->ofi_ready && --h->ofi_countdown > 0)
+    if (sub == h->net) {
+        if (!h->net_ready && --h->net_countdown > 0)
             return NULL;
-        h->ofi_countdown = OFI_POLL_EVERY;
+        h->net_countdown = NET_POLL_EVERY;
     }
     const torx_pkt_hdr_t *p = sub->ops->peek(sub);
-    if (sub == h->ofi)
-        h->ofi_ready = p != NULL;
+    if (sub == h->net)
+        h->net_ready = p != NULL;
     if (p) {
         h->cur = sub;
         h->cur_hdr = p;
@@ -156,8 +160,8 @@ static const torx_pkt_hdr_t *hybrid_peek(torx_pkt_dev_t *dev)
     hybrid_dev_t *h = hybrid_of(dev);
     if (h->cur_hdr)
         return h->cur_hdr;
-    torx_pkt_dev_t *first = h->ofi_first ? h->ofi : h->shm;
-    torx_pkt_dev_t *second = h->ofi_first ? h->shm : h->ofi;
+    torx_pkt_dev_t *first = h->net_first ? h->net : h->shm;
+    torx_pkt_dev_t *second = h->net_first ? h->shm : h->net;
     const torx_pkt_hdr_t *p = look(h, first);
     return p ? p : look(h, second);
 }
@@ -168,7 +172,7 @@ static void hybrid_consume(torx_pkt_dev_t *dev)
     if (!h->cur)
         return;
     h->cur->ops->consume(h->cur);
-    h->ofi_first = h->cur == h->shm;
+    h->net_first = h->cur == h->shm;
     h->cur = NULL;
     h->cur_hdr = NULL;
 }
@@ -176,7 +180,7 @@ static void hybrid_consume(torx_pkt_dev_t *dev)
 static int hybrid_room(torx_pkt_dev_t *dev, torx_coord_t dest)
 {
     hybrid_dev_t *h = hybrid_of(dev);
-    torx_pkt_dev_t *sub = is_local(h, dest) ? h->shm : h->ofi;
+    torx_pkt_dev_t *sub = is_local(h, dest) ? h->shm : h->net;
     return sub->ops->room(sub, dest);
 }
 
@@ -196,10 +200,10 @@ static torx_status_t hybrid_wait(torx_pkt_dev_t *dev, int timeout_ms)
     if (h->cur_hdr)
         return TORX_OK;
     const double deadline = timeout_ms < 0 ? -1 : torxp_mono_s() + timeout_ms * 1e-3;
-    h->ofi_countdown = 0; /* after any sleep, look at ofi at once */
+    h->net_countdown = 0; /* after any sleep, look at the network at once */
     long nap_ns = NAP_MIN_NS;
     for (;;) {
-        if (h->ofi->ops->wait(h->ofi, 0) == TORX_OK)
+        if (h->net->ops->wait(h->net, 0) == TORX_OK)
             return TORX_OK;
         int slice = 0;
         if (nap_ns > NAP_MAX_NS) {
@@ -226,22 +230,22 @@ static void hybrid_wake(torx_pkt_dev_t *dev)
 {
     hybrid_dev_t *h = hybrid_of(dev);
     h->shm->ops->wake(h->shm);
-    h->ofi->ops->wake(h->ofi);
+    h->net->ops->wake(h->net);
 }
 
-/* ---- Collective network and global interrupt: the job's, over ofi --------------------- */
+/* ---- Collective network and global interrupt: the job's, over the network ------------- */
 
 static torx_status_t hybrid_cn_inject(torx_pkt_dev_t *dev, unsigned ch, torx_cn_op_t op,
                                       torx_cn_type_t type, int is_root, const void *data)
 {
     hybrid_dev_t *h = hybrid_of(dev);
-    return h->ofi->ops->cn_inject(h->ofi, ch, op, type, is_root, data);
+    return h->net->ops->cn_inject(h->net, ch, op, type, is_root, data);
 }
 
 static torx_status_t hybrid_cn_read(torx_pkt_dev_t *dev, unsigned ch, void *result)
 {
     hybrid_dev_t *h = hybrid_of(dev);
-    const torx_status_t rc = h->ofi->ops->cn_read(h->ofi, ch, result);
+    const torx_status_t rc = h->net->ops->cn_read(h->net, ch, result);
     take_failure(h);
     return rc;
 }
@@ -249,13 +253,13 @@ static torx_status_t hybrid_cn_read(torx_pkt_dev_t *dev, unsigned ch, void *resu
 static torx_status_t hybrid_gi_arm(torx_pkt_dev_t *dev, unsigned ch)
 {
     hybrid_dev_t *h = hybrid_of(dev);
-    return h->ofi->ops->gi_arm(h->ofi, ch);
+    return h->net->ops->gi_arm(h->net, ch);
 }
 
 static torx_status_t hybrid_gi_poll(torx_pkt_dev_t *dev, unsigned ch)
 {
     hybrid_dev_t *h = hybrid_of(dev);
-    const torx_status_t rc = h->ofi->ops->gi_poll(h->ofi, ch);
+    const torx_status_t rc = h->net->ops->gi_poll(h->net, ch);
     take_failure(h);
     return rc;
 }
@@ -266,7 +270,7 @@ static torx_status_t hybrid_bulk_get(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_
                                      const void *remote, void *local, size_t len, unsigned flags)
 {
     hybrid_dev_t *h = hybrid_of(dev);
-    torx_pkt_dev_t *sub = is_local(h, peer) ? h->shm : h->ofi;
+    torx_pkt_dev_t *sub = is_local(h, peer) ? h->shm : h->net;
     return sub->ops->bulk_get(sub, op, peer, remote, local, len, flags);
 }
 
@@ -274,19 +278,19 @@ static torx_status_t hybrid_bulk_put(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_
                                      void *remote, const void *local, size_t len)
 {
     hybrid_dev_t *h = hybrid_of(dev);
-    torx_pkt_dev_t *sub = is_local(h, peer) ? h->shm : h->ofi;
+    torx_pkt_dev_t *sub = is_local(h, peer) ? h->shm : h->net;
     return sub->ops->bulk_put(sub, op, peer, remote, local, len);
 }
 
 /* An operation belongs to the device whose mark it carries: the shm
  * device's ops start with TORXP_SHM_BULK_MAGIC, and anything else is the
- * ofi device's to judge (including an op never started). */
+ * network device's to judge (including an op never started). */
 static torx_status_t hybrid_bulk_test(torx_pkt_dev_t *dev, torx_bulk_t *op)
 {
     hybrid_dev_t *h = hybrid_of(dev);
     const int on_shm =
         op && ((const torxp_shm_bulk_t *)(const void *)op)->magic == TORXP_SHM_BULK_MAGIC;
-    torx_pkt_dev_t *sub = on_shm ? h->shm : h->ofi;
+    torx_pkt_dev_t *sub = on_shm ? h->shm : h->net;
     const torx_status_t rc = sub->ops->bulk_test(sub, op);
     take_failure(h);
     return rc;
@@ -297,18 +301,18 @@ static const char *hybrid_bulk_path(const torx_pkt_dev_t *dev)
     return hybrid_of_const(dev)->bulk_path;
 }
 
-/* ---- Staging: the host's shm area on the host, ofi's pieces between hosts --------------- */
+/* ---- Staging: the host's shm area on the host, the network's between hosts -------- */
 
 static inline torx_pkt_dev_t *stage_dev(const hybrid_dev_t *h, torx_coord_t peer)
 {
-    return is_local(h, peer) ? h->shm : h->ofi;
+    return is_local(h, peer) ? h->shm : h->net;
 }
 
 /* The smaller of the two, so one piece size serves every peer. */
 static size_t hybrid_stage_max(const torx_pkt_dev_t *dev)
 {
     const hybrid_dev_t *h = hybrid_of_const(dev);
-    const size_t a = h->shm->ops->stage_max(h->shm), b = h->ofi->ops->stage_max(h->ofi);
+    const size_t a = h->shm->ops->stage_max(h->shm), b = h->net->ops->stage_max(h->net);
     return !a ? b : !b ? a : a < b ? a : b;
 }
 
@@ -366,18 +370,18 @@ static unsigned hybrid_bulk_cost(const torx_pkt_dev_t *dev, torx_coord_t peer)
 static void hybrid_close(torx_pkt_dev_t *dev)
 {
     hybrid_dev_t *h = hybrid_of(dev);
-    /* ofi first: its close lets the last packets and barrier messages leave
+    /* The network first: its close lets the last packets and barrier messages leave
      * while the host's tasks can still be reached. */
-    if (h->ofi)
-        h->ofi->ops->close(h->ofi);
+    if (h->net)
+        h->net->ops->close(h->net);
     if (h->shm)
         h->shm->ops->close(h->shm);
     free(h->local);
     free(h);
 }
 
+/* The network device's name and figures are filled in at open. */
 static const torxp_dev_ops_t hybrid_ops = {
-    .name = "ofi",
     .inject = hybrid_inject,
     .inject_batch = hybrid_inject_batch,
     .poll = hybrid_poll,
@@ -404,7 +408,6 @@ static const torxp_dev_ops_t hybrid_ops = {
     .stage_idle = hybrid_stage_idle,
     .stage_cost = hybrid_stage_cost,
     .close = hybrid_close,
-    .network = torxp_ofi_network,
 };
 
 /* ---- The host's bootstrap -------------------------------------------------------------- */
@@ -444,7 +447,7 @@ static torx_status_t host_barrier(torx_boot_t *boot)
 /* What each task tells the others about its host. */
 typedef struct host_record {
     int32_t status;
-    int32_t local_mode; /* TORX_OFI_LOCAL */
+    int32_t local_mode; /* the device's LOCAL variable: LOCAL_SHM or LOCAL_NET */
     torx_coord_t self;
     uint64_t shm_dev, shm_ino;
     char name[HOST_NAME_BYTES];
@@ -456,20 +459,22 @@ static int same_host(const host_record_t *a, const host_record_t *b)
            !strncmp(a->name, b->name, HOST_NAME_BYTES);
 }
 
-static torx_status_t read_host(host_record_t *r, int rank)
+static torx_status_t read_host(const torxp_net_kind_t *kind, host_record_t *r, int rank)
 {
+    const char *const local_names[] = {"shm", kind->name, NULL};
     int mode = LOCAL_SHM;
     long per_host = 0;
-    torx_status_t rc = torx_env_choice("TORX_OFI_LOCAL", local_names, LOCAL_SHM, &mode);
+    torx_status_t rc = torx_env_choice(kind->local_var, local_names, LOCAL_SHM, &mode);
     if (rc == TORX_OK)
-        rc = torx_env_int("TORX_OFI_TASKS_PER_HOST", 0, 1L << 20, 0, &per_host);
+        rc = torx_env_int(kind->per_host_var, 0, 1L << 20, 0, &per_host);
     if (rc != TORX_OK)
         return rc;
     r->local_mode = mode;
     if (per_host > 0) { /* hosts emulated on one machine (tests) */
         snprintf(r->name, sizeof r->name, "torx-emulated-host-%ld", rank / per_host);
     } else if (gethostname(r->name, sizeof r->name - 1) != 0) {
-        return torxp_error(TORX_ERR_SYS, "torx: ofi device: gethostname: %s", strerror(errno));
+        return torxp_error(TORX_ERR_SYS, "torx: %s device: gethostname: %s", kind->name,
+                           strerror(errno));
     }
     struct stat st;
     if (stat("/dev/shm", &st) == 0) {
@@ -479,8 +484,8 @@ static torx_status_t read_host(host_record_t *r, int rank)
     return TORX_OK;
 }
 
-torx_status_t torxp_ofi_hybrid_open(const torx_pkt_attr_t *attr, const torxp_env_t *env,
-                                    torx_pkt_dev_t **out)
+torx_status_t torxp_net_hybrid_open(const torxp_net_kind_t *kind, const torx_pkt_attr_t *attr,
+                                    const torxp_env_t *env, torx_pkt_dev_t **out)
 {
     torx_boot_t *job = attr->boot;
     const int n = job->size;
@@ -489,7 +494,7 @@ torx_status_t torxp_ofi_hybrid_open(const torx_pkt_attr_t *attr, const torxp_env
     host_record_t *all = torxp_calloc((size_t)n, sizeof *all);
     int32_t *members = torxp_calloc((size_t)n, sizeof *members);
     host_record_t mine = {.self = attr->self};
-    mine.status = members ? read_host(&mine, job->rank)
+    mine.status = members ? read_host(kind, &mine, job->rank)
                           : torxp_error(TORX_ERR_NOMEM, "torx: out of memory for %d hosts", n);
     torx_status_t rc = mine.status;
     torx_status_t brc = all ? job->allgather(job, &mine, all, sizeof mine)
@@ -502,14 +507,15 @@ torx_status_t torxp_ofi_hybrid_open(const torx_pkt_attr_t *attr, const torxp_env
     for (int r = 0; rc == TORX_OK && r < n; r++)
         if (all[r].status != TORX_OK)
             rc = torxp_error(TORX_ERR_PEER,
-                             "torx: rank %d failed to open the ofi device (%s; see its message)", r,
-                             torx_status_str((torx_status_t)all[r].status));
+                             "torx: rank %d failed to open the %s device (%s; see its message)", r,
+                             kind->name, torx_status_str((torx_status_t)all[r].status));
     for (int r = 1; rc == TORX_OK && r < n; r++)
         if (all[r].local_mode != all[0].local_mode)
             rc = torxp_error(TORX_ERR_ENV,
-                             "torx: rank %d has TORX_OFI_LOCAL=%s but rank 0 has %s; set the "
+                             "torx: rank %d has %s=%s but rank 0 has %s; set the "
                              "same value for every task",
-                             r, local_names[all[r].local_mode], local_names[all[0].local_mode]);
+                             r, kind->local_var, all[r].local_mode ? kind->name : "shm",
+                             all[0].local_mode ? kind->name : "shm");
     if (rc != TORX_OK) {
         free(all);
         free(members);
@@ -529,10 +535,10 @@ torx_status_t torxp_ofi_hybrid_open(const torx_pkt_attr_t *attr, const torxp_env
             members[nlocal++] = r;
         }
     }
-    if (all[0].local_mode == LOCAL_OFI || !shared) {
+    if (all[0].local_mode == LOCAL_NET || !shared) {
         free(all);
         free(members);
-        return torxp_ofi_open(attr, env, out);
+        return kind->open(attr, env, out);
     }
 
     hybrid_dev_t *h = torxp_calloc(1, sizeof *h);
@@ -553,13 +559,13 @@ torx_status_t torxp_ofi_hybrid_open(const torx_pkt_attr_t *attr, const torxp_env
 
     /* Every task opens both devices (see the top), failing or not, then
      * votes: the shm device's own vote spans only its host. */
-    torx_pkt_dev_t *shm = NULL, *ofi = NULL;
+    torx_pkt_dev_t *shm = NULL, *net = NULL;
     rc = torxp_shm_open(&host_attr, env, &shm);
-    const torx_status_t orc = torxp_ofi_open(attr, env, &ofi);
+    const torx_status_t orc = kind->open(attr, env, &net);
     if (rc == TORX_OK)
         rc = orc;
     if (rc == TORX_OK && !h)
-        rc = torxp_error(TORX_ERR_NOMEM, "torx: out of memory opening the ofi device");
+        rc = torxp_error(TORX_ERR_NOMEM, "torx: out of memory opening the %s device", kind->name);
     int32_t my_status = rc;
     brc = job->allgather(job, &my_status, members, sizeof my_status); /* members: done with */
     if (brc != TORX_OK && rc == TORX_OK)
@@ -567,13 +573,13 @@ torx_status_t torxp_ofi_hybrid_open(const torx_pkt_attr_t *attr, const torxp_env
     for (int r = 0; rc == TORX_OK && r < n; r++)
         if (members[r] != TORX_OK)
             rc = torxp_error(TORX_ERR_PEER,
-                             "torx: rank %d failed to open the ofi device (%s; see its message)", r,
-                             torx_status_str((torx_status_t)members[r]));
+                             "torx: rank %d failed to open the %s device (%s; see its message)", r,
+                             kind->name, torx_status_str((torx_status_t)members[r]));
     free(all);
     free(members);
     if (rc != TORX_OK) {
-        if (ofi)
-            ofi->ops->close(ofi);
+        if (net)
+            net->ops->close(net);
         if (shm)
             shm->ops->close(shm);
         if (h)
@@ -581,21 +587,24 @@ torx_status_t torxp_ofi_hybrid_open(const torx_pkt_attr_t *attr, const torxp_env
         free(h);
         return rc;
     }
-    h->base = (torx_pkt_dev_t){.ops = &hybrid_ops,
+    h->ops = hybrid_ops;
+    h->ops.name = kind->name;
+    h->ops.network = kind->network;
+    h->base = (torx_pkt_dev_t){.ops = &h->ops,
                                .shape = attr->shape,
                                .self = attr->self,
                                .rank = job->rank,
                                .size = n,
                                .verbose = (int)env->verbose};
     h->shm = shm;
-    h->ofi = ofi;
-    h->ofi_countdown = 1;
+    h->net = net;
+    h->net_countdown = 1;
     snprintf(h->bulk_path, sizeof h->bulk_path, "%s on this host, %s between hosts",
-             shm->ops->bulk_path(shm), ofi->ops->bulk_path(ofi));
+             shm->ops->bulk_path(shm), net->ops->bulk_path(net));
     torxp_log(&h->base, 1,
-              "ofi device: %d of the job's %d tasks on this host (%s) reach each other through "
-              "shm (TORX_OFI_LOCAL=shm), the others through ofi; bulk %s",
-              nlocal, n, mine.name, h->bulk_path);
+              "%s device: %d of the job's %d tasks on this host (%s) reach each other through "
+              "shm (%s=shm), the others through %s; bulk %s",
+              kind->name, nlocal, n, mine.name, kind->local_var, kind->name, h->bulk_path);
     *out = &h->base;
     return TORX_OK;
 }

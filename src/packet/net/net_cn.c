@@ -1,5 +1,5 @@
-/* The ofi device's collective network and global interrupt, emulated in
- * software over the endpoint's device-internal messages.
+/* The collective network and global interrupt of the network devices,
+ * emulated in software over their device-internal messages.
  *
  * Tree. A binomial tree over the job's ranks, rooted at rank 0: the parent
  * of rank v > 0 is v with its lowest set bit cleared, and v's subtree is the
@@ -26,7 +26,7 @@
  * task reports the same error for the same round and the pipeline stays in
  * step.
  *
- * Pipelining. Up to TORXP_OFI_CN_DEPTH rounds per task are injected and not
+ * Pipelining. Up to TORXP_NET_CN_DEPTH rounds per task are injected and not
  * yet read; a task further ahead gets TORX_NO_ROOM. Round r's upward state
  * and its result each live in slot r % DEPTH: a child can send round r + DEPTH
  * only after it read round r, whose result passed through this task after
@@ -42,7 +42,7 @@
  * visible to every task that leaves the round, as the barrier promises.
  *
  * Channels. Each of the TORX_CN_CHANNELS (TORX_GI_CHANNELS) channels is
- * an independent sequence of rounds over the same tree and endpoint: its
+ * an independent sequence of rounds over the same tree and connections: its
  * own round counters, pipeline, slots and barrier rounds, everything above
  * per channel. Every CN_UP/CN_DOWN/GI_UP/GI_DOWN names its channel (h.chan)
  * and touches that channel's state only, so the arguments above hold
@@ -51,19 +51,19 @@
  * are for: callers that cannot agree on one order of rounds across
  * channels (nonblocking collectives of different communicators) take one
  * channel each. The upward slots keep one packet per child, not
- * CN_MAX_CHILDREN, so four channels take less memory than one did.
+ * CN_MAX_CHILDREN, so every channel costs little memory.
  *
  * Dead peers. While a round waits, every PING_EVERY_S this task probes its
- * tree neighbours (torxp_ofi_ping); a probe the provider cannot deliver
+ * tree neighbours (the device's ping op); a probe the library cannot deliver
  * fails the device with the peer's rank, so a vanished task ends the wait
  * with an error instead of a hang. */
-#include "ofi.h"
+#include "net.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
-#define TORXP_OFI_CN_DEPTH 4u
+#define TORXP_NET_CN_DEPTH 4u
 #define CN_NONE UINT32_MAX
 #define CN_MAX_CHILDREN 32
 #define PING_EVERY_S 0.5
@@ -78,14 +78,14 @@ typedef struct cn_meta {
 } cn_meta_t;
 
 typedef struct cn_msg {
-    torxp_ofi_sys_t h; /* chan = the channel; round = the round; arg = status (CN_DOWN) */
+    torxp_net_sys_t h; /* chan = the channel; round = the round; arg = status (CN_DOWN) */
     cn_meta_t m;
     unsigned char data[TORX_CN_PACKET_BYTES];
 } cn_msg_t;
-static_assert(sizeof(cn_msg_t) <= TORXP_OFI_SYS_MAX, "a cn packet fits a device message");
+static_assert(sizeof(cn_msg_t) <= TORXP_NET_SYS_MAX, "a cn packet fits a device message");
 
 typedef struct gi_msg {
-    torxp_ofi_sys_t h; /* chan = the channel; round = the barrier round */
+    torxp_net_sys_t h; /* chan = the channel; round = the barrier round */
 } gi_msg_t;
 
 /* One collective-network channel: its rounds, pipeline and slots. */
@@ -95,15 +95,15 @@ struct cn_chan {
         uint64_t round; /* the round the slot holds, when own or got */
         int own;
         uint32_t got; /* bit i: child i's packet is in */
-        /* nchild + 1 packets in torxp_ofi_cn's storage: [0] own, [1 + i] child i */
+        /* nchild + 1 packets in torxp_net_cn's storage: [0] own, [1 + i] child i */
         cn_meta_t *m;
         unsigned char (*data)[TORX_CN_PACKET_BYTES];
-    } up[TORXP_OFI_CN_DEPTH];
+    } up[TORXP_NET_CN_DEPTH];
     struct cn_res {
         uint64_t round;
         int ready;
         cn_msg_t msg;
-    } res[TORXP_OFI_CN_DEPTH];
+    } res[TORXP_NET_CN_DEPTH];
 };
 
 /* One global-interrupt channel: its barrier rounds. */
@@ -112,7 +112,7 @@ struct gi_chan {
     uint64_t child_armed[CN_MAX_CHILDREN];
 };
 
-struct torxp_ofi_cn {
+struct torxp_net_cn {
     int parent;      /* rank, -1 at the root */
     unsigned nchild; /* children, in rank order */
     unsigned child[CN_MAX_CHILDREN];
@@ -126,7 +126,7 @@ struct torxp_ofi_cn {
 
 /* ---- tree ------------------------------------------------------------------ */
 
-static unsigned slot_of(const torxp_ofi_dev_t *d, int rank)
+static unsigned slot_of(const torxp_net_t *d, int rank)
 {
     return d->rank_slot[rank];
 }
@@ -144,9 +144,9 @@ static const char *chan_label(unsigned ch, char buf[24])
 }
 
 /* A round of channel ch waits (cn: collective network, else barrier). */
-static void ping_neighbours(torxp_ofi_dev_t *d, int cn, unsigned ch)
+static void ping_neighbours(torxp_net_t *d, int cn, unsigned ch)
 {
-    torxp_ofi_cn_t *c = d->cn;
+    torxp_net_cn_t *c = d->cn;
     const double now = torxp_mono_s();
     if (now - c->last_ping < PING_EVERY_S)
         return;
@@ -167,14 +167,14 @@ static void ping_neighbours(torxp_ofi_dev_t *d, int cn, unsigned ch)
                   (unsigned long long)g->sent_up);
     }
     if (c->parent >= 0)
-        torxp_ofi_ping(d, slot_of(d, c->parent));
+        d->net_ops->ping(d, slot_of(d, c->parent));
     for (unsigned i = 0; i < c->nchild; i++)
-        torxp_ofi_ping(d, slot_of(d, (int)c->child[i]));
+        d->net_ops->ping(d, slot_of(d, (int)c->child[i]));
 }
 
-torx_status_t torxp_ofi_cn_setup(torxp_ofi_dev_t *d)
+torx_status_t torxp_net_cn_setup(torxp_net_t *d)
 {
-    torxp_ofi_cn_t *c = torxp_calloc(1, sizeof *c);
+    torxp_net_cn_t *c = torxp_calloc(1, sizeof *c);
     if (!c)
         return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the collective network");
     const unsigned v = (unsigned)d->base.rank, n = (unsigned)d->base.size;
@@ -183,7 +183,7 @@ torx_status_t torxp_ofi_cn_setup(torxp_ofi_dev_t *d)
     for (unsigned bit = 1; (v == 0 || bit < low) && v + bit < n && bit; bit <<= 1)
         c->child[c->nchild++] = v + bit;
     const size_t per_slot = c->nchild + 1u;
-    const size_t npkt = (size_t)TORX_CN_CHANNELS * TORXP_OFI_CN_DEPTH * per_slot;
+    const size_t npkt = (size_t)TORX_CN_CHANNELS * TORXP_NET_CN_DEPTH * per_slot;
     c->up_m = torxp_calloc(npkt, sizeof *c->up_m);
     c->up_data = torxp_calloc(npkt, sizeof *c->up_data);
     if (!c->up_m || !c->up_data) {
@@ -193,8 +193,8 @@ torx_status_t torxp_ofi_cn_setup(torxp_ofi_dev_t *d)
         return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the collective network");
     }
     for (unsigned ch = 0; ch < TORX_CN_CHANNELS; ch++)
-        for (unsigned s = 0; s < TORXP_OFI_CN_DEPTH; s++) {
-            const size_t at = ((size_t)ch * TORXP_OFI_CN_DEPTH + s) * per_slot;
+        for (unsigned s = 0; s < TORXP_NET_CN_DEPTH; s++) {
+            const size_t at = ((size_t)ch * TORXP_NET_CN_DEPTH + s) * per_slot;
             c->cn[ch].up[s].m = c->up_m + at;
             c->cn[ch].up[s].data = c->up_data + at;
         }
@@ -203,7 +203,7 @@ torx_status_t torxp_ofi_cn_setup(torxp_ofi_dev_t *d)
     return TORX_OK;
 }
 
-void torxp_ofi_cn_fini(torxp_ofi_dev_t *d)
+void torxp_net_cn_fini(torxp_net_t *d)
 {
     if (d->cn) {
         free(d->cn->up_m);
@@ -215,9 +215,9 @@ void torxp_ofi_cn_fini(torxp_ofi_dev_t *d)
 
 /* Combines slot u (own packet and every child's, children in rank order)
  * into out. */
-static void combine(const torxp_ofi_dev_t *d, const struct cn_up *u, cn_msg_t *out)
+static void combine(const torxp_net_t *d, const struct cn_up *u, cn_msg_t *out)
 {
-    const torxp_ofi_cn_t *c = d->cn;
+    const torxp_net_cn_t *c = d->cn;
     cn_meta_t m = u->m[0];
     memcpy(out->data, u->data[0], TORX_CN_PACKET_BYTES);
     for (unsigned i = 0; i < c->nchild; i++) {
@@ -292,39 +292,39 @@ static torx_status_t round_error(const cn_msg_t *msg)
 }
 
 /* Keeps a round's result in its channel and passes it down. */
-static void deliver_down(torxp_ofi_dev_t *d, const cn_msg_t *msg)
+static void deliver_down(torxp_net_t *d, const cn_msg_t *msg)
 {
-    torxp_ofi_cn_t *c = d->cn;
-    struct cn_res *res = &c->cn[msg->h.chan].res[msg->h.round % TORXP_OFI_CN_DEPTH];
+    torxp_net_cn_t *c = d->cn;
+    struct cn_res *res = &c->cn[msg->h.chan].res[msg->h.round % TORXP_NET_CN_DEPTH];
     res->round = msg->h.round;
     res->ready = 1;
     res->msg = *msg;
     for (unsigned i = 0; i < c->nchild; i++)
-        torxp_ofi_sys_send(d, slot_of(d, (int)c->child[i]), msg, sizeof *msg);
+        d->net_ops->sys_send(d, slot_of(d, (int)c->child[i]), msg, sizeof *msg);
 }
 
 /* Sends up (or, at the root, down) every round of channel ch whose packets
  * are all in. */
-static void cn_advance(torxp_ofi_dev_t *d, unsigned ch)
+static void cn_advance(torxp_net_t *d, unsigned ch)
 {
-    torxp_ofi_cn_t *c = d->cn;
+    torxp_net_cn_t *c = d->cn;
     struct cn_chan *k = &c->cn[ch];
     const uint32_t all = c->nchild ? (uint32_t)((1ULL << c->nchild) - 1) : 0;
     for (;;) {
-        struct cn_up *u = &k->up[k->up_next % TORXP_OFI_CN_DEPTH];
+        struct cn_up *u = &k->up[k->up_next % TORXP_NET_CN_DEPTH];
         if (!u->own || u->got != all || u->round != k->up_next)
             return;
         cn_msg_t out = {
-            .h = {.version = TORXP_OFI_WIRE_VERSION, .chan = (uint16_t)ch, .round = k->up_next}};
+            .h = {.version = TORXP_NET_WIRE_VERSION, .chan = (uint16_t)ch, .round = k->up_next}};
         combine(d, u, &out);
         u->own = 0;
         u->got = 0;
         k->up_next++;
         if (c->parent >= 0) {
-            out.h.type = TORXP_OFI_SYS_CN_UP;
-            torxp_ofi_sys_send(d, slot_of(d, c->parent), &out, sizeof out);
+            out.h.type = TORXP_NET_SYS_CN_UP;
+            d->net_ops->sys_send(d, slot_of(d, c->parent), &out, sizeof out);
         } else {
-            out.h.type = TORXP_OFI_SYS_CN_DOWN;
+            out.h.type = TORXP_NET_SYS_CN_DOWN;
             out.h.arg = (uint32_t)round_status(&out.m);
             deliver_down(d, &out);
         }
@@ -335,7 +335,7 @@ static void cn_advance(torxp_ofi_dev_t *d, unsigned ch)
  * holds another round (a protocol error). */
 static struct cn_up *up_slot(struct cn_chan *k, uint64_t r)
 {
-    struct cn_up *u = &k->up[r % TORXP_OFI_CN_DEPTH];
+    struct cn_up *u = &k->up[r % TORXP_NET_CN_DEPTH];
     if (u->own || u->got)
         return u->round == r ? u : NULL;
     u->round = r;
@@ -343,7 +343,7 @@ static struct cn_up *up_slot(struct cn_chan *k, uint64_t r)
 }
 
 static void __attribute__((cold))
-bad_msg(torxp_ofi_dev_t *d, unsigned src, const char *why, const torxp_ofi_sys_t *m)
+bad_msg(torxp_net_t *d, unsigned src, const char *why, const torxp_net_sys_t *m)
 {
     char buf[24];
     d->base.malformed++;
@@ -354,18 +354,18 @@ bad_msg(torxp_ofi_dev_t *d, unsigned src, const char *why, const torxp_ofi_sys_t
     torxp_log(&d->base, 0, "%s", torx_last_error() + sizeof "torx: " - 1);
 }
 
-static void gi_advance(torxp_ofi_dev_t *d, unsigned ch);
+static void gi_advance(torxp_net_t *d, unsigned ch);
 
-void torxp_ofi_cn_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sys_t *m, size_t len)
+void torxp_net_cn_on_sys(torxp_net_t *d, unsigned src, const torxp_net_sys_t *m, size_t len)
 {
-    torxp_ofi_cn_t *c = d->cn;
+    torxp_net_cn_t *c = d->cn;
     const int from = d->slot_rank[src];
     int child = -1;
     for (unsigned i = 0; i < c->nchild; i++)
         if ((int)c->child[i] == from)
             child = (int)i;
-    const int up = m->type == TORXP_OFI_SYS_CN_UP || m->type == TORXP_OFI_SYS_GI_UP;
-    const int is_cn = m->type == TORXP_OFI_SYS_CN_UP || m->type == TORXP_OFI_SYS_CN_DOWN;
+    const int up = m->type == TORXP_NET_SYS_CN_UP || m->type == TORXP_NET_SYS_GI_UP;
+    const int is_cn = m->type == TORXP_NET_SYS_CN_UP || m->type == TORXP_NET_SYS_CN_DOWN;
     if (up ? child < 0 : from != c->parent || c->parent < 0)
         return bad_msg(d, src, up ? "not a child of this task" : "not this task's parent", m);
     if (len != (is_cn ? sizeof(cn_msg_t) : sizeof(gi_msg_t)))
@@ -375,11 +375,11 @@ void torxp_ofi_cn_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sys_t
         return bad_msg(d, src, "no such channel", m);
 
     switch (m->type) {
-    case TORXP_OFI_SYS_CN_UP: {
+    case TORXP_NET_SYS_CN_UP: {
         const cn_msg_t *msg = (const cn_msg_t *)m;
         struct cn_chan *k = &c->cn[ch];
         struct cn_up *u =
-            msg->h.round >= k->up_next && msg->h.round < k->up_next + TORXP_OFI_CN_DEPTH
+            msg->h.round >= k->up_next && msg->h.round < k->up_next + TORXP_NET_CN_DEPTH
                 ? up_slot(k, msg->h.round)
                 : NULL;
         if (!u || (u->got & (1u << child)))
@@ -390,16 +390,16 @@ void torxp_ofi_cn_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sys_t
         cn_advance(d, ch);
         break;
     }
-    case TORXP_OFI_SYS_CN_DOWN: {
+    case TORXP_NET_SYS_CN_DOWN: {
         const cn_msg_t *msg = (const cn_msg_t *)m;
         const struct cn_chan *k = &c->cn[ch];
-        const struct cn_res *res = &k->res[msg->h.round % TORXP_OFI_CN_DEPTH];
+        const struct cn_res *res = &k->res[msg->h.round % TORXP_NET_CN_DEPTH];
         if (msg->h.round < k->read || msg->h.round >= k->injected || res->ready)
             return bad_msg(d, src, "result of a round this task has no room for", m);
         deliver_down(d, msg);
         break;
     }
-    case TORXP_OFI_SYS_GI_UP: {
+    case TORXP_NET_SYS_GI_UP: {
         struct gi_chan *g = &c->gi[ch];
         if (m->round != g->child_armed[child] + 1)
             return bad_msg(d, src, "barrier round out of order", m);
@@ -407,13 +407,13 @@ void torxp_ofi_cn_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sys_t
         gi_advance(d, ch);
         break;
     }
-    case TORXP_OFI_SYS_GI_DOWN: {
+    case TORXP_NET_SYS_GI_DOWN: {
         struct gi_chan *g = &c->gi[ch];
         if (m->round != g->released + 1 || m->round > g->armed)
             return bad_msg(d, src, "barrier release out of order", m);
         g->released = m->round;
         for (unsigned i = 0; i < c->nchild; i++)
-            torxp_ofi_sys_send(d, slot_of(d, (int)c->child[i]), m, sizeof(gi_msg_t));
+            d->net_ops->sys_send(d, slot_of(d, (int)c->child[i]), m, sizeof(gi_msg_t));
         break;
     }
     }
@@ -421,23 +421,23 @@ void torxp_ofi_cn_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_ofi_sys_t
 
 /* ---- collective network ---------------------------------------------------------- */
 
-torx_status_t torxp_ofi_cn_inject(torx_pkt_dev_t *dev, unsigned ch, torx_cn_op_t op,
+torx_status_t torxp_net_cn_inject(torx_pkt_dev_t *dev, unsigned ch, torx_cn_op_t op,
                                   torx_cn_type_t type, int is_root, const void *data)
 {
-    torxp_ofi_dev_t *d = torxp_ofi_of(dev);
+    torxp_net_t *d = torxp_net_of(dev);
     const torx_status_t bad = torxp_cn_inject_check(op, type, is_root, data);
     if (TORXP_UNLIKELY(bad != TORX_OK))
         return bad;
     const int root = op == TORX_CN_BCAST && is_root;
     const int has_data = op != TORX_CN_BCAST || root;
 
-    torxp_ofi_lock(d);
+    torxp_net_lock(d);
     struct cn_chan *k = &d->cn->cn[ch];
     torx_status_t rc = dev->failed;
     if (rc != TORX_OK)
         goto out;
     const uint64_t r = k->injected;
-    if (r >= k->read + TORXP_OFI_CN_DEPTH) {
+    if (r >= k->read + TORXP_NET_CN_DEPTH) {
         rc = TORX_NO_ROOM; /* as many rounds ahead of our reads as the pipeline holds */
         goto out;
     }
@@ -463,24 +463,24 @@ torx_status_t torxp_ofi_cn_inject(torx_pkt_dev_t *dev, unsigned ch, torx_cn_op_t
     u->own = 1;
     k->injected = r + 1;
     cn_advance(d, ch);
-    torxp_ofi_progress(d);
+    d->net_ops->progress(d);
 out:
-    torxp_ofi_unlock(d);
+    torxp_net_unlock(d);
     return rc;
 }
 
-torx_status_t torxp_ofi_cn_read(torx_pkt_dev_t *dev, unsigned ch, void *result)
+torx_status_t torxp_net_cn_read(torx_pkt_dev_t *dev, unsigned ch, void *result)
 {
-    torxp_ofi_dev_t *d = torxp_ofi_of(dev);
-    torxp_ofi_lock(d);
+    torxp_net_t *d = torxp_net_of(dev);
+    torxp_net_lock(d);
     struct cn_chan *k = &d->cn->cn[ch];
     const uint64_t r = k->read;
     torx_status_t rc = torxp_cn_read_check(dev, r, k->injected, result);
     if (TORXP_UNLIKELY(rc != TORX_OK))
         goto out;
-    struct cn_res *res = &k->res[r % TORXP_OFI_CN_DEPTH];
+    struct cn_res *res = &k->res[r % TORXP_NET_CN_DEPTH];
     if (!res->ready || res->round != r)
-        torxp_ofi_progress(d);
+        d->net_ops->progress(d);
     if (!res->ready || res->round != r) {
         rc = dev->failed != TORX_OK ? dev->failed : TORX_AGAIN;
         if (rc == TORX_AGAIN)
@@ -492,15 +492,15 @@ torx_status_t torxp_ofi_cn_read(torx_pkt_dev_t *dev, unsigned ch, void *result)
     res->ready = 0;
     k->read = r + 1;
 out:
-    torxp_ofi_unlock(d);
+    torxp_net_unlock(d);
     return rc;
 }
 
 /* ---- global interrupt ---------------------------------------------------------------- */
 
-static void gi_advance(torxp_ofi_dev_t *d, unsigned ch)
+static void gi_advance(torxp_net_t *d, unsigned ch)
 {
-    torxp_ofi_cn_t *c = d->cn;
+    torxp_net_cn_t *c = d->cn;
     struct gi_chan *g = &c->gi[ch];
     const uint64_t k = g->armed;
     if (g->sent_up >= k)
@@ -509,44 +509,44 @@ static void gi_advance(torxp_ofi_dev_t *d, unsigned ch)
         if (g->child_armed[i] < k)
             return;
     g->sent_up = k;
-    gi_msg_t out = {.h = {.version = TORXP_OFI_WIRE_VERSION, .chan = (uint16_t)ch, .round = k}};
+    gi_msg_t out = {.h = {.version = TORXP_NET_WIRE_VERSION, .chan = (uint16_t)ch, .round = k}};
     if (c->parent >= 0) {
-        out.h.type = TORXP_OFI_SYS_GI_UP;
-        torxp_ofi_sys_send(d, slot_of(d, c->parent), &out, sizeof out);
+        out.h.type = TORXP_NET_SYS_GI_UP;
+        d->net_ops->sys_send(d, slot_of(d, c->parent), &out, sizeof out);
     } else {
         g->released = k;
-        out.h.type = TORXP_OFI_SYS_GI_DOWN;
+        out.h.type = TORXP_NET_SYS_GI_DOWN;
         for (unsigned i = 0; i < c->nchild; i++)
-            torxp_ofi_sys_send(d, slot_of(d, (int)c->child[i]), &out, sizeof out);
+            d->net_ops->sys_send(d, slot_of(d, (int)c->child[i]), &out, sizeof out);
     }
 }
 
-torx_status_t torxp_ofi_gi_arm(torx_pkt_dev_t *dev, unsigned ch)
+torx_status_t torxp_net_gi_arm(torx_pkt_dev_t *dev, unsigned ch)
 {
-    torxp_ofi_dev_t *d = torxp_ofi_of(dev);
-    torxp_ofi_lock(d);
+    torxp_net_t *d = torxp_net_of(dev);
+    torxp_net_lock(d);
     struct gi_chan *g = &d->cn->gi[ch];
     const uint64_t k = g->armed;
     const torx_status_t rc = torxp_gi_arm_check(dev, k, g->complete);
     if (TORXP_LIKELY(rc == TORX_OK)) {
         g->armed = k + 1;
         gi_advance(d, ch);
-        torxp_ofi_progress(d);
+        d->net_ops->progress(d);
     }
-    torxp_ofi_unlock(d);
+    torxp_net_unlock(d);
     return rc;
 }
 
-torx_status_t torxp_ofi_gi_poll(torx_pkt_dev_t *dev, unsigned ch)
+torx_status_t torxp_net_gi_poll(torx_pkt_dev_t *dev, unsigned ch)
 {
-    torxp_ofi_dev_t *d = torxp_ofi_of(dev);
-    torxp_ofi_lock(d);
+    torxp_net_t *d = torxp_net_of(dev);
+    torxp_net_lock(d);
     struct gi_chan *g = &d->cn->gi[ch];
     const uint64_t k = g->armed;
     torx_status_t rc = torxp_gi_poll_check(dev, k);
     if (TORXP_LIKELY(rc == TORX_OK) && g->complete != k) {
         if (g->released < k)
-            torxp_ofi_progress(d);
+            d->net_ops->progress(d);
         if (g->released >= k) {
             g->complete = k;
         } else {
@@ -555,6 +555,6 @@ torx_status_t torxp_ofi_gi_poll(torx_pkt_dev_t *dev, unsigned ch)
                 ping_neighbours(d, 0, ch);
         }
     }
-    torxp_ofi_unlock(d);
+    torxp_net_unlock(d);
     return rc;
 }

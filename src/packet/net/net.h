@@ -1,0 +1,303 @@
+/* What the message-based devices share: the Blue Gene network emulated over
+ * a network library that moves messages between tasks (libfabric: ofi/,
+ * UCX: ucx/). Prefix: torxp_net_.
+ *
+ * A device of this kind embeds a torxp_net_t as its first member and fills
+ * in its ops (torxp_net_ops_t): how to progress the library, send a
+ * device-internal message, and probe a peer. Everything here is written
+ * against that, once:
+ *
+ *   net_torus.c   the torus: per-pair credits, packets put back into send
+ *                 order, reception queues with chaos, deposit lines by
+ *                 sender fan-out, device-internal messages, the doorbell
+ *   net_cn.c      the collective network and global interrupt as binomial
+ *                 trees of device-internal messages, rounds per channel
+ *   net_live.c    the liveness watch: each task watches the next rank over
+ *                 a TCP connection of its own, so a host that vanishes is
+ *                 named within seconds
+ *   net_hybrid.c  hybrid jobs: shm between the tasks of a host, the
+ *                 network device between hosts
+ *
+ * Device-internal messages (credits, the trees, bulk control, probes)
+ * share one wire format, torxp_net_sys_t and its body, whatever carries
+ * them. */
+#ifndef TORXP_NET_H
+#define TORXP_NET_H
+
+#include "../pkt_internal.h"
+
+#include <assert.h>
+#include <pthread.h>
+#include <stdalign.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+/* The largest device-internal message: a collective-network packet and its
+ * descriptor (net_cn.c). */
+#define TORXP_NET_SYS_MAX 384
+
+/* Device-internal message types. */
+enum torxp_net_sys_type {
+    TORXP_NET_SYS_CREDIT = 1, /* body: u32 packets consumed since the last credit message */
+    TORXP_NET_SYS_CN_UP,      /* a subtree's combined collective-network contribution */
+    TORXP_NET_SYS_CN_DOWN,    /* a round's result, from the tree's root down */
+    TORXP_NET_SYS_GI_UP,      /* a subtree has entered a barrier round */
+    TORXP_NET_SYS_GI_DOWN,    /* every task has entered it */
+    TORXP_NET_SYS_GET_REQ,    /* bulk get: write this range into my registered buffer */
+    TORXP_NET_SYS_GET_DONE,   /* the write is done (or failed) */
+    TORXP_NET_SYS_PUT_REQ,    /* bulk put: read my registered buffer into this range */
+    TORXP_NET_SYS_PUT_DONE,   /* the read is done (or failed) */
+    TORXP_NET_SYS_PING,       /* liveness probe; the receiver ignores it */
+    TORXP_NET_SYS_STAGE,      /* staging: arg credits back, or (pad 1) piece `round` voided */
+    TORXP_NET_SYS_NTYPES
+};
+
+/* 2: CN_UP, CN_DOWN, GI_UP and GI_DOWN name their channel (chan); a
+ * version 1 peer, which would take every round for channel 0's, is refused
+ * as malformed instead. */
+#define TORXP_NET_WIRE_VERSION 2u
+
+/* The start of every device-internal message. */
+typedef struct torxp_net_sys {
+    uint8_t type;    /* enum torxp_net_sys_type */
+    uint8_t version; /* TORXP_NET_WIRE_VERSION */
+    union {
+        uint16_t chan; /* CN_*, GI_*: the channel, below TORX_CN_CHANNELS (GI_CHANNELS) */
+        uint16_t pad;  /* STAGE: 1 for a voided piece; other types: 0 */
+    };
+    uint32_t arg;   /* meaning per type (credit count, status) */
+    uint64_t round; /* collective rounds; bulk cookie */
+} torxp_net_sys_t;
+static_assert(sizeof(torxp_net_sys_t) == 16, "sys header is 16 bytes");
+
+typedef struct torxp_net torxp_net_t;
+
+/* What arm says before a sleep (torxp_net_wait). */
+enum {
+    TORXP_NET_ARM_OK,   /* sleep on wait_fd: it becomes readable when an event comes */
+    TORXP_NET_ARM_BUSY, /* events came since the last progress: progress again */
+    TORXP_NET_ARM_NOFD  /* the descriptor cannot be trusted now: sleep in slices */
+};
+
+/* What a network device supplies. Every call but name's is made with the
+ * device's lock held (torxp_net_lock). */
+typedef struct torxp_net_ops {
+    const char *name; /* the device, for messages: "ofi" */
+    /* Reads the library's completions and acts on them (torxp_net_on_*),
+     * posts the receive buffers given back (n->repost), sends what waits;
+     * counts what it read in n->events. */
+    void (*progress)(torxp_net_t *n);
+    /* Sends a torus packet: hdr (final: chunks and payload length set),
+     * then len bytes gathered from iov, to slot, numbered
+     * n->tx_order[slot]; the device may take n->consumed[slot] aboard as
+     * credits (and zero it). TORX_NO_ROOM when it has no resources now,
+     * nothing taken; an error fails the device. */
+    torx_status_t (*send_packet)(torxp_net_t *n, unsigned slot, const torx_pkt_hdr_t *hdr,
+                                 const struct iovec *iov, int iovcnt, size_t len);
+    /* Torus packets the device can take now whatever the credits say. */
+    unsigned (*tx_room)(torxp_net_t *n);
+    /* Queues a device-internal message of len bytes (header included,
+     * at most TORXP_NET_SYS_MAX) to slot, in order behind the earlier ones
+     * to it, and tries to send the queue. */
+    torx_status_t (*sys_send)(torxp_net_t *n, unsigned slot, const void *msg, size_t len);
+    /* Whether device-internal messages wait for the library to take them. */
+    int (*sys_pending)(torxp_net_t *n);
+    /* A device-internal message of a type this file does not handle (bulk
+     * transfers, staging); 0 when the device does not know it either. */
+    int (*on_sys)(torxp_net_t *n, unsigned src, const torxp_net_sys_t *m, size_t len);
+    /* Probes the task in slot, which this task waits for: a probe the
+     * library has not delivered after TORXP_NET_PEER_TIMEOUT_S fails the
+     * device with TORX_ERR_PEER naming the task. */
+    void (*ping)(torxp_net_t *n, unsigned slot);
+    /* Before a sleep on wait_fd: TORXP_NET_ARM_*. */
+    int (*arm)(torxp_net_t *n);
+} torxp_net_ops_t;
+
+/* Reception queues per task, as the shm device's reception FIFOs:
+ * deterministic packets from one sender are pinned to one queue; adaptive
+ * ones scatter over all of them when TORX_CHAOS is set. */
+#define TORXP_NET_RXQ 4
+/* Torus packets are numbered per ordered pair, mod 2^24. */
+#define TORXP_NET_ORDER_MASK 0xffffffu
+
+/* A receive buffer: the device's posted buffers (torus packets, then
+ * device-internal messages), then holders the device copies packets into. */
+typedef struct torxp_net_rxbuf {
+    uint32_t src;       /* sender's slot */
+    uint32_t len;       /* bytes received */
+    uint32_t order;     /* torus: its number from the sender */
+    uint32_t park_next; /* torus: the next buffer parked for the same sender */
+    alignas(16) unsigned char data[TORXP_NET_SYS_MAX]; /* read as headers and structs */
+} torxp_net_rxbuf_t;
+
+/* A reception queue: a ring of receive-buffer indices. */
+typedef struct torxp_net_rxq {
+    uint32_t *ring;
+    uint32_t head, tail; /* positions; tail - head entries */
+} torxp_net_rxq_t;
+
+#define TORXP_NET_PEER_TIMEOUT_S 10.0
+
+typedef struct torxp_net_cn torxp_net_cn_t;     /* net_cn.c */
+typedef struct torxp_net_live torxp_net_live_t; /* net_live.c */
+
+struct torxp_net {
+    torx_pkt_dev_t base;
+    const torxp_net_ops_t *net_ops;
+    /* One mutex guards all device state; taken only when the device was
+     * opened with TORX_PKT_SHARED_INJECT (shared), else the packet layer's
+     * contract gives it one thread at a time. */
+    pthread_mutex_t lock;
+    int shared;
+    int closing; /* close is flushing: a failed send no longer matters */
+
+    /* the job */
+    unsigned nslots, self_slot;
+    int32_t *slot_rank;  /* per torus slot: its rank, -1 when empty */
+    unsigned *rank_slot; /* per rank: its slot */
+
+    /* torus: send side */
+    int32_t *credits;            /* per destination slot: packets it still takes from us */
+    uint32_t credit_max;         /* the credit window per pair (TORX_FIFO_PACKETS) */
+    uint32_t *tx_order;          /* per destination slot: the next torus packet's number */
+    int stash_active;            /* a deposit line only partly sent */
+    torxp_deposit_stash_t stash; /* its packet */
+
+    /* torus: receive side. rxbufs: nrx posted torus buffers, nsysrx posted
+     * device-message buffers, nhold holders (torxp_net_on_torus_copy). */
+    torxp_net_rxbuf_t *rxbufs;
+    unsigned nrx, nsysrx, nhold;
+    uint32_t *hold_free; /* stack of free holder indices */
+    unsigned hold_nfree;
+    uint32_t *repost; /* posted buffers given back, for the device to post again */
+    unsigned nrepost;
+    uint32_t rxq_mask; /* the queue rings' size - 1: they take every buffer and holder */
+    torxp_net_rxq_t rxq[TORXP_NET_RXQ];
+    unsigned next_q, burst;
+    int cur;                /* index of the peeked buffer, -1 when none */
+    int polled_since_empty; /* a poll progressed; no peek found the queues empty since */
+    uint64_t chaos_rx;      /* xorshift state of the receive side; 0 = chaos off */
+    uint32_t *consumed;     /* per source slot: packets consumed, not yet credited */
+    uint32_t *rx_order;     /* per source slot: the number of the packet due next */
+    uint32_t *parked;       /* per source slot: buffers come early, in order; UINT32_MAX: none */
+    unsigned long early;    /* torus packets that came before one sent earlier (parked) */
+    uint8_t *heard;         /* per slot: a PING came from it (the start-up connect) */
+    unsigned nheard;
+
+    /* waiting */
+    int wake_fd;          /* eventfd: torx_pkt_wake */
+    int wait_fd;          /* the library's wait descriptor, -1 without */
+    unsigned long events; /* what progress read: did a wake bring any? */
+
+    torxp_net_cn_t *cn;     /* net_cn.c */
+    torxp_net_live_t *live; /* net_live.c */
+};
+
+static inline torxp_net_t *torxp_net_of(torx_pkt_dev_t *dev)
+{
+    return (torxp_net_t *)dev; /* base is the first member */
+}
+
+static inline void torxp_net_lock(torxp_net_t *n)
+{
+    if (n->shared)
+        pthread_mutex_lock(&n->lock);
+}
+
+static inline void torxp_net_unlock(torxp_net_t *n)
+{
+    if (n->shared)
+        pthread_mutex_unlock(&n->lock);
+}
+
+/* The coordinate of slot, for messages. */
+static inline torx_coord_t torxp_net_coord_of(const torxp_net_t *n, unsigned slot)
+{
+    const torx_shape_t s = n->base.shape;
+    const unsigned plane = (unsigned)s.x * s.y;
+    return (torx_coord_t){(uint8_t)(slot % s.x), (uint8_t)(slot / s.x % s.y),
+                          (uint8_t)(slot / plane % s.z), (uint8_t)(slot / plane / s.z)};
+}
+
+/* ---- net_torus.c: the torus ---------------------------------------------------- */
+
+/* Set-up after the job's slots: nrx, nsysrx and nhold buffers (above); the
+ * posted ones start in n->repost, for the device to post. */
+torx_status_t torxp_net_torus_setup(torxp_net_t *n, const torxp_env_t *env, unsigned nrx,
+                                    unsigned nsysrx, unsigned nhold);
+void torxp_net_torus_fini(torxp_net_t *n);
+/* The packet-layer ops; the device's ops table points at these. */
+torx_status_t torxp_net_inject(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
+                               const struct iovec *iov, int iovcnt);
+int torxp_net_poll(torx_pkt_dev_t *dev);
+const torx_pkt_hdr_t *torxp_net_peek(torx_pkt_dev_t *dev);
+void torxp_net_consume(torx_pkt_dev_t *dev);
+int torxp_net_room(torx_pkt_dev_t *dev, torx_coord_t dest);
+torx_status_t torxp_net_wait(torx_pkt_dev_t *dev, int timeout_ms);
+void torxp_net_wake(torx_pkt_dev_t *dev);
+/* From the device's progress. on_torus: posted buffer i holds a torus
+ * packet of len bytes, number order, from slot src; on_torus_copy: the
+ * same, copied into a holder from pkt; on_sys: a device-internal message
+ * (the caller gives its buffer back); credits_back: k torus credits src
+ * gave back aboard a message. */
+void torxp_net_on_torus(torxp_net_t *n, unsigned i, unsigned src, uint32_t order, size_t len);
+void torxp_net_on_torus_copy(torxp_net_t *n, unsigned src, uint32_t order, const void *pkt,
+                             size_t len);
+void torxp_net_on_sys(torxp_net_t *n, unsigned src, const void *msg, size_t len);
+void torxp_net_credits_back(torxp_net_t *n, unsigned src, uint64_t k);
+/* Gives receive buffer i back (a holder to its stack, a posted buffer to
+ * n->repost). */
+void torxp_net_rx_release(torxp_net_t *n, unsigned i);
+/* Sends what it can of a partly sent deposit line; whether some is left. */
+int torxp_net_stash_drain(torxp_net_t *n);
+
+/* ---- net_cn.c: the collective network and global interrupt ---------------------- */
+
+torx_status_t torxp_net_cn_setup(torxp_net_t *n);
+void torxp_net_cn_fini(torxp_net_t *n);
+/* A CN_UP, CN_DOWN, GI_UP or GI_DOWN message of len bytes from slot src. */
+void torxp_net_cn_on_sys(torxp_net_t *n, unsigned src, const torxp_net_sys_t *m, size_t len);
+/* The packet-layer ops; ch: a channel below TORX_CN_CHANNELS
+ * (TORX_GI_CHANNELS), each with rounds of its own. The device's ops table
+ * points at these. */
+torx_status_t torxp_net_cn_inject(torx_pkt_dev_t *dev, unsigned ch, torx_cn_op_t op,
+                                  torx_cn_type_t type, int is_root, const void *data);
+torx_status_t torxp_net_cn_read(torx_pkt_dev_t *dev, unsigned ch, void *result);
+torx_status_t torxp_net_gi_arm(torx_pkt_dev_t *dev, unsigned ch);
+torx_status_t torxp_net_gi_poll(torx_pkt_dev_t *dev, unsigned ch);
+
+/* ---- net_live.c: the liveness watch ------------------------------------------------ */
+
+/* Where a task's watcher connects. */
+typedef struct torxp_net_live_addr {
+    uint32_t len;
+    unsigned char bytes[28]; /* a struct sockaddr_in or _in6 */
+} torxp_net_live_addr_t;
+/* listen: before the address exchange, a listening socket on the IP
+ * address bind_addr (bind_len bytes; its port is ignored), described in
+ * *out for the others; connect: after it, to the watched task's, then the
+ * watcher's connection accepted; check: from progress, a heartbeat and a
+ * look at both connections; fini: the goodbye, then everything closed. */
+torx_status_t torxp_net_live_listen(torxp_net_t *n, const void *bind_addr, size_t bind_len,
+                                    torxp_net_live_addr_t *out);
+torx_status_t torxp_net_live_connect(torxp_net_t *n, int watched, int watcher,
+                                     const torxp_net_live_addr_t *to);
+void torxp_net_live_check(torxp_net_t *n);
+void torxp_net_live_fini(torxp_net_t *n);
+
+/* ---- net_hybrid.c: shm within a host, the network device between hosts ------------ */
+
+/* A network device, as the hybrid opens it. */
+typedef struct torxp_net_kind {
+    const char *name;         /* "ofi" */
+    const char *local_var;    /* TORX_OFI_LOCAL: shm (default) or the device within a host */
+    const char *per_host_var; /* TORX_OFI_TASKS_PER_HOST: emulated hosts of N tasks (tests) */
+    torx_status_t (*open)(const torx_pkt_attr_t *attr, const torxp_env_t *env,
+                          torx_pkt_dev_t **out);
+    void (*network)(const torx_pkt_dev_t *dev, torx_net_t *net);
+} torxp_net_kind_t;
+
+/* torxp_net_hybrid_open (pkt_internal.h) opens kind's device for the job,
+ * with a shm device for the tasks of one host when a host runs several. */
+
+#endif /* TORXP_NET_H */
