@@ -201,7 +201,7 @@ typedef struct torx_pkt_attr {
     torx_boot_t *boot;  /* job bootstrap (rank, size, allgather, barrier) */
     torx_shape_t shape; /* all tasks must pass the same shape */
     torx_coord_t self;  /* this task's coordinate, unique in the job */
-    const char *device; /* NULL: $TORX_DEVICE, default "shm" */
+    const char *device; /* NULL: $TORX_DEVICE, default "auto" */
     unsigned flags;     /* TORX_PKT_* attribute flags above; 0 for none */
 } torx_pkt_attr_t;
 

@@ -6,8 +6,8 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-static const char *const device_names[] = {"shm", "ofi", "sim", NULL};
-enum { DEVICE_SHM, DEVICE_OFI, DEVICE_SIM };
+static const char *const device_names[] = {"auto", "shm", "ofi", "sim", NULL};
+enum { DEVICE_AUTO, DEVICE_SHM, DEVICE_OFI, DEVICE_SIM };
 
 static torx_status_t check_attr(const torx_pkt_attr_t *attr)
 {
@@ -49,17 +49,17 @@ torx_status_t torx_pkt_open(const torx_pkt_attr_t *attr, torx_pkt_dev_t **dev)
     if (rc != TORX_OK)
         return rc;
 
-    int device = DEVICE_SHM;
+    int device = DEVICE_AUTO;
     if (attr->device) {
         for (device = 0; device_names[device]; device++)
             if (!strcmp(device_names[device], attr->device))
                 break;
         if (!device_names[device])
             return torxp_error(TORX_ERR_INVAL,
-                               "torx: unknown device '%s' (expected shm, ofi or sim)",
+                               "torx: unknown device '%s' (expected auto, shm, ofi or sim)",
                                attr->device);
     } else {
-        rc = torx_env_choice("TORX_DEVICE", device_names, DEVICE_SHM, &device);
+        rc = torx_env_choice("TORX_DEVICE", device_names, DEVICE_AUTO, &device);
         if (rc != TORX_OK)
             return rc;
     }
@@ -70,6 +70,14 @@ torx_status_t torx_pkt_open(const torx_pkt_attr_t *attr, torx_pkt_dev_t **dev)
         return rc;
 
     switch (device) {
+    case DEVICE_AUTO:
+        /* shm when every task is on one host, else a network device between
+         * hosts with shm within each (net_hybrid.c). */
+#ifdef TORX_HAVE_OFI
+        return torxp_net_hybrid_open(&torxp_ofi_kind, 1, attr, &env, dev);
+#else
+        return torxp_shm_open(attr, &env, dev);
+#endif
     case DEVICE_SHM:
         return torxp_shm_open(attr, &env, dev);
     case DEVICE_SIM:
@@ -82,7 +90,7 @@ torx_status_t torx_pkt_open(const torx_pkt_attr_t *attr, torx_pkt_dev_t **dev)
 #endif
     default:
 #ifdef TORX_HAVE_OFI
-        return torxp_net_hybrid_open(&torxp_ofi_kind, attr, &env, dev);
+        return torxp_net_hybrid_open(&torxp_ofi_kind, 0, attr, &env, dev);
 #else
         return torxp_error(TORX_ERR_UNSUPPORTED,
                            "torx: TORX_DEVICE=ofi: this build has no libfabric device "

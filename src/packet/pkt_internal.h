@@ -399,11 +399,14 @@ torx_status_t torxp_env_read(torxp_env_t *env);
 torx_status_t torxp_shm_open(const torx_pkt_attr_t *attr, const torxp_env_t *env,
                              torx_pkt_dev_t **dev);
 /* The network devices (src/packet/net/net.h): what TORX_DEVICE=ofi opens
- * is torxp_net_hybrid_open(&torxp_ofi_kind, ...), the ofi device with a
- * shm device for the tasks of one host when a host runs several. */
+ * is torxp_net_hybrid_open(&torxp_ofi_kind, 0, ...), the ofi device with a
+ * shm device for the tasks of one host when a host runs several. With
+ * automatic (TORX_DEVICE=auto), a job whose tasks are all on one host gets
+ * the shm device alone. */
 typedef struct torxp_net_kind torxp_net_kind_t;
-torx_status_t torxp_net_hybrid_open(const torxp_net_kind_t *kind, const torx_pkt_attr_t *attr,
-                                    const torxp_env_t *env, torx_pkt_dev_t **out);
+torx_status_t torxp_net_hybrid_open(const torxp_net_kind_t *kind, int automatic,
+                                    const torx_pkt_attr_t *attr, const torxp_env_t *env,
+                                    torx_pkt_dev_t **out);
 #ifdef TORX_HAVE_OFI
 torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env,
                              torx_pkt_dev_t **dev);
@@ -460,6 +463,14 @@ static inline torx_status_t torxp_inject_check(const torx_pkt_dev_t *dev, const 
                            hdr->dest.x, hdr->dest.y, hdr->dest.z, hdr->dest.t);
     return TORX_OK;
 }
+
+/* The start-up vote (status.c): every task of boot says whether its part
+ * went well (mine); TORX_OK when all did. Otherwise the first task that
+ * failed is named with its host and its own message ("rank 2 on host b
+ * failed to <what>: <its message>"), recorded for torx_last_error(), and
+ * the result is mine, or TORX_ERR_PEER for a task that did well. Costs one
+ * allgather of a status per task, and one more only when a task failed. */
+torx_status_t torxp_boot_vote(torx_boot_t *boot, torx_status_t mine, const char *what);
 
 /* Logs a line to stderr, prefixed "torx[rank]: ", when level <= verbose.
  * Level 0 lines (warnings) always print. */

@@ -219,3 +219,55 @@ bool torxp_fault(int kind)
     return true;
 }
 #endif
+
+/* What a failing task tells the others in a start-up vote. */
+typedef struct vote_why {
+    char host[64];
+    char msg[384];
+} vote_why_t;
+
+torx_status_t torxp_boot_vote(torx_boot_t *boot, torx_status_t mine, const char *what)
+{
+    const int n = boot->size;
+    int32_t my_status = mine;
+    int32_t *statuses = torxp_calloc((size_t)n, sizeof *statuses);
+    if (!statuses)
+        return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the start-up vote");
+    torx_status_t brc = boot->allgather(boot, &my_status, statuses, sizeof my_status);
+    int failed = -1;
+    for (int r = 0; brc == TORX_OK && r < n && failed < 0; r++)
+        if (statuses[r] != TORX_OK)
+            failed = r;
+    free(statuses);
+    if (brc != TORX_OK)
+        return mine != TORX_OK ? mine : brc;
+    if (failed < 0)
+        return TORX_OK;
+    /* Somebody failed: every task takes part in one more allgather, of the
+     * failing tasks' hosts and messages, so each names the first of them
+     * with its own words (a task's stderr may be lost with its launcher). */
+    vote_why_t my_why;
+    memset(&my_why, 0, sizeof my_why);
+    if (gethostname(my_why.host, sizeof my_why.host - 1) != 0)
+        snprintf(my_why.host, sizeof my_why.host, "?");
+    if (mine != TORX_OK) {
+        const char *m = torx_last_error();
+        if (!strncmp(m, "torx: ", 6))
+            m += 6;
+        memcpy(my_why.msg, m, strnlen(m, sizeof my_why.msg - 1)); /* a task's words, cut */
+    }
+    vote_why_t *whys = torxp_calloc((size_t)n, sizeof *whys);
+    const torx_status_t wrc =
+        whys ? boot->allgather(boot, &my_why, whys, sizeof my_why) : TORX_ERR_NOMEM;
+    if (mine == TORX_OK) { /* a failing task keeps its own message */
+        if (wrc == TORX_OK)
+            torxp_error(TORX_ERR_PEER, "torx: rank %d on host %.63s failed to %s: %.383s", failed,
+                        whys[failed].host, what,
+                        whys[failed].msg[0] ? whys[failed].msg : "(no message)");
+        else
+            torxp_error(TORX_ERR_PEER, "torx: rank %d failed to %s (see its message)", failed,
+                        what);
+    }
+    free(whys);
+    return mine != TORX_OK ? mine : TORX_ERR_PEER;
+}

@@ -946,6 +946,61 @@ START_TEST(hybrid_local_mismatch_named)
 }
 END_TEST
 
+/* TORX_DEVICE=auto: the device follows the hosts. arg: tasks per emulated
+ * host; the device's name is "shm" when they are all on one. */
+static int auto_task(torx_boot_t *boot, void *argp)
+{
+    const char *want = argp;
+    torx_pkt_dev_t *dev = NULL;
+    const torx_shape_t shape = {2, 1, 1, 1};
+    TASK_CHECK(test_open(boot, shape, &dev) == TORX_OK, "open: %s", torx_last_error());
+    TASK_CHECK(!strcmp(torx_pkt_device_name(dev), want), "device %s, expected %s",
+               torx_pkt_device_name(dev), want);
+    TASK_CHECK(dev_barrier(dev) == TORX_OK, "barrier: %s", torx_last_error());
+    torx_pkt_close(dev);
+    return 0;
+}
+
+START_TEST(auto_follows_hosts)
+{
+    unsetenv("TORX_OFI_LOCAL");
+    setenv("TORX_DEVICE", "auto", 1);
+    setenv("TORX_OFI_IFACE", "lo", 1);
+    setenv("TORX_OFI_TASKS_PER_HOST", "2", 1); /* both on one host */
+    RUN_JOB(2, auto_task, "shm");
+    setenv("TORX_OFI_TASKS_PER_HOST", "1", 1); /* a host each */
+    RUN_JOB(2, auto_task, "ofi");
+    unsetenv("TORX_OFI_TASKS_PER_HOST");
+    unsetenv("TORX_DEVICE");
+    RUN_JOB(2, auto_task, "shm"); /* the default, on this one host */
+}
+END_TEST
+
+/* A task that fails to start is named by the others with its host and its
+ * own message. */
+static int vote_task(torx_boot_t *boot, void *argp)
+{
+    (void)argp;
+    if (boot->rank == 1)
+        setenv("TORX_OFI_PROVIDER", "no-such-provider", 1);
+    torx_pkt_dev_t *dev = NULL;
+    const torx_status_t rc = test_open(boot, (torx_shape_t){2, 1, 1, 1}, &dev);
+    TASK_CHECK(rc != TORX_OK, "open succeeded");
+    if (boot->rank == 0)
+        TASK_CHECK(strstr(torx_last_error(), "rank 1 on host ") &&
+                       strstr(torx_last_error(), "failed to open the ofi device: ") &&
+                       strstr(torx_last_error(), "no-such-provider"),
+                   "message: %s", torx_last_error());
+    return 0;
+}
+
+START_TEST(failed_start_named_with_its_words)
+{
+    use_ofi();
+    RUN_JOB(2, vote_task, NULL);
+}
+END_TEST
+
 static Suite *ofi_suite(void)
 {
     Suite *s = suite_create("ofi");
@@ -964,6 +1019,8 @@ static Suite *ofi_suite(void)
     tcase_add_test(tc, dead_peer_named);
     tcase_add_test(tc, hybrid_routes_in_order);
     tcase_add_test(tc, hybrid_local_mismatch_named);
+    tcase_add_test(tc, auto_follows_hosts);
+    tcase_add_test(tc, failed_start_named_with_its_words);
     suite_add_tcase(s, tc);
     return s;
 }

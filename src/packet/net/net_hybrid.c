@@ -484,8 +484,25 @@ static torx_status_t read_host(const torxp_net_kind_t *kind, host_record_t *r, i
     return TORX_OK;
 }
 
-torx_status_t torxp_net_hybrid_open(const torxp_net_kind_t *kind, const torx_pkt_attr_t *attr,
-                                    const torxp_env_t *env, torx_pkt_dev_t **out)
+/* TORX_VERBOSE=1 on rank 0: what TORX_DEVICE=auto chose. */
+static void say_auto_choice(const torxp_net_kind_t *kind, const torx_pkt_attr_t *attr,
+                            const torxp_env_t *env, const host_record_t *all, int nhosts)
+{
+    if (env->verbose < 1 || attr->boot->rank != 0)
+        return;
+    if (nhosts == 1)
+        fprintf(stderr, "torx[0]: TORX_DEVICE=auto: the job's %d tasks are on one host (%s): shm\n",
+                attr->boot->size, all[0].name);
+    else
+        fprintf(stderr,
+                "torx[0]: TORX_DEVICE=auto: the job's %d tasks are on %d hosts: %s between "
+                "hosts, shm within one\n",
+                attr->boot->size, nhosts, kind->name);
+}
+
+torx_status_t torxp_net_hybrid_open(const torxp_net_kind_t *kind, int automatic,
+                                    const torx_pkt_attr_t *attr, const torxp_env_t *env,
+                                    torx_pkt_dev_t **out)
 {
     torx_boot_t *job = attr->boot;
     const int n = job->size;
@@ -504,11 +521,9 @@ torx_status_t torxp_net_hybrid_open(const torxp_net_kind_t *kind, const torx_pkt
         free(members);
         return rc != TORX_OK ? rc : brc;
     }
-    for (int r = 0; rc == TORX_OK && r < n; r++)
-        if (all[r].status != TORX_OK)
-            rc = torxp_error(TORX_ERR_PEER,
-                             "torx: rank %d failed to open the %s device (%s; see its message)", r,
-                             kind->name, torx_status_str((torx_status_t)all[r].status));
+    char what[64];
+    snprintf(what, sizeof what, "open the %s device", kind->name);
+    rc = torxp_boot_vote(job, rc, what);
     for (int r = 1; rc == TORX_OK && r < n; r++)
         if (all[r].local_mode != all[0].local_mode)
             rc = torxp_error(TORX_ERR_ENV,
@@ -522,17 +537,28 @@ torx_status_t torxp_net_hybrid_open(const torxp_net_kind_t *kind, const torx_pkt
         return rc;
     }
 
-    /* This host's tasks, and whether any host runs two. */
-    int nlocal = 0, my_local_rank = 0, shared = 0;
+    /* This host's tasks, whether any host runs two, and how many hosts. */
+    int nlocal = 0, my_local_rank = 0, shared = 0, nhosts = 0;
     for (int r = 0; r < n; r++) {
-        int on_host = 0;
-        for (int q = 0; q < n; q++)
+        int on_host = 0, first = 1;
+        for (int q = 0; q < n; q++) {
             on_host += same_host(&all[r], &all[q]);
+            first &= q >= r || !same_host(&all[r], &all[q]);
+        }
+        nhosts += first;
         shared |= on_host > 1;
         if (same_host(&all[r], &all[job->rank])) {
             if (r == job->rank)
                 my_local_rank = nlocal;
             members[nlocal++] = r;
+        }
+    }
+    if (automatic) {
+        say_auto_choice(kind, attr, env, all, nhosts);
+        if (nhosts == 1) { /* one host: its shared memory is the whole network */
+            free(all);
+            free(members);
+            return torxp_shm_open(attr, env, out);
         }
     }
     if (all[0].local_mode == LOCAL_NET || !shared) {
@@ -566,15 +592,7 @@ torx_status_t torxp_net_hybrid_open(const torxp_net_kind_t *kind, const torx_pkt
         rc = orc;
     if (rc == TORX_OK && !h)
         rc = torxp_error(TORX_ERR_NOMEM, "torx: out of memory opening the %s device", kind->name);
-    int32_t my_status = rc;
-    brc = job->allgather(job, &my_status, members, sizeof my_status); /* members: done with */
-    if (brc != TORX_OK && rc == TORX_OK)
-        rc = brc;
-    for (int r = 0; rc == TORX_OK && r < n; r++)
-        if (members[r] != TORX_OK)
-            rc = torxp_error(TORX_ERR_PEER,
-                             "torx: rank %d failed to open the %s device (%s; see its message)", r,
-                             kind->name, torx_status_str((torx_status_t)members[r]));
+    rc = torxp_boot_vote(job, rc, what);
     free(all);
     free(members);
     if (rc != TORX_OK) {

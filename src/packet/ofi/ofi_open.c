@@ -644,11 +644,7 @@ torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
         rc = rc == TORX_OK ? brc : rc;
         goto fail;
     }
-    for (int r = 0; rc == TORX_OK && r < boot->size; r++)
-        if (all[r].status != TORX_OK)
-            rc = torxp_error(TORX_ERR_PEER,
-                             "torx: rank %d failed to open the ofi device (%s; see its message)", r,
-                             torx_status_str((torx_status_t)all[r].status));
+    rc = torxp_boot_vote(boot, rc, "open the ofi device");
     if (rc == TORX_OK)
         rc = insert_peers(d, all);
     if (rc == TORX_OK && boot->size > 1) {
@@ -668,18 +664,7 @@ torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
     if (rc == TORX_OK)
         rc = connect_all(d);
 
-    /* The start-up vote. */
-    int32_t my_status = rc, *statuses = torxp_calloc((size_t)boot->size, sizeof *statuses);
-    brc = statuses ? boot->allgather(boot, &my_status, statuses, sizeof my_status)
-                   : torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the start-up vote");
-    if (brc != TORX_OK && rc == TORX_OK)
-        rc = brc;
-    for (int r = 0; rc == TORX_OK && r < boot->size; r++)
-        if (statuses[r] != TORX_OK)
-            rc = torxp_error(TORX_ERR_PEER,
-                             "torx: rank %d failed to open the ofi device (%s; see its message)", r,
-                             torx_status_str((torx_status_t)statuses[r]));
-    free(statuses);
+    rc = torxp_boot_vote(boot, rc, "open the ofi device");
     if (rc != TORX_OK)
         goto fail;
 

@@ -382,20 +382,9 @@ torx_status_t torxp_shm_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
     /* The start-up barrier doubles as a vote: everyone learns whether any
      * task failed to attach, so all fail together rather than talk to a
      * task that is not there. */
-    int32_t my_status = rc, *statuses = torxp_calloc((size_t)boot->size, sizeof *statuses);
-    brc = statuses ? boot->allgather(boot, &my_status, statuses, sizeof my_status)
-                   : torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the start-up vote");
+    rc = torxp_boot_vote(boot, rc, "attach to the shm device");
     if (boot->rank == 0 && all[0].status == TORX_OK)
         shm_unlink(name); /* in case a task never attached; ENOENT otherwise */
-    if (brc != TORX_OK && rc == TORX_OK)
-        rc = brc;
-    for (int r = 0; rc == TORX_OK && r < boot->size; r++)
-        if (statuses[r] != TORX_OK)
-            rc = torxp_error(TORX_ERR_PEER,
-                             "torx: rank %d failed to attach to the shm device (%s; see its "
-                             "message)",
-                             r, torx_status_str((torx_status_t)statuses[r]));
-    free(statuses);
     if (rc == TORX_OK) {
         torxp_shm_rx_setup(d);
         rc = torxp_shm_tx_setup(d);
