@@ -12,7 +12,8 @@
 #                      and the veth counters showing the bytes crossed
 #   2 hosts x 2 tasks  hybrid jobs: each host's two tasks reach each other
 #                      through its shm device (TORX_VERBOSE=1 must say so),
-#                      the others through ofi; heater, and vn mode with
+#                      the others through ofi; the same with no TORX_DEVICE
+#                      at all (auto must find the two hosts); heater, and vn mode with
 #                      TXYZ (node-mates on one host) and chaos; the
 #                      message layer's tests, heater with chaos and vn
 #   slow link          tbf at 200 Mbit/s on every host: p2p_semantics (all
@@ -71,7 +72,8 @@ out=$(mktemp "${TMPDIR:-/tmp}/torx-mh-torx.XXXXXX")
 trap 'rm -f "$out"' EXIT
 
 # job NP PPN PROG [NAME=VALUE...] -- ARGS: PROG on the set's hosts, PPN tasks
-# each, TORX_DEVICE=ofi and each NAME=VALUE by -genv; output in $out.
+# each, TORX_DEVICE=$device (default ofi; empty: not set) and each
+# NAME=VALUE by -genv; output in $out.
 job() {
     local np=$1 ppn=$2 prog=$3 genv=() kv
     shift 3
@@ -81,7 +83,9 @@ job() {
         shift
     done
     (($#)) && shift
-    timeout -k 5 "$tmo" "$here/hosts.sh" mpiexec -n "$np" -ppn "$ppn" -genv TORX_DEVICE ofi \
+    local dev=${device-ofi}
+    [[ -z $dev ]] || genv+=(-genv TORX_DEVICE "$dev")
+    timeout -k 5 "$tmo" "$here/hosts.sh" mpiexec -n "$np" -ppn "$ppn" \
         -genv P2PS_TIMEOUT $((tmo - 10)) "${genv[@]}" "$build/$prog" "$@" >"$out" 2>&1 </dev/null
 }
 
@@ -150,6 +154,14 @@ else
     grep 'torx\[' "$out" | head -n 10 | sed 's/^/    /'
 fi
 test_run 2x2 4 2 p2p_semantics
+# No device variable, as a new user runs it: TORX_DEVICE=auto finds the hosts.
+if device="" job 4 2 p2p_semantics TORX_VERBOSE=1 && grep -q '^ No Errors' "$out" &&
+    grep -q "TORX_DEVICE=auto: the job's 4 tasks are on 2 hosts: ofi between hosts" "$out"; then
+    ok "2x2-auto: no TORX_DEVICE: ofi between the 2 hosts, shm within each, p2p_semantics passed"
+else
+    fail "2x2-auto: without TORX_DEVICE the job did not run over ofi between hosts:"
+    grep -E 'torx\[|Errors|rror' "$out" | head -n 10 | sed 's/^/    /'
+fi
 test_run 2x2 4 2 rma_coll
 test_run 2x2 4 2 coll
 test_run 2x2-vn 4 2 p2p_semantics TORX_MODE=vn TORX_MAPPING=TXYZ TORX_CHAOS=7 TORX_ADAPTIVE_LIMIT=65536
