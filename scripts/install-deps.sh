@@ -24,7 +24,7 @@ PACKAGES=(
     # toolchain and autotools
     build-essential autoconf automake libtool pkg-config gfortran
     # libraries torx builds against; Check for the unit tests
-    check libsubunit-dev libhwloc-dev hwloc libfabric-dev
+    check libsubunit-dev libhwloc-dev hwloc libfabric-dev libucx-dev
     # test/nocma-run.c: a seccomp filter that forbids cross-memory attach
     libseccomp-dev
     # tools for tests, benchmarks and plots; clang and its runtimes for the

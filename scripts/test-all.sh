@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs the full test suite, in three out-of-tree builds of one source tree:
 #
-#   build/       -Werror build           make check-but-ofi-variant
-#                                          (every test but test/ofi-variant.sh, which
-#                                          waits on the network more than it computes:
-#                                          the ASan build runs it at about the same cost)
+#   build/       -Werror build           make check-but-net-variants
+#                                          (every test but test/ofi-variant.sh and
+#                                          test/ucx-variant.sh, which wait on the
+#                                          network more than they compute: the ASan
+#                                          build runs them at about the same cost)
 #   build-asan/  AddressSanitizer+UBSan   make check         (every test)
 #   build-tsan/  ThreadSanitizer          make check-tsan    (threaded / lock-free tests)
 #   build-faults/ fault injection+ASan    make check-faults  (every allocation / injection of a
@@ -413,7 +414,7 @@ run_fuzz() {
 
 for b in $builds; do
     case $b in
-    normal) run_build normal build check-but-ofi-variant --enable-werror ;;
+    normal) run_build normal build check-but-net-variants --enable-werror ;;
     asan) run_build asan build-asan check --enable-sanitizers=asan ;;
     tsan) run_build tsan build-tsan check-tsan --enable-sanitizers=tsan ;;
     faults) run_build faults build-faults check-faults --enable-fault-injection --enable-sanitizers=asan ;;

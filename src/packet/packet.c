@@ -6,8 +6,8 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-static const char *const device_names[] = {"auto", "shm", "ofi", "sim", NULL};
-enum { DEVICE_AUTO, DEVICE_SHM, DEVICE_OFI, DEVICE_SIM };
+static const char *const device_names[] = {"auto", "shm", "ofi", "ucx", "sim", NULL};
+enum { DEVICE_AUTO, DEVICE_SHM, DEVICE_OFI, DEVICE_UCX, DEVICE_SIM };
 
 static torx_status_t check_attr(const torx_pkt_attr_t *attr)
 {
@@ -56,7 +56,7 @@ torx_status_t torx_pkt_open(const torx_pkt_attr_t *attr, torx_pkt_dev_t **dev)
                 break;
         if (!device_names[device])
             return torxp_error(TORX_ERR_INVAL,
-                               "torx: unknown device '%s' (expected auto, shm, ofi or sim)",
+                               "torx: unknown device '%s' (expected auto, shm, ofi, ucx or sim)",
                                attr->device);
     } else {
         rc = torx_env_choice("TORX_DEVICE", device_names, DEVICE_AUTO, &device);
@@ -80,6 +80,14 @@ torx_status_t torx_pkt_open(const torx_pkt_attr_t *attr, torx_pkt_dev_t **dev)
 #endif
     case DEVICE_SHM:
         return torxp_shm_open(attr, &env, dev);
+    case DEVICE_UCX:
+#ifdef TORX_HAVE_UCX
+        return torxp_net_hybrid_open(&torxp_ucx_kind, 0, attr, &env, dev);
+#else
+        return torxp_error(TORX_ERR_UNSUPPORTED,
+                           "torx: TORX_DEVICE=ucx: this build has no UCX device (configured "
+                           "--without-ucx or libucx-dev missing)");
+#endif
     case DEVICE_SIM:
 #ifdef TORX_HAVE_SIMGRID
         return torxp_sim_open(attr, &env, dev);
@@ -322,14 +330,16 @@ void torx_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t r
     dev->ops->stage_unput(dev, dest, ref);
 }
 
+/* stage_idle and stage_cost are optional: a device without staging areas
+ * (stage_max 0) leaves them out. */
 int torx_stage_idle(torx_pkt_dev_t *dev, torx_coord_t dest)
 {
-    return dev->ops->stage_idle(dev, dest);
+    return dev->ops->stage_idle ? dev->ops->stage_idle(dev, dest) : 1;
 }
 
 unsigned torx_stage_cost(const torx_pkt_dev_t *dev, torx_coord_t dest)
 {
-    return dev->ops->stage_cost(dev, dest);
+    return dev->ops->stage_cost ? dev->ops->stage_cost(dev, dest) : 0;
 }
 
 unsigned torx_bulk_cost(const torx_pkt_dev_t *dev, torx_coord_t peer)

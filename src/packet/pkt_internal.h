@@ -412,6 +412,11 @@ torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
                              torx_pkt_dev_t **dev);
 extern const torxp_net_kind_t torxp_ofi_kind;
 #endif
+#ifdef TORX_HAVE_UCX
+torx_status_t torxp_ucx_open(const torx_pkt_attr_t *attr, const torxp_env_t *env,
+                             torx_pkt_dev_t **dev);
+extern const torxp_net_kind_t torxp_ucx_kind;
+#endif
 
 #ifdef TORX_HAVE_SIMGRID
 /* The sim device (src/packet/sim/): opened only by a task of a simulated

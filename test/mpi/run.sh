@@ -10,6 +10,8 @@
 #   1d. ofi      the same programs over the libfabric device on this host
 #                (TORX_DEVICE=ofi over loopback): pure, chaos, bulk data as
 #                messages (TORX_OFI_BULK=msg), hybrid
+#   1e. ucx      the same over the UCX device on this host (TORX_DEVICE=ucx):
+#                pure, tcp named in TORX_UCX_TLS, chaos, hybrid
 #   2. matrix    every node mode (heater, co, vn) x mapping (XYZT, TXYZ, a
 #                mapping file), 4 ranks
 #   3. chaos     every mode with TORX_CHAOS and adaptive packets
@@ -38,7 +40,7 @@
 # Environment: TORX_MPI_NP (ranks of the matrix, default 4; the mapping-file
 # cells and sections 4-5 need 4 and are skipped otherwise), TORX_MPI_TIMEOUT
 # (s per run, default 120), TORX_MPI_SECTIONS (default
-# "basic coll mpix ofi matrix chaos staged badmap die stats nocma kill"), TORX_KILL_SEED (the
+# "basic coll mpix ofi ucx matrix chaos staged badmap die stats nocma kill"), TORX_KILL_SEED (the
 # kill section's random victims and moments; default random, printed).
 # torx settings go to the tasks with mpiexec -genv NAME VALUE.
 #
@@ -59,7 +61,7 @@ fi
 }
 np=${TORX_MPI_NP:-4}
 tmo=${TORX_MPI_TIMEOUT:-120}
-sections=${TORX_MPI_SECTIONS:-basic coll mpix ofi matrix chaos staged badmap die stats nocma kill}
+sections=${TORX_MPI_SECTIONS:-basic coll mpix ofi ucx matrix chaos staged badmap die stats nocma kill}
 maps=$here/maps
 known_file=$here/../KNOWN_FAILURES
 out=$(mktemp -d "${TMPDIR:-/tmp}/torx-mpi-tests.XXXXXX")
@@ -251,6 +253,29 @@ if want ofi; then
     run ofi/p2p_semantics-np4-hybrid-vn 4 p2p_semantics "${ofi[@]}" TORX_OFI_TASKS_PER_HOST=2 \
         TORX_MODE=vn TORX_MAPPING=TXYZ
     run ofi/coll-np4-hybrid 4 coll "${ofi[@]}" TORX_OFI_TASKS_PER_HOST=2
+fi
+
+# ---- 1e. ucx: the same programs over the UCX device on this host ------------------
+# TORX_DEVICE=ucx: pure (every packet through UCX, TORX_UCX_LOCAL=ucx, which
+# picks tcp over lo), with UCX's transport named as a user would, with
+# chaos, and hybrid. Skipped, saying so, in a build without the device.
+if want ucx; then
+    banner "ucx: TORX_DEVICE=ucx on this host"
+    if ! ldd "$prefix/lib/libtorx.so" 2>/dev/null | grep -q libucp; then
+        echo "ucx: skipped: this libtorx has no ucx device (configure found no UCX)"
+    else
+        ucx=(TORX_DEVICE=ucx)
+        for t in ring pingpong rma_coll probe_unexp p2p_semantics; do
+            run ucx/$t-np2 2 $t "${ucx[@]}" TORX_UCX_LOCAL=ucx
+        done
+        run ucx/p2p_semantics-np2-tcp 2 p2p_semantics "${ucx[@]}" TORX_UCX_LOCAL=ucx TORX_UCX_TLS=tcp
+        run ucx/p2p_semantics-np3-chaos 3 p2p_semantics "${ucx[@]}" TORX_UCX_LOCAL=ucx TORX_CHAOS=11 \
+            TORX_ADAPTIVE_LIMIT=65536
+        run ucx/coll-np3 3 coll "${ucx[@]}" TORX_UCX_LOCAL=ucx
+        run ucx/p2p_semantics-np4-hybrid-vn 4 p2p_semantics "${ucx[@]}" TORX_UCX_TASKS_PER_HOST=2 \
+            TORX_MODE=vn TORX_MAPPING=TXYZ
+        run ucx/coll-np4-hybrid 4 coll "${ucx[@]}" TORX_UCX_TASKS_PER_HOST=2
+    fi
 fi
 
 # ---- 2. matrix: mode x mapping --------------------------------------------------

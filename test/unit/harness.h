@@ -20,15 +20,15 @@
 
 /* Inside a task: report and fail the task (its exit status) without Check,
  * which only runs in the parent. */
-#define TASK_CHECK(cond, ...)                                                                     \
-    do {                                                                                          \
-        if (!(cond)) {                                                                            \
-            fprintf(stderr, "%s:%d: rank %d: check failed: %s: ", __FILE__, __LINE__,             \
-                    boot ? boot->rank : -1, #cond);                                               \
-            fprintf(stderr, __VA_ARGS__);                                                         \
-            fputc('\n', stderr);                                                                  \
-            return 1;                                                                             \
-        }                                                                                         \
+#define TASK_CHECK(cond, ...)                                                                      \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: rank %d: check failed: %s: ", __FILE__, __LINE__,              \
+                    boot ? boot->rank : -1, #cond);                                                \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+            return 1;                                                                              \
+        }                                                                                          \
     } while (0)
 
 /* Coordinate of rank r when ranks fill the shape x fastest (XYZT order). */
@@ -58,8 +58,8 @@ static test_task_pids_t *test_task_pids;
 
 __attribute__((constructor)) static void test_task_pids_map(void)
 {
-    void *p = mmap(NULL, sizeof *test_task_pids, PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    void *p = mmap(NULL, sizeof *test_task_pids, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                   -1, 0);
     if (p == MAP_FAILED) {
         perror("test harness: mmap of the task pid table");
         exit(EXIT_FAILURE);
@@ -99,6 +99,13 @@ static inline torx_status_t test_open(torx_boot_t *boot, torx_shape_t shape, tor
     test_record_task();
     torx_pkt_attr_t attr = {.boot = boot, .shape = shape, .self = test_coord_of(shape, boot->rank)};
     return torx_pkt_open(&attr, dev);
+}
+
+/* Whether name is a message-based network device (src/packet/net/): ofi,
+ * ucx. They take batches of one packet, and credits stand for FIFOs. */
+static inline int test_is_net_device(const char *name)
+{
+    return name && (!strcmp(name, "ofi") || !strcmp(name, "ucx"));
 }
 
 static inline double test_now(void)
@@ -208,6 +215,7 @@ static inline int test_run_suite(Suite *s)
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
-#define RUN_JOB(n, fn, arg) ck_assert_int_eq(torx_boot_fork_run((n), (fn), (arg), TEST_JOB_TIMEOUT, 0), 0)
+#define RUN_JOB(n, fn, arg)                                                                        \
+    ck_assert_int_eq(torx_boot_fork_run((n), (fn), (arg), TEST_JOB_TIMEOUT, 0), 0)
 
 #endif

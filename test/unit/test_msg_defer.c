@@ -305,13 +305,13 @@ static int eager_batch_task(torx_boot_t *boot, void *argp)
     if (boot->rank == 1) {
         torxm_peer_t *peer = torxm_peer(ctx, 0);
         TASK_CHECK(peer != NULL, "%s", torx_last_error());
-        /* Rank 0 sits in the barrier and reads nothing. The ofi device
-         * takes batches of one: there such a message is left to torx_send,
+        /* Rank 0 sits in the barrier and reads nothing. The network devices
+         * take batches of one: there such a message is left to torx_send,
          * whole, and nothing else is tried. (Hybrid jobs reach a task of
          * their own host through shm: batches.) */
         const torx_status_t first = eb_send(ctx, 0);
         nobatch =
-            first == TORX_AGAIN && strcmp(torx_pkt_device_name(torx_ctx_device(ctx)), "ofi") == 0;
+            first == TORX_AGAIN && test_is_net_device(torx_pkt_device_name(torx_ctx_device(ctx)));
         TASK_CHECK(first == TORX_OK || (nobatch && peer->tx_seq == 0),
                    "a 5-packet message: %s (%s)", torx_status_str(first), torx_last_error());
         for (uint32_t seq = 1; seq < EB_FILL && !nobatch; seq++)

@@ -37,26 +37,19 @@ static void use_ofi(void)
     unsetenv("TORX_CHAOS");
 }
 
-/* The device's own barrier (the global interrupt), polling the torus
- * meanwhile, so the credits of the last packets travel before anyone
- * closes. */
-static torx_status_t dev_barrier(torx_pkt_dev_t *dev)
+/* The cases every network device passes (net_cases.h). */
+#define NET_NAME "ofi"
+static void use_net(void)
 {
-    torx_status_t st = torx_gi_arm(dev);
-    if (st != TORX_OK)
-        return st;
-    while ((st = torx_gi_poll(dev)) == TORX_AGAIN)
-        torx_pkt_poll(dev);
-    return st;
+    use_ofi();
 }
 
-static void *shared_map(size_t bytes)
+static const char *net_bulk_path(void)
 {
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    ck_assert_ptr_ne(p, MAP_FAILED);
-    memset(p, 0, bytes);
-    return p;
+    const char *bulk = getenv("TORX_OFI_BULK");
+    return bulk && !strcmp(bulk, "msg") ? "messages" : "rma";
 }
+#include "net_cases.h"
 
 /* ---- Start-up errors ------------------------------------------------------- */
 
@@ -500,106 +493,6 @@ START_TEST(stage_carries_descriptor)
 }
 END_TEST
 
-/* ---- Bulk transfers by RMA ------------------------------------------------------- */
-
-static const size_t bulk_sizes[] = {1, 63, 64, 65, 240, 4099, (1u << 20) + 7, 16u << 20};
-#define NBULK (sizeof bulk_sizes / sizeof bulk_sizes[0])
-#define BULK_MAX ((size_t)16 << 20)
-#define GUARD 64
-
-typedef struct bulk_addrs {
-    uint64_t src, dst;
-} bulk_addrs_t;
-
-static uint8_t pat(int rank, size_t i)
-{
-    return (uint8_t)(i * 7 + (i >> 9) + (unsigned)rank * 101 + 3);
-}
-
-static torx_status_t bulk_wait(torx_pkt_dev_t *dev, torx_bulk_t *op)
-{
-    torx_status_t st;
-    const double deadline = test_now() + 30;
-    while ((st = torx_bulk_test(dev, op)) == TORX_AGAIN && test_now() < deadline)
-        ;
-    return st;
-}
-
-/* A barrier that keeps the device polled (a peer's bulk requests are
- * served from poll). */
-static int bulk_task(torx_boot_t *boot, void *argp)
-{
-    (void)argp;
-    torx_pkt_dev_t *dev;
-    const torx_shape_t shape = {2, 1, 1, 1};
-    TASK_CHECK(test_open(boot, shape, &dev) == TORX_OK, "%s", torx_last_error());
-    const char *bulk = getenv("TORX_OFI_BULK");
-    const char *path = bulk && !strcmp(bulk, "msg") ? "messages" : "rma";
-    TASK_CHECK(strcmp(torx_bulk_path(dev), path) == 0, "bulk path %s, expected %s",
-               torx_bulk_path(dev), path);
-    const int me = boot->rank, peer = 1 - me;
-    const torx_coord_t pc = test_coord_of(shape, peer);
-    uint8_t *src = malloc(BULK_MAX + 2 * GUARD), *dst = malloc(BULK_MAX + 2 * GUARD);
-    TASK_CHECK(src && dst, "out of memory");
-    for (size_t i = 0; i < BULK_MAX + 2 * GUARD; i++)
-        src[i] = pat(me, i);
-    bulk_addrs_t mine = {(uint64_t)(uintptr_t)src, (uint64_t)(uintptr_t)dst}, all[2];
-    TASK_CHECK(boot->allgather(boot, &mine, all, sizeof mine) == TORX_OK, "allgather");
-    torx_status_t st;
-    for (size_t k = 0; k < NBULK; k++) {
-        const size_t n = bulk_sizes[k], off = 1 + k % 5;
-        torx_bulk_t op;
-        /* get: dst[GUARD..] <- peer's src[off..] */
-        memset(dst, 0xEE, n + 2 * GUARD);
-        TASK_CHECK(torx_bulk_get(dev, &op, pc, (const void *)(uintptr_t)(all[peer].src + off),
-                                 dst + GUARD, n) == TORX_OK,
-                   "get %zu: %s", n, torx_last_error());
-        st = bulk_wait(dev, &op);
-        TASK_CHECK(st == TORX_OK, "get %zu: %s (%s)", n, torx_status_str(st), torx_last_error());
-        TASK_CHECK(torx_bulk_test(dev, &op) == TORX_OK, "a finished get tests OK again");
-        for (size_t i = 0; i < n; i++)
-            TASK_CHECK(dst[GUARD + i] == pat(peer, off + i), "get %zu: byte %zu", n, i);
-        for (size_t i = 0; i < GUARD; i++)
-            TASK_CHECK(dst[i] == 0xEE && dst[GUARD + n + i] == 0xEE, "get %zu wrote outside", n);
-        TASK_CHECK((st = dev_barrier(dev)) == TORX_OK, "barrier: %s: %s", torx_status_str(st),
-                   torx_last_error());
-        /* put: peer's dst[GUARD..] <- src[off..] */
-        memset(dst, 0xEE, n + 2 * GUARD);
-        TASK_CHECK((st = dev_barrier(dev)) == TORX_OK, "barrier: %s: %s", torx_status_str(st),
-                   torx_last_error());
-        TASK_CHECK(torx_bulk_put(dev, &op, pc, (void *)(uintptr_t)(all[peer].dst + GUARD),
-                                 src + off, n) == TORX_OK,
-                   "put %zu: %s", n, torx_last_error());
-        st = bulk_wait(dev, &op);
-        TASK_CHECK(st == TORX_OK, "put %zu: %s (%s)", n, torx_status_str(st), torx_last_error());
-        TASK_CHECK((st = dev_barrier(dev)) == TORX_OK, "barrier: %s: %s", torx_status_str(st),
-                   torx_last_error());
-        for (size_t i = 0; i < n; i++)
-            TASK_CHECK(dst[GUARD + i] == pat(peer, off + i), "put %zu: byte %zu", n, i);
-        for (size_t i = 0; i < GUARD; i++)
-            TASK_CHECK(dst[i] == 0xEE && dst[GUARD + n + i] == 0xEE, "put %zu wrote outside", n);
-    }
-    /* Misuse: never started, no task there. */
-    torx_bulk_t fresh = {{0}};
-    TASK_CHECK(torx_bulk_test(dev, &fresh) == TORX_ERR_INVAL, "test of an op never started");
-    torx_bulk_t op;
-    TASK_CHECK(torx_bulk_get(dev, &op, (torx_coord_t){5, 0, 0, 0}, src, dst, 8) == TORX_ERR_INVAL,
-               "get from outside the torus");
-    TASK_CHECK((st = dev_barrier(dev)) == TORX_OK, "barrier: %s: %s", torx_status_str(st),
-               torx_last_error());
-    torx_pkt_close(dev);
-    free(src);
-    free(dst);
-    return 0;
-}
-
-START_TEST(bulk_rma_sizes)
-{
-    use_ofi();
-    RUN_JOB(2, bulk_task, NULL);
-}
-END_TEST
-
 /* The same transfers without RMA, as a provider that lacks it would run
  * them (TORX_OFI_BULK=msg): each one tagged message, over net and over
  * tcp;ofi_rxm. */
@@ -612,166 +505,6 @@ START_TEST(bulk_msg_sizes)
     RUN_JOB(2, bulk_task, NULL);
     unsetenv("TORX_OFI_BULK");
     unsetenv("TORX_OFI_PROVIDER");
-}
-END_TEST
-
-/* ---- Collective network: the shm device's bits -------------------------------- */
-
-#define CN_TASKS 5
-#define CN_ROUNDS 12
-#define CN_DOUBLES 32
-
-typedef struct cn_record {
-    int32_t status[CN_ROUNDS];
-    unsigned char result[CN_ROUNDS][TORX_CN_PACKET_BYTES];
-    char msg[CN_ROUNDS][200];
-    double sum[CN_DOUBLES];
-    int32_t sum_status;
-} cn_record_t;
-
-typedef struct cn_run {
-    cn_record_t rec[2][CN_TASKS]; /* [0] shm, [1] ofi */
-    int which;
-} cn_run_t;
-
-/* Round k's op, type and whether this rank is a BCAST root; rounds 9..11
- * are deliberate disagreements. */
-static void cn_round(int k, int rank, torx_cn_op_t *op, torx_cn_type_t *type, int *root)
-{
-    static const torx_cn_op_t ops[CN_ROUNDS] = {
-        TORX_CN_ADD, TORX_CN_ADD,   TORX_CN_MIN, TORX_CN_MAX, TORX_CN_AND,   TORX_CN_OR,
-        TORX_CN_XOR, TORX_CN_BCAST, TORX_CN_MIN, TORX_CN_ADD, TORX_CN_BCAST, TORX_CN_BCAST};
-    static const torx_cn_type_t types[CN_ROUNDS] = {
-        TORX_CN_S64, TORX_CN_U32, TORX_CN_S32, TORX_CN_U64, TORX_CN_U32, TORX_CN_S64,
-        TORX_CN_U64, TORX_CN_S32, TORX_CN_S64, TORX_CN_S64, TORX_CN_U64, TORX_CN_U64};
-    *op = ops[k];
-    *type = types[k];
-    *root = 0;
-    if (k == 7)
-        *root = rank == 3;
-    if (k == 9 && (rank == 2 || rank == 4)) /* ranks 2 and 4 disagree */
-        *op = TORX_CN_MAX;
-    if (k == 10) /* two roots */
-        *root = rank == 1 || rank == 3;
-    /* k == 11: no root */
-}
-
-static int cn_task(torx_boot_t *boot, void *argp)
-{
-    cn_run_t *run = argp;
-    cn_record_t *rec = &run->rec[run->which][boot->rank];
-    torx_pkt_dev_t *dev;
-    const torx_shape_t shape = {CN_TASKS, 1, 1, 1};
-    TASK_CHECK(test_open(boot, shape, &dev) == TORX_OK, "%s", torx_last_error());
-    torx_status_t st;
-    for (int k = 0; k < CN_ROUNDS; k++) {
-        uint64_t lanes[TORX_CN_PACKET_BYTES / 8];
-        for (int i = 0; i < TORX_CN_PACKET_BYTES / 8; i++)
-            lanes[i] = (uint64_t)(boot->rank + 1) * 0x9E3779B97F4A7C15ULL * (uint64_t)(i + k + 1) ^
-                       ((uint64_t)i << 60);
-        torx_cn_op_t op;
-        torx_cn_type_t type;
-        int root;
-        cn_round(k, boot->rank, &op, &type, &root);
-        while ((st = torx_cn_inject(dev, op, type, root, lanes)) == TORX_NO_ROOM)
-            torx_pkt_poll(dev);
-        TASK_CHECK(st == TORX_OK, "round %d inject: %s", k, torx_last_error());
-        while ((st = torx_cn_read(dev, rec->result[k])) == TORX_AGAIN)
-            torx_pkt_poll(dev);
-        rec->status[k] = st;
-        if (st != TORX_OK)
-            snprintf(rec->msg[k], sizeof rec->msg[k], "%s", torx_last_error());
-    }
-    double in[CN_DOUBLES];
-    for (int i = 0; i < CN_DOUBLES; i++)
-        in[i] =
-            (i % 2 ? -1.0 : 1.0) * (1.0 + boot->rank) * (i % 3 ? 1e-7 : 3.0e12) / (1.0 + 3.0 * i) +
-            (boot->rank == i % CN_TASKS ? 0.1 : 0.0);
-    rec->sum_status = torx_cn_allreduce_sum_double(dev, in, rec->sum, CN_DOUBLES);
-    TASK_CHECK((st = dev_barrier(dev)) == TORX_OK, "barrier: %s: %s", torx_status_str(st),
-               torx_last_error());
-    torx_pkt_close(dev);
-    return 0;
-}
-
-START_TEST(cn_matches_shm_bitwise)
-{
-    cn_run_t *run = shared_map(sizeof *run);
-    use_ofi();
-    setenv("TORX_DEVICE", "shm", 1);
-    run->which = 0;
-    RUN_JOB(CN_TASKS, cn_task, run);
-    use_ofi();
-    run->which = 1;
-    RUN_JOB(CN_TASKS, cn_task, run);
-    for (int r = 0; r < CN_TASKS; r++) {
-        const cn_record_t *a = &run->rec[0][r], *b = &run->rec[1][r];
-        for (int k = 0; k < CN_ROUNDS; k++) {
-            ck_assert_msg(a->status[k] == b->status[k], "rank %d round %d: shm %s, ofi %s", r, k,
-                          torx_status_str(a->status[k]), torx_status_str(b->status[k]));
-            ck_assert_msg(strcmp(a->msg[k], b->msg[k]) == 0,
-                          "rank %d round %d: shm says '%s', ofi says '%s'", r, k, a->msg[k],
-                          b->msg[k]);
-            if (a->status[k] == TORX_OK)
-                ck_assert_msg(memcmp(a->result[k], b->result[k], TORX_CN_PACKET_BYTES) == 0,
-                              "rank %d round %d: results differ", r, k);
-        }
-        ck_assert_int_eq(a->sum_status, TORX_OK);
-        ck_assert_int_eq(b->sum_status, TORX_OK);
-        ck_assert_msg(memcmp(a->sum, b->sum, sizeof a->sum) == 0,
-                      "rank %d: the double sums differ in their bits", r);
-    }
-    /* The rounds meant to disagree did, and the others did not. */
-    for (int k = 0; k < CN_ROUNDS; k++)
-        ck_assert_int_eq(run->rec[1][0].status[k], k >= 9 ? TORX_ERR_PROTO : TORX_OK);
-    fprintf(stderr, "cn: %d rounds and a %d-double sum identical on shm and ofi (%s)\n", CN_ROUNDS,
-            CN_DOUBLES, run->rec[1][0].msg[9]);
-    munmap(run, sizeof *run);
-}
-END_TEST
-
-/* ---- A peer that vanishes ----------------------------------------------------------- */
-
-typedef struct dead_run {
-    char msg[3][300];
-    int32_t status[3];
-    double seconds[3];
-} dead_run_t;
-
-static int dead_task(torx_boot_t *boot, void *argp)
-{
-    dead_run_t *run = argp;
-    torx_pkt_dev_t *dev;
-    const torx_shape_t shape = {3, 1, 1, 1};
-    TASK_CHECK(test_open(boot, shape, &dev) == TORX_OK, "%s", torx_last_error());
-    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
-    if (boot->rank == 2)
-        _exit(0); /* vanish without closing */
-    const double t0 = test_now();
-    torx_status_t st = torx_gi_arm(dev);
-    if (st == TORX_OK)
-        while ((st = torx_gi_poll(dev)) == TORX_AGAIN && test_now() < t0 + 30)
-            torx_pkt_poll(dev);
-    run->status[boot->rank] = st;
-    run->seconds[boot->rank] = test_now() - t0;
-    snprintf(run->msg[boot->rank], sizeof run->msg[0], "%s", torx_last_error());
-    TASK_CHECK(st != TORX_OK && st != TORX_AGAIN, "barrier with a dead task: %s",
-               torx_status_str(st));
-    torx_pkt_close(dev);
-    return 0;
-}
-
-START_TEST(dead_peer_named)
-{
-    dead_run_t *run = shared_map(sizeof *run);
-    use_ofi();
-    RUN_JOB(3, dead_task, run);
-    /* Rank 0 waits for rank 2 directly (its child in the tree) and must
-     * name it; rank 1 waits for rank 0 and may fail either way. */
-    fprintf(stderr, "dead peer: rank 0 after %.2f s: %s\n", run->seconds[0], run->msg[0]);
-    ck_assert_int_eq(run->status[0], TORX_ERR_PEER);
-    ck_assert_msg(strstr(run->msg[0], "rank 2"), "message '%s' does not name rank 2", run->msg[0]);
-    munmap(run, sizeof *run);
 }
 END_TEST
 

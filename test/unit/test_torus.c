@@ -408,8 +408,10 @@ END_TEST
 static int backpressure_task(torx_boot_t *boot, void *argp)
 {
     (void)argp;
-    const char *device = getenv("TORX_DEVICE"), *per_host = getenv("TORX_OFI_TASKS_PER_HOST");
-    if (device && !strcmp(device, "ofi") && per_host && *per_host) {
+    const char *device = getenv("TORX_DEVICE");
+    const char *per_host = getenv(device && !strcmp(device, "ucx") ? "TORX_UCX_TASKS_PER_HOST"
+                                                                   : "TORX_OFI_TASKS_PER_HOST");
+    if (test_is_net_device(device) && per_host && *per_host) {
         /* Hosts of several tasks (test/ofi-variant.sh): the line 1 -> 2 -> 0
          * crosses hosts and goes whole through ofi, whose window toward
          * rank 0 is not the shm FIFO this test fills; the hybrid device's
@@ -533,7 +535,7 @@ static int batch_task(torx_boot_t *boot, void *argp)
     torx_pkt_dev_t *dev;
     const torx_shape_t shape = {(uint8_t)boot->size, 1, 1, 1};
     TASK_CHECK(test_open(boot, shape, &dev) == TORX_OK, "%s", torx_last_error());
-    const int batches = strcmp(torx_pkt_device_name(dev), "ofi") != 0;
+    const int batches = !test_is_net_device(torx_pkt_device_name(dev));
     const torx_coord_t r0 = {0, 0, 0, 0};
     torx_pkt_hdr_t h[TORX_PKT_BATCH_MAX + 1];
     struct iovec iov[TORX_PKT_BATCH_MAX + 1];

@@ -219,6 +219,33 @@ static inline torx_coord_t torxp_net_coord_of(const torxp_net_t *n, unsigned slo
                           (uint8_t)(slot / plane % s.z), (uint8_t)(slot / plane / s.z)};
 }
 
+/* ---- net_torus.c: the job ------------------------------------------------------ */
+
+/* What every task tells the others at start-up, whatever the device: the
+ * first member of the device's record in its address exchange. */
+typedef struct torxp_net_job {
+    torx_coord_t self;
+    torx_shape_t shape;
+    uint32_t ntasks;
+    uint32_t window; /* TORX_FIFO_PACKETS: the credit window both ends assume */
+} torxp_net_job_t;
+/* This task's part of it. */
+torxp_net_job_t torxp_net_job_mine(const torxp_net_t *n, const torxp_env_t *env);
+/* Checks every task's record against rank 0's (torus, task count, credit
+ * window, distinct coordinates), so all of them report the same
+ * disagreement, and fills in n->slot_rank and n->rank_slot (allocated
+ * here). records: the exchange's, stride bytes apart, each starting with a
+ * torxp_net_job_t. */
+torx_status_t torxp_net_place(torxp_net_t *n, const void *records, size_t stride);
+/* The start-up connect: a PING to every task (itself included), then
+ * progress until every task's has come and the device's own sends have
+ * completed (sends_busy), at most timeout_s; a task not heard from is an
+ * error naming it. Over libraries that connect on first use and need both
+ * ends to progress (TCP), every pair's connection then exists while
+ * everyone still progresses. The caller holds the lock. */
+torx_status_t torxp_net_connect_all(torxp_net_t *n, double timeout_s, const char *over,
+                                    int (*sends_busy)(torxp_net_t *n));
+
 /* ---- net_torus.c: the torus ---------------------------------------------------- */
 
 /* Set-up after the job's slots: nrx, nsysrx and nhold buffers (above); the
@@ -248,6 +275,12 @@ void torxp_net_credits_back(torxp_net_t *n, unsigned src, uint64_t k);
 /* Gives receive buffer i back (a holder to its stack, a posted buffer to
  * n->repost). */
 void torxp_net_rx_release(torxp_net_t *n, unsigned i);
+/* The network's figures (torx_pkt_network): hosts joined by a switch,
+ * measured between the project's emulated hosts over ofi. */
+void torxp_net_network(const torx_pkt_dev_t *dev, torx_net_t *net);
+/* stage_max and stage_reaches of a device without staging areas. */
+size_t torxp_net_no_stage_max(const torx_pkt_dev_t *dev);
+int torxp_net_no_stage_reaches(const torx_pkt_dev_t *dev, torx_coord_t dest);
 /* Sends what it can of a partly sent deposit line; whether some is left. */
 int torxp_net_stash_drain(torxp_net_t *n);
 

@@ -351,13 +351,12 @@ static void hybrid_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stag
 static int hybrid_stage_idle(torx_pkt_dev_t *dev, torx_coord_t dest)
 {
     torx_pkt_dev_t *sub = stage_dev(hybrid_of(dev), dest);
-    return sub->ops->stage_idle(sub, dest);
+    return torx_stage_idle(sub, dest);
 }
 
 static unsigned hybrid_stage_cost(const torx_pkt_dev_t *dev, torx_coord_t dest)
 {
-    const torx_pkt_dev_t *sub = stage_dev(hybrid_of_const(dev), dest);
-    return sub->ops->stage_cost(sub, dest);
+    return torx_stage_cost(stage_dev(hybrid_of_const(dev), dest), dest);
 }
 
 /* The bulk path toward peer is the sub-device's (on the host, shm's). */

@@ -562,6 +562,118 @@ int torxp_net_stash_drain(torxp_net_t *n)
     return n->stash_active;
 }
 
+/* ---- The job ------------------------------------------------------------------------- */
+
+torxp_net_job_t torxp_net_job_mine(const torxp_net_t *n, const torxp_env_t *env)
+{
+    return (torxp_net_job_t){.self = n->base.self,
+                             .shape = n->base.shape,
+                             .ntasks = (uint32_t)n->base.size,
+                             .window = (uint32_t)env->fifo_packets};
+}
+
+torx_status_t torxp_net_place(torxp_net_t *n, const void *records, size_t stride)
+{
+    const int size = n->base.size;
+    const unsigned char *at = records;
+    const torxp_net_job_t *j0 = records;
+    n->slot_rank = torxp_malloc(n->nslots * sizeof *n->slot_rank);
+    n->rank_slot = torxp_calloc((size_t)size, sizeof *n->rank_slot);
+    if (!n->slot_rank || !n->rank_slot)
+        return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for %u torus slots", n->nslots);
+    for (unsigned s = 0; s < n->nslots; s++)
+        n->slot_rank[s] = -1;
+    const torx_shape_t t = j0->shape;
+    for (int r = 0; r < size; r++) {
+        const torxp_net_job_t *j = (const torxp_net_job_t *)(const void *)(at + (size_t)r * stride);
+        const torx_shape_t s = j->shape;
+        if (s.x != t.x || s.y != t.y || s.z != t.z || s.t != t.t || j->ntasks != j0->ntasks)
+            return torxp_error(TORX_ERR_PROTO,
+                               "torx: rank %d uses torus %ux%ux%u x %u for %u tasks but rank 0 "
+                               "uses %ux%ux%u x %u for %u",
+                               r, s.x, s.y, s.z, s.t, j->ntasks, t.x, t.y, t.z, t.t, j0->ntasks);
+        if (j->window != j0->window)
+            return torxp_error(TORX_ERR_PROTO,
+                               "torx: rank %d uses TORX_FIFO_PACKETS=%u but rank 0 uses %u; set "
+                               "the same value for every task",
+                               r, j->window, j0->window);
+        const torx_coord_t c = j->self;
+        if (!torx_coord_in_shape(n->base.shape, c))
+            return torxp_error(TORX_ERR_INVAL, "torx: rank %d's coordinate is outside the torus",
+                               r);
+        const unsigned slot = torx_coord_index(n->base.shape, c);
+        if (n->slot_rank[slot] >= 0)
+            return torxp_error(TORX_ERR_INVAL,
+                               "torx: rank %d and rank %d both map to coordinate (%u,%u,%u,%u); "
+                               "every rank needs its own coordinate",
+                               n->slot_rank[slot], r, c.x, c.y, c.z, c.t);
+        n->slot_rank[slot] = r;
+        n->rank_slot[r] = slot;
+    }
+    return TORX_OK;
+}
+
+torx_status_t torxp_net_connect_all(torxp_net_t *n, double timeout_s, const char *over,
+                                    int (*sends_busy)(torxp_net_t *n))
+{
+    const torxp_net_sys_t ping = {.type = TORXP_NET_SYS_PING, .version = TORXP_NET_WIRE_VERSION};
+    const unsigned size = (unsigned)n->base.size;
+    for (unsigned r = 0; r < size; r++)
+        n->net_ops->sys_send(n, n->rank_slot[r], &ping, sizeof ping);
+    const double t0 = torxp_mono_s();
+    double waited = 0;
+    while (n->base.failed == TORX_OK && waited < timeout_s && (n->nheard < size || sends_busy(n))) {
+        n->net_ops->progress(n);
+        waited = torxp_mono_s() - t0;
+    }
+    if (n->base.failed != TORX_OK || n->nheard >= size)
+        return n->base.failed;
+    int missing = -1;
+    for (unsigned r = 0; r < size && missing < 0; r++)
+        if (!n->heard[n->rank_slot[r]])
+            missing = (int)r;
+    return torxp_error(TORX_ERR_PEER,
+                       "torx: %s device: rank %d heard nothing from rank %d (and %u more) in "
+                       "%.0f s over %s; is the network between them up?",
+                       n->net_ops->name, n->base.rank, missing, size - n->nheard - 1, timeout_s,
+                       over);
+}
+
+/* A network device's network (torx_pkt_network): hosts joined by a switch,
+ * shared memory inside a host. Fixed figures, measured between the
+ * project's emulated hosts (docs/packet-layer.md#the-network), the same on
+ * every task; the collective network and global interrupt are messages
+ * up and down a tree of hosts. */
+void torxp_net_network(const torx_pkt_dev_t *dev, torx_net_t *net)
+{
+    unsigned levels = 0;
+    while (levels < 31 && (1 << levels) < dev->size)
+        levels++;
+    net->kind = TORX_NET_SWITCHED;
+    net->wrap = 7u; /* the emulated torus's lines wrap round */
+    net->cores_per_node = dev->shape.t;
+    net->packet_payload = TORX_PKT_MAX_PAYLOAD;
+    net->packet_cpu = 0.5e-6;      /* a provider's send or completion */
+    net->link_bandwidth = 2.5e9;   /* one-way bandwidth between two hosts */
+    net->message_latency = 7.5e-6; /* 8-byte half round trip between two hosts */
+    net->copy_bandwidth = 49.0e9;
+    net->cn_latency = 2.0 * (levels ? levels : 1) * net->message_latency;
+    net->cn_bandwidth = TORX_CN_PACKET_BYTES / net->cn_latency;
+    net->gi_latency = net->cn_latency;
+}
+
+size_t torxp_net_no_stage_max(const torx_pkt_dev_t *dev)
+{
+    (void)dev;
+    return 0;
+}
+
+int torxp_net_no_stage_reaches(const torx_pkt_dev_t *dev, torx_coord_t dest)
+{
+    (void)dev, (void)dest;
+    return 0;
+}
+
 /* ---- Set-up ---------------------------------------------------------------------------- */
 
 torx_status_t torxp_net_torus_setup(torxp_net_t *n, const torxp_env_t *env, unsigned nrx,

@@ -242,8 +242,6 @@ void torxp_ofi_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_r
 void torxp_ofi_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t ref);
 int torxp_ofi_stage_idle(torx_pkt_dev_t *dev, torx_coord_t dest);
 unsigned torxp_ofi_stage_cost(const torx_pkt_dev_t *dev, torx_coord_t dest);
-/* The network between hosts and its figures (torx_pkt_network). */
-void torxp_ofi_network(const torx_pkt_dev_t *dev, torx_net_t *net);
 void torxp_ofi_stage_on_tx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, int err);
 void torxp_ofi_stage_on_rx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, size_t len, uint64_t credits);
 void torxp_ofi_stage_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_net_sys_t *m);

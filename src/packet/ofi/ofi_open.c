@@ -370,29 +370,6 @@ static void ofi_close(torx_pkt_dev_t *dev)
     free(d);
 }
 
-/* The ofi device's network (torx_pkt_network): hosts joined by a switch,
- * shared memory inside a host. Fixed figures, measured between the
- * project's emulated hosts (docs/packet-layer.md#the-network), the same on
- * every task; the collective network and global interrupt are messages
- * up and down a tree of hosts. */
-void torxp_ofi_network(const torx_pkt_dev_t *dev, torx_net_t *net)
-{
-    unsigned levels = 0;
-    while (levels < 31 && (1 << levels) < dev->size)
-        levels++;
-    net->kind = TORX_NET_SWITCHED;
-    net->wrap = 7u; /* the emulated torus's lines wrap round */
-    net->cores_per_node = dev->shape.t;
-    net->packet_payload = TORX_PKT_MAX_PAYLOAD;
-    net->packet_cpu = 0.5e-6;      /* a provider's send or completion */
-    net->link_bandwidth = 2.5e9;   /* one-way bandwidth between two hosts */
-    net->message_latency = 7.5e-6; /* 8-byte half round trip between two hosts */
-    net->copy_bandwidth = 49.0e9;
-    net->cn_latency = 2.0 * (levels ? levels : 1) * net->message_latency;
-    net->cn_bandwidth = TORX_CN_PACKET_BYTES / net->cn_latency;
-    net->gi_latency = net->cn_latency;
-}
-
 /* What net/ asks of the device (net.h). */
 static void net_progress(torxp_net_t *n)
 {
@@ -447,7 +424,7 @@ static const torxp_dev_ops_t ofi_ops = {
     .stage_idle = torxp_ofi_stage_idle,
     .stage_cost = torxp_ofi_stage_cost,
     .close = ofi_close,
-    .network = torxp_ofi_network,
+    .network = torxp_net_network,
 };
 
 const torxp_net_kind_t torxp_ofi_kind = {
@@ -455,7 +432,7 @@ const torxp_net_kind_t torxp_ofi_kind = {
     .local_var = "TORX_OFI_LOCAL",
     .per_host_var = "TORX_OFI_TASKS_PER_HOST",
     .open = torxp_ofi_open,
-    .network = torxp_ofi_network,
+    .network = torxp_net_network,
 };
 
 /* ---- Connecting ----------------------------------------------------------------- */
@@ -470,32 +447,18 @@ const torxp_net_kind_t torxp_ofi_kind = {
  * exists, in both directions, while everyone is still progressing. */
 #define CONNECT_TIMEOUT_S 60.0
 
+static int sends_busy(torxp_net_t *n)
+{
+    const torxp_ofi_dev_t *d = (const torxp_ofi_dev_t *)n;
+    return d->sys_head || d->sys_inflight || d->inj_inflight;
+}
+
 static torx_status_t connect_all(torxp_ofi_dev_t *d)
 {
-    const torxp_net_sys_t ping = {.type = TORXP_NET_SYS_PING, .version = TORXP_NET_WIRE_VERSION};
+    char over[64];
+    snprintf(over, sizeof over, "provider %s", d->prov);
     torxp_ofi_lock(d);
-    for (int r = 0; r < d->net.base.size; r++)
-        torxp_ofi_sys_send(d, d->net.rank_slot[r], &ping, sizeof ping);
-    const double t0 = torxp_mono_s();
-    double waited = 0;
-    while (d->net.base.failed == TORX_OK && waited < CONNECT_TIMEOUT_S &&
-           (d->net.nheard < (unsigned)d->net.base.size || d->sys_head || d->sys_inflight ||
-            d->inj_inflight)) {
-        torxp_ofi_progress(d);
-        waited = torxp_mono_s() - t0;
-    }
-    torx_status_t rc = d->net.base.failed;
-    if (rc == TORX_OK && d->net.nheard < (unsigned)d->net.base.size) {
-        int missing = -1;
-        for (int r = 0; r < d->net.base.size && missing < 0; r++)
-            if (!d->net.heard[d->net.rank_slot[r]])
-                missing = r;
-        rc = torxp_error(TORX_ERR_PEER,
-                         "torx: ofi device: rank %d heard nothing from rank %d (and %u more) in "
-                         "%.0f s over provider %s; is the network between them up?",
-                         d->net.base.rank, missing, (unsigned)d->net.base.size - d->net.nheard - 1,
-                         CONNECT_TIMEOUT_S, d->prov);
-    }
+    const torx_status_t rc = torxp_net_connect_all(&d->net, CONNECT_TIMEOUT_S, over, sends_busy);
     torxp_ofi_unlock(d);
     return rc;
 }
@@ -504,11 +467,8 @@ static torx_status_t connect_all(torxp_ofi_dev_t *d)
 
 /* What each task contributes to the address exchange. */
 typedef struct addr_record {
+    torxp_net_job_t job; /* torus, coordinate, credit window (net.h) */
     int32_t status;
-    torx_coord_t self;
-    torx_shape_t shape;
-    uint32_t ntasks;
-    uint32_t window; /* TORX_FIFO_PACKETS: the credit window both ends assume */
     uint32_t addrlen;
     char prov[OFI_PROV_MAX];
     uint32_t rma; /* bulk by RMA, else as messages: both ends must agree */
@@ -519,26 +479,8 @@ typedef struct addr_record {
 /* Builds the slot tables and the address vector from every task's record. */
 static torx_status_t insert_peers(torxp_ofi_dev_t *d, const addr_record_t *all)
 {
-    const int n = d->net.base.size;
-    /* Every task checks every record against rank 0's, so all of them
-     * report the same disagreement. */
-    const torx_shape_t t = all[0].shape;
-    for (int r = 1; r < n; r++) {
-        const torx_shape_t s = all[r].shape;
-        if (s.x != t.x || s.y != t.y || s.z != t.z || s.t != t.t || all[r].ntasks != all[0].ntasks)
-            return torxp_error(TORX_ERR_PROTO,
-                               "torx: rank %d uses torus %ux%ux%u x %u for %u tasks but rank 0 "
-                               "uses %ux%ux%u x %u for %u",
-                               r, s.x, s.y, s.z, s.t, all[r].ntasks, t.x, t.y, t.z, t.t,
-                               all[0].ntasks);
-    }
-    for (int r = 1; r < n; r++)
-        if (all[r].window != all[0].window)
-            return torxp_error(TORX_ERR_PROTO,
-                               "torx: rank %d uses TORX_FIFO_PACKETS=%u but rank 0 uses %u; set "
-                               "the same value for every task",
-                               r, all[r].window, all[0].window);
-    for (int r = 0; r < n; r++) {
+    torx_status_t rc = torxp_net_place(&d->net, all, sizeof *all);
+    for (int r = 0; rc == TORX_OK && r < d->net.base.size; r++) {
         if (strncmp(all[r].prov, d->prov, OFI_PROV_MAX))
             return torxp_error(TORX_ERR_PROTO,
                                "torx: ofi device: rank %d uses provider %.*s but rank %d uses %s; "
@@ -550,28 +492,16 @@ static torx_status_t insert_peers(torxp_ofi_dev_t *d, const addr_record_t *all)
                                "the same TORX_OFI_BULK for every task",
                                r, all[r].rma ? "by RMA" : "as messages", d->net.base.rank,
                                d->rma ? "by RMA" : "as messages");
-        const torx_coord_t c = all[r].self;
-        if (!torx_coord_in_shape(d->net.base.shape, c))
-            return torxp_error(TORX_ERR_INVAL, "torx: rank %d's coordinate is outside the torus",
-                               r);
-        const unsigned slot = torx_coord_index(d->net.base.shape, c);
-        if (d->net.slot_rank[slot] >= 0)
-            return torxp_error(TORX_ERR_INVAL,
-                               "torx: rank %d and rank %d both map to coordinate (%u,%u,%u,%u); "
-                               "every rank needs its own coordinate",
-                               d->net.slot_rank[slot], r, c.x, c.y, c.z, c.t);
         fi_addr_t fa = FI_ADDR_NOTAVAIL;
-        const int rc = fi_av_insert(d->av, all[r].addr, 1, &fa, 0, NULL);
-        if (rc != 1)
+        const int frc = fi_av_insert(d->av, all[r].addr, 1, &fa, 0, NULL);
+        if (frc != 1)
             return torxp_error(TORX_ERR_SYS,
                                "torx: ofi device: fi_av_insert of rank %d's address failed "
                                "(provider %s): %s",
-                               r, d->prov, fi_strerror(rc < 0 ? -rc : FI_EINVAL));
-        d->net.slot_rank[slot] = r;
-        d->net.rank_slot[r] = slot;
-        d->slot_addr[slot] = fa;
+                               r, d->prov, fi_strerror(frc < 0 ? -frc : FI_EINVAL));
+        d->slot_addr[d->net.rank_slot[r]] = fa;
     }
-    return TORX_OK;
+    return rc;
 }
 
 torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env,
@@ -606,24 +536,17 @@ torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
         rc = choose_provider(&d->net.base, &oe, &d->info, &d->rma);
     if (rc == TORX_OK) {
         d->prov = d->info->fabric_attr->prov_name;
-        d->net.slot_rank = torxp_malloc(d->net.nslots * sizeof *d->net.slot_rank);
         d->slot_addr = torxp_malloc(d->net.nslots * sizeof *d->slot_addr);
-        d->net.rank_slot = torxp_calloc((size_t)boot->size, sizeof *d->net.rank_slot);
-        if (!d->net.slot_rank || !d->slot_addr || !d->net.rank_slot)
+        if (!d->slot_addr)
             rc = torxp_error(TORX_ERR_NOMEM, "torx: out of memory for %u torus slots",
                              d->net.nslots);
-        for (unsigned s = 0; rc == TORX_OK && s < d->net.nslots; s++) {
-            d->net.slot_rank[s] = -1;
+        for (unsigned s = 0; rc == TORX_OK && s < d->net.nslots; s++)
             d->slot_addr[s] = FI_ADDR_NOTAVAIL;
-        }
     }
     if (rc == TORX_OK)
         rc = open_endpoint(d, (unsigned)boot->size);
 
-    addr_record_t mine = {.self = attr->self,
-                          .shape = attr->shape,
-                          .ntasks = (uint32_t)boot->size,
-                          .window = (uint32_t)env->fifo_packets};
+    addr_record_t mine = {.job = torxp_net_job_mine(&d->net, env)};
     if (rc == TORX_OK) {
         size_t len = sizeof mine.addr;
         const int frc = fi_getname(&d->ep->fid, mine.addr, &len);

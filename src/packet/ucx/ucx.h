@@ -1,0 +1,121 @@
+/* The ucx device: the Blue Gene network hardware of the packet layer,
+ * emulated over UCX's UCP layer (one context and worker per task, an
+ * endpoint to every task). Prefix: torxp_ucx_. Everything that is not a
+ * call into UCX is net/'s (net.h): credits, send order, reception queues,
+ * deposit lines, the doorbell's loop, the collective network and global
+ * interrupt, the liveness watch and hybrid jobs.
+ *
+ * Messages are UCP active messages, two kinds by AM id:
+ *
+ *   TORXP_UCX_AM_TORUS  a torus packet: the 16-byte header and payload as
+ *                       torx_pkt_inject formats them; the AM header says
+ *                       who sent it, its number, and credits given back
+ *   TORXP_UCX_AM_SYS    a device-internal message (net.h's wire format);
+ *                       the AM header names the sender
+ *
+ * Active messages rather than tagged sends: the receiver learns of a
+ * message in a callback from ucp_worker_progress with the data in place,
+ * and copies a packet once into net/'s holders; tagged receives would need
+ * buffers posted ahead, with UCX matching each message against them. Both
+ * kinds are small (at most TORXP_NET_SYS_MAX bytes), so UCX sends them
+ * eagerly on one lane per endpoint, in order; net/ puts torus packets back
+ * in send order whatever the library does.
+ *
+ * Files: ucx_open.c (context, worker, transports, address exchange,
+ * endpoints, ops table, close), ucx_torus.c (sends, receive callbacks,
+ * progress, sleeping, probes), ucx_bulk.c (bulk transfers by UCP RMA with
+ * packed remote keys).
+ *
+ * Threading: net/'s lock guards the worker, which is created
+ * UCS_THREAD_MODE_SERIALIZED when two threads share the device
+ * (TORX_PKT_SHARED_INJECT), else UCS_THREAD_MODE_SINGLE. */
+#ifndef TORXP_UCX_H
+#define TORXP_UCX_H
+
+#include "../net/net.h"
+
+#include <ucp/api/ucp.h>
+
+enum { TORXP_UCX_AM_TORUS = 1, TORXP_UCX_AM_SYS = 2 };
+
+/* The AM header of every message. */
+typedef struct torxp_ucx_hdr {
+    uint32_t src;     /* the sender's torus slot */
+    uint32_t order;   /* torus: its number from the sender (net.h) */
+    uint32_t credits; /* torus: credits the sender gives back aboard */
+    uint32_t pad;
+} torxp_ucx_hdr_t;
+
+/* A message on its way out: header and body stay put until UCX completes
+ * the send (UCX 1.13 copies neither before). */
+typedef struct torxp_ucx_txbuf {
+    struct torxp_ucx_dev *dev;
+    struct torxp_ucx_txbuf *next_free; /* pool: torus packets; NULL for a device message */
+    unsigned peer;
+    int pooled; /* from the pool, else malloc'd (a device message) */
+    torxp_ucx_hdr_t hdr;
+    alignas(16) unsigned char data[TORXP_NET_SYS_MAX];
+} torxp_ucx_txbuf_t;
+
+typedef struct torxp_ucx_bulk torxp_ucx_bulk_t; /* ucx_bulk.c */
+
+/* The argument of an endpoint's error handler: which peer failed. */
+typedef struct torxp_ucx_peer {
+    struct torxp_ucx_dev *dev;
+    unsigned slot;
+    ucs_status_t gone; /* the endpoint's error, UCS_OK while it works */
+} torxp_ucx_peer_t;
+
+typedef struct torxp_ucx_dev {
+    torxp_net_t net; /* base, lock, the job's slots, torus, trees, liveness (net.h) */
+
+    ucp_context_h context;
+    ucp_worker_h worker;
+    ucp_ep_h *eps;           /* per slot; NULL when empty */
+    torxp_ucx_peer_t *peers; /* per slot: the error handler's argument */
+    char tls[128];           /* the transports asked for (TORX_UCX_TLS, UCX_TLS), for messages */
+
+    /* sends */
+    torxp_ucx_txbuf_t *txbufs; /* the torus packets' pool */
+    torxp_ucx_txbuf_t *tx_free;
+    unsigned tx_nfree, tx_pool;
+    unsigned long inflight; /* sends UCX has not completed */
+
+    /* liveness probes, per slot: when the one in flight was sent (0: none) */
+    double *ping_sent;
+
+    torxp_ucx_bulk_t *bulk;
+} torxp_ucx_dev_t;
+
+static inline torxp_ucx_dev_t *torxp_ucx_of(torxp_net_t *n)
+{
+    return (torxp_ucx_dev_t *)n; /* net is the first member */
+}
+
+/* A fatal UCX error: names the call, the peer if any (slot, or -1), and
+ * UCX's words. */
+torx_status_t torxp_ucx_fail(torxp_ucx_dev_t *d, const char *call, int peer_slot,
+                             ucs_status_t status);
+
+/* ucx_torus.c */
+torx_status_t torxp_ucx_torus_setup(torxp_ucx_dev_t *d, const torxp_env_t *env);
+void torxp_ucx_torus_fini(torxp_ucx_dev_t *d);
+/* Progresses until every send has completed, at most timeout_s. Locked. */
+void torxp_ucx_flush(torxp_ucx_dev_t *d, double timeout_s);
+extern const torxp_net_ops_t torxp_ucx_net_ops;
+/* Sends that UCX has not completed (torxp_net_connect_all). */
+int torxp_ucx_sends_busy(torxp_net_t *n);
+
+/* ucx_bulk.c */
+torx_status_t torxp_ucx_bulk_setup(torxp_ucx_dev_t *d);
+void torxp_ucx_bulk_fini(torxp_ucx_dev_t *d);
+/* GET_REQ, GET_DONE, PUT_REQ, PUT_DONE from src. */
+void torxp_ucx_bulk_on_sys(torxp_ucx_dev_t *d, unsigned src, const torxp_net_sys_t *m, size_t len);
+torx_status_t torxp_ucx_bulk_get(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
+                                 const void *remote, void *local, size_t len, unsigned flags);
+torx_status_t torxp_ucx_bulk_put(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord_t peer,
+                                 void *remote, const void *local, size_t len);
+torx_status_t torxp_ucx_bulk_test(torx_pkt_dev_t *dev, torx_bulk_t *op);
+const char *torxp_ucx_bulk_path(const torx_pkt_dev_t *dev);
+
+#endif /* TORXP_UCX_H */

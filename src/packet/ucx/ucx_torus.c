@@ -1,0 +1,355 @@
+/* The ucx device's messages: torus packets and device-internal messages as
+ * UCP active messages, their receive callbacks, progress, sleeping on the
+ * worker's event descriptor, and liveness probes.
+ *
+ * Sends. A message is assembled in a buffer that stays put until UCX
+ * completes the send: most complete at once (ucp_am_send_nbx returns no
+ * request), and the buffer is free again before the call returns. Torus
+ * packets take buffers from a pool (TORX_UCX_TX_PACKETS): an empty pool is
+ * TORX_NO_ROOM, nothing taken. Device messages are allocated one by one:
+ * UCX queues what it cannot send yet, so they are never refused.
+ *
+ * Credits aboard. A torus packet's AM header gives back the credits owed
+ * to its destination, so a reply costs no credit message.
+ *
+ * Receiving. The callbacks run inside ucp_worker_progress (under the
+ * device's lock, from net/'s progress): a torus packet is copied into one
+ * of net/'s holders, of which there are as many as the credit windows of
+ * all senders together allow to be unconsumed; a device message is handled
+ * in place.
+ *
+ * Sleeping. net/'s wait sleeps on ucp_worker_get_efd's descriptor after
+ * ucp_worker_arm says nothing is pending (UCS_ERR_BUSY: progress again).
+ *
+ * Dead peers. Endpoints are created with UCP_ERR_HANDLING_MODE_PEER: a
+ * peer whose connection broke fails the device, naming it, at the next
+ * send to it or probe of it (not at once: a peer that finished first
+ * closes its connections while this task finishes too). A probe (the
+ * ping op, which the collective network and bulk transfers send while they
+ * wait) that UCX has not completed after TORXP_NET_PEER_TIMEOUT_S fails it
+ * too; net/'s liveness watch names a host that vanished. */
+#include "ucx.h"
+
+#include <stdio.h>
+#include <string.h>
+
+torx_status_t torxp_ucx_fail(torxp_ucx_dev_t *d, const char *call, int peer_slot,
+                             ucs_status_t status)
+{
+    if (d->net.closing) { /* the peers may be gone already; nothing waits for us */
+        torxp_log(&d->net.base, 2, "at close: %s: %s", call, ucs_status_string(status));
+        return TORX_OK;
+    }
+    if (peer_slot < 0 || d->net.slot_rank[peer_slot] < 0)
+        return torxp_dev_fail(&d->net.base, TORX_ERR_SYS, "%s failed (UCX, transports %s): %s",
+                              call, d->tls, ucs_status_string(status));
+    const torx_coord_t c = torxp_net_coord_of(&d->net, (unsigned)peer_slot);
+    return torxp_dev_fail(&d->net.base, TORX_ERR_PEER,
+                          "rank %d at (%u,%u,%u,%u) is unreachable: %s failed (UCX, transports "
+                          "%s): %s",
+                          d->net.slot_rank[peer_slot], c.x, c.y, c.z, c.t, call, d->tls,
+                          ucs_status_string(status));
+}
+
+/* ---- Sends ---------------------------------------------------------------------------- */
+
+static void release_txbuf(torxp_ucx_dev_t *d, torxp_ucx_txbuf_t *t)
+{
+    if (t->pooled) {
+        t->next_free = d->tx_free;
+        d->tx_free = t;
+        d->tx_nfree++;
+    } else {
+        free(t);
+    }
+}
+
+static void on_send_done(void *request, ucs_status_t status, void *user_data)
+{
+    torxp_ucx_txbuf_t *t = user_data;
+    torxp_ucx_dev_t *d = t->dev;
+    d->inflight--;
+    if (status != UCS_OK)
+        torxp_ucx_fail(d, t->pooled ? "a torus packet's send" : "a device message's send",
+                       (int)t->peer, status);
+    if (t->hdr.pad == TORXP_NET_SYS_PING)
+        d->ping_sent[t->peer] = 0;
+    release_txbuf(d, t);
+    ucp_request_free(request);
+}
+
+/* Sends t (its header filled in, len bytes of data) as AM id to t->peer;
+ * t is released when UCX is done with it: at once, or (*pending = 1) at
+ * the send's completion. */
+static torx_status_t am_send(torxp_ucx_dev_t *d, unsigned id, torxp_ucx_txbuf_t *t, size_t len,
+                             int *pending)
+{
+    *pending = 0;
+    const ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                                       UCP_OP_ATTR_FIELD_USER_DATA |
+                                                       UCP_OP_ATTR_FIELD_FLAGS,
+                                       .flags = UCP_AM_SEND_FLAG_EAGER,
+                                       .cb.send = on_send_done,
+                                       .user_data = t};
+    t->dev = d;
+    if (TORXP_UNLIKELY(d->peers[t->peer].gone != UCS_OK)) {
+        const int peer = (int)t->peer;
+        release_txbuf(d, t);
+        return torxp_ucx_fail(d, "the connection", peer, d->peers[peer].gone);
+    }
+    const ucs_status_ptr_t req =
+        ucp_am_send_nbx(d->eps[t->peer], id, &t->hdr, sizeof t->hdr, t->data, len, &param);
+    if (req == NULL) { /* done already */
+        release_txbuf(d, t);
+        return TORX_OK;
+    }
+    if (UCS_PTR_IS_ERR(req)) {
+        const int peer = (int)t->peer;
+        release_txbuf(d, t);
+        return torxp_ucx_fail(d, "ucp_am_send_nbx", peer, UCS_PTR_STATUS(req));
+    }
+    d->inflight++;
+    *pending = 1;
+    return TORX_OK;
+}
+
+static torx_status_t send_packet(torxp_net_t *n, unsigned slot, const torx_pkt_hdr_t *hdr,
+                                 const struct iovec *iov, int iovcnt, size_t len)
+{
+    torxp_ucx_dev_t *d = torxp_ucx_of(n);
+    torxp_ucx_txbuf_t *t = d->tx_free;
+    if (!t) {
+        ucp_worker_progress(d->worker); /* completions give buffers back */
+        if (!(t = d->tx_free))
+            return TORX_NO_ROOM;
+    }
+    d->tx_free = t->next_free;
+    d->tx_nfree--;
+    unsigned char *p = t->data;
+    memcpy(p, hdr, sizeof *hdr);
+    p += sizeof *hdr;
+    for (int k = 0; k < iovcnt; k++) {
+        memcpy(p, iov[k].iov_base, iov[k].iov_len);
+        p += iov[k].iov_len;
+    }
+    t->peer = slot;
+    t->hdr = (torxp_ucx_hdr_t){
+        .src = n->self_slot, .order = n->tx_order[slot], .credits = n->consumed[slot]};
+    n->consumed[slot] = 0; /* given back aboard */
+    int pending;
+    return am_send(d, TORXP_UCX_AM_TORUS, t, TORX_PKT_HDR_BYTES + len, &pending);
+}
+
+static unsigned tx_room(torxp_net_t *n)
+{
+    return torxp_ucx_of(n)->tx_nfree;
+}
+
+/* A device message to slot; *pending as am_send's. */
+static torx_status_t send_sys(torxp_net_t *n, unsigned slot, const void *msg, size_t len,
+                              int *pending)
+{
+    torxp_ucx_dev_t *d = torxp_ucx_of(n);
+    assert(len <= TORXP_NET_SYS_MAX && len >= sizeof(torxp_net_sys_t));
+    torxp_ucx_txbuf_t *t = torxp_malloc(sizeof *t);
+    if (!t)
+        return torxp_dev_fail(&n->base, TORX_ERR_NOMEM,
+                              "out of memory for a device-internal message to slot %u", slot);
+    t->pooled = 0;
+    t->peer = slot;
+    /* pad: the message's type, for on_send_done */
+    t->hdr = (torxp_ucx_hdr_t){.src = n->self_slot, .pad = ((const torxp_net_sys_t *)msg)->type};
+    memcpy(t->data, msg, len);
+    return am_send(d, TORXP_UCX_AM_SYS, t, len, pending);
+}
+
+static torx_status_t sys_send(torxp_net_t *n, unsigned slot, const void *msg, size_t len)
+{
+    int pending;
+    return send_sys(n, slot, msg, len, &pending);
+}
+
+/* UCX queues every send it takes: nothing waits on the device's side. */
+static int sys_pending(torxp_net_t *n)
+{
+    (void)n;
+    return 0;
+}
+
+int torxp_ucx_sends_busy(torxp_net_t *n)
+{
+    return torxp_ucx_of(n)->inflight != 0;
+}
+
+/* ---- Receiving --------------------------------------------------------------------------- */
+
+/* A message's sender and length, checked; 0 when it is malformed (counted
+ * and logged). */
+static int check_am(torxp_ucx_dev_t *d, const void *header, size_t header_length,
+                    const ucp_am_recv_param_t *param, size_t length, size_t max, const char *what)
+{
+    if (header_length != sizeof(torxp_ucx_hdr_t) ||
+        (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) || length > max) {
+        torxp_dev_malformed(&d->net.base, "%s of %zu bytes with a %zu-byte header%s", what, length,
+                            header_length,
+                            param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV ? " by rendezvous" : "");
+        return 0;
+    }
+    (void)header;
+    return 1;
+}
+
+static ucs_status_t on_torus(void *arg, const void *header, size_t header_length, void *data,
+                             size_t length, const ucp_am_recv_param_t *param)
+{
+    torxp_ucx_dev_t *d = arg;
+    if (!check_am(d, header, header_length, param, length, TORX_PKT_MAX_BYTES, "torus packet"))
+        return UCS_OK;
+    torxp_ucx_hdr_t h;
+    memcpy(&h, header, sizeof h);
+    if (h.credits && h.src < d->net.nslots && d->net.slot_rank[h.src] >= 0)
+        torxp_net_credits_back(&d->net, h.src, h.credits);
+    torxp_net_on_torus_copy(&d->net, h.src, h.order, data, length);
+    return UCS_OK;
+}
+
+static ucs_status_t on_sys(void *arg, const void *header, size_t header_length, void *data,
+                           size_t length, const ucp_am_recv_param_t *param)
+{
+    torxp_ucx_dev_t *d = arg;
+    if (!check_am(d, header, header_length, param, length, TORXP_NET_SYS_MAX, "device message"))
+        return UCS_OK;
+    torxp_ucx_hdr_t h;
+    memcpy(&h, header, sizeof h);
+    /* Copied: the data need not be aligned for the message's structs. */
+    alignas(16) unsigned char msg[TORXP_NET_SYS_MAX];
+    memcpy(msg, data, length);
+    torxp_net_on_sys(&d->net, h.src, msg, length);
+    return UCS_OK;
+}
+
+static int on_other_sys(torxp_net_t *n, unsigned src, const torxp_net_sys_t *m, size_t len)
+{
+    switch (m->type) {
+    case TORXP_NET_SYS_GET_REQ:
+    case TORXP_NET_SYS_GET_DONE:
+    case TORXP_NET_SYS_PUT_REQ:
+    case TORXP_NET_SYS_PUT_DONE:
+        torxp_ucx_bulk_on_sys(torxp_ucx_of(n), src, m, len);
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static void progress(torxp_net_t *n)
+{
+    torxp_ucx_dev_t *d = torxp_ucx_of(n);
+    unsigned k;
+    while ((k = ucp_worker_progress(d->worker)) != 0) /* until it has nothing more */
+        n->events += k;
+    torxp_net_live_check(n);
+}
+
+static int arm(torxp_net_t *n)
+{
+    const ucs_status_t st = ucp_worker_arm(torxp_ucx_of(n)->worker);
+    return st == UCS_OK         ? TORXP_NET_ARM_OK
+           : st == UCS_ERR_BUSY ? TORXP_NET_ARM_BUSY
+                                : TORXP_NET_ARM_NOFD;
+}
+
+/* ---- Liveness ------------------------------------------------------------------------------ */
+
+static void ping(torxp_net_t *n, unsigned slot)
+{
+    torxp_ucx_dev_t *d = torxp_ucx_of(n);
+    if (d->peers[slot].gone != UCS_OK) {
+        torxp_ucx_fail(d, "the connection", (int)slot, d->peers[slot].gone);
+        return;
+    }
+    const double now = torxp_mono_s();
+    if (d->ping_sent[slot] == 0) {
+        const torxp_net_sys_t m = {.type = TORXP_NET_SYS_PING, .version = TORXP_NET_WIRE_VERSION};
+        int pending = 0;
+        if (send_sys(n, slot, &m, sizeof m, &pending) == TORX_OK && pending)
+            d->ping_sent[slot] = now; /* on_send_done clears it */
+        return;
+    }
+    if (now - d->ping_sent[slot] > TORXP_NET_PEER_TIMEOUT_S) {
+        const torx_coord_t c = torxp_net_coord_of(n, slot);
+        torxp_dev_fail(&n->base, TORX_ERR_PEER,
+                       "rank %d at (%u,%u,%u,%u) is unreachable: UCX has not delivered a probe "
+                       "to it in %.0f s (the task died, or the network to it is down)",
+                       n->slot_rank[slot], c.x, c.y, c.z, c.t, now - d->ping_sent[slot]);
+    }
+}
+
+/* ---- Set-up ---------------------------------------------------------------------------------- */
+
+const torxp_net_ops_t torxp_ucx_net_ops = {
+    .name = "ucx",
+    .progress = progress,
+    .send_packet = send_packet,
+    .tx_room = tx_room,
+    .sys_send = sys_send,
+    .sys_pending = sys_pending,
+    .on_sys = on_other_sys,
+    .ping = ping,
+    .arm = arm,
+};
+
+torx_status_t torxp_ucx_torus_setup(torxp_ucx_dev_t *d, const torxp_env_t *env)
+{
+    /* Holders for every packet the senders' windows allow unconsumed. */
+    const unsigned nhold = (unsigned)env->fifo_packets * (unsigned)d->net.base.size;
+    torx_status_t rc = torxp_net_torus_setup(&d->net, env, 0, 0, nhold);
+    if (rc != TORX_OK)
+        return rc;
+    d->txbufs = torxp_calloc(d->tx_pool, sizeof *d->txbufs);
+    d->ping_sent = torxp_calloc(d->net.nslots, sizeof *d->ping_sent);
+    if (!d->txbufs || !d->ping_sent)
+        return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the ucx device's buffers");
+    for (unsigned i = 0; i < d->tx_pool; i++) {
+        d->txbufs[i].pooled = 1;
+        d->txbufs[i].next_free = d->tx_free;
+        d->tx_free = &d->txbufs[i];
+    }
+    d->tx_nfree = d->tx_pool;
+    const unsigned ids[2] = {TORXP_UCX_AM_TORUS, TORXP_UCX_AM_SYS};
+    const ucp_am_recv_callback_t cbs[2] = {on_torus, on_sys};
+    for (int k = 0; k < 2; k++) {
+        const ucp_am_handler_param_t p = {
+            .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
+                          UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG,
+            .id = ids[k],
+            .flags = UCP_AM_FLAG_WHOLE_MSG,
+            .cb = cbs[k],
+            .arg = d};
+        const ucs_status_t st = ucp_worker_set_am_recv_handler(d->worker, &p);
+        if (st != UCS_OK)
+            return torxp_error(TORX_ERR_SYS, "torx: ucx device: ucp_worker_set_am_recv_handler: %s",
+                               ucs_status_string(st));
+    }
+    return TORX_OK;
+}
+
+void torxp_ucx_torus_fini(torxp_ucx_dev_t *d)
+{
+    torxp_net_torus_fini(&d->net);
+    free(d->txbufs);
+    free(d->ping_sent);
+}
+
+void torxp_ucx_flush(torxp_ucx_dev_t *d, double timeout_s)
+{
+    const double deadline = torxp_mono_s() + timeout_s;
+    while ((d->inflight || d->net.stash_active) && d->net.base.failed == TORX_OK &&
+           torxp_mono_s() < deadline) {
+        progress(&d->net);
+        torxp_net_stash_drain(&d->net);
+    }
+    if (d->inflight)
+        torxp_log(&d->net.base, 1, "closing with %lu sends not completed after %.1f s", d->inflight,
+                  timeout_s);
+}
