@@ -544,10 +544,13 @@ int main(int argc, char **argv)
     {
         const char *dev = getenv("TORX_DEVICE"), *bulk = getenv("TORX_BULK"),
                    *mode = getenv("TORX_MODE");
-        direct_reads = !(dev && strcmp(dev, "ofi") == 0) && !(bulk && strcmp(bulk, "fifo") == 0) &&
+        /* The network devices have neither direct reads nor the
+         * multi-reader staging area. */
+        const int net = dev && (strcmp(dev, "ofi") == 0 || strcmp(dev, "ucx") == 0);
+        direct_reads = !net && !(bulk && strcmp(bulk, "fifo") == 0) &&
                        !(mode && strcmp(mode, "co") == 0);
         const char *ms = getenv("TORX_MSTAGE_BYTES");
-        mstage = !(dev && strcmp(dev, "ofi") == 0) && !(ms && strcmp(ms, "0") == 0);
+        mstage = !net && !(ms && strcmp(ms, "0") == 0);
     }
     bcast_cn = (e = getenv("TORX_COLL_BCAST")) && strcmp(e, "cn") == 0;
     bcast_torus = e && strcmp(e, "torus") == 0;

@@ -24,6 +24,11 @@
 #   vanished host      test/multihost/vanished-host.sh MH_IMPL=torx
 #                      MH_EXPECT=pass, both kill modes: the job ends within
 #                      30 s naming the lost rank or host, nothing left behind
+#   ucx                where libtorx has the ucx device, in each section
+#                      above: TORX_DEVICE=ucx jobs (2x1 and 2x2 with chaos,
+#                      vn, the collectives, TORX_VERBOSE naming UCX's tcp;
+#                      the lossy link; 3x1 and 3x2; a vanished host);
+#                      without it, a line saying they were skipped
 #   teardown           no namespace, process, cgroup or state left
 #
 # Prints "skipped: ..." and exits 77 when namespaces cannot be made (not
@@ -53,6 +58,13 @@ if [[ -z $prefix || ! -x $prefix/bin/mpicc || ! -x $prefix/bin/mpiexec ]]; then
     exit 2
 fi
 export MPIEXEC=$prefix/bin/mpiexec
+# The ucx device's runs, where this libtorx has it.
+ucx=0
+if ldd "$prefix/lib/libtorx.so" 2>/dev/null | grep -q libucp; then
+    ucx=1
+else
+    echo "check-torx: the ucx runs skipped: this libtorx has no ucx device (configure found no UCX)"
+fi
 
 mkdir -p "$build"
 for t in hello ring p2p_semantics probe_unexp rma_coll coll; do
@@ -168,6 +180,19 @@ test_run 2x2-vn 4 2 p2p_semantics TORX_MODE=vn TORX_MAPPING=TXYZ TORX_CHAOS=7 TO
 test_run 2x2-vn 4 2 coll TORX_MODE=vn TORX_MAPPING=TXYZ
 test_run 2x2-msg 4 2 msg_variants TORX_CHAOS=13 -- eager rzv auto mix
 test_run 2x2-vn-msg 4 2 msg_variants TORX_MODE=vn TORX_MAPPING=TXYZ -- vn
+if ((ucx)); then
+    if device=ucx job 2 1 hello TORX_VERBOSE=1 TORX_UCX_TLS=tcp &&
+        [[ $(grep -c 'UCX chose tcp/eth0' "$out") == 2 ]]; then
+        ok "2x1-ucx: TORX_UCX_TLS=tcp: both tasks say UCX chose tcp over the hosts' link"
+    else
+        fail "2x1-ucx: TORX_VERBOSE=1 does not show UCX's tcp between the hosts:"
+        grep -E 'torx\[|rror' "$out" | head -n 10 | sed 's/^/    /'
+    fi
+    device=ucx test_run 2x1-ucx 2 1 p2p_semantics TORX_CHAOS=11 TORX_ADAPTIVE_LIMIT=65536
+    device=ucx test_run 2x1-ucx-msg 2 1 msg_variants -- eager adaptive rzv rzv-packets auto big
+    device=ucx test_run 2x2-ucx 4 2 coll
+    device=ucx test_run 2x2-ucx-vn 4 2 p2p_semantics TORX_MODE=vn TORX_MAPPING=TXYZ TORX_CHAOS=7
+fi
 
 # Stress on a slowed link (tbf: 200 Mbit/s, a 32 KiB bucket), then a lossy
 # one (netem where the kernel has it, else an nftables rule dropping 20 of
@@ -179,10 +204,12 @@ test_run 2x1-tbf 2 1 rma_coll
 mh_netem all off
 if (mh_netem all "netem delay 100us loss 0.5%") 2>/dev/null; then
     test_run 2x2-lossy 4 2 p2p_semantics TORX_CHAOS=9
+    ((ucx)) && device=ucx test_run 2x2-ucx-lossy 4 2 p2p_semantics TORX_CHAOS=9
     mh_netem all off
 elif (mh_loss all 20) 2>/dev/null; then
     test_run 2x2-lossy-nft 4 2 p2p_semantics TORX_CHAOS=9
     test_run 2x1-lossy-nft 2 1 rma_coll
+    ((ucx)) && device=ucx test_run 2x2-ucx-lossy-nft 4 2 p2p_semantics TORX_CHAOS=9
     dropped=$(mh_loss_dropped)
     if ((dropped > 0)); then
         ok "lossy link: $dropped packets dropped on arrival, and every message came whole"
@@ -207,19 +234,26 @@ test_run 3x1-msg 3 1 msg_variants TORX_CHAOS=3 TORX_PROGRESS_YIELD=1 -- eager rz
 test_run 3x2 6 2 ring TORX_PROGRESS_YIELD=1
 test_run 3x2 6 2 p2p_semantics TORX_CHAOS=5 TORX_PROGRESS_YIELD=1
 test_run 3x2 6 2 coll TORX_PROGRESS_YIELD=1
+if ((ucx)); then
+    device=ucx test_run 3x1-ucx 3 1 coll TORX_PROGRESS_YIELD=1
+    device=ucx test_run 3x2-ucx 6 2 p2p_semantics TORX_CHAOS=5 TORX_PROGRESS_YIELD=1
+fi
 mh_down
 trap 'rm -f "$out"' EXIT
 
 # ---- a host vanishes -----------------------------------------------------------------
 if [[ ${MH_VANISH:-1} != 0 ]]; then
-    for kill in vanish procs; do
-        rc=0
-        MH_IMPL=torx MH_KILL=$kill MH_EXPECT=pass MH_BUILD=${MH_BUILD:-$root/build/multihost} \
-            TORX_PREFIX=$prefix "$here/vanished-host.sh" >"$out" 2>&1 || rc=$?
+    runs="ofi:vanish ofi:procs"
+    ((ucx)) && runs+=" ucx:vanish"
+    for run in $runs; do
+        dev=${run%%:*} kill=${run#*:} rc=0
+        MH_IMPL=torx MH_TORX_DEVICE=$dev MH_KILL=$kill MH_EXPECT=pass \
+            MH_BUILD=${MH_BUILD:-$root/build/multihost} TORX_PREFIX=$prefix \
+            "$here/vanished-host.sh" >"$out" 2>&1 || rc=$?
         if ((rc == 0)); then
-            ok "vanished host ($kill): $(grep '^== torx' "$out" | tail -n 1 | sed 's/^== //')"
+            ok "vanished host ($dev, $kill): $(grep '^== torx' "$out" | tail -n 1 | sed 's/^== //')"
         else
-            fail "vanished host ($kill): exit $rc:"
+            fail "vanished host ($dev, $kill): exit $rc:"
             tail -n 25 "$out" | sed 's/^/    /'
         fi
     done

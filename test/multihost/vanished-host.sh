@@ -18,8 +18,8 @@
 # Ctrl-C would be), and what that leaves is printed too.
 #
 # MH_IMPL     mpich (default; Debian MPICH, UCX_TLS=tcp), openmpi, or torx
-#             (torx MPICH with TORX_DEVICE=ofi, $TORX_PREFIX or
-#             ~/.cache/torx/current-prefix)
+#             (torx MPICH with TORX_DEVICE=$MH_TORX_DEVICE, default ofi,
+#             $TORX_PREFIX or ~/.cache/torx/current-prefix)
 # MH_KILL     vanish (default) or procs
 # MH_EXPECT   observe (default: report, exit 0 whatever happened) or pass
 #             (exit 1 unless all four hold: the test torx must pass)
@@ -46,7 +46,7 @@ prefix=${TORX_PREFIX:-$(cat "$HOME/.cache/torx/current-prefix" 2>/dev/null || tr
 case $impl in
 mpich) cc=mpicc.mpich run=(env MPIEXEC=mpiexec.mpich "$mh" mpiexec -n 2 -genv UCX_TLS tcp -genv UCX_NET_DEVICES eth0) ;;
 openmpi) cc=mpicc.openmpi run=("$mh" mpirun -n 2) ;;
-torx) cc=$prefix/bin/mpicc run=(env MPIEXEC="$prefix/bin/mpiexec" "$mh" mpiexec -n 2 -genv TORX_DEVICE ofi) ;;
+torx) cc=$prefix/bin/mpicc run=(env MPIEXEC="$prefix/bin/mpiexec" "$mh" mpiexec -n 2 -genv TORX_DEVICE "${MH_TORX_DEVICE:-ofi}") ;;
 *) echo "vanished-host: MH_IMPL='$impl': mpich, openmpi or torx" >&2; exit 2 ;;
 esac
 case $kill_mode in vanish) kill_args=() ;; procs) kill_args=(--procs) ;;
