@@ -10,6 +10,7 @@
  *   net_torus.c   the torus: per-pair credits, packets put back into send
  *                 order, reception queues with chaos, deposit lines by
  *                 sender fan-out, device-internal messages, the doorbell
+ *   net_bulk.c    the bookkeeping of bulk transfers the peer serves
  *   net_cn.c      the collective network and global interrupt as binomial
  *                 trees of device-internal messages, rounds per channel
  *   net_live.c    the liveness watch: each task watches the next rank over
@@ -283,6 +284,54 @@ size_t torxp_net_no_stage_max(const torx_pkt_dev_t *dev);
 int torxp_net_no_stage_reaches(const torx_pkt_dev_t *dev, torx_coord_t dest);
 /* Sends what it can of a partly sent deposit line; whether some is left. */
 int torxp_net_stash_drain(torxp_net_t *n);
+
+/* ---- net_bulk.c: the bookkeeping of bulk transfers ------------------------------ */
+
+/* An operation this task started; the device's record embeds it. */
+typedef struct torxp_net_bulk_rec {
+    struct torxp_net_bulk_rec *next;
+    uint64_t cookie;
+    unsigned peer; /* slot */
+    int is_put, done;
+    torx_status_t status;
+    size_t len;
+    unsigned tests;
+} torxp_net_bulk_rec_t;
+
+/* The running operations, newest first. */
+typedef struct torxp_net_bulk_list {
+    torxp_net_bulk_rec_t *ops;
+    uint64_t next_cookie; /* start it at 1 */
+} torxp_net_bulk_list_t;
+
+/* torx_bulk_test probes the peer every this many tests of a running one. */
+#define TORXP_NET_BULK_PING_EVERY 4096u
+
+/* A get's or put's arguments checked (an error names what is wrong) and op
+ * marked started. TORX_AGAIN: finished here (nothing to move, or this
+ * task's own memory); TORX_OK: the device starts it toward *slot, then
+ * calls torxp_net_bulk_started, or torxp_net_bulk_abandon when it could
+ * not. Unlocked. */
+torx_status_t torxp_net_bulk_begin(torxp_net_t *n, torx_bulk_t *op, torx_coord_t peer,
+                                   uint64_t remote, void *local, size_t len, int is_put,
+                                   unsigned *slot);
+void torxp_net_bulk_abandon(torx_bulk_t *op);
+/* Links r into l for op and gives it its cookie (returned). Locked. */
+uint64_t torxp_net_bulk_started(torxp_net_bulk_list_t *l, torx_bulk_t *op, torxp_net_bulk_rec_t *r,
+                                unsigned slot, int is_put, size_t len);
+torxp_net_bulk_rec_t *torxp_net_bulk_find(torxp_net_bulk_list_t *l, uint64_t cookie);
+/* A GET_DONE or PUT_DONE (m) from src: its operation, marked done with
+ * TORX_OK (the device sets the status when m->arg reports a failure);
+ * NULL when it names none (counted and logged as malformed). Locked. */
+torxp_net_bulk_rec_t *torxp_net_bulk_on_done(torxp_net_t *n, torxp_net_bulk_list_t *l, unsigned src,
+                                             const torxp_net_sys_t *m);
+/* torx_bulk_test: progress, then op's status; release frees the device's
+ * record when the operation ends (unlinked first). Takes the lock. */
+torx_status_t torxp_net_bulk_test(torxp_net_t *n, torxp_net_bulk_list_t *l, torx_bulk_t *op,
+                                  void (*release)(torxp_net_t *n, torxp_net_bulk_rec_t *r));
+/* Releases every running operation (close). */
+void torxp_net_bulk_fini(torxp_net_t *n, torxp_net_bulk_list_t *l,
+                         void (*release)(torxp_net_t *n, torxp_net_bulk_rec_t *r));
 
 /* ---- net_cn.c: the collective network and global interrupt ---------------------- */
 

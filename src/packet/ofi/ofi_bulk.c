@@ -46,17 +46,15 @@
  * completes. Same messages, same order, no registration.
  *
  * An operation that cannot progress because the peer vanished ends in the
- * device's failure, which names the peer: every BULK_PING_EVERY tests of a
- * running operation the device probes the peer (torxp_ofi_ping), and a probe
- * the provider cannot deliver fails the device. */
+ * device's failure, which names the peer: net/net_bulk.c, which keeps the
+ * operations' books, probes the peer of a running one now and then, and a
+ * probe the provider cannot deliver fails the device. */
 #include "ofi.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#define BULK_MAGIC 0x6f626c6bu /* "oblk" */
-#define BULK_PING_EVERY 4096u
 #define BULK_RMA_MAX ((size_t)1 << 30)
 
 /* The request's body after the sys header (round = cookie). */
@@ -68,28 +66,18 @@ typedef struct bulk_req {
     uint64_t key;
 } bulk_req_t;
 
-/* An operation this task started, in the device's list until tested done. */
+/* An operation this task started: the data message's completion (without
+ * RMA) points at ctx, net/'s books hold net. */
 typedef struct bulk_rec {
-    torxp_ofi_ctx_t ctx; /* first: without RMA, the data message's completion points here */
-    struct bulk_rec *next;
-    uint64_t cookie;
+    torxp_ofi_ctx_t ctx;
+    torxp_net_bulk_rec_t net;
     struct fid_mr *mr;
-    unsigned peer; /* slot */
-    int is_put, done;
-    torx_status_t status;
-    size_t len;
-    unsigned tests;
 } bulk_rec_t;
 
-/* What the caller's torx_bulk_t holds. */
-typedef struct bulk_op {
-    uint32_t magic; /* BULK_MAGIC once started */
-    int32_t status; /* the final status, once finished */
-    uint32_t finished;
-    uint32_t pad;
-    bulk_rec_t *rec; /* while running */
-} bulk_op_t;
-static_assert(sizeof(bulk_op_t) <= sizeof(torx_bulk_t), "bulk op fits torx_bulk_t");
+static bulk_rec_t *rec_of(torxp_net_bulk_rec_t *nr)
+{
+    return nr ? (bulk_rec_t *)(void *)((char *)nr - offsetof(bulk_rec_t, net)) : NULL;
+}
 
 /* An RMA operation this task performs for a peer. */
 typedef struct bulk_serve {
@@ -105,9 +93,9 @@ typedef struct bulk_serve {
 } bulk_serve_t;
 
 struct torxp_ofi_bulk {
-    bulk_rec_t *ops;
+    torxp_net_bulk_list_t list;
     bulk_serve_t *serving; /* with RMA still to post or complete */
-    uint64_t next_cookie, next_key;
+    uint64_t next_key;
     int virt_addr, prov_key, mr_endpoint;
     size_t rma_max;
 };
@@ -124,10 +112,19 @@ torx_status_t torxp_ofi_bulk_setup(torxp_ofi_dev_t *d)
     b->rma_max = d->info->ep_attr->max_msg_size;
     if (b->rma_max == 0 || b->rma_max > BULK_RMA_MAX)
         b->rma_max = BULK_RMA_MAX;
-    b->next_cookie = 1;
+    b->list.next_cookie = 1;
     b->next_key = 1;
     d->bulk = b;
     return TORX_OK;
+}
+
+static void release(torxp_net_t *n, torxp_net_bulk_rec_t *nr)
+{
+    (void)n;
+    bulk_rec_t *r = rec_of(nr);
+    if (r->mr)
+        fi_close(&r->mr->fid);
+    free(r);
 }
 
 void torxp_ofi_bulk_fini(torxp_ofi_dev_t *d)
@@ -135,13 +132,7 @@ void torxp_ofi_bulk_fini(torxp_ofi_dev_t *d)
     torxp_ofi_bulk_t *b = d->bulk;
     if (!b)
         return;
-    while (b->ops) {
-        bulk_rec_t *r = b->ops;
-        b->ops = r->next;
-        if (r->mr)
-            fi_close(&r->mr->fid);
-        free(r);
-    }
+    torxp_net_bulk_fini(&d->net, &b->list, release);
     while (b->serving) {
         bulk_serve_t *s = b->serving;
         b->serving = s->next;
@@ -260,14 +251,14 @@ void torxp_ofi_bulk_on_msg(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, int err)
             torxp_ofi_fi_fail(d, "a bulk put's data message", (int)ctx->peer, err);
         return;
     }
-    r->done = 1; /* a get's data came */
-    r->status = TORX_OK;
+    r->net.done = 1; /* a get's data came */
+    r->net.status = TORX_OK;
     if (err) {
-        r->status = err == FI_ETRUNC ? TORX_ERR_PROTO : TORX_ERR_SYS;
-        torxp_error(r->status,
+        r->net.status = err == FI_ETRUNC ? TORX_ERR_PROTO : TORX_ERR_SYS;
+        torxp_error(r->net.status,
                     "torx: bulk get of %zu bytes from rank %d: the data message failed "
                     "(provider %s): %s",
-                    r->len, d->net.slot_rank[ctx->peer], d->prov, fi_strerror(err));
+                    r->net.len, d->net.slot_rank[ctx->peer], d->prov, fi_strerror(err));
     }
 }
 
@@ -319,14 +310,6 @@ void torxp_ofi_bulk_progress(torxp_ofi_dev_t *d)
 
 /* ---- this task's operations -------------------------------------------------------- */
 
-static bulk_rec_t *find_rec(torxp_ofi_bulk_t *b, uint64_t cookie)
-{
-    for (bulk_rec_t *r = b->ops; r; r = r->next)
-        if (r->cookie == cookie)
-            return r;
-    return NULL;
-}
-
 void torxp_ofi_bulk_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_net_sys_t *m, size_t len)
 {
     const int req = m->type == TORXP_NET_SYS_GET_REQ || m->type == TORXP_NET_SYS_PUT_REQ;
@@ -342,18 +325,8 @@ void torxp_ofi_bulk_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_net_sys
         serve_request(d, src, (const bulk_req_t *)m, m->type == TORXP_NET_SYS_PUT_REQ);
         return;
     }
-    bulk_rec_t *r = find_rec(d->bulk, m->round);
-    if (!r || r->peer != src || r->done || r->is_put != (m->type == TORXP_NET_SYS_PUT_DONE)) {
-        d->net.base.malformed++;
-        torxp_log(&d->net.base, 0,
-                  "protocol error: bulk completion for unknown operation %llu from "
-                  "slot %u; dropped",
-                  (unsigned long long)m->round, src);
-        return;
-    }
-    r->done = 1;
-    r->status = TORX_OK;
-    if (m->arg) {
+    torxp_net_bulk_rec_t *r = torxp_net_bulk_on_done(&d->net, &d->bulk->list, src, m);
+    if (r && m->arg) {
         const torx_coord_t c = torxp_net_coord_of(&d->net, src);
         r->status = m->arg == FI_EINVAL || m->arg == FI_EFAULT ? TORX_ERR_INVAL : TORX_ERR_SYS;
         torxp_error(r->status,
@@ -366,7 +339,7 @@ void torxp_ofi_bulk_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_net_sys
 
 void torxp_ofi_bulk_on_write_data(torxp_ofi_dev_t *d, uint64_t cookie)
 {
-    bulk_rec_t *r = find_rec(d->bulk, cookie);
+    torxp_net_bulk_rec_t *r = torxp_net_bulk_find(&d->bulk->list, cookie);
     if (!r || r->done || r->is_put) {
         d->net.base.malformed++;
         torxp_log(&d->net.base, 0,
@@ -390,15 +363,15 @@ static torx_status_t post_data(torxp_ofi_dev_t *d, bulk_rec_t *r, void *local, s
                               len, d->prov, d->info->ep_attr->max_msg_size);
     const double give_up = torxp_mono_s() + TORXP_OFI_EAGAIN_SPIN_S;
     for (;;) {
-        const ssize_t frc = send ? fi_tsend(d->ep, local, len, NULL, d->slot_addr[r->peer],
-                                            bulk_tag(r->cookie, d->net.self_slot), &r->ctx.fi)
+        const ssize_t frc = send ? fi_tsend(d->ep, local, len, NULL, d->slot_addr[r->net.peer],
+                                            bulk_tag(r->net.cookie, d->net.self_slot), &r->ctx.fi)
                                  : fi_trecv(d->ep, local, len, NULL, FI_ADDR_UNSPEC,
-                                            bulk_tag(r->cookie, r->peer), 0, &r->ctx.fi);
+                                            bulk_tag(r->net.cookie, r->net.peer), 0, &r->ctx.fi);
         if (frc == 0)
             return TORX_OK;
         if (frc != -FI_EAGAIN || torxp_mono_s() > give_up)
             return torxp_ofi_fi_fail(d, send ? "fi_tsend (bulk put data)" : "fi_trecv (bulk get)",
-                                     (int)r->peer, (int)frc);
+                                     (int)r->net.peer, (int)frc);
         torxp_ofi_progress(d);
     }
 }
@@ -408,34 +381,14 @@ static torx_status_t bulk_start(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord
 {
     torxp_ofi_dev_t *d = torxp_ofi_of(dev);
     const char *what = is_put ? "torx_bulk_put" : "torx_bulk_get";
-    if (!op)
-        return torxp_error(TORX_ERR_INVAL, "torx: %s: op is NULL", what);
-    bulk_op_t *o = (bulk_op_t *)op;
-    if (o->magic == BULK_MAGIC && !o->finished)
-        return torxp_error(TORX_ERR_INVAL, "torx: %s: op is still in flight", what);
-    if (!torx_coord_in_shape(dev->shape, peer) ||
-        d->net.slot_rank[torx_coord_index(dev->shape, peer)] < 0)
-        return torxp_error(TORX_ERR_INVAL, "torx: %s: no task at (%u,%u,%u,%u)", what, peer.x,
-                           peer.y, peer.z, peer.t);
-    if (len && (!remote || !local))
-        return torxp_error(TORX_ERR_INVAL, "torx: %s: NULL address with %zu bytes", what, len);
-    if (len && (remote + len < remote || (uintptr_t)local + len < (uintptr_t)local))
-        return torxp_error(TORX_ERR_INVAL, "torx: %s: a range of %zu bytes wraps around", what,
-                           len);
-    *o = (bulk_op_t){.magic = BULK_MAGIC};
-    const unsigned slot = torx_coord_index(dev->shape, peer);
-    if (len == 0 || slot == d->net.self_slot) { /* nothing to move, or our own memory */
-        if (len)
-            memmove(is_put ? (void *)(uintptr_t)remote : local,
-                    is_put ? local : (void *)(uintptr_t)remote, len);
-        o->finished = 1;
-        o->status = TORX_OK;
-        return TORX_OK;
-    }
+    unsigned slot;
+    torx_status_t rc = torxp_net_bulk_begin(&d->net, op, peer, remote, local, len, is_put, &slot);
+    if (rc != TORX_OK)
+        return rc == TORX_AGAIN ? TORX_OK : rc; /* AGAIN: finished here */
 
     torxp_ofi_lock(d);
     torxp_ofi_bulk_t *b = d->bulk;
-    torx_status_t rc = dev->failed;
+    rc = dev->failed;
     bulk_rec_t *r = rc == TORX_OK ? torxp_calloc(1, sizeof *r) : NULL;
     if (rc == TORX_OK && !r)
         rc = torxp_error(TORX_ERR_NOMEM, "torx: %s: out of memory", what);
@@ -458,18 +411,13 @@ static torx_status_t bulk_start(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord
             fi_close(&r->mr->fid);
         free(r);
         torxp_ofi_unlock(d);
-        o->magic = 0;
+        torxp_net_bulk_abandon(op);
         return rc;
     }
-    r->cookie = b->next_cookie++;
-    r->peer = slot;
-    r->is_put = is_put;
-    r->len = len;
-    r->next = b->ops;
-    b->ops = r;
+    const uint64_t cookie = torxp_net_bulk_started(&b->list, op, &r->net, slot, is_put, len);
     const bulk_req_t q = {.h = {.type = is_put ? TORXP_NET_SYS_PUT_REQ : TORXP_NET_SYS_GET_REQ,
                                 .version = TORXP_NET_WIRE_VERSION,
-                                .round = r->cookie},
+                                .round = cookie},
                           .peer_addr = remote,
                           .len = len,
                           .buf_addr = b->virt_addr ? (uint64_t)(uintptr_t)local : 0,
@@ -484,7 +432,6 @@ static torx_status_t bulk_start(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord
         rc = torxp_ofi_sys_send(d, slot, &q, sizeof q);
     if (rc == TORX_OK && !d->rma && is_put)
         rc = post_data(d, r, local, len, 1);
-    o->rec = r;
     torxp_ofi_unlock(d);
     return rc == TORX_OK ? TORX_OK : rc;
 }
@@ -505,42 +452,5 @@ torx_status_t torxp_ofi_bulk_put(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coor
 torx_status_t torxp_ofi_bulk_test(torx_pkt_dev_t *dev, torx_bulk_t *op)
 {
     torxp_ofi_dev_t *d = torxp_ofi_of(dev);
-    bulk_op_t *o = (bulk_op_t *)op;
-    if (!o || o->magic != BULK_MAGIC)
-        return torxp_error(TORX_ERR_INVAL,
-                           "torx: torx_bulk_test: op was not started by torx_bulk_get or "
-                           "torx_bulk_put");
-    if (o->finished)
-        return (torx_status_t)o->status;
-    torxp_ofi_lock(d);
-    torxp_ofi_progress(d);
-    bulk_rec_t *r = o->rec;
-    torx_status_t rc = TORX_AGAIN;
-    torxp_ofi_bulk_t *b = d->bulk;
-    int linked = 0;
-    for (bulk_rec_t *p = b->ops; p && !linked; p = p->next)
-        linked = p == r;
-    if (!linked) {
-        rc = torxp_dev_fail(&d->net.base, TORX_ERR_INVAL,
-                            "torx_bulk_test: the operation's state was overwritten while it ran");
-    } else if (r->done || dev->failed != TORX_OK) {
-        rc = r->done ? r->status : dev->failed;
-        for (bulk_rec_t **p = &b->ops; *p; p = &(*p)->next)
-            if (*p == r) {
-                *p = r->next;
-                break;
-            }
-        if (r->mr)
-            fi_close(&r->mr->fid);
-        free(r);
-    } else if (++r->tests % BULK_PING_EVERY == 0) {
-        torxp_ofi_ping(d, r->peer);
-    }
-    if (rc != TORX_AGAIN) {
-        o->finished = 1;
-        o->status = rc;
-        o->rec = NULL;
-    }
-    torxp_ofi_unlock(d);
-    return rc;
+    return torxp_net_bulk_test(&d->net, &d->bulk->list, op, release);
 }

@@ -14,15 +14,12 @@
  *         its memory and, once the get has completed, sends PUT_DONE.
  *
  * Two messages and one RMA per operation; nobody maps memory it does not
- * own, and no key has to be exchanged at start-up. An operation whose peer
- * is silent probes it every BULK_PING_EVERY tests (the ping op). */
+ * own, and no key has to be exchanged at start-up. The operations'
+ * bookkeeping (arguments, cookies, the test) is net/net_bulk.c's. */
 #include "ucx.h"
 
 #include <stdio.h>
 #include <string.h>
-
-#define BULK_MAGIC 0x75626c6bu /* "ublk" */
-#define BULK_PING_EVERY 4096u
 
 /* The request's body after the sys header (round = cookie). */
 typedef struct bulk_req {
@@ -36,27 +33,11 @@ typedef struct bulk_req {
 } bulk_req_t;
 static_assert(sizeof(bulk_req_t) == TORXP_NET_SYS_MAX, "a bulk request fills a device message");
 
-/* An operation this task started, in the device's list until tested done. */
+/* An operation this task started (net/'s record first). */
 typedef struct bulk_rec {
-    struct bulk_rec *next;
-    uint64_t cookie;
+    torxp_net_bulk_rec_t net;
     ucp_mem_h memh;
-    unsigned peer; /* slot */
-    int is_put, done;
-    torx_status_t status;
-    size_t len;
-    unsigned tests;
 } bulk_rec_t;
-
-/* What the caller's torx_bulk_t holds. */
-typedef struct bulk_op {
-    uint32_t magic; /* BULK_MAGIC once started */
-    int32_t status; /* the final status, once finished */
-    uint32_t finished;
-    uint32_t pad;
-    bulk_rec_t *rec; /* while running */
-} bulk_op_t;
-static_assert(sizeof(bulk_op_t) <= sizeof(torx_bulk_t), "bulk op fits torx_bulk_t");
 
 /* An RMA operation this task performs for a peer. */
 typedef struct bulk_serve {
@@ -69,8 +50,7 @@ typedef struct bulk_serve {
 } bulk_serve_t;
 
 struct torxp_ucx_bulk {
-    bulk_rec_t *ops;
-    uint64_t next_cookie;
+    torxp_net_bulk_list_t list;
 };
 
 torx_status_t torxp_ucx_bulk_setup(torxp_ucx_dev_t *d)
@@ -78,23 +58,24 @@ torx_status_t torxp_ucx_bulk_setup(torxp_ucx_dev_t *d)
     d->bulk = torxp_calloc(1, sizeof *d->bulk);
     if (!d->bulk)
         return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for bulk transfers");
-    d->bulk->next_cookie = 1;
+    d->bulk->list.next_cookie = 1;
     return TORX_OK;
+}
+
+static void release(torxp_net_t *n, torxp_net_bulk_rec_t *nr)
+{
+    bulk_rec_t *r = (bulk_rec_t *)nr;
+    if (r->memh)
+        ucp_mem_unmap(torxp_ucx_of(n)->context, r->memh);
+    free(r);
 }
 
 void torxp_ucx_bulk_fini(torxp_ucx_dev_t *d)
 {
-    torxp_ucx_bulk_t *b = d->bulk;
-    if (!b)
+    if (!d->bulk)
         return;
-    while (b->ops) {
-        bulk_rec_t *r = b->ops;
-        b->ops = r->next;
-        if (r->memh)
-            ucp_mem_unmap(d->context, r->memh);
-        free(r);
-    }
-    free(b);
+    torxp_net_bulk_fini(&d->net, &d->bulk->list, release);
+    free(d->bulk);
     d->bulk = NULL;
 }
 
@@ -199,14 +180,6 @@ static void serve_request(torxp_ucx_dev_t *d, unsigned src, const bulk_req_t *q,
 
 /* ---- this task's operations -------------------------------------------------------- */
 
-static bulk_rec_t *find_rec(torxp_ucx_bulk_t *b, uint64_t cookie)
-{
-    for (bulk_rec_t *r = b->ops; r; r = r->next)
-        if (r->cookie == cookie)
-            return r;
-    return NULL;
-}
-
 void torxp_ucx_bulk_on_sys(torxp_ucx_dev_t *d, unsigned src, const torxp_net_sys_t *m, size_t len)
 {
     const int req = m->type == TORXP_NET_SYS_GET_REQ || m->type == TORXP_NET_SYS_PUT_REQ;
@@ -227,15 +200,8 @@ void torxp_ucx_bulk_on_sys(torxp_ucx_dev_t *d, unsigned src, const torxp_net_sys
         serve_request(d, src, &q, m->type == TORXP_NET_SYS_PUT_REQ);
         return;
     }
-    bulk_rec_t *r = find_rec(d->bulk, m->round);
-    if (!r || r->peer != src || r->done || r->is_put != (m->type == TORXP_NET_SYS_PUT_DONE)) {
-        torxp_dev_malformed(&d->net.base, "bulk completion for unknown operation %llu from slot %u",
-                            (unsigned long long)m->round, src);
-        return;
-    }
-    r->done = 1;
-    r->status = TORX_OK;
-    if (m->arg) {
+    torxp_net_bulk_rec_t *r = torxp_net_bulk_on_done(&d->net, &d->bulk->list, src, m);
+    if (r && m->arg) {
         const ucs_status_t st = -(ucs_status_t)m->arg;
         const torx_coord_t c = torxp_net_coord_of(&d->net, src);
         r->status = st == UCS_ERR_INVALID_PARAM ? TORX_ERR_INVAL : TORX_ERR_SYS;
@@ -252,33 +218,13 @@ static torx_status_t bulk_start(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord
 {
     torxp_ucx_dev_t *d = torxp_ucx_of(torxp_net_of(dev));
     const char *what = is_put ? "torx_bulk_put" : "torx_bulk_get";
-    if (!op)
-        return torxp_error(TORX_ERR_INVAL, "torx: %s: op is NULL", what);
-    bulk_op_t *o = (bulk_op_t *)op;
-    if (o->magic == BULK_MAGIC && !o->finished)
-        return torxp_error(TORX_ERR_INVAL, "torx: %s: op is still in flight", what);
-    if (!torx_coord_in_shape(dev->shape, peer) ||
-        d->net.slot_rank[torx_coord_index(dev->shape, peer)] < 0)
-        return torxp_error(TORX_ERR_INVAL, "torx: %s: no task at (%u,%u,%u,%u)", what, peer.x,
-                           peer.y, peer.z, peer.t);
-    if (len && (!remote || !local))
-        return torxp_error(TORX_ERR_INVAL, "torx: %s: NULL address with %zu bytes", what, len);
-    if (len && (remote + len < remote || (uintptr_t)local + len < (uintptr_t)local))
-        return torxp_error(TORX_ERR_INVAL, "torx: %s: a range of %zu bytes wraps around", what,
-                           len);
-    *o = (bulk_op_t){.magic = BULK_MAGIC};
-    const unsigned slot = torx_coord_index(dev->shape, peer);
-    if (len == 0 || slot == d->net.self_slot) { /* nothing to move, or our own memory */
-        if (len)
-            memmove(is_put ? (void *)(uintptr_t)remote : local,
-                    is_put ? local : (void *)(uintptr_t)remote, len);
-        o->finished = 1;
-        o->status = TORX_OK;
-        return TORX_OK;
-    }
+    unsigned slot;
+    torx_status_t rc = torxp_net_bulk_begin(&d->net, op, peer, remote, local, len, is_put, &slot);
+    if (rc != TORX_OK)
+        return rc == TORX_AGAIN ? TORX_OK : rc; /* AGAIN: finished here */
 
     torxp_net_lock(&d->net);
-    torx_status_t rc = dev->failed;
+    rc = dev->failed;
     bulk_rec_t *r = rc == TORX_OK ? torxp_calloc(1, sizeof *r) : NULL;
     if (rc == TORX_OK && !r)
         rc = torxp_error(TORX_ERR_NOMEM, "torx: %s: out of memory", what);
@@ -315,22 +261,14 @@ static torx_status_t bulk_start(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coord
         }
     }
     if (rc != TORX_OK) {
-        if (r && r->memh)
-            ucp_mem_unmap(d->context, r->memh);
-        free(r);
+        if (r)
+            release(&d->net, &r->net);
         torxp_net_unlock(&d->net);
-        o->magic = 0;
+        torxp_net_bulk_abandon(op);
         return rc;
     }
-    torxp_ucx_bulk_t *b = d->bulk;
-    r->cookie = q.h.round = b->next_cookie++;
-    r->peer = slot;
-    r->is_put = is_put;
-    r->len = len;
-    r->next = b->ops;
-    b->ops = r;
+    q.h.round = torxp_net_bulk_started(&d->bulk->list, op, &r->net, slot, is_put, len);
     rc = d->net.net_ops->sys_send(&d->net, slot, &q, offsetof(bulk_req_t, key) + q.key_len);
-    o->rec = r;
     torxp_net_unlock(&d->net);
     return rc;
 }
@@ -351,41 +289,5 @@ torx_status_t torxp_ucx_bulk_put(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_coor
 torx_status_t torxp_ucx_bulk_test(torx_pkt_dev_t *dev, torx_bulk_t *op)
 {
     torxp_ucx_dev_t *d = torxp_ucx_of(torxp_net_of(dev));
-    bulk_op_t *o = (bulk_op_t *)op;
-    if (!o || o->magic != BULK_MAGIC)
-        return torxp_error(TORX_ERR_INVAL,
-                           "torx: torx_bulk_test: op was not started by torx_bulk_get or "
-                           "torx_bulk_put");
-    if (o->finished)
-        return (torx_status_t)o->status;
-    torxp_net_lock(&d->net);
-    d->net.net_ops->progress(&d->net);
-    bulk_rec_t *r = o->rec;
-    torx_status_t rc = TORX_AGAIN;
-    torxp_ucx_bulk_t *b = d->bulk;
-    int linked = 0;
-    for (bulk_rec_t *p = b->ops; p && !linked; p = p->next)
-        linked = p == r;
-    if (!linked) {
-        rc = torxp_dev_fail(&d->net.base, TORX_ERR_INVAL,
-                            "torx_bulk_test: the operation's state was overwritten while it ran");
-    } else if (r->done || dev->failed != TORX_OK) {
-        rc = r->done ? r->status : dev->failed;
-        for (bulk_rec_t **p = &b->ops; *p; p = &(*p)->next)
-            if (*p == r) {
-                *p = r->next;
-                break;
-            }
-        ucp_mem_unmap(d->context, r->memh);
-        free(r);
-    } else if (++r->tests % BULK_PING_EVERY == 0) {
-        d->net.net_ops->ping(&d->net, r->peer);
-    }
-    if (rc != TORX_AGAIN) {
-        o->finished = 1;
-        o->status = rc;
-        o->rec = NULL;
-    }
-    torxp_net_unlock(&d->net);
-    return rc;
+    return torxp_net_bulk_test(&d->net, &d->bulk->list, op, release);
 }
