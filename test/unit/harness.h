@@ -108,6 +108,30 @@ static inline int test_is_net_device(const char *name)
     return name && (!strcmp(name, "ofi") || !strcmp(name, "ucx"));
 }
 
+/* Runs a job of n tasks with the test's stderr (and so every task's)
+ * going to a file, then puts back; what they wrote is in buf (size bytes,
+ * NUL-terminated). Returns torx_boot_fork_run's result. */
+static inline int test_job_stderr(int n, int (*fn)(torx_boot_t *, void *), void *arg, char *buf,
+                                  size_t size)
+{
+    char path[] = "/tmp/torx-test-stderr-XXXXXX";
+    const int fd = mkstemp(path);
+    if (fd < 0)
+        return -1;
+    fflush(stderr);
+    const int saved = dup(2);
+    dup2(fd, 2);
+    const int rc = torx_boot_fork_run(n, fn, arg, TEST_JOB_TIMEOUT, 0);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    const ssize_t got = pread(fd, buf, size - 1, 0);
+    buf[got > 0 ? got : 0] = '\0';
+    close(fd);
+    unlink(path);
+    return rc;
+}
+
 static inline double test_now(void)
 {
     struct timespec ts;

@@ -190,23 +190,10 @@ START_TEST(verbose_names_provider_and_iface)
     use_ofi();
     setenv("TORX_OFI_PROVIDER", "tcp;ofi_rxm", 1);
     setenv("TORX_VERBOSE", "1", 1);
-    char path[] = "/tmp/torx-ofi-verbose-XXXXXX";
-    const int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    fflush(stderr);
-    const int saved = dup(2);
-    dup2(fd, 2);
-    const int rc = torx_boot_fork_run(2, verbose_task, NULL, TEST_JOB_TIMEOUT, 0);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
+    char buf[8192];
+    const int rc = test_job_stderr(2, verbose_task, NULL, buf, sizeof buf);
     unsetenv("TORX_VERBOSE");
-    char buf[8192] = "";
-    const ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
-    close(fd);
-    unlink(path);
     ck_assert_int_eq(rc, 0);
-    ck_assert_int_gt(n, 0);
     ck_assert_msg(strstr(buf, "provider tcp;ofi_rxm") && strstr(buf, "interface lo"),
                   "TORX_VERBOSE=1 output lacks the provider or interface:\n%s", buf);
 }

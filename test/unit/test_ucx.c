@@ -105,24 +105,11 @@ START_TEST(verbose_names_transports)
     use_ucx();
     setenv("TORX_UCX_TLS", "tcp", 1);
     setenv("TORX_VERBOSE", "1", 1);
-    char path[] = "/tmp/torx-ucx-verbose-XXXXXX";
-    const int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
-    fflush(stderr);
-    const int saved = dup(2);
-    dup2(fd, 2);
-    const int rc = torx_boot_fork_run(2, verbose_task, NULL, TEST_JOB_TIMEOUT, 0);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
+    char buf[8192];
+    const int rc = test_job_stderr(2, verbose_task, NULL, buf, sizeof buf);
     unsetenv("TORX_VERBOSE");
     unsetenv("TORX_UCX_TLS");
-    char buf[8192] = "";
-    const ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
-    close(fd);
-    unlink(path);
     ck_assert_int_eq(rc, 0);
-    ck_assert_int_gt(n, 0);
     ck_assert_msg(strstr(buf, "transports asked for: tcp") && strstr(buf, "UCX chose tcp/"),
                   "TORX_VERBOSE=1 does not name the transports: %s", buf);
 }

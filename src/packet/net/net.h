@@ -222,6 +222,12 @@ static inline torx_coord_t torxp_net_coord_of(const torxp_net_t *n, unsigned slo
 
 /* ---- net_torus.c: the job ------------------------------------------------------ */
 
+/* The device's first steps at open, on zeroed memory: base (ops, torus,
+ * rank), net_ops, the lock (taken when two threads share the device), no
+ * descriptors yet, the job's slot count and this task's slot. */
+void torxp_net_init(torxp_net_t *n, const torx_pkt_attr_t *attr, const torxp_env_t *env,
+                    const torxp_dev_ops_t *ops, const torxp_net_ops_t *net_ops);
+
 /* What every task tells the others at start-up, whatever the device: the
  * first member of the device's record in its address exchange. */
 typedef struct torxp_net_job {

@@ -564,6 +564,23 @@ int torxp_net_stash_drain(torxp_net_t *n)
 
 /* ---- The job ------------------------------------------------------------------------- */
 
+void torxp_net_init(torxp_net_t *n, const torx_pkt_attr_t *attr, const torxp_env_t *env,
+                    const torxp_dev_ops_t *ops, const torxp_net_ops_t *net_ops)
+{
+    n->base = (torx_pkt_dev_t){.ops = ops,
+                               .shape = attr->shape,
+                               .self = attr->self,
+                               .rank = attr->boot->rank,
+                               .size = attr->boot->size,
+                               .verbose = (int)env->verbose};
+    n->net_ops = net_ops;
+    pthread_mutex_init(&n->lock, NULL);
+    n->shared = (attr->flags & TORX_PKT_SHARED_INJECT) != 0;
+    n->wake_fd = n->wait_fd = -1;
+    n->nslots = torx_shape_slots(attr->shape);
+    n->self_slot = torx_coord_index(attr->shape, attr->self);
+}
+
 torxp_net_job_t torxp_net_job_mine(const torxp_net_t *n, const torxp_env_t *env)
 {
     return (torxp_net_job_t){.self = n->base.self,

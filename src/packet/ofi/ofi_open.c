@@ -511,18 +511,7 @@ torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
     torxp_ofi_dev_t *d = torxp_calloc(1, sizeof *d);
     if (!d)
         return torxp_error(TORX_ERR_NOMEM, "torx: out of memory opening the ofi device");
-    d->net.base = (torx_pkt_dev_t){.ops = &ofi_ops,
-                                   .shape = attr->shape,
-                                   .self = attr->self,
-                                   .rank = boot->rank,
-                                   .size = boot->size,
-                                   .verbose = (int)env->verbose};
-    d->net.net_ops = &ofi_net_ops;
-    pthread_mutex_init(&d->net.lock, NULL);
-    d->net.shared = (attr->flags & TORX_PKT_SHARED_INJECT) != 0;
-    d->net.wake_fd = d->net.wait_fd = -1;
-    d->net.nslots = torx_shape_slots(attr->shape);
-    d->net.self_slot = torx_coord_index(attr->shape, attr->self);
+    torxp_net_init(&d->net, attr, env, &ofi_ops, &ofi_net_ops);
 
     /* Every task takes part in both allgathers whatever happens, so one
      * task's failure never leaves the others waiting. */
