@@ -6,12 +6,15 @@
  *   use_net()           the environment that opens it alone on this host
  *   net_bulk_path()     the bulk path it reports ("rma")
  *
- * Cases: bulk_rma_sizes (gets and puts of 1 B to 16 MiB, unaligned, with
- * guards), cn_matches_shm_bitwise (collective-network rounds, errors and
- * the reproducible double sum bit for bit as on shm), dead_peer_named (a
- * task that vanishes is named by the barrier that waits for it). */
+ * Cases: stage_carries_descriptor (staged pieces in order, each with its
+ * descriptor aboard, some left alone, some taken back), bulk_rma_sizes
+ * (gets and puts of 1 B to 16 MiB, unaligned, with guards), cn_matches_shm_bitwise
+ * (collective-network rounds, errors and the reproducible double sum bit for bit as on shm),
+ * dead_peer_named (a task that vanishes is named by the barrier that waits for it). */
 #ifndef TORX_TEST_NET_CASES_H
 #define TORX_TEST_NET_CASES_H
+
+#include "packet/net/net.h"
 
 /* The device's own barrier (the global interrupt), polling the torus
  * meanwhile, so the credits of the last packets travel before anyone
@@ -33,6 +36,113 @@ static void *shared_map(size_t bytes)
     memset(p, 0, bytes);
     return p;
 }
+
+/* ---- A staged piece and its descriptor travel as one message --------------------- */
+
+#define CARRY_N 300
+
+/* Rank 0 stages CARRY_N pieces of assorted sizes (up to torx_stage_max)
+ * toward rank 1, each followed by its descriptor packet, as the message
+ * layer does; every 7th it polls between the two, so the piece leaves
+ * alone; every 10th it takes the piece back (torx_stage_unput) before
+ * staging it again. Rank 1 checks every piece against its descriptor, in
+ * order. Rank 0 checks that the descriptors rode aboard their pieces: all
+ * but the polled ones and those whose injection had to wait. */
+static int carry_task(torx_boot_t *boot, void *argp)
+{
+    (void)argp;
+    torx_pkt_dev_t *dev;
+    const torx_shape_t shape = {2, 1, 1, 1};
+    TASK_CHECK(test_open(boot, shape, &dev) == TORX_OK, "%s", torx_last_error());
+    const size_t max = torx_stage_max(dev);
+    TASK_CHECK(max > 0, "no staging");
+    const size_t sizes[] = {1, 97, 240, 4099, max - 1, max};
+    static unsigned char buf[1u << 15];
+    const torx_coord_t peer = test_coord_of(shape, 1 - boot->rank);
+    unsigned spins = 0;
+    if (boot->rank == 0) {
+        unsigned long polled = 0, waited = 0;
+        for (uint32_t i = 0; i < CARRY_N; i++) {
+            const size_t len = sizes[i % (sizeof sizes / sizeof sizes[0])];
+            for (size_t k = 0; k < len; k++)
+                buf[k] = (unsigned char)(i * 31 + k);
+            torx_stage_ref_t ref;
+            torx_status_t rc;
+            while ((rc = torx_stage_put(dev, peer, buf, len, &ref)) == TORX_NO_ROOM)
+                torx_pkt_poll(dev), test_relax(&spins);
+            TASK_CHECK(rc == TORX_OK, "put %u: %s", i, torx_last_error());
+            if (i % 10 == 3) { /* taken back before it left, then again */
+                torx_stage_unput(dev, peer, ref);
+                while ((rc = torx_stage_put(dev, peer, buf, len, &ref)) == TORX_NO_ROOM)
+                    torx_pkt_poll(dev), test_relax(&spins);
+                TASK_CHECK(rc == TORX_OK, "put %u again: %s", i, torx_last_error());
+            }
+            if (i % 7 == 0) {
+                torx_pkt_poll(dev); /* the piece leaves alone */
+                polled++;
+            }
+            torx_pkt_hdr_t h;
+            torx_pkt_hdr_init(&h, peer, 0);
+            memcpy(h.sw, &i, 4);
+            int first = 1;
+            while ((rc = torx_pkt_inject1(dev, &h, &ref, sizeof ref)) == TORX_NO_ROOM) {
+                waited += first;
+                first = 0;
+                torx_pkt_poll(dev), test_relax(&spins);
+            }
+            TASK_CHECK(rc == TORX_OK, "inject %u: %s", i, torx_last_error());
+        }
+        unsigned long carried, alone;
+        torxp_net_stage_counts(torxp_net_of(dev), &carried, &alone);
+        TASK_CHECK(carried + alone == CARRY_N, "%lu carried + %lu alone, %d staged", carried, alone,
+                   CARRY_N);
+        TASK_CHECK(alone >= polled && alone <= polled + waited,
+                   "%lu pieces left alone; %lu were polled out, %lu waited for room", alone, polled,
+                   waited);
+        fprintf(stderr,
+                "carry: %lu of %d pieces carried their descriptor (%lu polled out, %lu "
+                "waited)\n",
+                carried, CARRY_N, polled, waited);
+    } else {
+        const double deadline = test_now() + 60;
+        for (uint32_t want = 0; want < CARRY_N;) {
+            const torx_pkt_hdr_t *p = torx_pkt_peek(dev);
+            if (!p) {
+                TASK_CHECK(test_now() < deadline, "got %u of %d", want, CARRY_N);
+                torx_pkt_poll(dev);
+                test_relax(&spins);
+                continue;
+            }
+            uint32_t id;
+            torx_stage_ref_t ref;
+            memcpy(&id, p->sw, 4);
+            torx_pkt_read(p, &ref, 0, sizeof ref);
+            TASK_CHECK(id == want, "descriptor %u when %u was due", id, want);
+            const size_t len = sizes[want % (sizeof sizes / sizeof sizes[0])];
+            TASK_CHECK(ref.len == len, "descriptor %u: %u bytes, %zu staged", id, ref.len, len);
+            const unsigned char *d = torx_stage_data(dev, peer, ref);
+            TASK_CHECK(d != NULL, "piece %u not found: %s", id, torx_last_error());
+            for (size_t k = 0; k < len; k++)
+                TASK_CHECK(d[k] == (unsigned char)(want * 31 + k), "piece %u byte %zu", id, k);
+            torx_stage_release(dev, peer, ref);
+            torx_pkt_consume(dev);
+            want++;
+        }
+    }
+    torx_status_t st;
+    TASK_CHECK((st = dev_barrier(dev)) == TORX_OK, "barrier: %s: %s", torx_status_str(st),
+               torx_last_error());
+    TASK_CHECK(torx_pkt_peek(dev) == NULL, "a packet too many");
+    torx_pkt_close(dev);
+    return 0;
+}
+
+START_TEST(stage_carries_descriptor)
+{
+    use_net();
+    RUN_JOB(2, carry_task, NULL);
+}
+END_TEST
 
 /* ---- Bulk transfers by RMA ------------------------------------------------------- */
 

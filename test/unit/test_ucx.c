@@ -1,7 +1,8 @@
 /* The ucx device (src/packet/ucx/): start-up errors that name the variable,
  * the transports UCX chose in TORX_VERBOSE=1, and the cases every network
- * device passes (net_cases.h: bulk transfers by RMA, the collective network
- * bit for bit as on shm, a peer that vanishes). Every packet crosses UCX
+ * device passes (net_cases.h: staged pieces with their descriptors aboard,
+ * bulk transfers by RMA, the collective network bit for bit as on shm, a
+ * peer that vanishes). Every packet crosses UCX
  * (TORX_UCX_LOCAL=ucx); the generic tests rerun on it in
  * test/ucx-variant.sh. */
 #include "harness.h"
@@ -94,7 +95,11 @@ static int verbose_task(torx_boot_t *boot, void *argp)
                torx_last_error());
     TASK_CHECK(strcmp(torx_pkt_device_name(dev), "ucx") == 0, "device %s",
                torx_pkt_device_name(dev));
-    TASK_CHECK(torx_stage_max(dev) == 0, "staging on ucx: %zu bytes", torx_stage_max(dev));
+    const torx_shape_t shape = {2, 1, 1, 1};
+    TASK_CHECK(torx_stage_max(dev) == 16384, "staged pieces of %zu bytes", torx_stage_max(dev));
+    TASK_CHECK(torx_stage_reaches(dev, test_coord_of(shape, 1 - boot->rank)) &&
+                   !torx_stage_reaches(dev, test_coord_of(shape, boot->rank)),
+               "staging reaches the other task and not this one");
     TASK_CHECK(dev_barrier(dev) == TORX_OK, "barrier: %s", torx_last_error());
     torx_pkt_close(dev);
     return 0;
@@ -122,6 +127,7 @@ static Suite *ucx_suite(void)
     tcase_set_timeout(tc, 600);
     tcase_add_loop_test(tc, startup_errors, 0, (int)(sizeof open_errs / sizeof open_errs[0]));
     tcase_add_test(tc, verbose_names_transports);
+    tcase_add_test(tc, stage_carries_descriptor);
     tcase_add_test(tc, bulk_rma_sizes);
     tcase_add_test(tc, cn_matches_shm_bitwise);
     tcase_add_test(tc, dead_peer_named);

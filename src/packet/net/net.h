@@ -10,6 +10,7 @@
  *   net_torus.c   the torus: per-pair credits, packets put back into send
  *                 order, reception queues with chaos, deposit lines by
  *                 sender fan-out, device-internal messages, the doorbell
+ *   net_stage.c   staging areas as one network message per piece
  *   net_bulk.c    the bookkeeping of bulk transfers the peer serves
  *   net_cn.c      the collective network and global interrupt as binomial
  *                 trees of device-internal messages, rounds per channel
@@ -73,6 +74,17 @@ static_assert(sizeof(torxp_net_sys_t) == 16, "sys header is 16 bytes");
 
 typedef struct torxp_net torxp_net_t;
 
+/* A staging buffer (net_stage.c): the device owns the memory (msg) and
+ * embeds this in its own buffer. */
+typedef struct torxp_net_stage_buf {
+    struct torxp_net_stage_buf *next;
+    unsigned peer;      /* the other end's slot */
+    int voided;         /* receive: the sender took the piece back */
+    uint32_t len;       /* send: the piece's bytes */
+    unsigned char *msg; /* [32-byte header][piece][a packet aboard] */
+} torxp_net_stage_buf_t;
+#define TORXP_NET_STAGE_HDR 32
+
 /* What arm says before a sleep (torxp_net_wait). */
 enum {
     TORXP_NET_ARM_OK,   /* sleep on wait_fd: it becomes readable when an event comes */
@@ -112,6 +124,15 @@ typedef struct torxp_net_ops {
     void (*ping)(torxp_net_t *n, unsigned slot);
     /* Before a sleep on wait_fd: TORXP_NET_ARM_*. */
     int (*arm)(torxp_net_t *n);
+    /* Staging (net_stage.c; both NULL for a device without it). stage_send:
+     * b->msg's first total bytes to slot as one message; TORX_NO_ROOM
+     * when the library takes nothing now. The device gives b back with
+     * torxp_net_stage_tx_done, at once or at the send's completion (also
+     * when it fails), and may take n->consumed[slot] aboard as credits.
+     * stage_rx_done: a received piece's buffer goes back to the library. */
+    torx_status_t (*stage_send)(torxp_net_t *n, unsigned slot, torxp_net_stage_buf_t *b,
+                                size_t total);
+    void (*stage_rx_done)(torxp_net_t *n, torxp_net_stage_buf_t *b);
 } torxp_net_ops_t;
 
 /* Reception queues per task, as the shm device's reception FIFOs:
@@ -139,8 +160,9 @@ typedef struct torxp_net_rxq {
 
 #define TORXP_NET_PEER_TIMEOUT_S 10.0
 
-typedef struct torxp_net_cn torxp_net_cn_t;     /* net_cn.c */
-typedef struct torxp_net_live torxp_net_live_t; /* net_live.c */
+typedef struct torxp_net_cn torxp_net_cn_t;       /* net_cn.c */
+typedef struct torxp_net_stage torxp_net_stage_t; /* net_stage.c */
+typedef struct torxp_net_live torxp_net_live_t;   /* net_live.c */
 
 struct torxp_net {
     torx_pkt_dev_t base;
@@ -190,8 +212,9 @@ struct torxp_net {
     int wait_fd;          /* the library's wait descriptor, -1 without */
     unsigned long events; /* what progress read: did a wake bring any? */
 
-    torxp_net_cn_t *cn;     /* net_cn.c */
-    torxp_net_live_t *live; /* net_live.c */
+    torxp_net_cn_t *cn;       /* net_cn.c */
+    torxp_net_live_t *live;   /* net_live.c */
+    torxp_net_stage_t *stage; /* net_stage.c; NULL: no staging */
 };
 
 static inline torxp_net_t *torxp_net_of(torx_pkt_dev_t *dev)
@@ -285,9 +308,6 @@ void torxp_net_rx_release(torxp_net_t *n, unsigned i);
 /* The network's figures (torx_pkt_network): hosts joined by a switch,
  * measured between the project's emulated hosts over ofi. */
 void torxp_net_network(const torx_pkt_dev_t *dev, torx_net_t *net);
-/* stage_max and stage_reaches of a device without staging areas. */
-size_t torxp_net_no_stage_max(const torx_pkt_dev_t *dev);
-int torxp_net_no_stage_reaches(const torx_pkt_dev_t *dev, torx_coord_t dest);
 /* Sends what it can of a partly sent deposit line; whether some is left. */
 int torxp_net_stash_drain(torxp_net_t *n);
 
@@ -338,6 +358,44 @@ torx_status_t torxp_net_bulk_test(torxp_net_t *n, torxp_net_bulk_list_t *l, torx
 /* Releases every running operation (close). */
 void torxp_net_bulk_fini(torxp_net_t *n, torxp_net_bulk_list_t *l,
                          void (*release)(torxp_net_t *n, torxp_net_bulk_rec_t *r));
+
+/* ---- net_stage.c: staging as one message per piece ------------------------------- */
+
+/* Set-up after the torus: window pieces in flight per ordered pair (0:
+ * staging off), messages of at most msg_max bytes (header, piece and a
+ * packet), and the device's ntx send buffers, tx_stride bytes apart from
+ * tx (each embedding a torxp_net_stage_buf_t at tx's offset). */
+torx_status_t torxp_net_stage_setup(torxp_net_t *n, unsigned window, size_t msg_max,
+                                    torxp_net_stage_buf_t *tx, size_t tx_stride, unsigned ntx);
+void torxp_net_stage_fini(torxp_net_t *n);
+/* The packet-layer ops; the device's ops table points at these. */
+size_t torxp_net_stage_max(const torx_pkt_dev_t *dev);
+int torxp_net_stage_reaches(const torx_pkt_dev_t *dev, torx_coord_t dest);
+torx_status_t torxp_net_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const void *data,
+                                  size_t len, torx_stage_ref_t *ref);
+const void *torxp_net_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
+void torxp_net_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
+void torxp_net_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t ref);
+int torxp_net_stage_idle(torx_pkt_dev_t *dev, torx_coord_t dest);
+unsigned torxp_net_stage_cost(const torx_pkt_dev_t *dev, torx_coord_t dest);
+/* net_torus.c's, for a packet to slot: whether a piece waits for it, and
+ * then the piece sent with the packet's bytes aboard (*carried = 1) or, when
+ * they do not fit, alone (*carried = 0); TORX_NO_ROOM when the library
+ * takes neither. Locked. */
+int torxp_net_stage_waiting(const torxp_net_t *n, unsigned slot);
+torx_status_t torxp_net_stage_carry(torxp_net_t *n, unsigned slot, const void *pkt, size_t bytes,
+                                    int *carried);
+/* From the device's progress (locked): flush sends every waiting piece
+ * alone; tx_done gives a send buffer back; on_rx: a piece of len bytes
+ * came into b (b->msg); on_sys: a TORXP_NET_SYS_STAGE message. busy:
+ * pieces wait or are in flight (close). counts: pieces sent with a packet
+ * aboard, and alone (tests, TORX_VERBOSE). */
+void torxp_net_stage_flush(torxp_net_t *n);
+void torxp_net_stage_tx_done(torxp_net_t *n, torxp_net_stage_buf_t *b);
+void torxp_net_stage_on_rx(torxp_net_t *n, torxp_net_stage_buf_t *b, size_t len);
+void torxp_net_stage_on_sys(torxp_net_t *n, unsigned src, const torxp_net_sys_t *m);
+int torxp_net_stage_busy(const torxp_net_t *n);
+void torxp_net_stage_counts(torxp_net_t *n, unsigned long *carried, unsigned long *alone);
 
 /* ---- net_cn.c: the collective network and global interrupt ---------------------- */
 

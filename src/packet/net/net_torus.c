@@ -233,6 +233,9 @@ void torxp_net_on_sys(torxp_net_t *n, unsigned src, const void *msg, size_t len)
     case TORXP_NET_SYS_GI_DOWN:
         torxp_net_cn_on_sys(n, src, m, len);
         break;
+    case TORXP_NET_SYS_STAGE:
+        torxp_net_stage_on_sys(n, src, m);
+        break;
     case TORXP_NET_SYS_PING:
         if (n->heard && !n->heard[src]) {
             n->heard[src] = 1;
@@ -259,7 +262,22 @@ static torx_status_t send_packet(torxp_net_t *n, unsigned slot, const torx_pkt_h
     h.chunks = (uint8_t)torx_pkt_chunks_for(len);
     h.payload_len = (uint8_t)len;
     h.dev_tag = 0;
-    const torx_status_t rc = n->net_ops->send_packet(n, slot, &h, iov, iovcnt, len);
+    int carried = 0;
+    torx_status_t rc = TORX_OK;
+    if (TORXP_UNLIKELY(torxp_net_stage_waiting(n, slot))) {
+        /* A piece waits for this packet (its descriptor): one message for
+         * both (net_stage.c). */
+        unsigned char pkt[TORX_PKT_MAX_BYTES];
+        memcpy(pkt, &h, sizeof h);
+        unsigned char *p = pkt + sizeof h;
+        for (int k = 0; k < iovcnt; k++) {
+            memcpy(p, iov[k].iov_base, iov[k].iov_len);
+            p += iov[k].iov_len;
+        }
+        rc = torxp_net_stage_carry(n, slot, pkt, TORX_PKT_HDR_BYTES + len, &carried);
+    }
+    if (rc == TORX_OK && !carried)
+        rc = n->net_ops->send_packet(n, slot, &h, iov, iovcnt, len);
     if (rc != TORX_OK)
         return rc;
     n->tx_order[slot] = (n->tx_order[slot] + 1) & TORXP_NET_ORDER_MASK;
@@ -677,18 +695,6 @@ void torxp_net_network(const torx_pkt_dev_t *dev, torx_net_t *net)
     net->cn_latency = 2.0 * (levels ? levels : 1) * net->message_latency;
     net->cn_bandwidth = TORX_CN_PACKET_BYTES / net->cn_latency;
     net->gi_latency = net->cn_latency;
-}
-
-size_t torxp_net_no_stage_max(const torx_pkt_dev_t *dev)
-{
-    (void)dev;
-    return 0;
-}
-
-int torxp_net_no_stage_reaches(const torx_pkt_dev_t *dev, torx_coord_t dest)
-{
-    (void)dev, (void)dest;
-    return 0;
 }
 
 /* ---- Set-up ---------------------------------------------------------------------------- */

@@ -175,8 +175,7 @@ typedef struct torxp_ofi_dev {
     unsigned long inj_inflight;
 
     torxp_ofi_bulk_t *bulk;
-    torxp_ofi_stage_t *stage;
-    unsigned stage_waiting; /* pieces put, not yet sent (torxp_ofi_stage_carry) */
+    torxp_ofi_stage_t *stage; /* staging buffers (ofi_stage.c; net.stage the rest) */
     struct torxp_ofi_ping {
         torxp_ofi_ctx_t ctx;
         torxp_net_sys_t msg;
@@ -227,36 +226,17 @@ torx_status_t torxp_ofi_sys_send(torxp_ofi_dev_t *d, unsigned slot, const void *
 /* Probes the task in slot (net.h's ping op). The caller holds the lock. */
 void torxp_ofi_ping(torxp_ofi_dev_t *d, unsigned slot);
 
-/* ofi_stage.c: the staging area as one untagged message per piece. Set-up
- * after the torus (stage_bytes: TORX_STAGE_BYTES, 0 turns it off); the
- * ops; completions, device messages and whether sends are in flight, all
- * called with the lock held. */
+/* ofi_stage.c: net/net_stage.c's pieces as untagged messages. Set-up after
+ * the torus (stage_bytes: TORX_STAGE_BYTES, 0 turns it off); net.h's
+ * stage_send and stage_rx_done; the completions of a piece's send and
+ * receive. Locked but setup and fini. */
 torx_status_t torxp_ofi_stage_setup(torxp_ofi_dev_t *d, long stage_bytes);
 void torxp_ofi_stage_fini(torxp_ofi_dev_t *d);
-size_t torxp_ofi_stage_max(const torx_pkt_dev_t *dev);
-int torxp_ofi_stage_reaches(const torx_pkt_dev_t *dev, torx_coord_t dest);
-torx_status_t torxp_ofi_stage_put(torx_pkt_dev_t *dev, torx_coord_t dest, const void *data,
-                                  size_t len, torx_stage_ref_t *ref);
-const void *torxp_ofi_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
-void torxp_ofi_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
-void torxp_ofi_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t ref);
-int torxp_ofi_stage_idle(torx_pkt_dev_t *dev, torx_coord_t dest);
-unsigned torxp_ofi_stage_cost(const torx_pkt_dev_t *dev, torx_coord_t dest);
+torx_status_t torxp_ofi_stage_send(torxp_net_t *n, unsigned slot, torxp_net_stage_buf_t *b,
+                                   size_t total);
+void torxp_ofi_stage_rx_done(torxp_net_t *n, torxp_net_stage_buf_t *b);
 void torxp_ofi_stage_on_tx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, int err);
 void torxp_ofi_stage_on_rx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, size_t len, uint64_t credits);
-void torxp_ofi_stage_on_sys(torxp_ofi_dev_t *d, unsigned src, const torxp_net_sys_t *m);
-int torxp_ofi_stage_busy(const torxp_ofi_dev_t *d);
-/* A piece put but not yet sent waits for the next packet to its task, to
- * travel as one message with it (the descriptor the layer above sends right
- * after the put). carry: called with the packet's bytes for slot; sends the
- * waiting piece with the packet aboard (*carried = 1) or, when it does not
- * fit, alone (*carried = 0); TORX_NO_ROOM when the provider takes neither.
- * flush: sends every waiting piece alone (progress). Locked. */
-torx_status_t torxp_ofi_stage_carry(torxp_ofi_dev_t *d, unsigned slot, const void *pkt,
-                                    size_t bytes, int *carried);
-void torxp_ofi_stage_flush(torxp_ofi_dev_t *d);
-/* Pieces sent so far with a packet aboard, and alone (tests, TORX_VERBOSE). */
-void torxp_ofi_stage_counts(torxp_ofi_dev_t *d, unsigned long *carried, unsigned long *alone);
 /* Receive buffers for staged pieces, at most: they share the provider's
  * receive queue (tcp;ofi_rxm: 1024 entries) with the torus and device
  * buffers. A holder per buffer, and one for the packet being read, keep

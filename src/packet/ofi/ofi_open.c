@@ -343,9 +343,9 @@ static void ofi_close(torx_pkt_dev_t *dev)
     if (d->net.early)
         torxp_log(dev, 2, "ofi device: %lu torus packets came before one sent earlier, and waited",
                   d->net.early);
-    if (d->stage) {
+    if (d->net.stage) {
         unsigned long carried, alone;
-        torxp_ofi_stage_counts(d, &carried, &alone);
+        torxp_net_stage_counts(&d->net, &carried, &alone);
         if (carried + alone)
             torxp_log(dev, 2,
                       "ofi device: %lu staged pieces sent, %lu with their descriptor aboard",
@@ -396,6 +396,8 @@ static const torxp_net_ops_t ofi_net_ops = {
     .on_sys = torxp_ofi_on_sys,
     .ping = net_ping,
     .arm = torxp_ofi_arm,
+    .stage_send = torxp_ofi_stage_send,
+    .stage_rx_done = torxp_ofi_stage_rx_done,
 };
 
 static const torxp_dev_ops_t ofi_ops = {
@@ -415,14 +417,14 @@ static const torxp_dev_ops_t ofi_ops = {
     .bulk_put = torxp_ofi_bulk_put,
     .bulk_test = torxp_ofi_bulk_test,
     .bulk_path = torxp_ofi_bulk_path,
-    .stage_max = torxp_ofi_stage_max,
-    .stage_reaches = torxp_ofi_stage_reaches,
-    .stage_put = torxp_ofi_stage_put,
-    .stage_data = torxp_ofi_stage_data,
-    .stage_release = torxp_ofi_stage_release,
-    .stage_unput = torxp_ofi_stage_unput,
-    .stage_idle = torxp_ofi_stage_idle,
-    .stage_cost = torxp_ofi_stage_cost,
+    .stage_max = torxp_net_stage_max,
+    .stage_reaches = torxp_net_stage_reaches,
+    .stage_put = torxp_net_stage_put,
+    .stage_data = torxp_net_stage_data,
+    .stage_release = torxp_net_stage_release,
+    .stage_unput = torxp_net_stage_unput,
+    .stage_idle = torxp_net_stage_idle,
+    .stage_cost = torxp_net_stage_cost,
     .close = ofi_close,
     .network = torxp_net_network,
 };

@@ -366,8 +366,7 @@ static void drain_cq(torxp_ofi_dev_t *d)
 
 void torxp_ofi_progress(torxp_ofi_dev_t *d)
 {
-    if (d->stage_waiting)
-        torxp_ofi_stage_flush(d);
+    torxp_net_stage_flush(&d->net);
     if (d->net.nrepost)
         post_pending(d);
     drain_cq(d);
@@ -422,12 +421,6 @@ torx_status_t torxp_ofi_send_packet(torxp_net_t *n, unsigned slot, const torx_pk
         memcpy(q, iov[k].iov_base, iov[k].iov_len);
         q += iov[k].iov_len;
     }
-    if (d->stage_waiting) { /* a piece waits for this packet: one message for both */
-        int carried = 0;
-        const torx_status_t st = torxp_ofi_stage_carry(d, slot, p, bytes, &carried);
-        if (st != TORX_OK || carried)
-            return st;
-    }
     if (t)
         t->ctx.peer = slot;
     const ssize_t rc = torxp_ofi_tsend_retry(
@@ -462,9 +455,6 @@ int torxp_ofi_on_sys(torxp_net_t *n, unsigned src, const torxp_net_sys_t *m, siz
     case TORXP_NET_SYS_PUT_REQ:
     case TORXP_NET_SYS_PUT_DONE:
         torxp_ofi_bulk_on_sys(d, src, m, len);
-        return 1;
-    case TORXP_NET_SYS_STAGE:
-        torxp_ofi_stage_on_sys(d, src, m);
         return 1;
     default:
         return 0;
@@ -547,7 +537,7 @@ void torxp_ofi_flush(torxp_ofi_dev_t *d, double timeout_s)
     const double deadline = torxp_mono_s() + timeout_s;
     torxp_ofi_lock(d);
     while ((d->sys_head || d->sys_inflight || d->inj_inflight || d->tx_nfree < d->tx_pool ||
-            d->net.stash_active || torxp_ofi_stage_busy(d)) &&
+            d->net.stash_active || torxp_net_stage_busy(&d->net)) &&
            d->net.base.failed == TORX_OK && torxp_mono_s() < deadline) {
         torxp_ofi_progress(d);
         torxp_net_stash_drain(&d->net);

@@ -12,6 +12,9 @@
  *                       who sent it, its number, and credits given back
  *   TORXP_UCX_AM_SYS    a device-internal message (net.h's wire format);
  *                       the AM header names the sender
+ *   TORXP_UCX_AM_STAGE  a staged piece and perhaps its descriptor packet
+ *                       (net/net_stage.c's message); the AM header gives
+ *                       back torus credits, as a packet's does
  *
  * Active messages rather than tagged sends: the receiver learns of a
  * message in a callback from ucp_worker_progress with the data in place,
@@ -23,8 +26,8 @@
  *
  * Files: ucx_open.c (context, worker, transports, address exchange,
  * endpoints, ops table, close), ucx_torus.c (sends, receive callbacks,
- * progress, sleeping, probes), ucx_bulk.c (bulk transfers by UCP RMA with
- * packed remote keys).
+ * progress, sleeping, probes, staged pieces), ucx_bulk.c (bulk transfers
+ * by UCP RMA with packed remote keys).
  *
  * Threading: net/'s lock guards the worker, which is created
  * UCS_THREAD_MODE_SERIALIZED when two threads share the device
@@ -36,7 +39,7 @@
 
 #include <ucp/api/ucp.h>
 
-enum { TORXP_UCX_AM_TORUS = 1, TORXP_UCX_AM_SYS = 2 };
+enum { TORXP_UCX_AM_TORUS = 1, TORXP_UCX_AM_SYS = 2, TORXP_UCX_AM_STAGE = 3 };
 
 /* The AM header of every message. */
 typedef struct torxp_ucx_hdr {
@@ -58,6 +61,14 @@ typedef struct torxp_ucx_txbuf {
 } torxp_ucx_txbuf_t;
 
 typedef struct torxp_ucx_bulk torxp_ucx_bulk_t; /* ucx_bulk.c */
+
+/* A staged piece's send buffer (net/net_stage.c fills msg). */
+typedef struct torxp_ucx_stage_tx {
+    struct torxp_ucx_dev *dev;
+    torxp_ucx_hdr_t hdr;
+    torxp_net_stage_buf_t net;
+    alignas(16) unsigned char msg[TORXP_NET_STAGE_HDR + 16384 + TORX_PKT_MAX_BYTES];
+} torxp_ucx_stage_tx_t;
 
 /* The argument of an endpoint's error handler: which peer failed. */
 typedef struct torxp_ucx_peer {
@@ -84,6 +95,8 @@ typedef struct torxp_ucx_dev {
     /* liveness probes, per slot: when the one in flight was sent (0: none) */
     double *ping_sent;
 
+    torxp_ucx_stage_tx_t *stage_tx; /* staging's send buffers */
+
     torxp_ucx_bulk_t *bulk;
 } torxp_ucx_dev_t;
 
@@ -105,6 +118,12 @@ void torxp_ucx_flush(torxp_ucx_dev_t *d, double timeout_s);
 extern const torxp_net_ops_t torxp_ucx_net_ops;
 /* Sends that UCX has not completed (torxp_net_connect_all). */
 int torxp_ucx_sends_busy(torxp_net_t *n);
+
+/* ucx_torus.c: staging (net/net_stage.c) over AM id STAGE: set-up after
+ * the torus (stage_bytes: TORX_STAGE_BYTES, 0 turns it off), and fini,
+ * before the worker goes (received pieces hold UCX's data). */
+torx_status_t torxp_ucx_stage_setup(torxp_ucx_dev_t *d, long stage_bytes);
+void torxp_ucx_stage_fini(torxp_ucx_dev_t *d);
 
 /* ucx_bulk.c */
 torx_status_t torxp_ucx_bulk_setup(torxp_ucx_dev_t *d);

@@ -265,9 +265,18 @@ static void ucx_close(torx_pkt_dev_t *dev)
     if (d->net.early)
         torxp_log(dev, 2, "ucx device: %lu torus packets came before one sent earlier, and waited",
                   d->net.early);
+    if (d->net.stage) {
+        unsigned long carried, alone;
+        torxp_net_stage_counts(&d->net, &carried, &alone);
+        if (carried + alone)
+            torxp_log(dev, 2,
+                      "ucx device: %lu staged pieces sent, %lu with their descriptor aboard",
+                      carried + alone, carried);
+    }
     torxp_net_live_fini(&d->net);
     torxp_ucx_bulk_fini(d);
     torxp_net_cn_fini(&d->net);
+    torxp_ucx_stage_fini(d); /* before the worker: pieces hold UCX's data */
     if (d->worker) {
         close_eps(d);
         ucp_worker_destroy(d->worker);
@@ -300,8 +309,14 @@ static const torxp_dev_ops_t ucx_ops = {
     .bulk_put = torxp_ucx_bulk_put,
     .bulk_test = torxp_ucx_bulk_test,
     .bulk_path = torxp_ucx_bulk_path,
-    .stage_max = torxp_net_no_stage_max,
-    .stage_reaches = torxp_net_no_stage_reaches,
+    .stage_max = torxp_net_stage_max,
+    .stage_reaches = torxp_net_stage_reaches,
+    .stage_put = torxp_net_stage_put,
+    .stage_data = torxp_net_stage_data,
+    .stage_release = torxp_net_stage_release,
+    .stage_unput = torxp_net_stage_unput,
+    .stage_idle = torxp_net_stage_idle,
+    .stage_cost = torxp_net_stage_cost,
     .close = ucx_close,
     .network = torxp_net_network,
 };
@@ -403,6 +418,8 @@ torx_status_t torxp_ucx_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
     free(all);
     if (rc == TORX_OK)
         rc = torxp_ucx_torus_setup(d, env);
+    if (rc == TORX_OK)
+        rc = torxp_ucx_stage_setup(d, env->stage_bytes);
     if (rc == TORX_OK)
         rc = torxp_net_cn_setup(&d->net);
     if (rc == TORX_OK)

@@ -18,6 +18,10 @@
  * all senders together allow to be unconsumed; a device message is handled
  * in place.
  *
+ * Staging. A staged piece (net/net_stage.c) is one AM, sent from one of
+ * STAGE_TX buffers; the receiver keeps UCX's data (the handler asks for it
+ * persistent) until the piece's release, with no copy of its own.
+ *
  * Sleeping. net/'s wait sleeps on ucp_worker_get_efd's descriptor after
  * ucp_worker_arm says nothing is pending (UCS_ERR_BUSY: progress again).
  *
@@ -242,10 +246,141 @@ static int on_other_sys(torxp_net_t *n, unsigned src, const torxp_net_sys_t *m, 
     }
 }
 
+/* ---- Staged pieces ---------------------------------------------------------------------- */
+
+/* Pieces in flight per ordered pair, and send buffers, as on ofi. */
+#define STAGE_WINDOW 16u
+#define STAGE_TX 16u
+
+/* A piece received: UCX's persistent data until its release. */
+typedef struct stage_rx {
+    torxp_net_stage_buf_t net;
+    torxp_ucx_dev_t *dev;
+    void *data;
+    int in_callback, released; /* released while its callback ran */
+} stage_rx_t;
+
+static void on_stage_sent(void *request, ucs_status_t status, void *user_data)
+{
+    torxp_ucx_stage_tx_t *t = user_data;
+    torxp_ucx_dev_t *d = t->dev;
+    d->inflight--;
+    if (status != UCS_OK)
+        torxp_ucx_fail(d, "a staged piece's send", (int)t->net.peer, status);
+    torxp_net_stage_tx_done(&d->net, &t->net);
+    ucp_request_free(request);
+}
+
+static torx_status_t stage_send(torxp_net_t *n, unsigned slot, torxp_net_stage_buf_t *nb,
+                                size_t total)
+{
+    torxp_ucx_dev_t *d = torxp_ucx_of(n);
+    torxp_ucx_stage_tx_t *t =
+        (torxp_ucx_stage_tx_t *)(void *)((char *)nb - offsetof(torxp_ucx_stage_tx_t, net));
+    if (TORXP_UNLIKELY(d->peers[slot].gone != UCS_OK)) {
+        torxp_net_stage_tx_done(n, nb);
+        return torxp_ucx_fail(d, "the connection", (int)slot, d->peers[slot].gone);
+    }
+    t->dev = d;
+    t->hdr = (torxp_ucx_hdr_t){.src = n->self_slot, .credits = n->consumed[slot]};
+    n->consumed[slot] = 0; /* given back aboard */
+    const ucp_request_param_t param = {.op_attr_mask =
+                                           UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+                                       .cb.send = on_stage_sent,
+                                       .user_data = t};
+    const ucs_status_ptr_t req = ucp_am_send_nbx(d->eps[slot], TORXP_UCX_AM_STAGE, &t->hdr,
+                                                 sizeof t->hdr, t->msg, total, &param);
+    if (UCS_PTR_IS_PTR(req)) {
+        d->inflight++;
+        return TORX_OK;
+    }
+    torxp_net_stage_tx_done(n, nb);
+    return UCS_PTR_IS_ERR(req)
+               ? torxp_ucx_fail(d, "ucp_am_send_nbx (staged piece)", (int)slot, UCS_PTR_STATUS(req))
+               : TORX_OK;
+}
+
+static void stage_rx_done(torxp_net_t *n, torxp_net_stage_buf_t *nb)
+{
+    stage_rx_t *r = (stage_rx_t *)(void *)nb;
+    if (r->in_callback) { /* the callback returns UCS_OK: UCX frees the data */
+        r->released = 1;
+        return;
+    }
+    ucp_am_data_release(torxp_ucx_of(n)->worker, r->data);
+    free(r);
+}
+
+static ucs_status_t on_stage(void *arg, const void *header, size_t header_length, void *data,
+                             size_t length, const ucp_am_recv_param_t *param)
+{
+    torxp_ucx_dev_t *d = arg;
+    if (header_length != sizeof(torxp_ucx_hdr_t) ||
+        !(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA)) {
+        torxp_dev_malformed(&d->net.base, "staged piece of %zu bytes with a %zu-byte header%s",
+                            length, header_length,
+                            param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV ? " by rendezvous" : "");
+        return UCS_OK;
+    }
+    torxp_ucx_hdr_t h;
+    memcpy(&h, header, sizeof h);
+    stage_rx_t *r = torxp_calloc(1, sizeof *r);
+    if (!r) {
+        torxp_dev_fail(&d->net.base, TORX_ERR_NOMEM, "out of memory for a staged piece");
+        return UCS_OK;
+    }
+    if (h.credits && h.src < d->net.nslots && d->net.slot_rank[h.src] >= 0)
+        torxp_net_credits_back(&d->net, h.src, h.credits);
+    *r = (stage_rx_t){.net = {.msg = data}, .dev = d, .data = data, .in_callback = 1};
+    torxp_net_stage_on_rx(&d->net, &r->net, length);
+    if (r->released) { /* refused, or voided at once */
+        free(r);
+        return UCS_OK;
+    }
+    r->in_callback = 0;
+    return UCS_INPROGRESS; /* kept until stage_rx_done */
+}
+
+torx_status_t torxp_ucx_stage_setup(torxp_ucx_dev_t *d, long stage_bytes)
+{
+    const unsigned w = stage_bytes > 0 && d->net.base.size > 1 ? STAGE_WINDOW : 0;
+    if (w) {
+        d->stage_tx = torxp_calloc(STAGE_TX, sizeof *d->stage_tx);
+        if (!d->stage_tx)
+            return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for staging buffers");
+        for (unsigned i = 0; i < STAGE_TX; i++)
+            d->stage_tx[i].net.msg = d->stage_tx[i].msg;
+        const ucp_am_handler_param_t p = {
+            .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
+                          UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG,
+            .id = TORXP_UCX_AM_STAGE,
+            .flags = UCP_AM_FLAG_WHOLE_MSG | UCP_AM_FLAG_PERSISTENT_DATA,
+            .cb = on_stage,
+            .arg = d};
+        const ucs_status_t st = ucp_worker_set_am_recv_handler(d->worker, &p);
+        if (st != UCS_OK)
+            return torxp_error(TORX_ERR_SYS, "torx: ucx device: ucp_worker_set_am_recv_handler: %s",
+                               ucs_status_string(st));
+    }
+    return torxp_net_stage_setup(&d->net, w, sizeof d->stage_tx->msg,
+                                 w ? &d->stage_tx[0].net : NULL, sizeof *d->stage_tx,
+                                 w ? STAGE_TX : 0);
+}
+
+void torxp_ucx_stage_fini(torxp_ucx_dev_t *d)
+{
+    torxp_net_stage_fini(&d->net);
+    free(d->stage_tx);
+    d->stage_tx = NULL;
+}
+
+/* ---- Progress ------------------------------------------------------------------------------- */
+
 static void progress(torxp_net_t *n)
 {
     torxp_ucx_dev_t *d = torxp_ucx_of(n);
     unsigned k;
+    torxp_net_stage_flush(n);
     while ((k = ucp_worker_progress(d->worker)) != 0) /* until it has nothing more */
         n->events += k;
     torxp_net_live_check(n);
@@ -297,6 +432,8 @@ const torxp_net_ops_t torxp_ucx_net_ops = {
     .on_sys = on_other_sys,
     .ping = ping,
     .arm = arm,
+    .stage_send = stage_send,
+    .stage_rx_done = stage_rx_done,
 };
 
 torx_status_t torxp_ucx_torus_setup(torxp_ucx_dev_t *d, const torxp_env_t *env)
@@ -344,8 +481,8 @@ void torxp_ucx_torus_fini(torxp_ucx_dev_t *d)
 void torxp_ucx_flush(torxp_ucx_dev_t *d, double timeout_s)
 {
     const double deadline = torxp_mono_s() + timeout_s;
-    while ((d->inflight || d->net.stash_active) && d->net.base.failed == TORX_OK &&
-           torxp_mono_s() < deadline) {
+    while ((d->inflight || d->net.stash_active || torxp_net_stage_busy(&d->net)) &&
+           d->net.base.failed == TORX_OK && torxp_mono_s() < deadline) {
         progress(&d->net);
         torxp_net_stash_drain(&d->net);
     }
