@@ -10,9 +10,12 @@
 #   hybrid   TORX_UCX_TASKS_PER_HOST=2: every two consecutive ranks are a
 #            "host" of their own; tasks of one host reach each other through
 #            its shm device, the others and the collective network through
-#            ucx (src/packet/net/net_hybrid.c)
+#            ucx (src/packet/net/net_hybrid.c): the message layer's protocol
+#            variants (staging and rendezvous across hosts) and coprocessor
+#            mode; the hybrid's own routing runs in test/ofi-variant.sh,
+#            whose net/ code is the same
 #   tcp      TORX_UCX_TLS=tcp, the transport between hosts here, named as a
-#            user would, on the packet and ordering tests
+#            user would, on the packet tests
 #   small    TORX_FIFO_PACKETS=16 (a credit message every 8 packets; replies
 #            carry credits before that) on the ordering tests
 #
@@ -58,13 +61,7 @@ unset TORX_UCX_LOCAL
 variant=hybrid
 TORX_UCX_TASKS_PER_HOST=2
 export TORX_UCX_TASKS_PER_HOST
-run test_torus torus
-run test_cn
-run test_doorbell
 run test_msg
-run test_msg_order
-run test_msg_defer
-run test_msg_map
 run test_msg_co
 unset TORX_UCX_TASKS_PER_HOST
 
@@ -73,7 +70,6 @@ TORX_UCX_TLS=tcp
 TORX_UCX_LOCAL=ucx
 export TORX_UCX_TLS TORX_UCX_LOCAL
 run test_torus torus
-run test_msg_order
 
 variant=small
 TORX_FIFO_PACKETS=16
