@@ -285,11 +285,18 @@ run_mpisuite() {
     need_mpich mpisuite || return
     mpisuite_pass MPICH ""
     if [[ " $builds " == *" multihost "* ]] && test/multihost/hosts.sh probe >/dev/null 2>&1; then
-        echo "test-all: the ofi device's MPICH-suite pass is left to the multihost stage (make mpich-testsuite-ofi runs it)"
+        echo "test-all: the network devices' MPICH-suite passes are left to the multihost stage (make mpich-testsuite-ofi, mpich-testsuite-ucx run them)"
         return
     fi
     banner "mpisuite: its pt2pt, coll and rma lists over the ofi device (TORX_DEVICE=ofi, loopback)"
     mpisuite_pass "MPICH, ofi" pt2pt,coll,rma TORX_DEVICE=ofi TORX_OFI_LOCAL=ofi TORX_OFI_IFACE=lo
+    # The ucx pass where the installed libtorx has the device.
+    local prefix
+    prefix=$(cat "${TORX_CACHE:-$HOME/.cache/torx}/current-prefix" 2>/dev/null)
+    if ldd "$prefix/lib/libtorx.so" 2>/dev/null | grep -q libucp; then
+        banner "mpisuite: its pt2pt, coll and rma lists over the ucx device (TORX_DEVICE=ucx)"
+        mpisuite_pass "MPICH, ucx" pt2pt,coll,rma TORX_DEVICE=ucx TORX_UCX_LOCAL=ucx
+    fi
 }
 
 # The NAS Parallel Benchmarks (bench/run-npb.sh; source NPB_DIR, built
