@@ -18,6 +18,8 @@
 #            $TORX_PREFIX/bin/mpicc, its hydra mpiexec; the provider torx
 #            picks by itself
 #   torx-net, torx-rxm  the same with TORX_OFI_PROVIDER net or tcp;ofi_rxm
+#   torx-ucx torx MPICH with TORX_DEVICE=ucx over UCX's tcp on eth0 (the
+#            same transport as mpich below)
 #   mpich    Debian's MPICH (ch4:ucx), UCX_TLS=tcp on eth0
 #   openmpi  Debian's Open MPI, btl tcp,self on the hosts' subnet
 # Each is probed first (a 2-rank 8-byte ping-pong across the hosts); one
@@ -95,6 +97,8 @@ impl torx-net "$prefix/bin/mpicc" "torx MPICH, TORX_DEVICE=ofi, TORX_OFI_PROVIDE
     'MPIEXEC=$prefix/bin/mpiexec $mh mpiexec -n 2 -genv TORX_DEVICE ofi -genv TORX_OFI_PROVIDER net ${TORX_OFI_ENV:+-genv $TORX_OFI_ENV}'
 impl torx-rxm "$prefix/bin/mpicc" "torx MPICH, TORX_DEVICE=ofi, TORX_OFI_PROVIDER=tcp;ofi_rxm" \
     'MPIEXEC=$prefix/bin/mpiexec $mh mpiexec -n 2 -genv TORX_DEVICE ofi -genv TORX_OFI_PROVIDER "tcp;ofi_rxm" ${TORX_OFI_ENV:+-genv $TORX_OFI_ENV}'
+impl torx-ucx "$prefix/bin/mpicc" "torx MPICH, TORX_DEVICE=ucx, TORX_UCX_TLS=tcp" \
+    'MPIEXEC=$prefix/bin/mpiexec $mh mpiexec -n 2 -genv TORX_DEVICE ucx -genv TORX_UCX_TLS tcp -genv UCX_NET_DEVICES eth0'
 impl mpich mpicc.mpich "Debian MPICH (ch4:ucx), UCX_TLS=tcp" \
     'MPIEXEC=mpiexec.mpich $mh mpiexec -n 2 -genv UCX_TLS tcp -genv UCX_NET_DEVICES eth0'
 impl openmpi mpicc.openmpi "Debian Open MPI, btl tcp,self" \
