@@ -7,9 +7,9 @@
  *   get   initiator maps local (ucp_mem_map), packs its key
  *         (ucp_rkey_pack) and sends GET_REQ {the peer's source address,
  *         len, its buffer's address, the packed key}; the peer unpacks the
- *         key, ucp_put_nbx's its memory into the buffer, flushes the
- *         endpoint (so the data are in place, whatever UCX's order of RMA
- *         and active messages) and sends GET_DONE with the status.
+ *         key, ucp_put_nbx's its memory into the buffer and sends
+ *         GET_DONE behind a ucp_worker_fence (so the data are in place when
+ *         it arrives, whatever UCX's order of RMA and active messages).
  *   put   the same with PUT_REQ; the peer ucp_get_nbx's the buffer into
  *         its memory and, once the get has completed, sends PUT_DONE.
  *
@@ -87,58 +87,44 @@ const char *torxp_ucx_bulk_path(const torx_pkt_dev_t *dev)
 
 /* ---- serving a peer ---------------------------------------------------------- */
 
-static void serve_finish(bulk_serve_t *s)
+/* Answers the initiator (DONE with s's status, negated: UCS errors are
+ * negative). */
+static void send_done(bulk_serve_t *s)
 {
     torxp_ucx_dev_t *d = s->dev;
     const torxp_net_sys_t done = {.type =
                                       s->is_put ? TORXP_NET_SYS_PUT_DONE : TORXP_NET_SYS_GET_DONE,
                                   .version = TORXP_NET_WIRE_VERSION,
-                                  .arg = (uint32_t)-s->status, /* UCS errors are negative */
+                                  .arg = (uint32_t)-s->status,
                                   .round = s->cookie};
     d->net.net_ops->sys_send(&d->net, s->peer, &done, sizeof done);
+}
+
+static void serve_free(bulk_serve_t *s)
+{
     if (s->rkey)
         ucp_rkey_destroy(s->rkey);
     free(s);
 }
 
-static void on_flushed(void *request, ucs_status_t status, void *user_data)
-{
-    bulk_serve_t *s = user_data;
-    if (status != UCS_OK && s->status == UCS_OK)
-        s->status = status;
-    ucp_request_free(request);
-    serve_finish(s);
-}
-
-/* After a get's put: a flush of the endpoint, then GET_DONE. */
-static void flush_then_finish(bulk_serve_t *s)
-{
-    torxp_ucx_dev_t *d = s->dev;
-    const ucp_request_param_t p = {.op_attr_mask =
-                                       UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
-                                   .cb.send = on_flushed,
-                                   .user_data = s};
-    const ucs_status_ptr_t req = ucp_ep_flush_nbx(d->eps[s->peer], &p);
-    if (UCS_PTR_IS_PTR(req))
-        return; /* on_flushed finishes */
-    if (UCS_PTR_IS_ERR(req) && s->status == UCS_OK)
-        s->status = UCS_PTR_STATUS(req);
-    serve_finish(s);
-}
-
 static void on_rma_done(void *request, ucs_status_t status, void *user_data)
 {
     bulk_serve_t *s = user_data;
-    if (status != UCS_OK)
-        s->status = status;
     ucp_request_free(request);
-    if (s->is_put || s->status != UCS_OK)
-        serve_finish(s); /* a get into our memory is in place at its completion */
-    else
-        flush_then_finish(s);
+    if (s->is_put) { /* our get of the initiator's data: in place now */
+        s->status = status;
+        send_done(s);
+    } else if (status != UCS_OK) { /* a put whose GET_DONE has gone: the connection broke */
+        torxp_ucx_fail(s->dev, "a bulk get's ucp_put_nbx", (int)s->peer, status);
+    }
+    serve_free(s);
 }
 
-/* Starts the RMA a peer asked for. */
+/* Starts the RMA a peer asked for. A get's put is followed by a fence and
+ * GET_DONE at once: UCX completes the put before any later operation to the
+ * peer, so the data are in place when GET_DONE arrives, and no flush costs
+ * a round trip on the rendezvous's way. The key lives until the put's
+ * completion. */
 static void serve_request(torxp_ucx_dev_t *d, unsigned src, const bulk_req_t *q, int is_put)
 {
     bulk_serve_t *s = torxp_calloc(1, sizeof *s);
@@ -149,15 +135,13 @@ static void serve_request(torxp_ucx_dev_t *d, unsigned src, const bulk_req_t *q,
         return;
     }
     *s = (bulk_serve_t){.dev = d, .peer = src, .is_put = is_put, .cookie = q->h.round};
-    if (q->len == 0 || q->peer_addr + q->len < q->peer_addr || q->key_len > sizeof q->key) {
+    if (q->len == 0 || q->peer_addr + q->len < q->peer_addr || q->key_len > sizeof q->key)
         s->status = UCS_ERR_INVALID_PARAM;
-        serve_finish(s);
-        return;
-    }
-    s->status = ucp_ep_rkey_unpack(d->eps[src], q->key, &s->rkey);
-    if (s->status != UCS_OK) {
+    else if ((s->status = ucp_ep_rkey_unpack(d->eps[src], q->key, &s->rkey)) != UCS_OK)
         s->rkey = NULL;
-        serve_finish(s);
+    if (s->status != UCS_OK) {
+        send_done(s);
+        serve_free(s);
         return;
     }
     const ucp_request_param_t p = {.op_attr_mask =
@@ -168,14 +152,17 @@ static void serve_request(torxp_ucx_dev_t *d, unsigned src, const bulk_req_t *q,
     const ucs_status_ptr_t req =
         is_put ? ucp_get_nbx(d->eps[src], mine, q->len, q->buf_addr, s->rkey, &p)
                : ucp_put_nbx(d->eps[src], mine, q->len, q->buf_addr, s->rkey, &p);
-    if (UCS_PTR_IS_PTR(req))
-        return; /* on_rma_done goes on */
     if (UCS_PTR_IS_ERR(req))
         s->status = UCS_PTR_STATUS(req);
-    if (is_put || s->status != UCS_OK)
-        serve_finish(s);
-    else
-        flush_then_finish(s);
+    if (!is_put && s->status == UCS_OK) {
+        const ucs_status_t st = ucp_worker_fence(d->worker);
+        if (st != UCS_OK)
+            s->status = st;
+    }
+    if (!is_put || s->status != UCS_OK)
+        send_done(s);
+    if (!UCS_PTR_IS_PTR(req))
+        serve_free(s); /* done, or failed; else on_rma_done frees it */
 }
 
 /* ---- this task's operations -------------------------------------------------------- */
