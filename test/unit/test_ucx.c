@@ -37,7 +37,7 @@ static void use_net(void)
 
 static const char *net_bulk_path(void)
 {
-    return "rma";
+    return "messages";
 }
 #include "net_cases.h"
 
@@ -71,7 +71,7 @@ static const open_err_t open_errs[] = {
     {"TORX_UCX_TLS", "tcp ud", TORX_ERR_ENV, "TORX_UCX_TLS='tcp ud'", "expected"},
     {"TORX_UCX_IFACE", "nosuchif0", TORX_ERR_ENV, "TORX_UCX_IFACE='nosuchif0'", NULL},
     {"TORX_UCX_TX_PACKETS", "0", TORX_ERR_ENV, "TORX_UCX_TX_PACKETS='0'", "out of range"},
-    {"TORX_BULK", "cma", TORX_ERR_UNSUPPORTED, "TORX_BULK=cma", "RMA"},
+    {"TORX_BULK", "cma", TORX_ERR_UNSUPPORTED, "TORX_BULK=cma", "UCX"},
     {"TORX_UCX_LOCAL", "both", TORX_ERR_ENV, "TORX_UCX_LOCAL='both'", "shm, ucx"},
 };
 

@@ -15,6 +15,8 @@
  *   TORXP_UCX_AM_STAGE  a staged piece and perhaps its descriptor packet
  *                       (net/net_stage.c's message); the AM header gives
  *                       back torus credits, as a packet's does
+ *   TORXP_UCX_AM_BULK, _BULK_PUT  a bulk transfer's data (ucx_bulk.c), which
+ *                       UCX sends eagerly or by its own rendezvous
  *
  * Active messages rather than tagged sends: the receiver learns of a
  * message in a callback from ucp_worker_progress with the data in place,
@@ -26,8 +28,8 @@
  *
  * Files: ucx_open.c (context, worker, transports, address exchange,
  * endpoints, ops table, close), ucx_torus.c (sends, receive callbacks,
- * progress, sleeping, probes, staged pieces), ucx_bulk.c (bulk transfers
- * by UCP RMA with packed remote keys).
+ * progress, sleeping, probes, staged pieces), ucx_bulk.c (bulk transfers,
+ * their data as one active message each).
  *
  * Threading: net/'s lock guards the worker, which is created
  * UCS_THREAD_MODE_SERIALIZED when two threads share the device
@@ -39,7 +41,13 @@
 
 #include <ucp/api/ucp.h>
 
-enum { TORXP_UCX_AM_TORUS = 1, TORXP_UCX_AM_SYS = 2, TORXP_UCX_AM_STAGE = 3 };
+enum {
+    TORXP_UCX_AM_TORUS = 1,
+    TORXP_UCX_AM_SYS = 2,
+    TORXP_UCX_AM_STAGE = 3,
+    TORXP_UCX_AM_BULK = 4,     /* a bulk get's data, to the initiator (ucx_bulk.c) */
+    TORXP_UCX_AM_BULK_PUT = 5, /* a bulk put's data, to the peer */
+};
 
 /* The AM header of every message. */
 typedef struct torxp_ucx_hdr {

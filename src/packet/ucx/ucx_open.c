@@ -354,7 +354,7 @@ torx_status_t torxp_ucx_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
     d->tx_pool = rc == TORX_OK ? (unsigned)ue.tx_pool : 1;
     if (rc == TORX_OK && env->bulk_mode == TORXP_BULK_CMA)
         rc = torxp_error(TORX_ERR_UNSUPPORTED,
-                         "torx: TORX_BULK=cma: the ucx device moves bulk data by UCX's RMA; use "
+                         "torx: TORX_BULK=cma: the ucx device moves bulk data as UCX messages; use "
                          "TORX_BULK=auto");
     if (rc == TORX_OK)
         rc = open_worker(d, &ue, (unsigned)boot->size);
