@@ -72,9 +72,14 @@ torx_status_t torx_pkt_open(const torx_pkt_attr_t *attr, torx_pkt_dev_t **dev)
     switch (device) {
     case DEVICE_AUTO:
         /* shm when every task is on one host, else a network device between
-         * hosts with shm within each (net_hybrid.c). */
-#ifdef TORX_HAVE_OFI
+         * hosts with shm within each (net_hybrid.c): ofi where the build has
+         * it, which measured level with ucx or faster at every size between
+         * hosts over tcp (docs/multihost.md#choosing-a-network-device), else
+         * ucx. */
+#if defined(TORX_HAVE_OFI)
         return torxp_net_hybrid_open(&torxp_ofi_kind, 1, attr, &env, dev);
+#elif defined(TORX_HAVE_UCX)
+        return torxp_net_hybrid_open(&torxp_ucx_kind, 1, attr, &env, dev);
 #else
         return torxp_shm_open(attr, &env, dev);
 #endif
