@@ -8,6 +8,9 @@
 #             libfabric (over lo, the provider torx picks: net), as between
 #             hosts
 #   hybrid    TORX_DEVICE=ofi: tasks of one host use its shm device
+#   ucx       TORX_DEVICE=ucx TORX_UCX_LOCAL=ucx: every packet through UCX
+#             (tcp over lo: UCX's shared-memory transports cannot wake a
+#             sleeping task), where libtorx has the device
 #   fi        libfabric's own fi_pingpong (FABRIC_PROVIDER, default net, RDM,
 #             tagged) over lo: the provider's floor for the ofi line
 #             (latency only)
@@ -34,12 +37,15 @@ for p in mpi_latency mpi_bw; do
 done
 declare -A env=([shm]="-genv TORX_DEVICE shm"
     [ofi]="-genv TORX_DEVICE ofi -genv TORX_OFI_LOCAL ofi -genv TORX_OFI_IFACE lo"
-    [hybrid]="-genv TORX_DEVICE ofi -genv TORX_OFI_IFACE lo")
+    [hybrid]="-genv TORX_DEVICE ofi -genv TORX_OFI_IFACE lo"
+    [ucx]="-genv TORX_DEVICE ucx -genv TORX_UCX_LOCAL ucx")
+variants="shm ofi hybrid"
+ldd "$prefix/lib/libtorx.so" 2>/dev/null | grep -q libucp && variants+=" ucx"
 : >"$work/data" # kind variant size value
 bench_machine
 echo "== $machine; $when; torx $rev; loadavg $(loadavg)"
 for ((r = 1; r <= rounds; r++)); do
-    for v in shm ofi hybrid; do
+    for v in $variants; do
         # shellcheck disable=SC2086 # env: -genv word pairs
         "$prefix/bin/mpiexec" -n 2 -bind-to core ${env[$v]} "$work/mpi_latency" -s "$lat_sizes" -n 2000 |
             awk -v v="$v" '$1 == "lat" && $NF == "ok" { print "lat", v, $2, $7 / 1000 }' >>"$work/data"
@@ -64,19 +70,20 @@ done
 med() { awk -v k="$1" -v v="$2" -v s="$3" '$1 == k && $2 == v && $3 == s { print $4 }' "$work/data" | median_of; }
 echo
 echo "Latency, half round trip, µs (median of $rounds rounds)"
-echo "| size | shm | ofi | hybrid | fi_pingpong | ofi / shm | ofi / fi_pingpong |"
-echo "|---|---|---|---|---|---|---|"
+echo "| size | shm | ofi | hybrid | ucx | fi_pingpong | ofi / shm | ucx / shm | ofi / fi_pingpong |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for s in ${lat_sizes//,/ }; do
     b=$(to_bytes "$s")
     a=$(med lat shm "$b") o=$(med lat ofi "$b") h=$(med lat hybrid "$b") f=$(med lat fipp "$b")
-    echo "| $s | $(fmt "$a" 4) | $(fmt "$o" 4) | $(fmt "$h" 4) | $(fmt "$f" 2) | $(ratio "$o" "$a") | $(ratio "$o" "$f") |"
+    u=$(med lat ucx "$b")
+    echo "| $s | $(fmt "$a" 4) | $(fmt "$o" 4) | $(fmt "$h" 4) | $(fmt "$u" 4) | $(fmt "$f" 2) | $(ratio "$o" "$a") | $(ratio "$u" "$a") | $(ratio "$o" "$f") |"
 done
 echo
 echo "Bandwidth, one way, MB/s (median of $rounds rounds)"
-echo "| size | shm | ofi | hybrid | ofi / shm |"
-echo "|---|---|---|---|---|"
+echo "| size | shm | ofi | hybrid | ucx | ofi / shm | ucx / shm |"
+echo "|---|---|---|---|---|---|---|"
 for s in ${bw_sizes//,/ }; do
     b=$(to_bytes "$s")
-    a=$(med bw shm "$b") o=$(med bw ofi "$b") h=$(med bw hybrid "$b")
-    echo "| $s | $(fmt "$a" 2) | $(fmt "$o" 2) | $(fmt "$h" 2) | $(ratio "$o" "$a") |"
+    a=$(med bw shm "$b") o=$(med bw ofi "$b") h=$(med bw hybrid "$b") u=$(med bw ucx "$b")
+    echo "| $s | $(fmt "$a" 2) | $(fmt "$o" 2) | $(fmt "$h" 2) | $(fmt "$u" 2) | $(ratio "$o" "$a") | $(ratio "$u" "$a") |"
 done
