@@ -283,6 +283,9 @@ torx_status_t torxp_net_connect_all(torxp_net_t *n, double timeout_s, const char
 torx_status_t torxp_net_torus_setup(torxp_net_t *n, const torxp_env_t *env, unsigned nrx,
                                     unsigned nsysrx, unsigned nhold);
 void torxp_net_torus_fini(torxp_net_t *n);
+/* At close, TORX_VERBOSE=2: the packets that came early, the staged pieces
+ * sent and how many carried their descriptor. */
+void torxp_net_close_report(torxp_net_t *n);
 /* The packet-layer ops; the device's ops table points at these. */
 torx_status_t torxp_net_inject(torx_pkt_dev_t *dev, const torx_pkt_hdr_t *hdr,
                                const struct iovec *iov, int iovcnt);

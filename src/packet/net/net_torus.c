@@ -749,6 +749,23 @@ torx_status_t torxp_net_torus_setup(torxp_net_t *n, const torxp_env_t *env, unsi
     return TORX_OK;
 }
 
+void torxp_net_close_report(torxp_net_t *n)
+{
+    const char *name = n->net_ops->name;
+    if (n->early)
+        torxp_log(&n->base, 2,
+                  "%s device: %lu torus packets came before one sent earlier, and waited", name,
+                  n->early);
+    if (n->stage) {
+        unsigned long carried, alone;
+        torxp_net_stage_counts(n, &carried, &alone);
+        if (carried + alone)
+            torxp_log(&n->base, 2,
+                      "%s device: %lu staged pieces sent, %lu with their descriptor aboard", name,
+                      carried + alone, carried);
+    }
+}
+
 void torxp_net_torus_fini(torxp_net_t *n)
 {
     for (unsigned q = 0; q < TORXP_NET_RXQ; q++)

@@ -340,17 +340,7 @@ static void ofi_close(torx_pkt_dev_t *dev)
         d->net.closing = 1;
         torxp_ofi_flush(d, 2.0);
     }
-    if (d->net.early)
-        torxp_log(dev, 2, "ofi device: %lu torus packets came before one sent earlier, and waited",
-                  d->net.early);
-    if (d->net.stage) {
-        unsigned long carried, alone;
-        torxp_net_stage_counts(&d->net, &carried, &alone);
-        if (carried + alone)
-            torxp_log(dev, 2,
-                      "ofi device: %lu staged pieces sent, %lu with their descriptor aboard",
-                      carried + alone, carried);
-    }
+    torxp_net_close_report(&d->net);
     torxp_net_live_fini(&d->net);
     torxp_ofi_stage_fini(d);
     torxp_ofi_bulk_fini(d);

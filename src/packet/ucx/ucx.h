@@ -113,6 +113,10 @@ static inline torxp_ucx_dev_t *torxp_ucx_of(torxp_net_t *n)
     return (torxp_ucx_dev_t *)n; /* net is the first member */
 }
 
+/* Registers cb for AM id (flags: UCP_AM_FLAG_*), with d as its argument. */
+torx_status_t torxp_ucx_am_handler(torxp_ucx_dev_t *d, unsigned id, ucp_am_recv_callback_t cb,
+                                   uint32_t flags);
+
 /* A fatal UCX error: names the call, the peer if any (slot, or -1), and
  * UCX's words. */
 torx_status_t torxp_ucx_fail(torxp_ucx_dev_t *d, const char *call, int peer_slot,

@@ -269,21 +269,11 @@ torx_status_t torxp_ucx_bulk_setup(torxp_ucx_dev_t *d)
     if (!d->bulk)
         return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for bulk transfers");
     d->bulk->list.next_cookie = 1;
-    const unsigned ids[2] = {TORXP_UCX_AM_BULK, TORXP_UCX_AM_BULK_PUT};
-    const ucp_am_recv_callback_t cbs[2] = {on_bulk, on_bulk_put};
-    for (int k = 0; k < 2; k++) {
-        const ucp_am_handler_param_t p = {
-            .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
-                          UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG,
-            .id = ids[k],
-            .flags = UCP_AM_FLAG_WHOLE_MSG,
-            .cb = cbs[k],
-            .arg = d};
-        const ucs_status_t st = ucp_worker_set_am_recv_handler(d->worker, &p);
-        if (st != UCS_OK)
-            return torxp_error(TORX_ERR_SYS, "torx: ucx device: ucp_worker_set_am_recv_handler: %s",
-                               ucs_status_string(st));
-    }
+    torx_status_t st = torxp_ucx_am_handler(d, TORXP_UCX_AM_BULK, on_bulk, UCP_AM_FLAG_WHOLE_MSG);
+    if (st == TORX_OK)
+        st = torxp_ucx_am_handler(d, TORXP_UCX_AM_BULK_PUT, on_bulk_put, UCP_AM_FLAG_WHOLE_MSG);
+    if (st != TORX_OK)
+        return st;
     return TORX_OK;
 }
 

@@ -37,6 +37,23 @@
 #include <stdio.h>
 #include <string.h>
 
+torx_status_t torxp_ucx_am_handler(torxp_ucx_dev_t *d, unsigned id, ucp_am_recv_callback_t cb,
+                                   uint32_t flags)
+{
+    const ucp_am_handler_param_t p = {
+        .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
+                      UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG,
+        .id = id,
+        .flags = flags,
+        .cb = cb,
+        .arg = d};
+    const ucs_status_t st = ucp_worker_set_am_recv_handler(d->worker, &p);
+    return st == UCS_OK
+               ? TORX_OK
+               : torxp_error(TORX_ERR_SYS, "torx: ucx device: ucp_worker_set_am_recv_handler: %s",
+                             ucs_status_string(st));
+}
+
 torx_status_t torxp_ucx_fail(torxp_ucx_dev_t *d, const char *call, int peer_slot,
                              ucs_status_t status)
 {
@@ -350,17 +367,10 @@ torx_status_t torxp_ucx_stage_setup(torxp_ucx_dev_t *d, long stage_bytes)
             return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for staging buffers");
         for (unsigned i = 0; i < STAGE_TX; i++)
             d->stage_tx[i].net.msg = d->stage_tx[i].msg;
-        const ucp_am_handler_param_t p = {
-            .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
-                          UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG,
-            .id = TORXP_UCX_AM_STAGE,
-            .flags = UCP_AM_FLAG_WHOLE_MSG | UCP_AM_FLAG_PERSISTENT_DATA,
-            .cb = on_stage,
-            .arg = d};
-        const ucs_status_t st = ucp_worker_set_am_recv_handler(d->worker, &p);
-        if (st != UCS_OK)
-            return torxp_error(TORX_ERR_SYS, "torx: ucx device: ucp_worker_set_am_recv_handler: %s",
-                               ucs_status_string(st));
+        const torx_status_t st = torxp_ucx_am_handler(
+            d, TORXP_UCX_AM_STAGE, on_stage, UCP_AM_FLAG_WHOLE_MSG | UCP_AM_FLAG_PERSISTENT_DATA);
+        if (st != TORX_OK)
+            return st;
     }
     return torxp_net_stage_setup(&d->net, w, sizeof d->stage_tx->msg,
                                  w ? &d->stage_tx[0].net : NULL, sizeof *d->stage_tx,
@@ -453,21 +463,11 @@ torx_status_t torxp_ucx_torus_setup(torxp_ucx_dev_t *d, const torxp_env_t *env)
         d->tx_free = &d->txbufs[i];
     }
     d->tx_nfree = d->tx_pool;
-    const unsigned ids[2] = {TORXP_UCX_AM_TORUS, TORXP_UCX_AM_SYS};
-    const ucp_am_recv_callback_t cbs[2] = {on_torus, on_sys};
-    for (int k = 0; k < 2; k++) {
-        const ucp_am_handler_param_t p = {
-            .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
-                          UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG,
-            .id = ids[k],
-            .flags = UCP_AM_FLAG_WHOLE_MSG,
-            .cb = cbs[k],
-            .arg = d};
-        const ucs_status_t st = ucp_worker_set_am_recv_handler(d->worker, &p);
-        if (st != UCS_OK)
-            return torxp_error(TORX_ERR_SYS, "torx: ucx device: ucp_worker_set_am_recv_handler: %s",
-                               ucs_status_string(st));
-    }
+    torx_status_t st = torxp_ucx_am_handler(d, TORXP_UCX_AM_TORUS, on_torus, UCP_AM_FLAG_WHOLE_MSG);
+    if (st == TORX_OK)
+        st = torxp_ucx_am_handler(d, TORXP_UCX_AM_SYS, on_sys, UCP_AM_FLAG_WHOLE_MSG);
+    if (st != TORX_OK)
+        return st;
     return TORX_OK;
 }
 
