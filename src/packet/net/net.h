@@ -299,7 +299,8 @@ void torxp_net_wake(torx_pkt_dev_t *dev);
  * packet of len bytes, number order, from slot src; on_torus_copy: the
  * same, copied into a holder from pkt; on_sys: a device-internal message
  * (the caller gives its buffer back); credits_back: k torus credits src
- * gave back aboard a message. */
+ * gave back aboard a message (none, or a sender outside the job: nothing,
+ * the message's own check names it). */
 void torxp_net_on_torus(torxp_net_t *n, unsigned i, unsigned src, uint32_t order, size_t len);
 void torxp_net_on_torus_copy(torxp_net_t *n, unsigned src, uint32_t order, const void *pkt,
                              size_t len);
@@ -361,6 +362,19 @@ torx_status_t torxp_net_bulk_test(torxp_net_t *n, torxp_net_bulk_list_t *l, torx
 /* Releases every running operation (close). */
 void torxp_net_bulk_fini(torxp_net_t *n, torxp_net_bulk_list_t *l,
                          void (*release)(torxp_net_t *n, torxp_net_bulk_rec_t *r));
+
+/* The packet-layer ops every network device takes from net/, for its
+ * torxp_dev_ops_t: torus, collective network, global interrupt, staging
+ * and the network's figures. The device adds name, bulk_* and close. */
+#define TORXP_NET_DEV_OPS                                                                          \
+    .inject = torxp_net_inject, .poll = torxp_net_poll, .peek = torxp_net_peek,                    \
+    .consume = torxp_net_consume, .room = torxp_net_room, .wait = torxp_net_wait,                  \
+    .wake = torxp_net_wake, .cn_inject = torxp_net_cn_inject, .cn_read = torxp_net_cn_read,        \
+    .gi_arm = torxp_net_gi_arm, .gi_poll = torxp_net_gi_poll, .stage_max = torxp_net_stage_max,    \
+    .stage_reaches = torxp_net_stage_reaches, .stage_put = torxp_net_stage_put,                    \
+    .stage_data = torxp_net_stage_data, .stage_release = torxp_net_stage_release,                  \
+    .stage_unput = torxp_net_stage_unput, .stage_idle = torxp_net_stage_idle,                      \
+    .stage_cost = torxp_net_stage_cost, .network = torxp_net_network
 
 /* ---- net_stage.c: staging as one message per piece ------------------------------- */
 

@@ -109,8 +109,15 @@ static void credit_return(torxp_net_t *n, unsigned src)
     n->net_ops->sys_send(n, src, &m, sizeof m);
 }
 
+static inline int sender_ok(const torxp_net_t *n, unsigned src)
+{
+    return src < n->nslots && n->slot_rank[src] >= 0;
+}
+
 void torxp_net_credits_back(torxp_net_t *n, unsigned src, uint64_t k)
 {
+    if (!k || !sender_ok(n, src)) /* none; or a sender the message's own check refuses */
+        return;
     if (k > n->credit_max || n->credits[src] + (int64_t)k > (int64_t)n->credit_max)
         torxp_dev_malformed(&n->base, "slot %u returned %llu credits, more than it was given", src,
                             (unsigned long long)k);
@@ -119,11 +126,6 @@ void torxp_net_credits_back(torxp_net_t *n, unsigned src, uint64_t k)
 }
 
 /* ---- Arrivals ---------------------------------------------------------------------- */
-
-static inline int sender_ok(const torxp_net_t *n, unsigned src)
-{
-    return src < n->nslots && n->slot_rank[src] >= 0;
-}
 
 /* A torus packet arrived in buffer i from slot src: checked, then queued. */
 static void on_torus(torxp_net_t *n, unsigned i, unsigned src, size_t len)

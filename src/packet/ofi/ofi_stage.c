@@ -143,7 +143,6 @@ void torxp_ofi_stage_on_rx(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, size_t len,
     uint32_t src = UINT32_MAX; /* the header's first field */
     if (len >= sizeof src)
         memcpy(&src, b->msg, sizeof src);
-    if (credits && src < d->net.nslots && d->net.slot_rank[src] >= 0)
-        torxp_net_credits_back(&d->net, src, credits); /* torus credits, aboard (tsend) */
+    torxp_net_credits_back(&d->net, src, credits); /* torus credits, aboard (tsend) */
     torxp_net_stage_on_rx(&d->net, &b->net, len);
 }

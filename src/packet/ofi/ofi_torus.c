@@ -288,8 +288,7 @@ static void on_rx_done(torxp_ofi_dev_t *d, torxp_ofi_ctx_t *ctx, const struct fi
         return;
     }
     const unsigned i = (unsigned)(ctx - d->rx_ctx);
-    if (credits && src < d->net.nslots && d->net.slot_rank[src] >= 0)
-        torxp_net_credits_back(&d->net, src, credits);
+    torxp_net_credits_back(&d->net, src, credits);
     if (ctx->kind == TORXP_OFI_CTX_RX) {
         torxp_net_on_torus(&d->net, i, src, (uint32_t)(e->tag >> TORXP_OFI_TAG_ORDER_SHIFT), len);
     } else {

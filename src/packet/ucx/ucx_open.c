@@ -283,32 +283,13 @@ static void ucx_close(torx_pkt_dev_t *dev)
 }
 
 static const torxp_dev_ops_t ucx_ops = {
+    TORXP_NET_DEV_OPS,
     .name = "ucx",
-    .inject = torxp_net_inject,
-    .poll = torxp_net_poll,
-    .peek = torxp_net_peek,
-    .consume = torxp_net_consume,
-    .room = torxp_net_room,
-    .wait = torxp_net_wait,
-    .wake = torxp_net_wake,
-    .cn_inject = torxp_net_cn_inject,
-    .cn_read = torxp_net_cn_read,
-    .gi_arm = torxp_net_gi_arm,
-    .gi_poll = torxp_net_gi_poll,
     .bulk_get = torxp_ucx_bulk_get,
     .bulk_put = torxp_ucx_bulk_put,
     .bulk_test = torxp_ucx_bulk_test,
     .bulk_path = torxp_ucx_bulk_path,
-    .stage_max = torxp_net_stage_max,
-    .stage_reaches = torxp_net_stage_reaches,
-    .stage_put = torxp_net_stage_put,
-    .stage_data = torxp_net_stage_data,
-    .stage_release = torxp_net_stage_release,
-    .stage_unput = torxp_net_stage_unput,
-    .stage_idle = torxp_net_stage_idle,
-    .stage_cost = torxp_net_stage_cost,
     .close = ucx_close,
-    .network = torxp_net_network,
 };
 
 const torxp_net_kind_t torxp_ucx_kind = {

@@ -204,10 +204,11 @@ int torxp_ucx_sends_busy(torxp_net_t *n)
 
 /* ---- Receiving --------------------------------------------------------------------------- */
 
-/* A message's sender and length, checked; 0 when it is malformed (counted
- * and logged). */
+/* A message's header and length, checked, and the header copied into *h;
+ * 0 when it is malformed (counted and logged). */
 static int check_am(torxp_ucx_dev_t *d, const void *header, size_t header_length,
-                    const ucp_am_recv_param_t *param, size_t length, size_t max, const char *what)
+                    const ucp_am_recv_param_t *param, size_t length, size_t max, const char *what,
+                    torxp_ucx_hdr_t *h)
 {
     if (header_length != sizeof(torxp_ucx_hdr_t) ||
         (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) || length > max) {
@@ -216,7 +217,7 @@ static int check_am(torxp_ucx_dev_t *d, const void *header, size_t header_length
                             param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV ? " by rendezvous" : "");
         return 0;
     }
-    (void)header;
+    memcpy(h, header, sizeof *h);
     return 1;
 }
 
@@ -224,12 +225,10 @@ static ucs_status_t on_torus(void *arg, const void *header, size_t header_length
                              size_t length, const ucp_am_recv_param_t *param)
 {
     torxp_ucx_dev_t *d = arg;
-    if (!check_am(d, header, header_length, param, length, TORX_PKT_MAX_BYTES, "torus packet"))
-        return UCS_OK;
     torxp_ucx_hdr_t h;
-    memcpy(&h, header, sizeof h);
-    if (h.credits && h.src < d->net.nslots && d->net.slot_rank[h.src] >= 0)
-        torxp_net_credits_back(&d->net, h.src, h.credits);
+    if (!check_am(d, header, header_length, param, length, TORX_PKT_MAX_BYTES, "torus packet", &h))
+        return UCS_OK;
+    torxp_net_credits_back(&d->net, h.src, h.credits);
     torxp_net_on_torus_copy(&d->net, h.src, h.order, data, length);
     return UCS_OK;
 }
@@ -238,10 +237,9 @@ static ucs_status_t on_sys(void *arg, const void *header, size_t header_length, 
                            size_t length, const ucp_am_recv_param_t *param)
 {
     torxp_ucx_dev_t *d = arg;
-    if (!check_am(d, header, header_length, param, length, TORXP_NET_SYS_MAX, "device message"))
-        return UCS_OK;
     torxp_ucx_hdr_t h;
-    memcpy(&h, header, sizeof h);
+    if (!check_am(d, header, header_length, param, length, TORXP_NET_SYS_MAX, "device message", &h))
+        return UCS_OK;
     /* Copied: the data need not be aligned for the message's structs. */
     alignas(16) unsigned char msg[TORXP_NET_SYS_MAX];
     memcpy(msg, data, length);
@@ -346,8 +344,7 @@ static ucs_status_t on_stage(void *arg, const void *header, size_t header_length
         torxp_dev_fail(&d->net.base, TORX_ERR_NOMEM, "out of memory for a staged piece");
         return UCS_OK;
     }
-    if (h.credits && h.src < d->net.nslots && d->net.slot_rank[h.src] >= 0)
-        torxp_net_credits_back(&d->net, h.src, h.credits);
+    torxp_net_credits_back(&d->net, h.src, h.credits);
     *r = (stage_rx_t){.net = {.msg = data}, .dev = d, .data = data, .in_callback = 1};
     torxp_net_stage_on_rx(&d->net, &r->net, length);
     if (r->released) { /* refused, or voided at once */
