@@ -6,7 +6,8 @@
  *   use_net()           the environment that opens it alone on this host
  *   net_bulk_path()     the bulk path it reports ("rma")
  *
- * Cases: stage_carries_descriptor (staged pieces in order, each with its
+ * Helpers: open_err_t and open_err_task, for each device's table of bad
+ * start-up values. Cases: stage_carries_descriptor (staged pieces in order, each with its
  * descriptor aboard, some left alone, some taken back), bulk_rma_sizes
  * (gets and puts of 1 B to 16 MiB, unaligned, with guards), cn_matches_shm_bitwise
  * (collective-network rounds, errors and the reproducible double sum bit for bit as on shm),
@@ -35,6 +36,33 @@ static void *shared_map(size_t bytes)
     ck_assert_ptr_ne(p, MAP_FAILED);
     memset(p, 0, bytes);
     return p;
+}
+
+/* ---- Start-up errors: the device's table, open_errs, and its own case -------------- */
+
+typedef struct open_err {
+    const char *var, *value; /* set before the job */
+    torx_status_t expect;
+    const char *needle, *needle2; /* both in torx_last_error() */
+} open_err_t;
+
+/* A two-task job with a bad value set for both: the open fails on each,
+ * with the status and a message naming the variable and value. */
+static int open_err_task(torx_boot_t *boot, void *argp)
+{
+    const open_err_t *e = argp;
+    torx_pkt_dev_t *dev = NULL;
+    const torx_status_t rc = test_open(boot, (torx_shape_t){2, 1, 1, 1}, &dev);
+    TASK_CHECK(rc != TORX_OK, "%s=%s: open succeeded", e->var, e->value);
+    const char *msg = torx_last_error();
+    TASK_CHECK(rc == e->expect, "%s=%s: status %s, expected %s (%s)", e->var, e->value,
+               torx_status_str(rc), torx_status_str(e->expect), msg);
+    TASK_CHECK(strstr(msg, e->needle) && (!e->needle2 || strstr(msg, e->needle2)),
+               "%s=%s: message '%s' lacks '%s'/'%s'", e->var, e->value, msg, e->needle,
+               e->needle2 ? e->needle2 : "");
+    if (boot->rank == 0)
+        fprintf(stderr, "%s='%s': %s\n", e->var, e->value, msg);
+    return 0;
 }
 
 /* ---- A staged piece and its descriptor travel as one message --------------------- */

@@ -53,31 +53,6 @@ static const char *net_bulk_path(void)
 
 /* ---- Start-up errors ------------------------------------------------------- */
 
-typedef struct open_err {
-    const char *var, *value; /* set before the job */
-    torx_status_t expect;
-    const char *needle, *needle2; /* both in torx_last_error() */
-} open_err_t;
-
-static int open_err_task(torx_boot_t *boot, void *argp)
-{
-    const open_err_t *e = argp;
-    torx_pkt_dev_t *dev = NULL;
-    const torx_shape_t shape = {2, 1, 1, 1};
-    const torx_status_t rc = test_open(boot, shape, &dev);
-    TASK_CHECK(rc != TORX_OK, "%s=%s: open succeeded", e->var, e->value);
-    const char *msg = torx_last_error();
-    if (rc == TORX_ERR_PEER) /* the other task failed first and says why */
-        return 0;
-    TASK_CHECK(rc == e->expect, "%s=%s: status %s, expected %s (%s)", e->var, e->value,
-               torx_status_str(rc), torx_status_str(e->expect), msg);
-    TASK_CHECK(strstr(msg, e->needle) && (!e->needle2 || strstr(msg, e->needle2)),
-               "%s=%s: message '%s' lacks '%s'/'%s'", e->var, e->value, msg, e->needle,
-               e->needle2 ? e->needle2 : "");
-    fprintf(stderr, "%s='%s': %s\n", e->var, e->value, msg);
-    return 0;
-}
-
 static const open_err_t open_errs[] = {
     {"TORX_OFI_PROVIDER", "nosuchprovider", TORX_ERR_UNSUPPORTED, "no provider nosuchprovider",
      NULL},

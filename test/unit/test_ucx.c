@@ -43,29 +43,6 @@ static const char *net_bulk_path(void)
 
 /* ---- Start-up errors ------------------------------------------------------- */
 
-typedef struct open_err {
-    const char *var, *value; /* set before the job */
-    torx_status_t expect;
-    const char *needle, *needle2; /* both in torx_last_error() */
-} open_err_t;
-
-static int open_err_task(torx_boot_t *boot, void *argp)
-{
-    const open_err_t *e = argp;
-    torx_pkt_dev_t *dev = NULL;
-    const torx_status_t rc = test_open(boot, (torx_shape_t){2, 1, 1, 1}, &dev);
-    TASK_CHECK(rc != TORX_OK, "%s=%s: open succeeded", e->var, e->value);
-    const char *msg = torx_last_error();
-    TASK_CHECK(rc == e->expect, "%s=%s: status %s, expected %s (%s)", e->var, e->value,
-               torx_status_str(rc), torx_status_str(e->expect), msg);
-    TASK_CHECK(strstr(msg, e->needle) && (!e->needle2 || strstr(msg, e->needle2)),
-               "%s=%s: message '%s' lacks '%s'/'%s'", e->var, e->value, msg, e->needle,
-               e->needle2 ? e->needle2 : "");
-    if (boot->rank == 0)
-        fprintf(stderr, "%s='%s': %s\n", e->var, e->value, msg);
-    return 0;
-}
-
 static const open_err_t open_errs[] = {
     {"TORX_UCX_TLS", "nosuchtransport", TORX_ERR_ENV, "TORX_UCX_TLS='nosuchtransport'", NULL},
     {"TORX_UCX_TLS", "tcp ud", TORX_ERR_ENV, "TORX_UCX_TLS='tcp ud'", "expected"},
