@@ -43,7 +43,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/torx-npbmh.XXXXXX")
 export TMH_NAME=tmhnpb$$ MPIEXEC=$prefix/bin/mpiexec
 mh_init_vars
 trap 'mh_down; rm -rf "$work"' EXIT
-nets=${NET_DEVICES:-ofi$(ldd "$prefix/lib/libtorx.so" 2>/dev/null | grep -q libucp && echo " ucx")}
+nets=${NET_DEVICES:-ofi$([ -f "$prefix/lib/torx/torx-dev-ucx.so" ] && echo " ucx")}
 mh_up 2
 bench_machine
 echo "== $machine; $when; torx $rev; class $class"

@@ -40,7 +40,7 @@ declare -A env=([shm]="-genv TORX_DEVICE shm"
     [hybrid]="-genv TORX_DEVICE ofi -genv TORX_OFI_IFACE lo"
     [ucx]="-genv TORX_DEVICE ucx -genv TORX_UCX_LOCAL ucx")
 variants="shm ofi hybrid"
-ldd "$prefix/lib/libtorx.so" 2>/dev/null | grep -q libucp && variants+=" ucx"
+[ -f "$prefix/lib/torx/torx-dev-ucx.so" ] && variants+=" ucx"
 : >"$work/data" # kind variant size value
 bench_machine
 echo "== $machine; $when; torx $rev; loadavg $(loadavg)"

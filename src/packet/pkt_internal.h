@@ -407,16 +407,8 @@ typedef struct torxp_net_kind torxp_net_kind_t;
 torx_status_t torxp_net_hybrid_open(const torxp_net_kind_t *kind, int automatic,
                                     const torx_pkt_attr_t *attr, const torxp_env_t *env,
                                     torx_pkt_dev_t **out);
-#ifdef TORX_HAVE_OFI
-torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env,
-                             torx_pkt_dev_t **dev);
-extern const torxp_net_kind_t torxp_ofi_kind;
-#endif
-#ifdef TORX_HAVE_UCX
-torx_status_t torxp_ucx_open(const torx_pkt_attr_t *attr, const torxp_env_t *env,
-                             torx_pkt_dev_t **dev);
-extern const torxp_net_kind_t torxp_ucx_kind;
-#endif
+/* The network devices' names; their code is in modules (net/net_module.c). */
+extern const torxp_net_kind_t torxp_ofi_kind, torxp_ucx_kind;
 
 #ifdef TORX_HAVE_SIMGRID
 /* The sim device (src/packet/sim/): opened only by a task of a simulated

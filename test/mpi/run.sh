@@ -261,8 +261,8 @@ fi
 # chaos, and hybrid. Skipped, saying so, in a build without the device.
 if want ucx; then
     banner "ucx: TORX_DEVICE=ucx on this host"
-    if ! ldd "$prefix/lib/libtorx.so" 2>/dev/null | grep -q libucp; then
-        echo "ucx: skipped: this libtorx has no ucx device (configure found no UCX)"
+    if ! [ -f "$prefix/lib/torx/torx-dev-ucx.so" ]; then
+        echo "ucx: skipped: no ucx device module in $prefix/lib/torx (configure found no UCX)"
     else
         ucx=(TORX_DEVICE=ucx)
         for t in ring pingpong rma_coll probe_unexp p2p_semantics; do

@@ -60,7 +60,7 @@ fi
 export MPIEXEC=$prefix/bin/mpiexec
 # The ucx device's runs, where this libtorx has it.
 ucx=0
-if ldd "$prefix/lib/libtorx.so" 2>/dev/null | grep -q libucp; then
+if [ -f "$prefix/lib/torx/torx-dev-ucx.so" ]; then
     ucx=1
 else
     echo "check-torx: the ucx runs skipped: this libtorx has no ucx device (configure found no UCX)"

@@ -450,17 +450,47 @@ void torxp_net_live_fini(torxp_net_t *n);
 
 /* ---- net_hybrid.c: shm within a host, the network device between hosts ------------ */
 
-/* A network device, as the hybrid opens it. */
+/* A network device, as the hybrid opens it: its names, in the library;
+ * its code, in its module (net_module.c). */
 typedef struct torxp_net_kind {
-    const char *name;         /* "ofi" */
+    const char *name;         /* "ofi": the module is torx-dev-ofi.so */
     const char *local_var;    /* TORX_OFI_LOCAL: shm (default) or the device within a host */
     const char *per_host_var; /* TORX_OFI_TASKS_PER_HOST: emulated hosts of N tasks (tests) */
-    torx_status_t (*open)(const torx_pkt_attr_t *attr, const torxp_env_t *env,
-                          torx_pkt_dev_t **out);
-    void (*network)(const torx_pkt_dev_t *dev, torx_net_t *net);
 } torxp_net_kind_t;
 
 /* torxp_net_hybrid_open (pkt_internal.h) opens kind's device for the job,
  * with a shm device for the tasks of one host when a host runs several. */
+
+/* ---- net_module.c: the network devices as loadable modules ---------------------- */
+
+/* What a device module (torx-dev-NAME.so, in PKGLIBDIR or a directory of
+ * TORX_DEVICE_PATH) exports, under the name TORXP_NET_MODULE_SYMBOL. It
+ * shares libtorx's internal structures, so it must come from the same
+ * build: build and the sizes are checked before anything else is used. */
+#define TORXP_NET_MODULE_SYMBOL "torxp_net_module"
+typedef struct torxp_net_module {
+    const char *build;         /* torx_version() of the build the module comes from */
+    size_t dev_size, net_size; /* sizeof(torx_pkt_dev_t), sizeof(torxp_net_t) there */
+    const char *name;          /* "ofi" */
+    torx_status_t (*open)(const torx_pkt_attr_t *attr, const torxp_env_t *env,
+                          torx_pkt_dev_t **out);
+    void (*network)(const torx_pkt_dev_t *dev, torx_net_t *net);
+} torxp_net_module_t;
+
+/* The module's descriptor, in its source: the symbol the loader looks up
+ * (a module's other symbols stay hidden: -fvisibility=hidden). */
+#define TORXP_NET_MODULE(name_, open_)                                                             \
+    __attribute__((visibility("default"))) extern const torxp_net_module_t torxp_net_module;       \
+    const torxp_net_module_t torxp_net_module = {.build = TORX_VERSION " (" TORX_COMMIT ")",       \
+                                                 .dev_size = sizeof(torx_pkt_dev_t),               \
+                                                 .net_size = sizeof(torxp_net_t),                  \
+                                                 .name = (name_),                                  \
+                                                 .open = (open_),                                  \
+                                                 .network = torxp_net_network}
+
+/* kind's module into *out, loaded once per process and never unloaded (the
+ * network libraries keep threads and hooks); an error naming the files
+ * when it cannot be loaded or comes from another build. */
+torx_status_t torxp_net_module_load(const torxp_net_kind_t *kind, const torxp_net_module_t **out);
 
 #endif /* TORXP_NET_H */

@@ -560,10 +560,14 @@ torx_status_t torxp_net_hybrid_open(const torxp_net_kind_t *kind, int automatic,
             return torxp_shm_open(attr, env, out);
         }
     }
-    if (all[0].local_mode == LOCAL_NET || !shared) {
+    /* The device's module, loaded by every task, and agreed on before
+     * any task opens it: the opens exchange addresses with each other. */
+    const torxp_net_module_t *mod;
+    rc = torxp_boot_vote(job, torxp_net_module_load(kind, &mod), what);
+    if (rc != TORX_OK || all[0].local_mode == LOCAL_NET || !shared) {
         free(all);
         free(members);
-        return kind->open(attr, env, out);
+        return rc != TORX_OK ? rc : mod->open(attr, env, out);
     }
 
     hybrid_dev_t *h = torxp_calloc(1, sizeof *h);
@@ -586,7 +590,7 @@ torx_status_t torxp_net_hybrid_open(const torxp_net_kind_t *kind, int automatic,
      * votes: the shm device's own vote spans only its host. */
     torx_pkt_dev_t *shm = NULL, *net = NULL;
     rc = torxp_shm_open(&host_attr, env, &shm);
-    const torx_status_t orc = kind->open(attr, env, &net);
+    const torx_status_t orc = mod->open(attr, env, &net);
     if (rc == TORX_OK)
         rc = orc;
     if (rc == TORX_OK && !h)
@@ -606,7 +610,7 @@ torx_status_t torxp_net_hybrid_open(const torxp_net_kind_t *kind, int automatic,
     }
     h->ops = hybrid_ops;
     h->ops.name = kind->name;
-    h->ops.network = kind->network;
+    h->ops.network = mod->network;
     h->base = (torx_pkt_dev_t){.ops = &h->ops,
                                .shape = attr->shape,
                                .self = attr->self,

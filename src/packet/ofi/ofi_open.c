@@ -26,6 +26,8 @@
  * failure fails all of them rather than leaving them talking to a task that
  * is not there. */
 #include "ofi.h"
+#include "torx_commit.h"
+#include <torx/version.h>
 
 #include <errno.h>
 #include <net/if.h>
@@ -400,14 +402,6 @@ static const torxp_dev_ops_t ofi_ops = {
     .close = ofi_close,
 };
 
-const torxp_net_kind_t torxp_ofi_kind = {
-    .name = "ofi",
-    .local_var = "TORX_OFI_LOCAL",
-    .per_host_var = "TORX_OFI_TASKS_PER_HOST",
-    .open = torxp_ofi_open,
-    .network = torxp_net_network,
-};
-
 /* ---- Connecting ----------------------------------------------------------------- */
 
 /* Connects to every task before the job starts. A reception FIFO takes
@@ -477,8 +471,8 @@ static torx_status_t insert_peers(torxp_ofi_dev_t *d, const addr_record_t *all)
     return rc;
 }
 
-torx_status_t torxp_ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env,
-                             torx_pkt_dev_t **out)
+static torx_status_t ofi_open(const torx_pkt_attr_t *attr, const torxp_env_t *env,
+                              torx_pkt_dev_t **out)
 {
     torx_boot_t *boot = attr->boot;
     torxp_ofi_dev_t *d = torxp_calloc(1, sizeof *d);
@@ -577,3 +571,6 @@ fail:
     ofi_close(&d->net.base);
     return rc;
 }
+
+/* What libtorx loads (net/net_module.c). */
+TORXP_NET_MODULE("ofi", ofi_open);

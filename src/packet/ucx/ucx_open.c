@@ -14,7 +14,9 @@
  * the others can reach: TORX_UCX_IFACE names the interface, else the first
  * interface that is up, not loopback, and has an IPv4 address, else
  * loopback. */
+#include "torx_commit.h"
 #include "ucx.h"
+#include <torx/version.h>
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -116,7 +118,7 @@ static torx_status_t open_worker(torxp_ucx_dev_t *d, const ucx_env_t *e, unsigne
     const ucp_params_t params = {.field_mask = UCP_PARAM_FIELD_FEATURES |
                                                UCP_PARAM_FIELD_ESTIMATED_NUM_EPS |
                                                UCP_PARAM_FIELD_NAME,
-                                 .features = UCP_FEATURE_AM | UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP,
+                                 .features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP,
                                  .estimated_num_eps = ntasks,
                                  .name = "torx"};
     st = ucp_init(&params, cfg, &d->context);
@@ -292,14 +294,6 @@ static const torxp_dev_ops_t ucx_ops = {
     .close = ucx_close,
 };
 
-const torxp_net_kind_t torxp_ucx_kind = {
-    .name = "ucx",
-    .local_var = "TORX_UCX_LOCAL",
-    .per_host_var = "TORX_UCX_TASKS_PER_HOST",
-    .open = torxp_ucx_open,
-    .network = torxp_net_network,
-};
-
 /* ---- Open ----------------------------------------------------------------------------- */
 
 /* What each task contributes to the exchange, before its worker address. */
@@ -309,8 +303,8 @@ typedef struct addr_record {
     uint32_t addrlen;
 } addr_record_t;
 
-torx_status_t torxp_ucx_open(const torx_pkt_attr_t *attr, const torxp_env_t *env,
-                             torx_pkt_dev_t **out)
+static torx_status_t ucx_open(const torx_pkt_attr_t *attr, const torxp_env_t *env,
+                              torx_pkt_dev_t **out)
 {
     torx_boot_t *boot = attr->boot;
     torxp_ucx_dev_t *d = torxp_calloc(1, sizeof *d);
@@ -428,3 +422,6 @@ fail:
     ucx_close(&d->net.base);
     return rc;
 }
+
+/* What libtorx loads (net/net_module.c). */
+TORXP_NET_MODULE("ucx", ucx_open);

@@ -386,10 +386,11 @@ void torxp_ucx_stage_fini(torxp_ucx_dev_t *d)
 static void progress(torxp_net_t *n)
 {
     torxp_ucx_dev_t *d = torxp_ucx_of(n);
-    unsigned k;
     torxp_net_stage_flush(n);
-    while ((k = ucp_worker_progress(d->worker)) != 0) /* until it has nothing more */
-        n->events += k;
+    /* One pass: over tcp each pass reads the sockets' events with a system
+     * call, and one more after a message came would delay its delivery by
+     * that call. The caller polls again when it wants more. */
+    n->events += ucp_worker_progress(d->worker);
     torxp_net_live_check(n);
 }
 
