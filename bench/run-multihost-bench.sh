@@ -3,9 +3,10 @@
 # hosts.sh: own network, UTS, IPC, mount and PID namespaces and CPUs each,
 # joined by veths on a bridge), one rank per host, for each MPI in IMPLS,
 # run the way docs/benchmarking.md describes: the same source
-# (bench/mpi_latency.c, bench/mpi_bw.c) built with each MPI's mpicc, in
-# interleaved rounds (round r: the TCP floor, latency of every MPI, then
-# bandwidth of every MPI; then round r+1). Every figure is the median over
+# (bench/mpi_latency.c, bench/mpi_bw.c, bench/mpi_bibw.c) built with each
+# MPI's mpicc, in interleaved rounds (round r: the TCP floor, latency of
+# every MPI, then bandwidth one way of every MPI, then both ways; then round
+# r+1). Every figure is the median over
 # rounds of each run's median over timed batches (the best over rounds in
 # parentheses).
 #
@@ -32,7 +33,8 @@
 #   ROUNDS       rounds (default 3)
 #   LAT_SIZES    mpi_latency sizes (default 8,1K,64K,1M); LAT_ITERS (-n,
 #                default 2000)
-#   BW_SIZES     mpi_bw sizes (default 64K,1M,4M); BW_ITERS (-n, default 20)
+#   BW_SIZES     mpi_bw and mpi_bibw sizes (default 64K,1M,4M); BW_ITERS (-n,
+#                default 20)
 #   NETEM        netem arguments for both hosts' eth0, e.g. "delay 50us"
 #                (default none)
 #   RUN_TIMEOUT_S  a run taking longer is killed and counts as failed
@@ -149,7 +151,7 @@ for i in $impls_want; do
     fi
     mkdir -p "$build/$i"
     ok=1
-    for p in mpi_latency mpi_bw; do
+    for p in mpi_latency mpi_bw mpi_bibw; do
         if ! "$cc_i" -O2 -std=c11 -Wall -Wextra -o "$build/$i/$p" "$here/$p.c" >"$work/cc.log" 2>&1; then
             skipped[$i]="building $p with $cc_i failed: $(tail -3 "$work/cc.log" | tr '\n' ' ')"
             ok=0
@@ -232,18 +234,18 @@ for ((r = 1; r <= rounds; r++)); do
             printf '   round %d  %-12s done\n' "$r" "fi_pingpong $fp"
         done
     fi
-    for kind in lat bw; do
+    for kind in lat bw bibw; do
         for i in "${impls[@]}"; do
             [[ -n ${broken[$kind-$i]:-} ]] && continue
             if [[ $kind == lat ]]; then args=(-s "$lat_sizes" -n "$lat_iters"); prog=mpi_latency
-            else args=(-s "$bw_sizes" -n "$bw_iters"); prog=mpi_bw; fi
+            else args=(-s "$bw_sizes" -n "$bw_iters"); prog=mpi_$kind; fi
             read -r rx1a tx1a <<<"$(counters "$h1")"
             read -r rx2a tx2a <<<"$(counters "$h2")"
             run_cmd "$i" "$work/r$r-$kind-$i.out" "$work/r$r-$kind-$i.err" "$build/$i/$prog" "${args[@]}"
             read -r rx1b tx1b <<<"$(counters "$h1")"
             read -r rx2b tx2b <<<"$(counters "$h2")"
             ok=0
-            if ((run_rc == 0)) && awk '$1 == "lat" || $1 == "bw" { n++; if ($NF != "ok") b++ } END { exit !(n && !b) }' \
+            if ((run_rc == 0)) && awk '$1 == "lat" || $1 == "bw" || $1 == "bibw" { n++; if ($NF != "ok") b++ } END { exit !(n && !b) }' \
                 "$work/r$r-$kind-$i.out"; then ok=1; fi
             printf '   round %d  %-12s %s  %6.1f s  other load %3s%%\n' "$r" "$kind $i" \
                 "$( ((ok)) && echo ok || echo "FAILED (exit $run_rc)")" "$run_wall" "$run_other"
@@ -253,10 +255,12 @@ for ((r = 1; r <= rounds; r++)); do
                 failed=1
                 continue
             fi
-            awk -v r="$r" -v i="$i" '$1 == "lat" { print "lat", i, $2, $7, r } $1 == "bw" { print "bw", i, $2, $8, r }' \
+            awk -v r="$r" -v i="$i" '$1 == "lat" { print "lat", i, $2, $7, r } $1 == "bw" || $1 == "bibw" { print $1, i, $2, $8, r }' \
                 "$work/r$r-$kind-$i.out" >>"$work/data.txt"
-            # payload: lat: size x iters each way; bw: size x windows x window one way
-            payload=$(awk '$1 == "lat" { s += 2 * $2 * $3 } $1 == "bw" { s += $2 * $3 * $4 } END { printf "%.0f", s }' \
+            # payload: lat: size x iters each way; bw: size x windows x window one
+            # way; bibw: that both ways
+            payload=$(awk '$1 == "lat" { s += 2 * $2 * $3 } $1 == "bw" { s += $2 * $3 * $4 }
+                           $1 == "bibw" { s += 2 * $2 * $3 * $4 } END { printf "%.0f", s }' \
                 "$work/r$r-$kind-$i.out")
             echo "$i $kind $r $payload $((tx1b - tx1a + tx2b - tx2a)) $((rx1b - rx1a + rx2b - rx2a))" >>"$work/wire.txt"
         done
@@ -315,11 +319,13 @@ cols+=("${impls[@]}")
         if [[ -n ${skipped[$i]:-} ]]; then echo "Skipped: $i (${skipped[$i]})."; fi
     done
     echo
-    for kind in lat bw; do
+    for kind in lat bw bibw; do
         if [[ $kind == lat ]]; then
             echo "**Latency**, half round trip, µs"; sizes=$lat_sizes; div=1000; dig=1
-        else
+        elif [[ $kind == bw ]]; then
             echo "**Bandwidth**, one way, MB/s (10^6 B/s)"; sizes=$bw_sizes; div=1; dig=0
+        else
+            echo "**Bandwidth**, both ways at once, MB/s (the sum)"; sizes=$bw_sizes; div=1; dig=0
         fi
         echo
         hdr="| size |"; sep="|---|"
@@ -357,7 +363,7 @@ cols+=("${impls[@]}")
     done
     echo "**Wire bytes per payload byte** (both veths' tx over the timed payload, median over rounds; the" \
          "untimed warm-up, N/10 or at least 2 rounds, and the checks add to the wire but not to the payload):" \
-        "$(for i in "${impls[@]}"; do for k in lat bw; do
+        "$(for i in "${impls[@]}"; do for k in lat bw bibw; do
             v=$(awk -v i="$i" -v k="$k" '$1 == i && $2 == k && $4 > 0 { print $5 / $4 }' "$work/wire.txt" | median_of)
             printf '%s %s %s; ' "$i" "$k" "$(fmt "$v" 2)"; done; done | sed 's/; $//')."
 } >"$work/summary.md"
@@ -377,9 +383,9 @@ cols+=("${impls[@]}")
     done
 } >"$summary"
 # Plots: latency and bandwidth against size, one line per MPI and the floor
-# (medians over rounds), as $results/multihost-<stamp>-{lat,bw}.png.
+# (medians over rounds), as $results/multihost-<stamp>-{lat,bw,bibw}.png.
 if bench_have_gnuplot; then
-    for kind in lat bw; do
+    for kind in lat bw bibw; do
         plotcmd="plot"
         for c in "${cols[@]}"; do
             : >"$work/plot-$kind-$c.dat"
@@ -389,7 +395,11 @@ if bench_have_gnuplot; then
             [[ -s $work/plot-$kind-$c.dat ]] || continue
             plotcmd+=" '$work/plot-$kind-$c.dat' using 1:(\$2/$([[ $kind == lat ]] && echo 1000 || echo 1)) with linespoints title '$c',"
         done
-        if [[ $kind == lat ]]; then ylabel="half round trip (us)"; title="latency"; else ylabel="MB/s"; title="bandwidth, one way"; fi
+        case $kind in
+        lat) ylabel="half round trip (us)" title="latency" ;;
+        bw) ylabel="MB/s" title="bandwidth, one way" ;;
+        *) ylabel="MB/s" title="bandwidth, both ways at once (the sum)" ;;
+        esac
         bench_gnuplot "out='$results/multihost-$stamp-$kind.png'" <(cat <<GP
 set terminal png size 800,500
 set output out

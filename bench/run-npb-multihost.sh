@@ -8,6 +8,11 @@
 #   2 hosts    2 hosts x 2 tasks, for each network device in NET_DEVICES
 #              (TORX_DEVICE=ofi, ucx): each host's two tasks through its shm
 #              device, the hosts through libfabric or UCX (veths)
+#   peers      the same 2 hosts x 2 tasks with each MPI of PEERS, built
+#              from the same source by bench/run-npb.sh: Debian's MPICH
+#              (ch4:ucx, UCX_TLS=tcp on eth0 between hosts, UCX's shared
+#              memory within one) and Open MPI (btl tcp,vader,self: TCP on
+#              the hosts' subnet)
 #
 # Every run must print "Verification = SUCCESSFUL" (else the script fails).
 # Prints Mop/s total per run and the median over rounds. Root (namespaces).
@@ -15,6 +20,7 @@
 # Usage: bench/run-npb-multihost.sh
 #   CLASS (default W), BENCHMARKS (default "bt cg ft mg"), ROUNDS (default 2),
 #   NET_DEVICES (default ofi, and ucx where libtorx has it),
+#   PEERS (default "mpich openmpi"; empty: torx alone),
 #   RUN_TIMEOUT_S (default 600), TORX_PREFIX, NPB_DIR as bench/run-npb.sh
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -32,11 +38,13 @@ prefix=$(bench_torx_prefix)
 [[ -x $prefix/bin/mpiexec ]] || { echo "run-npb-multihost: no torx MPICH (run scripts/build-mpich.sh)" >&2; exit 2; }
 mh_require
 
-built=$(CLASS=$class BENCHMARKS=$benches IMPLS=torx BUILD_ONLY=1 "$here/run-npb.sh" | sed -n 's/^run-npb: built (BUILD_ONLY=1): //p')
-declare -A bin
+peers=${PEERS-mpich openmpi}
+built=$(CLASS=$class BENCHMARKS=$benches IMPLS="torx $peers" BUILD_ONLY=1 "$here/run-npb.sh" |
+    sed -n 's/^run-npb: built (BUILD_ONLY=1): //p')
+declare -A bin # IMPL.BENCH: the binary (run-npb.sh builds in .../IMPL/bin/BENCH.CLASS.x)
 for f in $built; do
     b=$(basename "$f")
-    bin[${b%%.*}]=$f
+    bin[$(basename "$(dirname "$(dirname "$f")")").${b%%.*}]=$f
 done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/torx-npbmh.XXXXXX")
@@ -49,18 +57,30 @@ bench_machine
 echo "== $machine; $when; torx $rev; class $class"
 failed=0
 : >"$work/data" # bench where mops round
+# Open MPI: two slots on each host (hosts.sh passes every host, one slot each).
+ompi_hosts=$(echo "$TMH_HOSTS" | sed 's/,/:2,/g; s/$/:2/')
 for ((r = 1; r <= rounds; r++)); do
     for b in $benches; do
-        [[ -n ${bin[$b]:-} ]] || { echo "run-npb-multihost: no binary for $b" >&2; exit 2; }
-        for where in 1host $(printf '2hosts-%s ' $nets); do
+        for where in 1host $(printf '2hosts-%s ' $nets) $peers; do
+            impl=torx
+            [[ $where == mpich || $where == openmpi ]] && impl=$where
+            x=${bin[$impl.$b]:-}
+            [[ -n $x ]] || { echo "run-npb-multihost: no $impl binary for $b" >&2; exit 2; }
             out=$work/$b-$where-$r.out
             rc=0
-            if [[ $where == 1host ]]; then
-                timeout -k 5 "$tmo" "$prefix/bin/mpiexec" -n 4 -genv TORX_DEVICE shm "${bin[$b]}" >"$out" 2>&1 </dev/null || rc=$?
-            else
+            case $where in
+            1host)
+                timeout -k 5 "$tmo" "$prefix/bin/mpiexec" -n 4 -genv TORX_DEVICE shm "$x" >"$out" 2>&1 </dev/null || rc=$? ;;
+            mpich)
+                MPIEXEC=mpiexec.mpich timeout -k 5 "$tmo" "$root/test/multihost/hosts.sh" mpiexec -n 4 \
+                    -ppn 2 -genv UCX_TLS tcp,sm,self -genv UCX_NET_DEVICES eth0 "$x" >"$out" 2>&1 </dev/null || rc=$? ;;
+            openmpi)
+                timeout -k 5 "$tmo" "$root/test/multihost/hosts.sh" mpirun -n 4 --host "$ompi_hosts" \
+                    --mca btl tcp,vader,self "$x" >"$out" 2>&1 </dev/null || rc=$? ;;
+            *)
                 timeout -k 5 "$tmo" "$root/test/multihost/hosts.sh" mpiexec -n 4 -ppn 2 \
-                    -genv TORX_DEVICE "${where#2hosts-}" "${bin[$b]}" >"$out" 2>&1 </dev/null || rc=$?
-            fi
+                    -genv TORX_DEVICE "${where#2hosts-}" "$x" >"$out" 2>&1 </dev/null || rc=$? ;;
+            esac
             mops=$(awk '/Mop\/s total/ { print $NF }' "$out")
             if ((rc == 0)) && grep -Eq '^[[:space:]]*Verification[[:space:]]*=[[:space:]]*SUCCESSFUL' "$out"; then
                 printf '   round %d  %-3s %-11s verified  %10s Mop/s total\n' "$r" "$b" "$where" "$mops"
@@ -82,14 +102,26 @@ for n in $nets; do
     head+=" 2 hosts x 2 (shm + $n) | / 1 host |"
     rule+="---|---|"
 done
+for p in $peers; do
+    head+=" $p, 2 hosts x 2 |"
+    rule+="---|"
+done
+[[ -n $peers ]] && { head+=" best torx / best peer |"; rule+="---|"; }
 echo "$head"
 echo "$rule"
 for b in $benches; do
-    o=$(med "$b" 1host) row="| ${b^^}.$class | $(fmt "$o" 2) |"
+    o=$(med "$b" 1host) row="| ${b^^}.$class | $(fmt "$o" 2) |" best_t=NaN best_p=NaN
     for n in $nets; do
         t=$(med "$b" "2hosts-$n")
         row+=" $(fmt "$t" 2) | $(ratio "$t" "$o") |"
+        best_t=$(awk -v a="$best_t" -v b="$t" 'BEGIN { print (a == "NaN" || (b != "NaN" && b + 0 > a + 0)) ? b : a }')
     done
+    for p in $peers; do
+        t=$(med "$b" "$p")
+        row+=" $(fmt "$t" 2) |"
+        best_p=$(awk -v a="$best_p" -v b="$t" 'BEGIN { print (a == "NaN" || (b != "NaN" && b + 0 > a + 0)) ? b : a }')
+    done
+    [[ -n $peers ]] && row+=" $(ratio "$best_t" "$best_p") |"
     echo "$row"
 done
 exit $failed
