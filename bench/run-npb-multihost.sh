@@ -1,24 +1,27 @@
 #!/usr/bin/env bash
 # The NAS Parallel Benchmarks across two emulated hosts (test/multihost/
-# hosts.sh), beside the same job on one host: torx in heater mode, 4 tasks,
-# built by bench/run-npb.sh (BUILD_ONLY=1) into its cache. In interleaved
-# rounds, per benchmark:
+# hosts.sh), beside the same job on one host: torx in heater mode, 2 hosts x
+# PER_HOST tasks, built by bench/run-npb.sh (BUILD_ONLY=1) into its cache.
+# In interleaved rounds, per benchmark:
 #
-#   1 host     4 tasks on this machine, TORX_DEVICE=shm
-#   2 hosts    2 hosts x 2 tasks, for each network device in NET_DEVICES
+#   1 host     the same number of tasks on this machine, TORX_DEVICE=shm
+#   2 hosts    2 hosts x PER_HOST tasks, for each network device in NET_DEVICES
 #              (TORX_DEVICE=ofi, ucx): each host's two tasks through its shm
 #              device, the hosts through libfabric or UCX (veths)
-#   peers      the same 2 hosts x 2 tasks with each MPI of PEERS, built
+#   peers      the same 2 hosts x PER_HOST tasks with each MPI of PEERS, built
 #              from the same source by bench/run-npb.sh: Debian's MPICH
 #              (ch4:ucx, UCX_TLS=tcp on eth0 between hosts, UCX's shared
-#              memory within one) and Open MPI (btl tcp,vader,self: TCP on
-#              the hosts' subnet)
+#              memory within one) and Open MPI (btl tcp,self on the hosts'
+#              subnet, as test/multihost/hosts.sh runs it)
 #
 # Every run must print "Verification = SUCCESSFUL" (else the script fails).
 # Prints Mop/s total per run and the median over rounds. Root (namespaces).
 #
 # Usage: bench/run-npb-multihost.sh
 #   CLASS (default W), BENCHMARKS (default "bt cg ft mg"), ROUNDS (default 2),
+#   PER_HOST (default 2: 4 tasks; 1: 2 tasks, one per host and CPU, where
+#   the peers, which spin while they wait, are not oversubscribed; BT and SP
+#   need a square number of tasks),
 #   NET_DEVICES (default ofi, and ucx where libtorx has it),
 #   PEERS (default "mpich openmpi"; empty: torx alone),
 #   RUN_TIMEOUT_S (default 600), TORX_PREFIX, NPB_DIR as bench/run-npb.sh
@@ -34,6 +37,9 @@ class=${CLASS:-W}
 benches=${BENCHMARKS:-bt cg ft mg}
 rounds=${ROUNDS:-2}
 tmo=${RUN_TIMEOUT_S:-600}
+per_host=${PER_HOST:-2}
+[[ $per_host =~ ^[12]$ ]] || { echo "run-npb-multihost: PER_HOST='$per_host': 1 or 2" >&2; exit 2; }
+np=$((2 * per_host))
 prefix=$(bench_torx_prefix)
 [[ -x $prefix/bin/mpiexec ]] || { echo "run-npb-multihost: no torx MPICH (run scripts/build-mpich.sh)" >&2; exit 2; }
 mh_require
@@ -57,8 +63,8 @@ bench_machine
 echo "== $machine; $when; torx $rev; class $class"
 failed=0
 : >"$work/data" # bench where mops round
-# Open MPI: two slots on each host (hosts.sh passes every host, one slot each).
-ompi_hosts=$(echo "$TMH_HOSTS" | sed 's/,/:2,/g; s/$/:2/')
+# Open MPI: PER_HOST slots on each host (hosts.sh passes every host, one slot each).
+ompi_hosts=$(mh_env && echo "$TMH_HOSTS" | sed "s/,/:$per_host,/g; s/\$/:$per_host/")
 for ((r = 1; r <= rounds; r++)); do
     for b in $benches; do
         for where in 1host $(printf '2hosts-%s ' $nets) $peers; do
@@ -70,15 +76,15 @@ for ((r = 1; r <= rounds; r++)); do
             rc=0
             case $where in
             1host)
-                timeout -k 5 "$tmo" "$prefix/bin/mpiexec" -n 4 -genv TORX_DEVICE shm "$x" >"$out" 2>&1 </dev/null || rc=$? ;;
+                timeout -k 5 "$tmo" "$prefix/bin/mpiexec" -n "$np" -genv TORX_DEVICE shm "$x" >"$out" 2>&1 </dev/null || rc=$? ;;
             mpich)
-                MPIEXEC=mpiexec.mpich timeout -k 5 "$tmo" "$root/test/multihost/hosts.sh" mpiexec -n 4 \
-                    -ppn 2 -genv UCX_TLS tcp,sm,self -genv UCX_NET_DEVICES eth0 "$x" >"$out" 2>&1 </dev/null || rc=$? ;;
+                MPIEXEC=mpiexec.mpich timeout -k 5 "$tmo" "$root/test/multihost/hosts.sh" mpiexec -n "$np" \
+                    -ppn "$per_host" -genv UCX_TLS tcp,sm,self -genv UCX_NET_DEVICES eth0 "$x" >"$out" 2>&1 </dev/null || rc=$? ;;
             openmpi)
-                timeout -k 5 "$tmo" "$root/test/multihost/hosts.sh" mpirun -n 4 --host "$ompi_hosts" \
-                    --mca btl tcp,vader,self "$x" >"$out" 2>&1 </dev/null || rc=$? ;;
+                timeout -k 5 "$tmo" "$root/test/multihost/hosts.sh" mpirun -n "$np" --host "$ompi_hosts" \
+                    "$x" >"$out" 2>&1 </dev/null || rc=$? ;;
             *)
-                timeout -k 5 "$tmo" "$root/test/multihost/hosts.sh" mpiexec -n 4 -ppn 2 \
+                timeout -k 5 "$tmo" "$root/test/multihost/hosts.sh" mpiexec -n "$np" -ppn "$per_host" \
                     -genv TORX_DEVICE "${where#2hosts-}" "$x" >"$out" 2>&1 </dev/null || rc=$? ;;
             esac
             mops=$(awk '/Mop\/s total/ { print $NF }' "$out")
@@ -96,14 +102,14 @@ done
 # med BENCH WHERE: the median Mop/s over rounds (NaN when none)
 med() { awk -v b="$1" -v w="$2" '$1 == b && $2 == w { print $3 }' "$work/data" | median_of; }
 echo
-echo "NPB class $class, 4 tasks, torx heater; Mop/s total, median of $rounds rounds"
+echo "NPB class $class, $np tasks, torx heater; Mop/s total, median of $rounds rounds"
 head="| benchmark | 1 host (shm) |" rule="|---|---|"
 for n in $nets; do
-    head+=" 2 hosts x 2 (shm + $n) | / 1 host |"
+    head+=" 2 hosts x $per_host ($( ((per_host > 1)) && echo "shm + ")$n) | / 1 host |"
     rule+="---|---|"
 done
 for p in $peers; do
-    head+=" $p, 2 hosts x 2 |"
+    head+=" $p, 2 hosts x $per_host |"
     rule+="---|"
 done
 [[ -n $peers ]] && { head+=" best torx / best peer |"; rule+="---|"; }

@@ -838,14 +838,29 @@ void torx_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t r
  *   nothing in flight, where the area's pipelined two copies beat a
  *   rendezvous). The answer may err toward "not idle", never the other way.
  * RETURN VALUE
- *   1 or 0 (also 0 when the area does not reach dest, and always 0 on the
- *   ofi device between hosts, where staging past the eager limit has not
- *   been measured).
+ *   1 or 0 (also 0 when the area does not reach dest).
  * NOTES
  *   The staging thread's call, as torx_stage_put.
  * SEE ALSO torx_stage_put, torx_stage_release
  */
 int torx_stage_idle(torx_pkt_dev_t *dev, torx_coord_t dest);
+
+/* NAME     torx_stage_idle_max - the longest message worth staging toward an idle dest
+ * DESCRIPTION
+ *   How long a message may be that a sender stages toward dest, past its
+ *   eager limit, when dest is idle (torx_stage_idle): beyond it a
+ *   rendezvous is faster. Within a host the area's two pipelined copies
+ *   beat a rendezvous at any length. Over a network every piece is a
+ *   message of its own and the rendezvous one transfer, and between two
+ *   hosts over TCP staging won to 64 KiB (48 KiB: 26-28 us against 33-36
+ *   by rendezvous on the ucx device, 25-32 against 34-40 on ofi) and lost
+ *   from 96 KiB.
+ * RETURN VALUE
+ *   Bytes: SIZE_MAX on the shm device; 65536 on the ofi and ucx devices
+ *   between hosts; 0 where the area does not reach dest.
+ * SEE ALSO torx_stage_idle
+ */
+size_t torx_stage_idle_max(torx_pkt_dev_t *dev, torx_coord_t dest);
 
 /* NAME     torx_stage_cost - what copying into the area toward dest costs now
  * DESCRIPTION

@@ -194,7 +194,8 @@ static inline int torxm_idle_stages(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_
         return 0;
     const int replied = peer->rx_seq != peer->rx_seq_at_long;
     peer->rx_seq_at_long = peer->rx_seq;
-    if (!replied || !torx_stage_idle(ctx->dev, peer->coord))
+    if (!replied || len > torx_stage_idle_max(ctx->dev, peer->coord) ||
+        !torx_stage_idle(ctx->dev, peer->coord))
         return 0;
     return torxm_path_decide(ctx, peer, TORXM_ASK_IDLE, len).path == TORXM_PATH_STAGED;
 }

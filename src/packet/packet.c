@@ -342,6 +342,13 @@ int torx_stage_idle(torx_pkt_dev_t *dev, torx_coord_t dest)
     return dev->ops->stage_idle ? dev->ops->stage_idle(dev, dest) : 1;
 }
 
+size_t torx_stage_idle_max(torx_pkt_dev_t *dev, torx_coord_t dest)
+{
+    if (!torx_stage_reaches(dev, dest))
+        return 0;
+    return dev->ops->stage_idle_max ? dev->ops->stage_idle_max(dev, dest) : SIZE_MAX;
+}
+
 unsigned torx_stage_cost(const torx_pkt_dev_t *dev, torx_coord_t dest)
 {
     return dev->ops->stage_cost ? dev->ops->stage_cost(dev, dest) : 0;

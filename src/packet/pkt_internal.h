@@ -73,6 +73,7 @@ typedef struct torxp_dev_ops {
     void (*stage_release)(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
     void (*stage_unput)(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t ref);
     int (*stage_idle)(torx_pkt_dev_t *dev, torx_coord_t dest);
+    size_t (*stage_idle_max)(torx_pkt_dev_t *dev, torx_coord_t dest); /* NULL: SIZE_MAX */
     unsigned (*stage_cost)(const torx_pkt_dev_t *dev, torx_coord_t dest);
     /* multi-reader staging: NULL on a device without it */
     size_t (*mstage_max)(const torx_pkt_dev_t *dev);

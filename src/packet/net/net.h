@@ -374,7 +374,8 @@ void torxp_net_bulk_fini(torxp_net_t *n, torxp_net_bulk_list_t *l,
     .stage_reaches = torxp_net_stage_reaches, .stage_put = torxp_net_stage_put,                    \
     .stage_data = torxp_net_stage_data, .stage_release = torxp_net_stage_release,                  \
     .stage_unput = torxp_net_stage_unput, .stage_idle = torxp_net_stage_idle,                      \
-    .stage_cost = torxp_net_stage_cost, .network = torxp_net_network
+    .stage_idle_max = torxp_net_stage_idle_max, .stage_cost = torxp_net_stage_cost,                \
+    .network = torxp_net_network
 
 /* ---- net_stage.c: staging as one message per piece ------------------------------- */
 
@@ -394,6 +395,7 @@ const void *torxp_net_stage_data(torx_pkt_dev_t *dev, torx_coord_t src, torx_sta
 void torxp_net_stage_release(torx_pkt_dev_t *dev, torx_coord_t src, torx_stage_ref_t ref);
 void torxp_net_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_ref_t ref);
 int torxp_net_stage_idle(torx_pkt_dev_t *dev, torx_coord_t dest);
+size_t torxp_net_stage_idle_max(torx_pkt_dev_t *dev, torx_coord_t dest);
 unsigned torxp_net_stage_cost(const torx_pkt_dev_t *dev, torx_coord_t dest);
 /* net_torus.c's, for a packet to slot: whether a piece waits for it, and
  * then the piece sent with the packet's bytes aboard (*carried = 1) or, when

@@ -354,6 +354,11 @@ static int hybrid_stage_idle(torx_pkt_dev_t *dev, torx_coord_t dest)
     return torx_stage_idle(sub, dest);
 }
 
+static size_t hybrid_stage_idle_max(torx_pkt_dev_t *dev, torx_coord_t dest)
+{
+    return torx_stage_idle_max(stage_dev(hybrid_of(dev), dest), dest);
+}
+
 static unsigned hybrid_stage_cost(const torx_pkt_dev_t *dev, torx_coord_t dest)
 {
     return torx_stage_cost(stage_dev(hybrid_of_const(dev), dest), dest);
@@ -405,6 +410,7 @@ static const torxp_dev_ops_t hybrid_ops = {
     .stage_release = hybrid_stage_release,
     .stage_unput = hybrid_stage_unput,
     .stage_idle = hybrid_stage_idle,
+    .stage_idle_max = hybrid_stage_idle_max,
     .stage_cost = hybrid_stage_cost,
     .close = hybrid_close,
 };

@@ -374,16 +374,29 @@ void torxp_net_stage_unput(torx_pkt_dev_t *dev, torx_coord_t dest, torx_stage_re
     torxp_net_unlock(n);
 }
 
-/* Never idle: what lets a pair on one host stage past the eager limit (two
- * cores copying at once beat one process_vm_readv) has not been measured
- * between hosts, where the rendezvous is one RMA and a staged message one
- * network message per piece; so long messages keep the rendezvous there.
- * (The credits would tell: every one back.) */
+/* Idle: every piece staged toward dest has been released, so all its
+ * credits are back and none waits to leave. */
 int torxp_net_stage_idle(torx_pkt_dev_t *dev, torx_coord_t dest)
 {
-    (void)dev;
-    (void)dest;
-    return 0;
+    torxp_net_t *n = torxp_net_of(dev);
+    if (!torxp_net_stage_reaches(dev, dest))
+        return 0;
+    const unsigned slot = torx_coord_index(dev->shape, dest);
+    torxp_net_lock(n);
+    const torxp_net_stage_t *s = n->stage;
+    const int idle = s->credits[slot] == (int32_t)s->window && !s->waiting[slot];
+    torxp_net_unlock(n);
+    return idle;
+}
+
+/* Between hosts every piece is a network message and the rendezvous one
+ * transfer: over TCP staging to an idle peer won up to 64 KiB and lost
+ * from 96 KiB (torx_stage_idle_max's page gives the figures). */
+#define STAGE_IDLE_MAX (64u << 10)
+
+size_t torxp_net_stage_idle_max(torx_pkt_dev_t *dev, torx_coord_t dest)
+{
+    return torxp_net_stage_reaches(dev, dest) ? STAGE_IDLE_MAX : 0;
 }
 
 unsigned torxp_net_stage_cost(const torx_pkt_dev_t *dev, torx_coord_t dest)
