@@ -89,6 +89,13 @@ static int carry_task(torx_boot_t *boot, void *argp)
     const torx_coord_t peer = test_coord_of(shape, 1 - boot->rank);
     unsigned spins = 0;
     if (boot->rank == 0) {
+        /* Idle toward the peer until a piece is out, worth 64 KiB past the
+         * eager limit there; the area does not reach this task itself. */
+        TASK_CHECK(torx_stage_idle(dev, peer) == 1, "not idle before any put");
+        TASK_CHECK(torx_stage_idle_max(dev, peer) == 65536, "idle max %zu toward the peer",
+                   torx_stage_idle_max(dev, peer));
+        TASK_CHECK(torx_stage_idle_max(dev, test_coord_of(shape, 0)) == 0,
+                   "idle max %zu toward itself", torx_stage_idle_max(dev, test_coord_of(shape, 0)));
         unsigned long polled = 0, waited = 0;
         for (uint32_t i = 0; i < CARRY_N; i++) {
             const size_t len = sizes[i % (sizeof sizes / sizeof sizes[0])];
@@ -99,6 +106,7 @@ static int carry_task(torx_boot_t *boot, void *argp)
             while ((rc = torx_stage_put(dev, peer, buf, len, &ref)) == TORX_NO_ROOM)
                 torx_pkt_poll(dev), test_relax(&spins);
             TASK_CHECK(rc == TORX_OK, "put %u: %s", i, torx_last_error());
+            TASK_CHECK(i > 0 || !torx_stage_idle(dev, peer), "idle with a piece out");
             if (i % 10 == 3) { /* taken back before it left, then again */
                 torx_stage_unput(dev, peer, ref);
                 while ((rc = torx_stage_put(dev, peer, buf, len, &ref)) == TORX_NO_ROOM)

@@ -46,6 +46,8 @@ static int sender(torx_boot_t *boot, torx_pkt_dev_t *dev)
     const torx_coord_t peer = test_coord_of(SHAPE2, 1);
     const size_t max = torx_stage_max(dev);
     TASK_CHECK(max == 2048, "torx_stage_max %zu with TORX_STAGE_BYTES=4096", max);
+    TASK_CHECK(torx_stage_idle_max(dev, peer) == SIZE_MAX, "idle max %zu on shm",
+               torx_stage_idle_max(dev, peer));
     uint8_t buf[4096];
     torx_stage_ref_t ref;
     TASK_CHECK(torx_stage_put(dev, peer, buf, 0, &ref) == TORX_ERR_INVAL, "0 bytes staged");
