@@ -11,7 +11,9 @@
  * descriptor aboard, some left alone, some taken back), bulk_rma_sizes
  * (gets and puts of 1 B to 16 MiB, unaligned, with guards), cn_matches_shm_bitwise
  * (collective-network rounds, errors and the reproducible double sum bit for bit as on shm),
- * dead_peer_named (a task that vanishes is named by the barrier that waits for it). */
+ * gi_rounds_hold (barrier rounds of 2 tasks, where the two words cross, and of 3, up and down
+ * the tree: nobody leaves a round before every task entered it), dead_peer_named (a task that
+ * vanishes is named by the barrier that waits for it). */
 #ifndef TORX_TEST_NET_CASES_H
 #define TORX_TEST_NET_CASES_H
 
@@ -438,4 +440,53 @@ START_TEST(dead_peer_named)
     munmap(run, sizeof *run);
 }
 END_TEST
+/* ---- Barrier rounds ------------------------------------------------------------------ */
+
+#define GI_ROUNDS 300
+
+typedef struct gi_run {
+    unsigned entered[GI_ROUNDS + 1]; /* tasks that entered round k */
+} gi_run_t;
+
+/* Round after round: count in, arm, poll to completion, and check that
+ * every task had entered before this one left. Tasks dawdle on different
+ * rounds, so each one is sometimes first: of two tasks, rank 0's word then
+ * reaches rank 1 before rank 1 arms. */
+static int gi_task(torx_boot_t *boot, void *argp)
+{
+    gi_run_t *run = argp;
+    torx_pkt_dev_t *dev;
+    const unsigned n = (unsigned)boot->size;
+    TASK_CHECK(test_open(boot, (torx_shape_t){n, 1, 1, 1}, &dev) == TORX_OK, "%s",
+               torx_last_error());
+    for (unsigned k = 1; k <= GI_ROUNDS; k++) {
+        if ((k + (unsigned)boot->rank) % 5 == 0)
+            usleep(200);
+        /* relaxed: the barrier itself must order it before the check */
+        __atomic_fetch_add(&run->entered[k], 1, __ATOMIC_RELAXED);
+        torx_status_t st = torx_gi_arm(dev);
+        TASK_CHECK(st == TORX_OK, "arm round %u: %s", k, torx_last_error());
+        const double t0 = test_now();
+        while ((st = torx_gi_poll(dev)) == TORX_AGAIN) {
+            TASK_CHECK(test_now() < t0 + 30, "round %u never completed", k);
+            torx_pkt_poll(dev);
+        }
+        TASK_CHECK(st == TORX_OK, "poll round %u: %s", k, torx_last_error());
+        const unsigned seen = __atomic_load_n(&run->entered[k], __ATOMIC_RELAXED);
+        TASK_CHECK(seen == n, "left round %u when %u of %u tasks had entered it", k, seen, n);
+    }
+    torx_pkt_close(dev);
+    return 0;
+}
+
+START_TEST(gi_rounds_hold)
+{
+    const int n = 2 + _i; /* 2: the crossing words; 3: the tree */
+    gi_run_t *run = shared_map(sizeof *run);
+    use_net();
+    RUN_JOB(n, gi_task, run);
+    munmap(run, sizeof *run);
+}
+END_TEST
+
 #endif /* TORX_TEST_NET_CASES_H */

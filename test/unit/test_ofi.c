@@ -604,6 +604,7 @@ static Suite *ofi_suite(void)
     tcase_add_test(tc, bulk_rma_sizes);
     tcase_add_loop_test(tc, bulk_msg_sizes, 0, 2);
     tcase_add_test(tc, cn_matches_shm_bitwise);
+    tcase_add_loop_test(tc, gi_rounds_hold, 0, 2);
     tcase_add_test(tc, dead_peer_named);
     tcase_add_test(tc, hybrid_routes_in_order);
     tcase_add_test(tc, hybrid_local_mismatch_named);

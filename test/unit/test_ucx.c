@@ -107,6 +107,7 @@ static Suite *ucx_suite(void)
     tcase_add_test(tc, stage_carries_descriptor);
     tcase_add_test(tc, bulk_rma_sizes);
     tcase_add_test(tc, cn_matches_shm_bitwise);
+    tcase_add_loop_test(tc, gi_rounds_hold, 0, 2);
     tcase_add_test(tc, dead_peer_named);
     suite_add_tcase(s, tc);
     return s;

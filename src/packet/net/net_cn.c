@@ -37,7 +37,8 @@
  * Global interrupt. The same tree: a task whose children have all entered
  * round k, and which has itself, sends GI_UP(k) to its parent; rank 0 then
  * sends GI_DOWN(k) down the tree, and a task's round is complete when
- * GI_DOWN(k) reaches it. Messages between two tasks keep their order and
+ * GI_DOWN(k) reaches it. Of two tasks, the two words cross instead: each
+ * is sent as its task arms (gi_advance). Messages between two tasks keep their order and
  * what a task sent before arming leaves before its GI_UP, so its work is
  * visible to every task that leaves the round, as the barrier promises.
  *
@@ -113,6 +114,7 @@ struct gi_chan {
 };
 
 struct torxp_net_cn {
+    int pair;        /* two tasks: the barrier is an exchange (gi_advance) */
     int parent;      /* rank, -1 at the root */
     unsigned nchild; /* children, in rank order */
     unsigned child[CN_MAX_CHILDREN];
@@ -178,6 +180,7 @@ torx_status_t torxp_net_cn_setup(torxp_net_t *d)
     if (!c)
         return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for the collective network");
     const unsigned v = (unsigned)d->base.rank, n = (unsigned)d->base.size;
+    c->pair = d->base.size == 2;
     c->parent = v ? (int)(v & (v - 1)) : -1;
     const unsigned low = v ? (v & -v) : 0;
     for (unsigned bit = 1; (v == 0 || bit < low) && v + bit < n && bit; bit <<= 1)
@@ -409,7 +412,8 @@ void torxp_net_cn_on_sys(torxp_net_t *d, unsigned src, const torxp_net_sys_t *m,
     }
     case TORXP_NET_SYS_GI_DOWN: {
         struct gi_chan *g = &c->gi[ch];
-        if (m->round != g->released + 1 || m->round > g->armed)
+        /* of two tasks, the other's word may come before this one arms */
+        if (m->round != g->released + 1 || (!c->pair && m->round > g->armed))
             return bad_msg(d, src, "barrier release out of order", m);
         g->released = m->round;
         for (unsigned i = 0; i < c->nchild; i++)
@@ -503,6 +507,26 @@ static void gi_advance(torxp_net_t *d, unsigned ch)
     torxp_net_cn_t *c = d->cn;
     struct gi_chan *g = &c->gi[ch];
     const uint64_t k = g->armed;
+    if (c->pair) {
+        /* Two tasks: each tells the other it entered round k as it arms,
+         * and leaves when the other's word came, one message time where
+         * the tree's up and down take two. Rank 0's word is its GI_DOWN,
+         * which rank 1 may take before it arms; rank 0 leaves at rank 1's
+         * GI_UP. Each word follows what its task sent before arming. */
+        if (g->sent_up < k) {
+            g->sent_up = k;
+            const gi_msg_t out = {
+                .h = {.version = TORXP_NET_WIRE_VERSION,
+                      .type = c->parent >= 0 ? TORXP_NET_SYS_GI_UP : TORXP_NET_SYS_GI_DOWN,
+                      .chan = (uint16_t)ch,
+                      .round = k}};
+            d->net_ops->sys_send(d, slot_of(d, c->parent >= 0 ? c->parent : (int)c->child[0]), &out,
+                                 sizeof out);
+        }
+        if (c->parent < 0 && g->child_armed[0] >= k)
+            g->released = k;
+        return;
+    }
     if (g->sent_up >= k)
         return;
     for (unsigned i = 0; i < c->nchild; i++)
