@@ -103,6 +103,11 @@ void torxp_net_rx_release(torxp_net_t *n, unsigned i)
 /* Gives src back the credits for the packets consumed from it. */
 static void credit_return(torxp_net_t *n, unsigned src)
 {
+    if (src == n->self_slot) { /* this task's own packets (send_packet): no message */
+        n->credits[src] += (int32_t)n->consumed[src];
+        n->consumed[src] = 0;
+        return;
+    }
     const torxp_net_sys_t m = {
         .type = TORXP_NET_SYS_CREDIT, .version = TORXP_NET_WIRE_VERSION, .arg = n->consumed[src]};
     n->consumed[src] = 0;
@@ -266,7 +271,20 @@ static torx_status_t send_packet(torxp_net_t *n, unsigned slot, const torx_pkt_h
     h.dev_tag = 0;
     int carried = 0;
     torx_status_t rc = TORX_OK;
-    if (TORXP_UNLIKELY(torxp_net_stage_waiting(n, slot))) {
+    if (TORXP_UNLIKELY(slot == n->self_slot)) {
+        /* To itself: straight into one of its own holders, in order, under
+         * the same credits, where the library would carry it out and back
+         * (over tcp, a system call each way per packet). */
+        unsigned char pkt[TORX_PKT_MAX_BYTES];
+        memcpy(pkt, &h, sizeof h);
+        unsigned char *p = pkt + sizeof h;
+        for (int k = 0; k < iovcnt; k++) {
+            memcpy(p, iov[k].iov_base, iov[k].iov_len);
+            p += iov[k].iov_len;
+        }
+        torxp_net_on_torus_copy(n, slot, n->tx_order[slot], pkt, TORX_PKT_HDR_BYTES + len);
+        carried = 1;
+    } else if (TORXP_UNLIKELY(torxp_net_stage_waiting(n, slot))) {
         /* A piece waits for this packet (its descriptor): one message for
          * both (net_stage.c). */
         unsigned char pkt[TORX_PKT_MAX_BYTES];
