@@ -260,6 +260,20 @@ void torxp_net_on_sys(torxp_net_t *n, unsigned src, const void *msg, size_t len)
 
 /* Sends one packet to slot; TORX_NO_ROOM when the window or the device's
  * resources are spent, with nothing taken. */
+/* The packet, header h and its payload's pieces, in one buffer of
+ * TORX_PKT_MAX_BYTES; returns its length. */
+static size_t packet_flat(unsigned char *pkt, const torx_pkt_hdr_t *h, const struct iovec *iov,
+                          int iovcnt)
+{
+    memcpy(pkt, h, sizeof *h);
+    unsigned char *p = pkt + sizeof *h;
+    for (int k = 0; k < iovcnt; k++) {
+        memcpy(p, iov[k].iov_base, iov[k].iov_len);
+        p += iov[k].iov_len;
+    }
+    return (size_t)(p - pkt);
+}
+
 static torx_status_t send_packet(torxp_net_t *n, unsigned slot, const torx_pkt_hdr_t *hdr,
                                  const struct iovec *iov, int iovcnt, size_t len)
 {
@@ -276,25 +290,13 @@ static torx_status_t send_packet(torxp_net_t *n, unsigned slot, const torx_pkt_h
          * the same credits, where the library would carry it out and back
          * (over tcp, a system call each way per packet). */
         unsigned char pkt[TORX_PKT_MAX_BYTES];
-        memcpy(pkt, &h, sizeof h);
-        unsigned char *p = pkt + sizeof h;
-        for (int k = 0; k < iovcnt; k++) {
-            memcpy(p, iov[k].iov_base, iov[k].iov_len);
-            p += iov[k].iov_len;
-        }
-        torxp_net_on_torus_copy(n, slot, n->tx_order[slot], pkt, TORX_PKT_HDR_BYTES + len);
+        torxp_net_on_torus_copy(n, slot, n->tx_order[slot], pkt, packet_flat(pkt, &h, iov, iovcnt));
         carried = 1;
     } else if (TORXP_UNLIKELY(torxp_net_stage_waiting(n, slot))) {
         /* A piece waits for this packet (its descriptor): one message for
          * both (net_stage.c). */
         unsigned char pkt[TORX_PKT_MAX_BYTES];
-        memcpy(pkt, &h, sizeof h);
-        unsigned char *p = pkt + sizeof h;
-        for (int k = 0; k < iovcnt; k++) {
-            memcpy(p, iov[k].iov_base, iov[k].iov_len);
-            p += iov[k].iov_len;
-        }
-        rc = torxp_net_stage_carry(n, slot, pkt, TORX_PKT_HDR_BYTES + len, &carried);
+        rc = torxp_net_stage_carry(n, slot, pkt, packet_flat(pkt, &h, iov, iovcnt), &carried);
     }
     if (rc == TORX_OK && !carried)
         rc = n->net_ops->send_packet(n, slot, &h, iov, iovcnt, len);
