@@ -43,13 +43,11 @@ const torxp_net_kind_t torxp_ucx_kind = {
     .per_host_var = "TORX_UCX_TASKS_PER_HOST",
 };
 
-#define MAX_MODULES 4
-
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
-    char name[16];
+    const torxp_net_kind_t *kind;
     const torxp_net_module_t *module;
-} loaded[MAX_MODULES];
+} loaded[2]; /* one per kind above */
 
 /* The module in one file: NULL, with why (for the error) filled, when it
  * cannot be loaded; *absent = 1 when the file is not there at all. */
@@ -63,12 +61,7 @@ static const torxp_net_module_t *load_file(const char *path, const char *name, i
             snprintf(why, why_len, "%s: %s", path, strerror(errno));
         return NULL;
     }
-    /* RTLD_LOCAL: the module's symbols (and its library's) stay its own.
-     * It takes libtorx's from the process's global scope, where libtorx
-     * is put first: a program may have loaded it with RTLD_LOCAL. */
-    Dl_info self;
-    if (dladdr((void *)torxp_net_module_load, &self) && self.dli_fname)
-        dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
+    /* RTLD_LOCAL: the module's symbols (and its library's) stay its own. */
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         snprintf(why, why_len, "%s", dlerror());
@@ -104,6 +97,12 @@ static torx_status_t find(const char *name, const torxp_net_module_t **out)
         return torxp_error(TORX_ERR_ENV, "torx: TORX_DEVICE_PATH is too long");
     char file[64], path[PATH_MAX], why[PATH_MAX + 256];
     snprintf(file, sizeof file, "torx-dev-%s.so", name);
+    /* A module takes libtorx's functions from the process's global scope:
+     * put libtorx there first, as a program may have loaded it with
+     * RTLD_LOCAL. */
+    Dl_info self;
+    if (dladdr((void *)torxp_net_module_load, &self) && self.dli_fname)
+        dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
     for (char *save = NULL, *dir = strtok_r(dirs, ":", &save); dir;
          dir = strtok_r(NULL, ":", &save)) {
         if (snprintf(path, sizeof path, "%s/%s", dir, file) >= (int)sizeof path)
@@ -124,15 +123,14 @@ torx_status_t torxp_net_module_load(const torxp_net_kind_t *kind, const torxp_ne
 {
     pthread_mutex_lock(&lock);
     torx_status_t rc = TORX_OK;
-    *out = NULL;
-    int i = 0;
-    for (; i < MAX_MODULES && loaded[i].module; i++)
-        if (!strcmp(loaded[i].name, kind->name)) {
-            *out = loaded[i].module;
-            break;
-        }
-    if (!*out && (rc = find(kind->name, out)) == TORX_OK && i < MAX_MODULES) {
-        snprintf(loaded[i].name, sizeof loaded[i].name, "%s", kind->name);
+    unsigned i = 0;
+    while (i < sizeof loaded / sizeof loaded[0] && loaded[i].kind && loaded[i].kind != kind)
+        i++;
+    assert(i < sizeof loaded / sizeof loaded[0]);
+    if (loaded[i].kind == kind) {
+        *out = loaded[i].module;
+    } else if ((rc = find(kind->name, out)) == TORX_OK) {
+        loaded[i].kind = kind;
         loaded[i].module = *out;
     }
     pthread_mutex_unlock(&lock);

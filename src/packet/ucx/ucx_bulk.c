@@ -128,16 +128,26 @@ static void on_get_data(void *request, ucs_status_t status, size_t length, void 
     }
 }
 
+/* A bulk message's AM header copied into *h; 0 when its length is wrong
+ * (counted and logged, what naming the message). */
+static int bulk_header(torxp_ucx_dev_t *d, const void *header, size_t header_length,
+                       const char *what, bulk_hdr_t *h)
+{
+    if (header_length != sizeof *h) {
+        torxp_dev_malformed(&d->net.base, "%s with a %zu-byte header", what, header_length);
+        return 0;
+    }
+    memcpy(h, header, sizeof *h);
+    return 1;
+}
+
 static ucs_status_t on_bulk(void *arg, const void *header, size_t header_length, void *data,
                             size_t length, const ucp_am_recv_param_t *param)
 {
     torxp_ucx_dev_t *d = arg;
     bulk_hdr_t h;
-    if (header_length != sizeof h) {
-        torxp_dev_malformed(&d->net.base, "bulk data with a %zu-byte header", header_length);
+    if (!bulk_header(d, header, header_length, "bulk data", &h))
         return UCS_OK;
-    }
-    memcpy(&h, header, sizeof h);
     torxp_net_bulk_rec_t *nr = torxp_net_bulk_find(&d->bulk->list, h.cookie);
     if (!nr || nr->peer != h.src || nr->done || nr->is_put || length != nr->len) {
         torxp_dev_malformed(&d->net.base,
@@ -175,11 +185,8 @@ static ucs_status_t on_bulk_put(void *arg, const void *header, size_t header_len
 {
     torxp_ucx_dev_t *d = arg;
     bulk_hdr_t h;
-    if (header_length != sizeof h) {
-        torxp_dev_malformed(&d->net.base, "bulk put with a %zu-byte header", header_length);
+    if (!bulk_header(d, header, header_length, "bulk put", &h))
         return UCS_OK;
-    }
-    memcpy(&h, header, sizeof h);
     if (h.src >= d->net.nslots || d->net.slot_rank[h.src] < 0) {
         torxp_dev_malformed(&d->net.base, "bulk put from slot %u, outside the job", h.src);
         return UCS_OK;
@@ -272,9 +279,7 @@ torx_status_t torxp_ucx_bulk_setup(torxp_ucx_dev_t *d)
     torx_status_t st = torxp_ucx_am_handler(d, TORXP_UCX_AM_BULK, on_bulk, UCP_AM_FLAG_WHOLE_MSG);
     if (st == TORX_OK)
         st = torxp_ucx_am_handler(d, TORXP_UCX_AM_BULK_PUT, on_bulk_put, UCP_AM_FLAG_WHOLE_MSG);
-    if (st != TORX_OK)
-        return st;
-    return TORX_OK;
+    return st;
 }
 
 void torxp_ucx_bulk_fini(torxp_ucx_dev_t *d)

@@ -464,9 +464,7 @@ torx_status_t torxp_ucx_torus_setup(torxp_ucx_dev_t *d, const torxp_env_t *env)
     torx_status_t st = torxp_ucx_am_handler(d, TORXP_UCX_AM_TORUS, on_torus, UCP_AM_FLAG_WHOLE_MSG);
     if (st == TORX_OK)
         st = torxp_ucx_am_handler(d, TORXP_UCX_AM_SYS, on_sys, UCP_AM_FLAG_WHOLE_MSG);
-    if (st != TORX_OK)
-        return st;
-    return TORX_OK;
+    return st;
 }
 
 void torxp_ucx_torus_fini(torxp_ucx_dev_t *d)
