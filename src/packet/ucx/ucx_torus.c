@@ -119,7 +119,7 @@ static torx_status_t am_send(torxp_ucx_dev_t *d, unsigned id, torxp_ucx_txbuf_t 
         return torxp_ucx_fail(d, "the connection", peer, d->peers[peer].gone);
     }
     const ucs_status_ptr_t req =
-        ucp_am_send_nbx(d->eps[t->peer], id, &t->hdr, sizeof t->hdr, t->data, len, &param);
+        ucp_am_send_nbx(d->eps[t->peer], id, NULL, 0, &t->hdr, sizeof t->hdr + len, &param);
     if (req == NULL) { /* done already */
         release_txbuf(d, t);
         return TORX_OK;
@@ -204,20 +204,22 @@ int torxp_ucx_sends_busy(torxp_net_t *n)
 
 /* ---- Receiving --------------------------------------------------------------------------- */
 
-/* A message's header and length, checked, and the header copied into *h;
- * 0 when it is malformed (counted and logged). */
-static int check_am(torxp_ucx_dev_t *d, const void *header, size_t header_length,
-                    const ucp_am_recv_param_t *param, size_t length, size_t max, const char *what,
+/* A message (our header at the head of its data, none of UCP's), checked;
+ * the header is copied into *h and *length becomes the body's. 0 when it
+ * is malformed (counted and logged). */
+static int check_am(torxp_ucx_dev_t *d, size_t header_length, const void *data,
+                    const ucp_am_recv_param_t *param, size_t *length, size_t max, const char *what,
                     torxp_ucx_hdr_t *h)
 {
-    if (header_length != sizeof(torxp_ucx_hdr_t) ||
-        (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) || length > max) {
-        torxp_dev_malformed(&d->net.base, "%s of %zu bytes with a %zu-byte header%s", what, length,
-                            header_length,
+    if (header_length != 0 || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ||
+        *length < sizeof *h || *length - sizeof *h > max) {
+        torxp_dev_malformed(&d->net.base, "%s of %zu bytes with a %zu-byte UCP header%s", what,
+                            *length, header_length,
                             param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV ? " by rendezvous" : "");
         return 0;
     }
-    memcpy(h, header, sizeof *h);
+    memcpy(h, data, sizeof *h);
+    *length -= sizeof *h;
     return 1;
 }
 
@@ -226,10 +228,11 @@ static ucs_status_t on_torus(void *arg, const void *header, size_t header_length
 {
     torxp_ucx_dev_t *d = arg;
     torxp_ucx_hdr_t h;
-    if (!check_am(d, header, header_length, param, length, TORX_PKT_MAX_BYTES, "torus packet", &h))
+    (void)header;
+    if (!check_am(d, header_length, data, param, &length, TORX_PKT_MAX_BYTES, "torus packet", &h))
         return UCS_OK;
     torxp_net_credits_back(&d->net, h.src, h.credits);
-    torxp_net_on_torus_copy(&d->net, h.src, h.order, data, length);
+    torxp_net_on_torus_copy(&d->net, h.src, h.order, (const char *)data + sizeof h, length);
     return UCS_OK;
 }
 
@@ -238,11 +241,12 @@ static ucs_status_t on_sys(void *arg, const void *header, size_t header_length, 
 {
     torxp_ucx_dev_t *d = arg;
     torxp_ucx_hdr_t h;
-    if (!check_am(d, header, header_length, param, length, TORXP_NET_SYS_MAX, "device message", &h))
+    (void)header;
+    if (!check_am(d, header_length, data, param, &length, TORXP_NET_SYS_MAX, "device message", &h))
         return UCS_OK;
     /* Copied: the data need not be aligned for the message's structs. */
     alignas(16) unsigned char msg[TORXP_NET_SYS_MAX];
-    memcpy(msg, data, length);
+    memcpy(msg, (const char *)data + sizeof h, length);
     torxp_net_on_sys(&d->net, h.src, msg, length);
     return UCS_OK;
 }
