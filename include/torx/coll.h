@@ -279,8 +279,9 @@ int torx_coll_counters(const torx_coll_t *c, torx_coll_kind_t kind, torx_coll_al
 
 /* ---- Nonblocking collectives ---------------------------------------------------
  *
- * The barrier on the global interrupt, and allreduce, reduce and bcast on
- * the collective network, started now and completed later. MPI orders one
+ * The barrier on the global interrupt, allreduce, reduce and bcast on the
+ * collective network, and the paced alltoall(v), started now and completed
+ * later. MPI orders one
  * communicator's collectives the same way on every member but not those
  * of different communicators, so a group runs its nonblocking collectives
  * on a hardware channel of its own (torx_coll_group_channel), and they
@@ -310,10 +311,11 @@ torx_status_t torx_coll_group_channel(torx_coll_group_t *g, unsigned channel);
 /* NAME     torx_coll_iselect - the algorithm a nonblocking call runs
  * DESCRIPTION
  *   As torx_coll_select, for the nonblocking calls: TORX_COLL_ALG_GI for a
- *   barrier and TORX_COLL_ALG_CN for the others where the group has a
- *   channel and spans every task (TORX_COLL and TORX_COLL_<KIND> apply;
- *   auto takes the collective network up to TORX_COLL_CN_MAX), else
- *   TORX_COLL_ALG_FALLBACK. Counts the call (torx_coll_icounters) and
+ *   barrier and TORX_COLL_ALG_CN for bcast, allreduce and reduce where the
+ *   group has a channel and spans every task (TORX_COLL and
+ *   TORX_COLL_<KIND> apply; auto takes the collective network up to
+ *   TORX_COLL_CN_MAX); TORX_COLL_ALG_PACED for alltoall(v) where the group
+ *   has a channel; else TORX_COLL_ALG_FALLBACK. Counts the call (torx_coll_icounters) and
  *   makes it the group's last algorithm ("iallreduce:cn").
  */
 torx_coll_alg_t torx_coll_iselect(torx_coll_group_t *g, torx_coll_kind_t kind, size_t bytes,
@@ -335,6 +337,14 @@ torx_status_t torx_coll_iallreduce(torx_coll_group_t *g, torx_coll_alg_t alg, co
 torx_status_t torx_coll_ireduce(torx_coll_group_t *g, torx_coll_alg_t alg, const void *in,
                                 void *out, size_t count, torx_coll_dtype_t dtype, torx_coll_op_t op,
                                 int root, torx_coll_done_fn done, void *arg);
+/* The count and displacement arrays are copied: only in and out must stay
+ * untouched until done. */
+torx_status_t torx_coll_ialltoall(torx_coll_group_t *g, torx_coll_alg_t alg, const void *in,
+                                  void *out, size_t bytes, torx_coll_done_fn done, void *arg);
+torx_status_t torx_coll_ialltoallv(torx_coll_group_t *g, torx_coll_alg_t alg, const void *in,
+                                   const size_t *send_bytes, const size_t *send_displs, void *out,
+                                   const size_t *recv_bytes, const size_t *recv_displs,
+                                   torx_coll_done_fn done, void *arg);
 
 /* NAME     torx_coll_progress - move the nonblocking collectives on
  * DESCRIPTION

@@ -506,6 +506,33 @@ int MPIDI_TORX_alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype se
     return st == TORX_OK ? MPI_SUCCESS : coll_error(st, "MPI_Alltoall");
 }
 
+/* An alltoallv's byte counts and displacements, for types of one element
+ * that is contiguous and whose extent is its size: *v (send counts, send
+ * displacements, receive counts, receive displacements; MPL_free it) and
+ * the types' lower bounds, and 0; TORX_COLL_NONCONTIG (*v NULL) otherwise. */
+static size_t alltoallv_bytes(MPIR_Comm * comm, const void *sendbuf, const MPI_Aint * sendcounts,
+                              const MPI_Aint * sdispls, MPI_Datatype sendtype,
+                              const MPI_Aint * recvcounts, const MPI_Aint * rdispls,
+                              MPI_Datatype recvtype, size_t ** v, MPI_Aint * slb, MPI_Aint * rlb)
+{
+    int n = comm->local_size;
+    size_t ssz, rsz;
+    *v = NULL;
+    if (sendbuf == MPI_IN_PLACE || !contig_bytes(2, sendtype, &ssz, slb) ||
+        !contig_bytes(2, recvtype, &rsz, rlb) ||
+        (*v = MPL_malloc(4 * n * sizeof(size_t), MPL_MEM_COLL)) == NULL)
+        return TORX_COLL_NONCONTIG;
+    ssz /= 2;
+    rsz /= 2;
+    for (int i = 0; i < n; i++) {
+        (*v)[i] = sendcounts[i] * ssz;
+        (*v)[n + i] = sdispls[i] * ssz;
+        (*v)[2 * n + i] = recvcounts[i] * rsz;
+        (*v)[3 * n + i] = rdispls[i] * rsz;
+    }
+    return 0;
+}
+
 int MPIDI_TORX_alltoallv(const void *sendbuf, const MPI_Aint * sendcounts,
                          const MPI_Aint * sdispls, MPI_Datatype sendtype, void *recvbuf,
                          const MPI_Aint * recvcounts, const MPI_Aint * rdispls,
@@ -516,26 +543,11 @@ int MPIDI_TORX_alltoallv(const void *sendbuf, const MPI_Aint * sendcounts,
     int n = comm->local_size;
     size_t *v = NULL;
     MPI_Aint slb = 0, rlb = 0;
-    if (g) {
-        /* Byte counts and displacements: types of one element that is
-         * contiguous and whose extent is its size. */
-        size_t ssz, rsz;
-        size_t bytes = TORX_COLL_NONCONTIG;
-        if (sendbuf != MPI_IN_PLACE && contig_bytes(2, sendtype, &ssz, &slb) &&
-            contig_bytes(2, recvtype, &rsz, &rlb) &&
-            (v = MPL_malloc(4 * n * sizeof(size_t), MPL_MEM_COLL)) != NULL) {
-            ssz /= 2;
-            rsz /= 2;
-            for (int i = 0; i < n; i++) {
-                v[i] = sendcounts[i] * ssz;
-                v[n + i] = sdispls[i] * ssz;
-                v[2 * n + i] = recvcounts[i] * rsz;
-                v[3 * n + i] = rdispls[i] * rsz;
-            }
-            bytes = 0;
-        }
-        alg = torx_coll_select(g, TORX_COLL_ALLTOALLV, bytes, 0, 0);
-    }
+    if (g)
+        alg = torx_coll_select(g, TORX_COLL_ALLTOALLV,
+                               alltoallv_bytes(comm, sendbuf, sendcounts, sdispls, sendtype,
+                                               recvcounts, rdispls, recvtype, &v, &slb, &rlb),
+                               0, 0);
     ran(comm, g, "alltoallv:mpich");
     int mpi_errno;
     if (alg == TORX_COLL_ALG_FALLBACK) {
@@ -687,9 +699,32 @@ int MPIDI_TORX_ialltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype s
                          void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
                          MPIR_Comm * comm, MPIR_Request ** req)
 {
-    nb_ran(comm, NB_ALLTOALL);
-    return MPIR_Ialltoall_impl(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-                               req);
+    torx_coll_group_t *g = comm_group(comm);
+    torx_coll_alg_t alg = TORX_COLL_ALG_FALLBACK;
+    size_t block = TORX_COLL_NONCONTIG, all, sall;
+    MPI_Aint rlb = 0, slb = 0;
+    if (g) {
+        int n = comm->local_size;
+        if (sendbuf != MPI_IN_PLACE && contig_bytes(recvcount * n, recvtype, &all, &rlb) &&
+            contig_bytes(sendcount * n, sendtype, &sall, &slb) && sall == all)
+            block = all / n;
+        alg = torx_coll_iselect(g, TORX_COLL_ALLTOALL, block, 0, 0);
+    }
+    if (alg == TORX_COLL_ALG_FALLBACK) {
+        nb_ran(comm, NB_ALLTOALL);
+        return MPIR_Ialltoall_impl(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                   comm, req);
+    }
+    ran(comm, g, NULL);
+    MPIR_Request *r = nb_request(comm);
+    if (r == NULL)
+        return MPI_ERR_OTHER;
+    torx_status_t st = torx_coll_ialltoall(g, alg, (const char *) sendbuf + slb,
+                                           (char *) recvbuf + rlb, block, nb_done, r);
+    if (st != TORX_OK)
+        return nb_failed(r, st, "MPI_Ialltoall");
+    *req = r;
+    return MPI_SUCCESS;
 }
 
 int MPIDI_TORX_ialltoallv(const void *sendbuf, const MPI_Aint * sendcounts,
@@ -697,9 +732,34 @@ int MPIDI_TORX_ialltoallv(const void *sendbuf, const MPI_Aint * sendcounts,
                           const MPI_Aint * recvcounts, const MPI_Aint * rdispls,
                           MPI_Datatype recvtype, MPIR_Comm * comm, MPIR_Request ** req)
 {
-    nb_ran(comm, NB_ALLTOALLV);
-    return MPIR_Ialltoallv_impl(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
-                                rdispls, recvtype, comm, req);
+    torx_coll_group_t *g = comm_group(comm);
+    torx_coll_alg_t alg = TORX_COLL_ALG_FALLBACK;
+    size_t *v = NULL;
+    MPI_Aint slb = 0, rlb = 0;
+    if (g)
+        alg = torx_coll_iselect(g, TORX_COLL_ALLTOALLV,
+                                alltoallv_bytes(comm, sendbuf, sendcounts, sdispls, sendtype,
+                                                recvcounts, rdispls, recvtype, &v, &slb, &rlb),
+                                0, 0);
+    if (alg == TORX_COLL_ALG_FALLBACK) {
+        MPL_free(v);
+        nb_ran(comm, NB_ALLTOALLV);
+        return MPIR_Ialltoallv_impl(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                    rdispls, recvtype, comm, req);
+    }
+    ran(comm, g, NULL);
+    int n = comm->local_size;
+    MPIR_Request *r = nb_request(comm);
+    torx_status_t st = r == NULL ? TORX_ERR_NOMEM :
+        torx_coll_ialltoallv(g, alg, (const char *) sendbuf + slb, v, v + n,
+                             (char *) recvbuf + rlb, v + 2 * n, v + 3 * n, nb_done, r);
+    MPL_free(v);                /* the counts were copied */
+    if (r == NULL)
+        return MPI_ERR_OTHER;
+    if (st != TORX_OK)
+        return nb_failed(r, st, "MPI_Ialltoallv");
+    *req = r;
+    return MPI_SUCCESS;
 }
 
 int MPIDI_TORX_iallgather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,

@@ -31,6 +31,7 @@
  */
 #include "coll_internal.h"
 
+#include <stdalign.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,18 +106,27 @@ static void unexp_put(torxc_a2a_t *a, struct torxc_unexp *u)
     }
 }
 
-static void count_block(torx_coll_t *c, torx_status_t st)
+static void count_block(torxc_a2a_run_t *r, torx_status_t st)
 {
-    torxc_a2a_t *a = &c->a2a;
-    a->received++;
-    if (st != TORX_OK && a->status == TORX_OK)
-        a->status = st;
+    r->received++;
+    if (st != TORX_OK && r->status == TORX_OK)
+        r->status = st;
+}
+
+/* A discarded run goes when the message layer holds nothing of it. */
+static void maybe_free_orphan(torxc_a2a_run_t *r)
+{
+    if (r->orphan && r->in_flight == 0 && r->receiving == 0)
+        free(r);
 }
 
 static void block_done(torx_ctx_t *ctx, void *arg, torx_status_t st, size_t received)
 {
     (void)ctx, (void)received;
-    count_block(arg, st);
+    torxc_a2a_run_t *r = arg;
+    r->receiving--;
+    count_block(r, st);
+    maybe_free_orphan(r);
 }
 
 static void unexp_done(torx_ctx_t *ctx, void *arg, torx_status_t st, size_t received)
@@ -127,32 +137,42 @@ static void unexp_done(torx_ctx_t *ctx, void *arg, torx_status_t st, size_t rece
     u->complete = 1;
 }
 
-/* The bytes of block `from` of the running collective, and their place in
- * out: from its tables, or a broadcast's (root's block only, at 0). */
-static size_t rbytes_of(const torxc_a2a_t *a, uint32_t from)
+/* The bytes of block `from` of a run, and their place in out: from its
+ * tables, or a broadcast's (root's block only, at 0). */
+static size_t rbytes_of(const torxc_a2a_run_t *r, uint32_t from)
 {
-    return a->rbytes ? a->rbytes[from] : from == (uint32_t)a->root ? a->root_bytes : 0;
+    return r->rbytes ? r->rbytes[from] : from == (uint32_t)r->root ? r->root_bytes : 0;
 }
-static size_t rdispl_of(const torxc_a2a_t *a, uint32_t from)
+static size_t rdispl_of(const torxc_a2a_run_t *r, uint32_t from)
 {
-    return a->rdispl ? a->rdispl[from] : 0;
+    return r->rdispl ? r->rdispl[from] : 0;
 }
 
-/* Where block `from` of the running collective goes. */
-static void place(const torxc_a2a_t *a, uint32_t from, void **buf, size_t *len)
+/* Where block `from` of a run goes. */
+static void place(const torxc_a2a_run_t *r, uint32_t from, void **buf, size_t *len)
 {
-    *buf = a->out + rdispl_of(a, from);
-    *len = rbytes_of(a, from);
+    *buf = r->out + rdispl_of(r, from);
+    *len = rbytes_of(r, from);
+}
+
+/* The running exchange a block belongs to, or NULL (not yet begun, or
+ * over). */
+static torxc_a2a_run_t *run_of(const torxc_a2a_t *a, const a2a_hdr_t *h)
+{
+    for (torxc_a2a_run_t *r = a->runs; r; r = r->next)
+        if (r->group_id == h->group_id && r->seq == h->seq)
+            return h->from < (uint32_t)r->n ? r : NULL;
+    return NULL;
 }
 
 /* Copies the piece a descriptor names out of its root's area into place
  * and releases it. n bytes at p: the descriptor, as it came. */
-static void take_piece(torx_coll_t *c, uint32_t from, const void *p, size_t n)
+static void take_piece(torxc_a2a_run_t *r, uint32_t from, const void *p, size_t n)
 {
-    torxc_a2a_t *a = &c->a2a;
+    torx_coll_t *c = r->c;
     piece_desc_t d;
     if (p == NULL || n != sizeof d) {
-        count_block(c, torxp_error(TORX_ERR_PROTO,
+        count_block(r, torxp_error(TORX_ERR_PROTO,
                                    "torx: bcast: a piece descriptor of %zu bytes from member %u", n,
                                    from));
         return;
@@ -165,13 +185,13 @@ static void take_piece(torx_coll_t *c, uint32_t from, const void *p, size_t n)
                          "torx: bcast: member %u sent a descriptor (%u+%u) that names no piece of "
                          "its staging area",
                          from, d.ref.off, d.ref.len);
-    else if (d.at > rbytes_of(a, from) || d.ref.len > rbytes_of(a, from) - d.at)
+    else if (d.at > rbytes_of(r, from) || d.ref.len > rbytes_of(r, from) - d.at)
         st = torxp_error(TORX_ERR_TRUNCATE, "torx: bcast: %llu bytes from member %u, %zu expected",
-                         (unsigned long long)d.at + d.ref.len, from, rbytes_of(a, from));
+                         (unsigned long long)d.at + d.ref.len, from, rbytes_of(r, from));
     else
-        memcpy(a->out + rdispl_of(a, from) + d.at, data, d.ref.len);
+        memcpy(r->out + rdispl_of(r, from) + d.at, data, d.ref.len);
     torx_mstage_release(c->dev, d.src, d.ref);
-    count_block(c, st);
+    count_block(r, st);
 }
 
 /* Lets go of the piece an early descriptor names, for a collective this
@@ -198,22 +218,24 @@ void torxc_a2a_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info
         return;
     }
     memcpy(&h, info->hdr, sizeof h);
-    if (a->active && h.group_id == a->group_id && h.seq == a->seq && h.from < (uint32_t)a->n) {
+    torxc_a2a_run_t *r = run_of(a, &h);
+    if (r) {
         if (h.kind & TORXC_A2A_REF) {
-            take_piece(c, h.from, info->data, info->data_len);
+            take_piece(r, h.from, info->data, info->data_len);
             recv->buf = NULL;
             return;
         }
-        place(a, h.from, &recv->buf, &recv->len);
-        recv->done = block_done;
-        recv->arg = c;
+        place(r, h.from, &recv->buf, &recv->len);
         if (info->data && info->data_len <= recv->len) {
             /* all here already: no completion to wait for */
             memcpy(recv->buf, info->data, info->data_len);
             recv->buf = NULL;
-            recv->done = NULL;
-            count_block(c, TORX_OK);
+            count_block(r, TORX_OK);
+            return;
         }
+        recv->done = block_done;
+        recv->arg = r;
+        r->receiving++;
         return;
     }
     struct torxc_unexp *u = unexp_get(a);
@@ -253,29 +275,35 @@ void torxc_a2a_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info
     *tail = u;
 }
 
-/* Takes this collective's early blocks from the unexpected list. */
-static torx_status_t claim_unexpected(torx_coll_t *c)
+/* Takes a run's early blocks from the unexpected list. One whose data are
+ * still coming into a bounce buffer is waited for (wait), or left for a
+ * later call. */
+static void claim_unexpected(torxc_a2a_run_t *r, int wait)
 {
+    torx_coll_t *c = r->c;
     torxc_a2a_t *a = &c->a2a;
     for (struct torxc_unexp **p = &a->unexp; *p;) {
         struct torxc_unexp *u = *p;
-        if (u->hdr.group_id != a->group_id || u->hdr.seq != a->seq ||
-            u->hdr.from >= (uint32_t)a->n) {
+        if (u->hdr.group_id != r->group_id || u->hdr.seq != r->seq ||
+            u->hdr.from >= (uint32_t)r->n || (!wait && !u->defer && !u->complete)) {
             p = &u->next;
             continue;
         }
         *p = u->next;
         void *buf;
         size_t len;
-        place(a, u->hdr.from, &buf, &len);
+        place(r, u->hdr.from, &buf, &len);
         if (u->hdr.kind & TORXC_A2A_REF) {
             /* a descriptor: one packet, in the record */
-            take_piece(c, u->hdr.from, u->bounce, u->len);
+            take_piece(r, u->hdr.from, u->bounce, u->len);
         } else if (u->defer) {
-            torx_recv_t r = {.buf = buf, .len = len, .done = block_done, .arg = c};
-            torx_status_t st = torx_accept(c->ctx, u->defer, &r);
-            if (st != TORX_OK)
-                count_block(c, st);
+            torx_recv_t rv = {.buf = buf, .len = len, .done = block_done, .arg = r};
+            r->receiving++;
+            torx_status_t st = torx_accept(c->ctx, u->defer, &rv);
+            if (st != TORX_OK) {
+                r->receiving--;
+                count_block(r, st);
+            }
         } else {
             unsigned spins = 0;
             while (!u->complete)
@@ -287,22 +315,21 @@ static torx_status_t claim_unexpected(torx_coll_t *c)
                                  u->hdr.from, len);
             if (u->len)
                 memcpy(buf, u->bounce, u->len < len ? u->len : len);
-            count_block(c, st);
+            count_block(r, st);
         }
         unexp_put(a, u);
     }
-    return TORX_OK;
 }
 
 static void sent(torx_ctx_t *ctx, torx_msg_t *msg, void *arg)
 {
     (void)ctx;
-    torx_coll_t *c = arg;
-    torxc_a2a_t *a = &c->a2a;
-    a->in_flight--;
+    torxc_a2a_run_t *r = arg;
+    r->in_flight--;
     torx_status_t st = torx_msg_status(msg);
-    if (st != TORX_OK && a->status == TORX_OK)
-        a->status = st;
+    if (st != TORX_OK && r->status == TORX_OK)
+        r->status = st;
+    maybe_free_orphan(r);
 }
 
 /* A permutation of 1..n-1 from seed, the same on every member. */
@@ -337,110 +364,153 @@ static torx_status_t paced_state(torx_coll_group_t *g, const char *what, int per
     return TORX_OK;
 }
 
-/* Makes this task's running collective the group's next one, to place
- * blocks at out + rdispl[from] (rbytes NULL: a broadcast from root of
+/* Makes r the group's next exchange, running from now on: blocks are
+ * placed at out + rdispl[from] (rbytes NULL: a broadcast from root of
  * root_bytes, placed at out). */
-static void begin(torx_coll_group_t *g, void *out, const size_t *rbytes, const size_t *rdispl,
-                  int root, size_t root_bytes)
+static void begin(torx_coll_group_t *g, torxc_a2a_run_t *r, void *out, const size_t *rbytes,
+                  const size_t *rdispl, int root, size_t root_bytes)
 {
     torxc_a2a_t *a = &g->c->a2a;
-    a->active = 1;
-    a->group_id = g->id;
-    a->seq = ++g->a2a_seq;
-    a->n = g->n;
-    a->out = out;
-    a->rbytes = rbytes;
-    a->rdispl = rdispl;
-    a->root = root;
-    a->root_bytes = root_bytes;
-    a->received = 0;
-    a->in_flight = 0;
-    a->status = TORX_OK;
+    r->c = g->c;
+    r->g = g;
+    r->group_id = g->id;
+    r->seq = ++g->a2a_seq;
+    r->n = g->n;
+    r->out = out;
+    r->rbytes = rbytes;
+    r->rdispl = rdispl;
+    r->root = root;
+    r->root_bytes = root_bytes;
+    r->received = 0;
+    r->receiving = 0;
+    r->in_flight = 0;
+    r->status = TORX_OK;
+    r->err = TORX_OK;
+    r->orphan = 0;
+    r->next = a->runs;
+    a->runs = r;
+    r->linked = 1;
 }
 
-/* The paced exchange. sparse: only the blocks of non-zero length move
- * (every member knows which: the broadcast), instead of one block, empty
- * or not, between every pair of members (alltoall(v), where the counts
- * one member sends are the counts another expects only by the program's
- * word, and the empty blocks keep a member from finishing before its
- * peers' blocks have been placed). */
+/* Takes r off the running list: its blocks are early ones again. */
+static void end(torxc_a2a_run_t *r)
+{
+    if (!r->linked)
+        return;
+    for (torxc_a2a_run_t **p = &r->c->a2a.runs; *p; p = &(*p)->next)
+        if (*p == r) {
+            *p = r->next;
+            break;
+        }
+    r->linked = 0;
+}
+
+/* The exchange's sending half, set up after begin. sparse: only the
+ * blocks of non-zero length move (every member knows which: the
+ * broadcast), instead of one block, empty or not, between every pair of
+ * members (alltoall(v), where the counts one member sends are the counts
+ * another expects only by the program's word, and the empty blocks keep a
+ * member from finishing before its peers' blocks have been placed). Places
+ * this task's own block. */
+static void exchange_begin(torxc_a2a_run_t *r, torx_coll_kind_t kind, const void *in,
+                           const size_t *sbytes, const size_t *sdispl, int sparse,
+                           size_t eager_upto)
+{
+    const int n = r->n, me = r->g->me;
+    r->kind = kind;
+    r->in = in;
+    r->sbytes = sbytes;
+    r->sdispl = sdispl;
+    r->sparse = sparse;
+    r->eager_upto = eager_upto;
+    r->started = 0;
+    r->expect = n; /* blocks to place, this task's own included */
+    if (sparse) {
+        r->expect = 1;
+        for (int m = 0; m < n; m++)
+            r->expect += m != me && r->rbytes[m] > 0;
+    }
+    if (sbytes[me] > r->rbytes[me] && r->status == TORX_OK)
+        r->status =
+            torxp_error(TORX_ERR_TRUNCATE, "torx: alltoall: %zu bytes to self, %zu expected",
+                        sbytes[me], r->rbytes[me]);
+    memmove(r->out + r->rdispl[me], r->in + sdispl[me],
+            sbytes[me] < r->rbytes[me] ? sbytes[me] : r->rbytes[me]);
+    r->received++;
+    /* Every member in its own order, so that no member takes every block
+     * at once; a sparse exchange (one sender: the broadcast's root) goes
+     * round the group from the sender, and needs no table. */
+    if (!sparse)
+        step_order(r->perm, n, ((uint64_t)r->group_id << 32) ^ r->seq);
+}
+
+/* Starts sends into the window's free slots, without waiting: TORX_AGAIN
+ * while the exchange is not over, else how it ended (every send done,
+ * every block placed; or a send that could not start, once the others
+ * are done). */
+static torx_status_t exchange_step(torxc_a2a_run_t *r, int *moved)
+{
+    torx_coll_t *c = r->c;
+    torx_coll_group_t *g = r->g;
+    const int n = r->n, me = g->me;
+    const a2a_hdr_t h = {
+        .kind = (uint32_t)r->kind, .group_id = r->group_id, .seq = r->seq, .from = (uint32_t)me};
+    for (int w = 0; w < TORXC_A2A_WINDOW && r->err == TORX_OK; w++) {
+        while (r->sparse && r->started < n - 1 && r->sbytes[(me + r->started + 1) % n] == 0)
+            r->started++;
+        if (r->started == n - 1)
+            break;
+        torx_msg_t *m = &r->msgs[w];
+        if (torx_msg_pending(m))
+            continue;
+        const int to = (me + (r->sparse ? r->started + 1 : r->perm[r->started])) % n;
+        torx_protocol_t proto = TORX_PROTO_AUTO;
+        if (r->sbytes[to] <= r->eager_upto &&
+            torx_choose_protocol(c->ctx, torxc_task(g, to), sizeof h, r->sbytes[to]) ==
+                TORX_PROTO_RZV)
+            proto = TORX_PROTO_EAGER;
+        r->err = torx_send(c->ctx, m, torxc_task(g, to), c->handler, &h, sizeof h,
+                           r->in + r->sdispl[to], r->sbytes[to], proto, sent, r);
+        if (r->err != TORX_OK)
+            break;
+        r->in_flight++;
+        r->started++;
+        *moved = 1;
+    }
+    /* The window's messages belong to the run: none may stay in flight. */
+    if (r->in_flight > 0)
+        return TORX_AGAIN;
+    if (r->err != TORX_OK)
+        return r->err;
+    return r->started == n - 1 && r->received == r->expect ? r->status : TORX_AGAIN;
+}
+
+/* The blocking exchange: this task's running collective. */
 static torx_status_t paced_run(torx_coll_group_t *g, torx_coll_kind_t kind, const void *in,
                                const size_t *sbytes, const size_t *sdispl, void *out,
                                const size_t *rbytes, const size_t *rdispl, int sparse,
                                size_t eager_upto)
 {
     torx_coll_t *c = g->c;
-    torxc_a2a_t *a = &c->a2a;
-    int n = g->n, me = g->me;
-    if (a->lost)
+    torxc_a2a_run_t *r = &c->a2a.blocking;
+    if (c->a2a.lost)
         return torxp_error(TORX_ERR_NOMEM,
-                           "torx: alltoall: %d early blocks were lost for want of memory", a->lost);
+                           "torx: alltoall: %d early blocks were lost for want of memory",
+                           c->a2a.lost);
     torx_status_t st = paced_state(g, sparse ? "bcast" : "alltoall", !sparse);
     if (st != TORX_OK)
         return st;
-    begin(g, out, rbytes, rdispl, -1, 0);
-    int expect = n; /* blocks to place, this task's own included */
-    if (sparse) {
-        expect = 1;
-        for (int m = 0; m < n; m++)
-            expect += m != me && rbytes[m] > 0;
-    }
-
-    /* my own block */
-    if (sbytes[me] > rbytes[me] && a->status == TORX_OK)
-        a->status =
-            torxp_error(TORX_ERR_TRUNCATE, "torx: alltoall: %zu bytes to self, %zu expected",
-                        sbytes[me], rbytes[me]);
-    memmove((char *)out + rdispl[me], (const char *)in + sdispl[me],
-            sbytes[me] < rbytes[me] ? sbytes[me] : rbytes[me]);
-    a->received++;
-    claim_unexpected(c);
-
-    /* Every member in its own order, so that no member takes every block
-     * at once; a sparse exchange (one sender: the broadcast's root) goes
-     * round the group from the sender, and needs no table. */
-    if (!sparse)
-        step_order(g->a2a_perm, n, ((uint64_t)g->id << 32) ^ a->seq);
-#define STEP(k) (sparse ? (k) + 1 : g->a2a_perm[k])
-    a2a_hdr_t h = {.kind = (uint32_t)kind, .group_id = g->id, .seq = a->seq, .from = (uint32_t)me};
+    r->msgs = g->a2a_msgs;
+    r->perm = g->a2a_perm;
+    begin(g, r, out, rbytes, rdispl, -1, 0);
+    exchange_begin(r, kind, in, sbytes, sdispl, sparse, eager_upto);
+    claim_unexpected(r, 1);
     unsigned spins = 0;
-    int next = 0; /* steps started (a sparse exchange passes its empty blocks) */
-    torx_status_t err = TORX_OK;
-    for (;;) {
-        /* Start sends into free window slots. */
-        for (int w = 0; w < TORXC_A2A_WINDOW; w++) {
-            while (sparse && next < n - 1 && sbytes[(me + STEP(next)) % n] == 0)
-                next++;
-            if (next == n - 1)
-                break;
-            torx_msg_t *m = &g->a2a_msgs[w];
-            if (torx_msg_pending(m))
-                continue;
-            int to = (me + STEP(next)) % n;
-            torx_protocol_t proto = TORX_PROTO_AUTO;
-            if (sbytes[to] <= eager_upto &&
-                torx_choose_protocol(c->ctx, torxc_task(g, to), sizeof h, sbytes[to]) ==
-                    TORX_PROTO_RZV)
-                proto = TORX_PROTO_EAGER;
-            err = torx_send(c->ctx, m, torxc_task(g, to), c->handler, &h, sizeof h,
-                            (const char *)in + sdispl[to], sbytes[to], proto, sent, c);
-            if (err != TORX_OK)
-                break;
-            a->in_flight++;
-            next++;
-        }
-        if (err != TORX_OK || (next == n - 1 && a->in_flight == 0 && a->received == expect))
-            break;
+    int moved;
+    while ((st = exchange_step(r, &moved)) == TORX_AGAIN)
         torxc_progress(c, &spins);
-    }
-    /* The window's messages belong to the group: none may stay in flight. */
-    while (a->in_flight > 0)
-        torxc_progress(c, &spins);
-#undef STEP
-    a->active = 0;
-    if (err != TORX_OK)
-        return err;
-    return a->status;
+    end(r);
+    return st;
 }
 
 torx_status_t torxc_paced_alltoallv(torx_coll_group_t *g, torx_coll_kind_t kind, const void *in,
@@ -450,6 +520,67 @@ torx_status_t torxc_paced_alltoallv(torx_coll_group_t *g, torx_coll_kind_t kind,
     return paced_run(g, kind, in, sbytes, sdispl, out, rbytes, rdispl, 0, 0);
 }
 
+/* ---- nonblocking ------------------------------------------------------------------ */
+
+static size_t round_up(size_t x, size_t to)
+{
+    return (x + to - 1) / to * to;
+}
+
+torx_status_t torxc_a2a_start(torx_coll_group_t *g, torx_coll_kind_t kind, const void *in,
+                              const size_t *sbytes, const size_t *sdispl, void *out,
+                              const size_t *rbytes, const size_t *rdispl, torxc_a2a_run_t **run)
+{
+    torx_coll_t *c = g->c;
+    const size_t n = (size_t)g->n;
+    if (c->a2a.lost)
+        return torxp_error(TORX_ERR_NOMEM,
+                           "torx: alltoall: %d early blocks were lost for want of memory",
+                           c->a2a.lost);
+    /* One allocation: the run, its send window, its copy of the counts
+     * (the caller's may go once this returns), its step order. */
+    const size_t at_msgs = round_up(sizeof(torxc_a2a_run_t), alignof(torx_msg_t));
+    const size_t at_v = round_up(at_msgs + TORXC_A2A_WINDOW * sizeof(torx_msg_t), alignof(size_t));
+    const size_t at_perm = at_v + 4 * n * sizeof(size_t);
+    char *mem = calloc(1, at_perm + n * sizeof(int));
+    if (mem == NULL)
+        return torxp_error(TORX_ERR_NOMEM, "torx: a nonblocking %s: out of memory",
+                           torx_coll_kind_name(kind));
+    torxc_a2a_run_t *r = (torxc_a2a_run_t *)(void *)mem;
+    r->msgs = (torx_msg_t *)(void *)(mem + at_msgs);
+    size_t *v = (size_t *)(void *)(mem + at_v);
+    r->perm = (int *)(void *)(mem + at_perm);
+    memcpy(v, sbytes, n * sizeof *v);
+    memcpy(v + n, sdispl, n * sizeof *v);
+    memcpy(v + 2 * n, rbytes, n * sizeof *v);
+    memcpy(v + 3 * n, rdispl, n * sizeof *v);
+    begin(g, r, out, v + 2 * n, v + 3 * n, -1, 0);
+    exchange_begin(r, kind, in, v, v + n, 0, 0);
+    claim_unexpected(r, 0);
+    *run = r;
+    return TORX_OK;
+}
+
+torx_status_t torxc_a2a_step(torxc_a2a_run_t *r, int *moved)
+{
+    *moved = 0;
+    if (r->c->a2a.unexp) /* early ones whose data were still coming at the start */
+        claim_unexpected(r, 0);
+    const torx_status_t st = exchange_step(r, moved);
+    if (st != TORX_AGAIN)
+        end(r);
+    return st;
+}
+
+void torxc_a2a_discard(torxc_a2a_run_t *r)
+{
+    if (r == NULL)
+        return;
+    end(r);
+    r->orphan = 1;
+    maybe_free_orphan(r);
+}
+
 /* Sends a descriptor to group member m: at once when the network has
  * room, else through a window slot (the descriptor then lives in *slot
  * until that send is done). */
@@ -457,7 +588,7 @@ static torx_status_t send_desc(torx_coll_group_t *g, int m, const a2a_hdr_t *h,
                                const piece_desc_t *d)
 {
     torx_coll_t *c = g->c;
-    torxc_a2a_t *a = &c->a2a;
+    torxc_a2a_run_t *r = &c->a2a.blocking;
     torx_status_t st =
         torx_send_inject(c->ctx, torxc_task(g, m), c->handler, h, sizeof *h, d, sizeof *d);
     if (st != TORX_AGAIN)
@@ -470,9 +601,9 @@ static torx_status_t send_desc(torx_coll_group_t *g, int m, const a2a_hdr_t *h,
                 continue;
             g->a2a_descs[w] = *d;
             st = torx_send(c->ctx, msg, torxc_task(g, m), c->handler, h, sizeof *h,
-                           &g->a2a_descs[w], sizeof *d, TORX_PROTO_AUTO, sent, c);
+                           &g->a2a_descs[w], sizeof *d, TORX_PROTO_AUTO, sent, r);
             if (st == TORX_OK)
-                a->in_flight++;
+                r->in_flight++;
             return st;
         }
         torxc_progress(c, &spins);
@@ -487,18 +618,19 @@ static torx_status_t send_desc(torx_coll_group_t *g, int m, const a2a_hdr_t *h,
 static torx_status_t staged_bcast(torx_coll_group_t *g, void *buf, size_t bytes, int root)
 {
     torx_coll_t *c = g->c;
-    torxc_a2a_t *a = &c->a2a;
+    torxc_a2a_run_t *r = &c->a2a.blocking;
     const int n = g->n, me = g->me;
     const size_t piece = torx_mstage_max(c->dev);
     const size_t npieces = (bytes + piece - 1) / piece;
-    if (a->lost)
+    if (c->a2a.lost)
         return torxp_error(TORX_ERR_NOMEM,
-                           "torx: bcast: %d early blocks were lost for want of memory", a->lost);
-    begin(g, buf, NULL, NULL, root, bytes);
-    a->received = 1; /* the root's own block: in place */
+                           "torx: bcast: %d early blocks were lost for want of memory",
+                           c->a2a.lost);
+    begin(g, r, buf, NULL, NULL, root, bytes);
+    r->received = 1; /* the root's own block: in place */
     const a2a_hdr_t h = {.kind = TORX_COLL_BCAST | TORXC_A2A_REF,
                          .group_id = g->id,
-                         .seq = a->seq,
+                         .seq = r->seq,
                          .from = (uint32_t)me};
     unsigned spins = 0;
     torx_status_t err = TORX_OK;
@@ -515,15 +647,15 @@ static torx_status_t staged_bcast(torx_coll_group_t *g, void *buf, size_t bytes,
                 err = send_desc(g, (root + k2) % n, &h, &d);
         }
     } else {
-        claim_unexpected(c);
-        while (a->received < 1 + (int)npieces)
+        claim_unexpected(r, 1);
+        while (r->received < 1 + (int)npieces)
             torxc_progress(c, &spins);
     }
     /* The window's messages belong to the group: none may stay in flight. */
-    while (a->in_flight > 0)
+    while (r->in_flight > 0 || r->receiving > 0)
         torxc_progress(c, &spins);
-    a->active = 0;
-    return err != TORX_OK ? err : a->status;
+    end(r);
+    return err != TORX_OK ? err : r->status;
 }
 
 /* The broadcast as a sparse exchange: the root sends the buffer to every
@@ -554,19 +686,19 @@ torx_status_t torxc_paced_bcast(torx_coll_group_t *g, void *buf, size_t bytes, i
         return st != TORX_OK ? st : staged_bcast(g, buf, bytes, root);
     }
     if (g->me != root) { /* one block to place, the root's: no tables */
-        torxc_a2a_t *a = &c->a2a;
-        if (a->lost)
+        torxc_a2a_run_t *r = &c->a2a.blocking;
+        if (c->a2a.lost)
             return torxp_error(TORX_ERR_NOMEM,
                                "torx: bcast: %d early blocks were lost for want of memory",
-                               a->lost);
-        begin(g, buf, NULL, NULL, root, bytes);
-        a->received = 1; /* this member's own block: nothing */
-        claim_unexpected(c);
+                               c->a2a.lost);
+        begin(g, r, buf, NULL, NULL, root, bytes);
+        r->received = 1; /* this member's own block: nothing */
+        claim_unexpected(r, 1);
         unsigned spins = 0;
-        while (a->received < 2)
+        while (r->received < 2)
             torxc_progress(c, &spins);
-        a->active = 0;
-        return a->status;
+        end(r);
+        return r->status;
     }
     /* The root: bytes to send and to receive per member, then the
      * displacements (all 0: one buffer), for this call. It sends to every

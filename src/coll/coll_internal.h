@@ -65,21 +65,46 @@ typedef enum torxc_choice {
     /* otherwise a torx_coll_alg_t: forced (FALLBACK: forbidden) */
 } torxc_choice_t;
 
-/* The alltoall this task is in (at most one: collectives block), and the
- * blocks that came before their collective (coll_alltoall.c). */
-typedef struct torxc_a2a {
-    int active;
+/* One paced exchange in progress (coll_alltoall.c): the blocking
+ * collective's, or a nonblocking alltoall(v)'s. Its blocks are known by
+ * the group and the group's sequence number of the exchange. */
+typedef struct torxc_a2a_run {
+    struct torxc_a2a_run *next; /* the task's running exchanges */
+    torx_coll_t *c;
+    torx_coll_group_t *g;
     uint32_t group_id, seq;
     int n;
+    /* receiving: where each member's block goes; NULL in a broadcast,
+     * whose one block (root's, root_bytes at out) needs no table */
     char *out;
-    /* where each member's block goes; NULL in a broadcast, whose one block
-     * (root's, root_bytes at out) needs no table (torxc_a2a_rbytes) */
     const size_t *rbytes, *rdispl;
     int root;
     size_t root_bytes;
     int received;  /* blocks in place, this task's own included */
+    int expect;    /* blocks to place */
+    int receiving; /* blocks whose data are still on their way in */
     int in_flight; /* sends not yet done */
     torx_status_t status;
+    /* sending (an exchange's step) */
+    torx_coll_kind_t kind;
+    const char *in;
+    const size_t *sbytes, *sdispl;
+    int sparse; /* only the blocks of non-zero length move (the broadcast) */
+    size_t eager_upto;
+    int started;       /* steps started */
+    torx_status_t err; /* a send that could not start */
+    torx_msg_t *msgs;  /* the send window (TORXC_A2A_WINDOW) */
+    int *perm;         /* the step order (alltoall(v)) */
+    int linked;        /* on the running list */
+    int orphan;        /* discarded while the message layer holds it: freed by its last callback */
+} torxc_a2a_run_t;
+
+/* The paced exchanges this task runs (at most one blocking, and one per
+ * channel of nonblocking ones), and the blocks that came before their
+ * exchange (coll_alltoall.c). */
+typedef struct torxc_a2a {
+    torxc_a2a_run_t blocking;
+    torxc_a2a_run_t *runs;
     struct torxc_unexp *unexp;
     struct torxc_unexp *unexp_free; /* records kept for reuse (coll_alltoall.c) */
     int unexp_nfree;
@@ -347,6 +372,17 @@ static inline int torxc_staged_bcast_applies(const torx_coll_group_t *g, size_t 
 void torxc_a2a_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info,
                        torx_recv_t *recv);
 void torxc_a2a_finalize(torx_coll_t *c);
+/* A nonblocking alltoall(v): started now (its sequence number taken, its
+ * own block placed, its blocks received from now on), its sends moved by
+ * torxc_a2a_step, TORX_AGAIN until it ends; the count arrays are copied. */
+torx_status_t torxc_a2a_start(torx_coll_group_t *g, torx_coll_kind_t kind, const void *in,
+                              const size_t *sbytes, const size_t *sdispl, void *out,
+                              const size_t *rbytes, const size_t *rdispl,
+                              torxc_a2a_run_t **out_run);
+torx_status_t torxc_a2a_step(torxc_a2a_run_t *r, int *moved);
+/* Ends a run: freed at once, or (sends or receives still in the message
+ * layer's hands) by its last callback, its blocks no longer placed. */
+void torxc_a2a_discard(torxc_a2a_run_t *r);
 
 /* coll_torus.c: the deposit-bit mesh broadcast; the coll handler, which
  * sends its messages here or to the alltoall's */

@@ -1,5 +1,7 @@
 /* torx's nonblocking collectives: the barrier on the global interrupt;
- * allreduce, reduce and bcast on the collective network.
+ * allreduce, reduce and bcast on the collective network; alltoall(v)
+ * paced (coll_alltoall.c), whose blocks name their exchange and so need no
+ * channel of their own, but keep its queue's order and progress.
  *
  * Channels. MPI orders the collectives of one communicator, blocking and
  * nonblocking, the same way on every member, but not those of different
@@ -33,8 +35,9 @@ struct torxc_nb {
     struct torxc_nb *next;
     torx_coll_group_t *g;
     torx_coll_kind_t kind;
-    int armed;         /* barrier: its global-interrupt round is entered */
-    torxc_cn_op_t *cn; /* the others: their collective-network rounds */
+    int armed;            /* barrier: its global-interrupt round is entered */
+    torxc_cn_op_t *cn;    /* collective network: its rounds */
+    torxc_a2a_run_t *a2a; /* alltoall(v): its paced exchange */
     torx_coll_done_fn done;
     void *arg;
 };
@@ -49,8 +52,10 @@ static const char *const nb_names[TORX_COLL_NKINDS][TORX_COLL_NALGS] = {
     [TORX_COLL_REDUCE] =
         {[TORX_COLL_ALG_FALLBACK] = "ireduce:mpich", [TORX_COLL_ALG_CN] = "ireduce:cn"},
     [TORX_COLL_ALLGATHER] = {[TORX_COLL_ALG_FALLBACK] = "iallgather:mpich"},
-    [TORX_COLL_ALLTOALL] = {[TORX_COLL_ALG_FALLBACK] = "ialltoall:mpich"},
-    [TORX_COLL_ALLTOALLV] = {[TORX_COLL_ALG_FALLBACK] = "ialltoallv:mpich"},
+    [TORX_COLL_ALLTOALL] =
+        {[TORX_COLL_ALG_FALLBACK] = "ialltoall:mpich", [TORX_COLL_ALG_PACED] = "ialltoall:paced"},
+    [TORX_COLL_ALLTOALLV] =
+        {[TORX_COLL_ALG_FALLBACK] = "ialltoallv:mpich", [TORX_COLL_ALG_PACED] = "ialltoallv:paced"},
 };
 
 const char *torxc_nb_name(torx_coll_kind_t kind, torx_coll_alg_t alg)
@@ -94,7 +99,8 @@ torx_coll_alg_t torx_coll_iselect(torx_coll_group_t *g, torx_coll_kind_t kind, s
      * (there a round waits for every task to be scheduled: 13 us against
      * MPICH's 1.1 at 4 tasks on 2 cores); on a torus the hardware, as the
      * blocking calls' costs choose it. */
-    if (g->n > 1 && g->channel != 0 && g->all_tasks && bytes != TORX_COLL_NONCONTIG) {
+    const int a2a = kind == TORX_COLL_ALLTOALL || kind == TORX_COLL_ALLTOALLV;
+    if (g->n > 1 && g->channel != 0 && (g->all_tasks || a2a) && bytes != TORX_COLL_NONCONTIG) {
         const int torus = c->net.kind == TORX_NET_TORUS;
         switch (kind) {
         case TORX_COLL_BARRIER:
@@ -113,6 +119,12 @@ torx_coll_alg_t torx_coll_iselect(torx_coll_group_t *g, torx_coll_kind_t kind, s
                 alg = TORX_COLL_ALG_CN;
             break;
         }
+        case TORX_COLL_ALLTOALL:
+        case TORX_COLL_ALLTOALLV:
+            /* paced, as the blocking calls are wherever they apply */
+            if (choice == TORXC_AUTO || choice == TORX_COLL_ALG_PACED)
+                alg = TORX_COLL_ALG_PACED;
+            break;
         default:
             break;
         }
@@ -178,6 +190,8 @@ static torx_status_t step(torx_coll_t *c, torxc_nb_t *nb, int *moved)
         }
         return torx_gi_poll_on(c->dev, ch);
     }
+    if (nb->a2a)
+        return torxc_a2a_step(nb->a2a, moved);
     return torxc_cn_op_step(c, nb->cn, moved);
 }
 
@@ -200,6 +214,7 @@ int torx_coll_progress(torx_coll_t *c)
             nb->g->nb_queued--;
             n++;
             free(nb->cn);
+            torxc_a2a_discard(nb->a2a);
             if (nb->done)
                 nb->done(nb->arg, st);
             free(nb);
@@ -222,6 +237,7 @@ void torxc_nb_finalize(torx_coll_t *c)
         while (nb) {
             torxc_nb_t *next = nb->next;
             free(nb->cn);
+            torxc_a2a_discard(nb->a2a);
             free(nb);
             nb = next;
         }
@@ -252,6 +268,7 @@ void torxc_nb_group_free(torx_coll_group_t *g)
         *at = nb->next;
         c->nb_total--;
         free(nb->cn);
+        torxc_a2a_discard(nb->a2a);
         free(nb);
     }
     c->nb_tail[g->channel] = last;
@@ -263,19 +280,22 @@ void torxc_nb_group_free(torx_coll_group_t *g)
 /* ---- the calls ------------------------------------------------------------------- */
 
 static torx_status_t start(torx_coll_group_t *g, torx_coll_kind_t kind, torx_coll_alg_t alg,
-                           torxc_cn_op_t *cn, torx_coll_done_fn done, void *arg)
+                           torxc_cn_op_t *cn, torxc_a2a_run_t *a2a, torx_coll_done_fn done,
+                           void *arg)
 {
     torxc_nb_t *nb = calloc(1, sizeof *nb);
     if (nb == NULL) {
         free(cn);
+        torxc_a2a_discard(a2a);
         return torxp_error(TORX_ERR_NOMEM, "torx: out of memory for a nonblocking %s",
                            torx_coll_kind_name(kind));
     }
     (void)alg;
-    *nb = (torxc_nb_t){.g = g, .kind = kind, .cn = cn, .done = done, .arg = arg};
+    *nb = (torxc_nb_t){.g = g, .kind = kind, .cn = cn, .a2a = a2a, .done = done, .arg = arg};
     torx_status_t st = enqueue(g, nb);
     if (st != TORX_OK) {
         free(cn);
+        torxc_a2a_discard(a2a);
         free(nb);
         return st;
     }
@@ -290,7 +310,11 @@ static torx_status_t start(torx_coll_group_t *g, torx_coll_kind_t kind, torx_col
 static int nb_applies(const torx_coll_group_t *g, torx_coll_kind_t kind, torx_coll_alg_t alg,
                       torx_coll_dtype_t dtype, torx_coll_op_t op)
 {
-    if (g == NULL || g->channel == 0 || !g->all_tasks)
+    if (g == NULL || g->channel == 0 || g->n < 2)
+        return 0;
+    if (kind == TORX_COLL_ALLTOALL || kind == TORX_COLL_ALLTOALLV)
+        return alg == TORX_COLL_ALG_PACED;
+    if (!g->all_tasks)
         return 0;
     switch (kind) {
     case TORX_COLL_BARRIER:
@@ -320,7 +344,7 @@ torx_status_t torx_coll_ibarrier(torx_coll_group_t *g, torx_coll_alg_t alg, torx
 {
     if (!nb_applies(g, TORX_COLL_BARRIER, alg, 0, 0))
         return nb_not_applicable(g, TORX_COLL_BARRIER, alg);
-    return start(g, TORX_COLL_BARRIER, alg, NULL, done, arg);
+    return start(g, TORX_COLL_BARRIER, alg, NULL, NULL, done, arg);
 }
 
 torx_status_t torx_coll_ibcast(torx_coll_group_t *g, torx_coll_alg_t alg, void *buf, size_t bytes,
@@ -330,7 +354,7 @@ torx_status_t torx_coll_ibcast(torx_coll_group_t *g, torx_coll_alg_t alg, void *
         return nb_not_applicable(g, TORX_COLL_BCAST, alg);
     torxc_cn_op_t *cn;
     torx_status_t st = torxc_cn_ibcast(g, g->channel, buf, bytes, root, &cn);
-    return st != TORX_OK ? st : start(g, TORX_COLL_BCAST, alg, cn, done, arg);
+    return st != TORX_OK ? st : start(g, TORX_COLL_BCAST, alg, cn, NULL, done, arg);
 }
 
 static torx_status_t ireduce(torx_coll_group_t *g, torx_coll_kind_t kind, torx_coll_alg_t alg,
@@ -346,7 +370,7 @@ static torx_status_t ireduce(torx_coll_group_t *g, torx_coll_kind_t kind, torx_c
         out = NULL;
     torxc_cn_op_t *cn;
     torx_status_t st = torxc_cn_ireduce(g, g->channel, in, out, count, dtype, op, &cn);
-    return st != TORX_OK ? st : start(g, kind, alg, cn, done, arg);
+    return st != TORX_OK ? st : start(g, kind, alg, cn, NULL, done, arg);
 }
 
 torx_status_t torx_coll_iallreduce(torx_coll_group_t *g, torx_coll_alg_t alg, const void *in,
@@ -361,4 +385,50 @@ torx_status_t torx_coll_ireduce(torx_coll_group_t *g, torx_coll_alg_t alg, const
                                 int root, torx_coll_done_fn done, void *arg)
 {
     return ireduce(g, TORX_COLL_REDUCE, alg, in, out, count, dtype, op, root, done, arg);
+}
+
+static torx_status_t ialltoallv(torx_coll_group_t *g, torx_coll_kind_t kind, torx_coll_alg_t alg,
+                                const void *in, const size_t *send_bytes, const size_t *send_displs,
+                                void *out, const size_t *recv_bytes, const size_t *recv_displs,
+                                torx_coll_done_fn done, void *arg)
+{
+    if (!nb_applies(g, kind, alg, 0, 0))
+        return nb_not_applicable(g, kind, alg);
+    torxc_a2a_run_t *run;
+    torx_status_t st =
+        torxc_a2a_start(g, kind, in, send_bytes, send_displs, out, recv_bytes, recv_displs, &run);
+    return st != TORX_OK ? st : start(g, kind, alg, NULL, run, done, arg);
+}
+
+torx_status_t torx_coll_ialltoall(torx_coll_group_t *g, torx_coll_alg_t alg, const void *in,
+                                  void *out, size_t bytes, torx_coll_done_fn done, void *arg)
+{
+    if (g != NULL && bytes > 0 && (in == NULL || out == NULL || bytes > SIZE_MAX / (size_t)g->n))
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_coll_ialltoall: %zu bytes, in %p, out %p",
+                           bytes, in, out);
+    if (g == NULL)
+        return nb_not_applicable(g, TORX_COLL_ALLTOALL, alg);
+    const size_t n = (size_t)g->n;
+    size_t *v = malloc(2 * n * sizeof *v); /* copied by the start */
+    if (v == NULL)
+        return torxp_error(TORX_ERR_NOMEM, "torx: torx_coll_ialltoall: out of memory");
+    for (size_t i = 0; i < n; i++) {
+        v[i] = bytes;
+        v[n + i] = i * bytes;
+    }
+    const torx_status_t st =
+        ialltoallv(g, TORX_COLL_ALLTOALL, alg, in, v, v + n, out, v, v + n, done, arg);
+    free(v);
+    return st;
+}
+
+torx_status_t torx_coll_ialltoallv(torx_coll_group_t *g, torx_coll_alg_t alg, const void *in,
+                                   const size_t *send_bytes, const size_t *send_displs, void *out,
+                                   const size_t *recv_bytes, const size_t *recv_displs,
+                                   torx_coll_done_fn done, void *arg)
+{
+    if (!send_bytes || !send_displs || !recv_bytes || !recv_displs)
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_coll_ialltoallv: NULL counts");
+    return ialltoallv(g, TORX_COLL_ALLTOALLV, alg, in, send_bytes, send_displs, out, recv_bytes,
+                      recv_displs, done, arg);
 }

@@ -1,13 +1,14 @@
 /* nbcoll.c: torx's nonblocking collectives (docs/collectives.md#nonblocking).
  *
- * MPI_Ibarrier, MPI_Iallreduce, MPI_Ireduce and MPI_Ibcast on
+ * MPI_Ibarrier, MPI_Iallreduce, MPI_Ireduce, MPI_Ibcast, MPI_Ialltoall and
+ * MPI_Ialltoallv on
  * MPI_COMM_WORLD and on its first duplicate, which have hardware channels
  * of their own, started in opposite orders on even and odd ranks (MPI
  * allows that across communicators) with a blocking collective of each
  * between the starts and the waits; every result is checked, and
  * MPIX_Get_last_algorithm_name must name torx's algorithm where auto takes
  * it (the global interrupt; the collective network for reductions on more
- * than 2 ranks) and MPICH's on a communicator
+ * than 2 ranks; the paced alltoall) and MPICH's on a communicator
  * of half the ranks and on a later duplicate, which have no channel. With
  * NBCOLL_EXPECT=mpich (TORX_COLL=mpich) every call must be MPICH's.
  * Then the overlap a computation gets: the same Iallreduce waited on at
@@ -49,15 +50,29 @@ static void expect_alg(MPI_Comm comm, const char *want, int torx_expected)
     CHECK(strcmp(name, w) == 0, "last algorithm %s, expected %s", name, w);
 }
 
-enum { NI = 5, NF = 40, NB = 600, NM = 9 };
+enum { NI = 5, NF = 40, NB = 600, NM = 9, NA = 3, NREQ = 6 };
 
 typedef struct calls {
     long long in_i[NI], out_i[NI];
     double in_f[NF], out_f[NF], blk_f[NF];
     int in_m[NM], out_m[NM];
     unsigned char buf[NB];
-    MPI_Request req[4];
+    int *a_in, *a_out; /* alltoall: NA ints a pair */
+    int *v_in, *v_out; /* alltoallv: av_count(from, to) ints a pair */
+    int *v_cnt, *v_dsp, *v_rcnt, *v_rdsp;
+    MPI_Request req[NREQ];
 } calls_t;
+
+/* The alltoallv's ints from member f to member t: 1 to 20,001 (80 KiB:
+ * packets, staged and rendezvous blocks in one call). */
+static int av_count(int f, int t, int seed)
+{
+    return 1 + ((f * 5 + t * 3 + seed) % 3) * 10000;
+}
+static int av_value(int f, int t, int k, int seed)
+{
+    return f * 1000003 + t * 7919 + k + seed;
+}
 
 /* Starts the four calls on comm (channel: torx's are expected there). */
 static void start(MPI_Comm comm, calls_t *c, int seed, int torx_expected)
@@ -73,6 +88,36 @@ static void start(MPI_Comm comm, calls_t *c, int seed, int torx_expected)
     for (int i = 0; i < NB; i++)
         c->buf[i] = me == seed % size ? (unsigned char)(i * 3 + seed) : 0;
     memset(c->out_m, 0xff, sizeof c->out_m);
+    int n;
+    MPI_Comm_size(comm, &n);
+    if (c->a_in == NULL) {
+        c->a_in = malloc(sizeof(int) * NA * n);
+        c->a_out = malloc(sizeof(int) * NA * n);
+        c->v_cnt = malloc(sizeof(int) * 4 * n);
+        c->v_in = malloc(sizeof(int) * 20001 * n);
+        c->v_out = malloc(sizeof(int) * 20001 * n);
+        if (!c->a_in || !c->a_out || !c->v_cnt || !c->v_in || !c->v_out)
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        c->v_dsp = c->v_cnt + n;
+        c->v_rcnt = c->v_cnt + 2 * n;
+        c->v_rdsp = c->v_cnt + 3 * n;
+    }
+    for (int t = 0; t < n; t++)
+        for (int k = 0; k < NA; k++)
+            c->a_in[t * NA + k] = me * 100 + t * 10 + k + seed;
+    memset(c->a_out, 0xff, sizeof(int) * NA * n);
+    int so = 0, ro = 0;
+    for (int m = 0; m < n; m++) {
+        c->v_cnt[m] = av_count(me, m, seed);
+        c->v_dsp[m] = so;
+        c->v_rcnt[m] = av_count(m, me, seed);
+        c->v_rdsp[m] = ro;
+        for (int k = 0; k < c->v_cnt[m]; k++)
+            c->v_in[so + k] = av_value(me, m, k, seed);
+        so += c->v_cnt[m];
+        ro += c->v_rcnt[m];
+    }
+    memset(c->v_out, 0xff, sizeof(int) * ro);
     MPI_Iallreduce(c->in_i, c->out_i, NI, MPI_LONG_LONG, MPI_SUM, comm, &c->req[0]);
     expect_alg(comm, "iallreduce:cn", torx_expected && size > 2); /* at 2: MPICH's */
     MPI_Ibarrier(comm, &c->req[1]);
@@ -80,14 +125,30 @@ static void start(MPI_Comm comm, calls_t *c, int seed, int torx_expected)
     MPI_Iallreduce(c->in_f, c->out_f, NF, MPI_DOUBLE, MPI_SUM, comm, &c->req[2]);
     MPI_Ibcast(c->buf, NB, MPI_BYTE, seed % size, comm, &c->req[3]);
     expect_alg(comm, "ibcast:cn", 0); /* 600 B: past auto's limit (512) */
+    MPI_Ialltoall(c->a_in, NA, MPI_INT, c->a_out, NA, MPI_INT, comm, &c->req[4]);
+    expect_alg(comm, "ialltoall:paced", torx_expected);
+    MPI_Ialltoallv(c->v_in, c->v_cnt, c->v_dsp, MPI_INT, c->v_out, c->v_rcnt, c->v_rdsp, MPI_INT,
+                   comm, &c->req[5]);
+    expect_alg(comm, "ialltoallv:paced", torx_expected);
 }
 
 static void finish(MPI_Comm comm, calls_t *c, int seed)
 {
-    int n;
+    int n, me;
     MPI_Comm_size(comm, &n);
-    for (int i = 0; i < 4; i++)
+    MPI_Comm_rank(comm, &me);
+    for (int i = 0; i < NREQ; i++)
         MPI_Wait(&c->req[i], MPI_STATUS_IGNORE);
+    for (int f = 0; f < n; f++)
+        for (int k = 0; k < NA; k++)
+            CHECK(c->a_out[f * NA + k] == f * 100 + me * 10 + k + seed,
+                  "ialltoall from %d [%d] = %d", f, k, c->a_out[f * NA + k]);
+    for (int f = 0, bad = 0; f < n && !bad; f++)
+        for (int k = 0; k < c->v_rcnt[f] && !bad; k++)
+            if (c->v_out[c->v_rdsp[f] + k] != av_value(f, me, k, seed)) {
+                CHECK(0, "ialltoallv from %d [%d] = %d", f, k, c->v_out[c->v_rdsp[f] + k]);
+                bad = 1;
+            }
     for (int i = 0; i < NI; i++)
         CHECK(c->out_i[i] == (long long)n * (n + 1) / 2 * (i + seed), "iallreduce[%d] = %lld", i,
               c->out_i[i]);
@@ -155,6 +216,12 @@ int main(int argc, char **argv)
     MPI_Wait(&r, MPI_STATUS_IGNORE);
     MPI_Ibarrier(dup2, &r);
     expect_alg(dup2, "ibarrier:gi", 0);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    int a1[64], a2[64];
+    for (int i = 0; i < 64; i++)
+        a1[i] = i;
+    MPI_Ialltoall(a1, 1, MPI_INT, a2, 1, MPI_INT, dup2, &r);
+    expect_alg(dup2, "ialltoall:paced", 0);
     MPI_Wait(&r, MPI_STATUS_IGNORE);
 
     /* Overlap (OSU's nonblocking benchmarks): t_pure, the call waited on at

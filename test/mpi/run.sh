@@ -186,8 +186,9 @@ fi
 # file; every size on the collective network; torx's algorithms turned off.
 # fpsum.c: float, double and long double sums against MPICH's operator.
 # nbcoll.c: the nonblocking barrier, allreduce, reduce and bcast on the
-# hardware channels of WORLD and its first duplicate, started in different
-# orders on different ranks; MPICH's on communicators without a channel.
+# hardware channels of WORLD and its first duplicate, and their paced
+# alltoall(v), started in different orders on different ranks; MPICH's on
+# communicators without a channel.
 if want coll; then
     banner "coll"
     run coll-np2 2 coll

@@ -1416,6 +1416,37 @@ static int group_index(int perm, int n, int rank)
     return -1;
 }
 
+/* The nonblocking alltoallv's blocks: from member f to member t, of 1 to
+ * 36,001 bytes (packets, staged, rendezvous), and their bytes. */
+static size_t nbv_bytes(int f, int t, int round)
+{
+    return 1 + (size_t)((f * 7 + t * 3 + round) % 5) * 9000;
+}
+static unsigned char nbv_byte(int f, int t, size_t k, int round)
+{
+    return (unsigned char)(f * 31 + t * 17 + (int)k + round);
+}
+
+/* Fills member me's counts and displacements of that alltoallv, and its
+ * send buffer when not NULL; the total bytes it receives. */
+static size_t nbv_layout(int n, int me, int round, size_t *sb, size_t *sd, size_t *rb, size_t *rd,
+                         unsigned char *send)
+{
+    size_t so = 0, ro = 0;
+    for (int m = 0; m < n; m++) {
+        sb[m] = nbv_bytes(me, m, round);
+        sd[m] = so;
+        rb[m] = nbv_bytes(m, me, round);
+        rd[m] = ro;
+        if (send)
+            for (size_t k = 0; k < sb[m]; k++)
+                send[so + k] = nbv_byte(me, m, k, round);
+        so += sb[m];
+        ro += rb[m];
+    }
+    return ro;
+}
+
 /* Nonblocking collectives on two groups of every task, channels 1 and 2,
  * started in opposite orders on even and odd ranks (MPI allows that across
  * communicators), with a blocking collective of each group between the
@@ -1443,7 +1474,12 @@ static int nb_task(torx_boot_t *boot, void *argp)
                    torx_coll_group_channel(gb, 2) == TORX_OK,
                "%s", torx_last_error());
 
-    enum { NI = 7, NF = 300, NB = 300, NM = 33 };
+    enum { NI = 7, NF = 300, NB = 300, NM = 33, NA = 100, NBL = 64 };
+    size_t *vb = malloc(4 * (size_t)n * sizeof *vb);
+    unsigned char *vsend = malloc((size_t)n * 36001), *vrecv = malloc((size_t)n * 36001);
+    unsigned char *asend = malloc((size_t)n * NA), *arecv = malloc((size_t)n * NA);
+    unsigned char *bsend = malloc((size_t)n * NBL), *brecv = malloc((size_t)n * NBL);
+    TASK_CHECK(vb && vsend && vrecv && asend && arecv && bsend && brecv, "out of memory");
     for (int round = 0; round < 3; round++) {
         const int seed = 40 + round;
         int64_t in_i[NI], out_i[NI], want_i[NI];
@@ -1457,8 +1493,14 @@ static int nb_task(torx_boot_t *boot, void *argp)
         for (int i = 0; i < NB; i++)
             buf[i] = mb == broot ? (unsigned char)(i * 7 + seed) : 0;
         memset(out_m, 0, sizeof out_m);
+        const size_t vtotal = nbv_layout(n, ma, round, vb, vb + n, vb + 2 * n, vb + 3 * n, vsend);
+        memset(vrecv, 0, vtotal);
+        for (int t = 0; t < n; t++)
+            for (int k = 0; k < NA; k++)
+                asend[t * NA + k] = (unsigned char)(mb * 13 + t * 5 + k + round);
+        memset(arecv, 0, (size_t)n * NA);
 
-        nb_flag_t f[5] = {{0}};
+        nb_flag_t f[7] = {{0}};
         torx_coll_alg_t a;
         for (int k = 0; k < 2; k++) {
             /* even ranks start A's then B's, odd ranks B's then A's */
@@ -1476,6 +1518,12 @@ static int nb_task(torx_boot_t *boot, void *argp)
                 TASK_CHECK(a == TORX_COLL_ALG_GI, "ibarrier got %s", torx_coll_alg_name(a));
                 TASK_CHECK(torx_coll_ibarrier(ga, a, nb_done, &f[1]) == TORX_OK, "%s",
                            torx_last_error());
+                a = torx_coll_iselect(ga, TORX_COLL_ALLTOALLV, 0, 0, 0);
+                TASK_CHECK(a == TORX_COLL_ALG_PACED, "ialltoallv got %s", torx_coll_alg_name(a));
+                TASK_CHECK(torx_coll_ialltoallv(ga, a, vsend, vb, vb + n, vrecv, vb + 2 * n,
+                                                vb + 3 * n, nb_done, &f[5]) == TORX_OK,
+                           "%s", torx_last_error());
+                memset(vb, 0xff, 4 * (size_t)n * sizeof *vb); /* the counts were copied */
             } else {
                 a = torx_coll_iselect(gb, TORX_COLL_ALLREDUCE, sizeof in_f, TORX_COLL_DOUBLE,
                                       TORX_COLL_SUM);
@@ -1492,14 +1540,31 @@ static int nb_task(torx_boot_t *boot, void *argp)
                 TASK_CHECK(torx_coll_ireduce(gb, a, in_m, out_m, NM, TORX_COLL_FLOAT, TORX_COLL_MAX,
                                              0, nb_done, &f[4]) == TORX_OK,
                            "%s", torx_last_error());
+                a = torx_coll_iselect(gb, TORX_COLL_ALLTOALL, NA, 0, 0);
+                TASK_CHECK(a == TORX_COLL_ALG_PACED, "ialltoall got %s", torx_coll_alg_name(a));
+                TASK_CHECK(!strcmp(torx_coll_last_algorithm(gb), "ialltoall:paced"), "last %s",
+                           torx_coll_last_algorithm(gb));
+                TASK_CHECK(torx_coll_ialltoall(gb, a, asend, arecv, NA, nb_done, &f[6]) == TORX_OK,
+                           "%s", torx_last_error());
             }
         }
+        /* a blocking alltoall of the group whose nonblocking one may still
+         * run: two exchanges of one group at once */
+        for (int t = 0; t < n; t++)
+            for (int k = 0; k < NBL; k++)
+                bsend[t * NBL + k] = (unsigned char)(ma * 11 + t * 3 + k + round);
+        TASK_CHECK(torx_coll_alltoall(ga, TORX_COLL_ALG_PACED, bsend, brecv, NBL) == TORX_OK, "%s",
+                   torx_last_error());
+        for (int fm = 0; fm < n; fm++)
+            for (int k = 0; k < NBL; k++)
+                TASK_CHECK(brecv[fm * NBL + k] == (unsigned char)(fm * 11 + ma * 3 + k + round),
+                           "round %d: blocking alltoall from %d byte %d", round, fm, k);
         /* blocking collectives of both groups while those are in flight */
         TASK_CHECK(torx_coll_barrier(gb, TORX_COLL_ALG_GI) == TORX_OK, "%s", torx_last_error());
         TASK_CHECK(torx_coll_allreduce(ga, TORX_COLL_ALG_CN, in_f, blk_f, NF, TORX_COLL_DOUBLE,
                                        TORX_COLL_SUM) == TORX_OK,
                    "%s", torx_last_error());
-        for (int k = 0; k < 5; k++) {
+        for (int k = 0; k < 7; k++) {
             TASK_CHECK(torx_wait(ctx, &f[k].done) == TORX_OK, "%s", torx_last_error());
             TASK_CHECK(f[k].st == TORX_OK, "collective %d: %s", k, torx_status_str(f[k].st));
         }
@@ -1512,6 +1577,15 @@ static int nb_task(torx_boot_t *boot, void *argp)
         for (int i = 0; i < NB; i++)
             TASK_CHECK(buf[i] == (unsigned char)(i * 7 + seed), "round %d: ibcast byte %d", round,
                        i);
+        nbv_layout(n, ma, round, vb, vb + n, vb + 2 * n, vb + 3 * n, NULL);
+        for (int fm = 0; fm < n; fm++)
+            for (size_t k = 0; k < vb[2 * n + fm]; k++)
+                TASK_CHECK(vrecv[vb[3 * n + fm] + k] == nbv_byte(fm, ma, k, round),
+                           "round %d: ialltoallv block from %d byte %zu", round, fm, k);
+        for (int fm = 0; fm < n; fm++)
+            for (int k = 0; k < NA; k++)
+                TASK_CHECK(arecv[fm * NA + k] == (unsigned char)(fm * 13 + mb * 5 + k + round),
+                           "round %d: ialltoall from %d byte %d", round, fm, k);
         if (mb == 0) {
             expected(TORX_COLL_FLOAT, TORX_COLL_MAX, seed, n, NM, want_m);
             TASK_CHECK(!memcmp(out_m, want_m, sizeof want_m), "round %d: ireduce MAX wrong", round);
@@ -1531,8 +1605,19 @@ static int nb_task(torx_boot_t *boot, void *argp)
     TASK_CHECK(torx_coll_icounters(c, TORX_COLL_BARRIER, TORX_COLL_ALG_FALLBACK, &calls, NULL) &&
                    calls == 1,
                "ibarrier:mpich counted %llu", (unsigned long long)calls);
-    TASK_CHECK(!torx_coll_icounters(c, TORX_COLL_ALLTOALL, TORX_COLL_ALG_PACED, NULL, NULL),
-               "ialltoall:paced exists");
+    TASK_CHECK(torx_coll_icounters(c, TORX_COLL_ALLTOALL, TORX_COLL_ALG_PACED, &calls, &bytes) &&
+                   calls == 3 && bytes == 3 * NA,
+               "ialltoall:paced counted %llu calls, %llu bytes", (unsigned long long)calls,
+               (unsigned long long)bytes);
+    TASK_CHECK(!torx_coll_icounters(c, TORX_COLL_ALLGATHER, TORX_COLL_ALG_PACED, NULL, NULL),
+               "iallgather:paced exists");
+    free(vb);
+    free(vsend);
+    free(vrecv);
+    free(asend);
+    free(arecv);
+    free(bsend);
+    free(brecv);
     torx_coll_group_free(ga);
     torx_coll_group_free(gb);
     return coll_close(boot, ctx, c);
