@@ -23,7 +23,8 @@
  *   -c LIST   collectives, comma-separated: barrier, bcast, allreduce
  *             (double SUM), allreduce_max (int64 MAX), alltoall, allgather,
  *             allreduce_float (float SUM), and the nonblocking ibarrier,
- *             ibcast and iallreduce (double SUM), each waited on at once
+ *             ibcast, iallreduce (double SUM) and ialltoall, each waited on
+ *             at once
  *             (default: the first six); with -m osu the nonblocking ones
  *             also report OSU's overlap (measure_overlap)
  *   -s SIZES  bytes per rank (bcast buffer, allreduce vector, alltoall and
@@ -104,11 +105,12 @@ enum {
     C_IBARRIER, /* the nonblocking ones, each call waited on at once */
     C_IBCAST,
     C_IALLREDUCE,
+    C_IALLTOALL,
     C_N
 };
-static const char *const names[C_N] = {"barrier",  "bcast",     "allreduce",       "allreduce_max",
-                                       "alltoall", "allgather", "allreduce_float", "ibarrier",
-                                       "ibcast",   "iallreduce"};
+static const char *const names[C_N] = {"barrier",  "bcast",      "allreduce",       "allreduce_max",
+                                       "alltoall", "allgather",  "allreduce_float", "ibarrier",
+                                       "ibcast",   "iallreduce", "ialltoall"};
 
 static unsigned char *sbuf, *rbuf;
 
@@ -122,6 +124,9 @@ static void istart(int c, size_t size, int root, MPI_Request *r)
         break;
     case C_IBCAST:
         MPI_Ibcast(rbuf, n, MPI_BYTE, root, MPI_COMM_WORLD, r);
+        break;
+    case C_IALLTOALL:
+        MPI_Ialltoall(sbuf, n, MPI_BYTE, rbuf, n, MPI_BYTE, MPI_COMM_WORLD, r);
         break;
     default:
         MPI_Iallreduce(sbuf, rbuf, n / 8, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, r);
@@ -208,19 +213,21 @@ static void check(int c, size_t size)
                 die("%s: wrong element %zu", names[c], i);
         break;
     case C_ALLTOALL:
-    case C_ALLGATHER:
+    case C_IALLTOALL:
+    case C_ALLGATHER: {
+        const int a2a = c != C_ALLGATHER;
         for (i = 0; i < size * (size_t)nranks; i++)
-            sbuf[i] = (unsigned char)(rank * 31 + i * 7 + (c == C_ALLTOALL ? i / size : 0));
+            sbuf[i] = (unsigned char)(rank * 31 + i * 7 + (a2a ? i / size : 0));
         run(c, size);
         for (int src = 0; src < nranks; src++)
             for (i = 0; i < size; i++) {
-                size_t at = c == C_ALLTOALL ? (size_t)rank * size + i : i;
-                unsigned char want =
-                    (unsigned char)(src * 31 + at * 7 + (c == C_ALLTOALL ? (size_t)rank : 0));
+                size_t at = a2a ? (size_t)rank * size + i : i;
+                unsigned char want = (unsigned char)(src * 31 + at * 7 + (a2a ? (size_t)rank : 0));
                 if (rbuf[(size_t)src * size + i] != want)
                     die("%s: wrong byte at offset %zu", names[c], (size_t)src * size + i);
             }
         break;
+    }
     default:
         run(c, size);
     }

@@ -49,9 +49,9 @@
 #   METHODS     a subset of "batch osu"
 #   COLLS       a subset of barrier,bcast,allreduce,allreduce_max,alltoall,
 #               allgather,allreduce_float (float SUM), ibarrier,ibcast,
-#               iallreduce (nonblocking, waited on at once; with the osu
-#               method also OSU's overlap, shown after the ratio); the last
-#               four are not in the default
+#               iallreduce,ialltoall (nonblocking, waited on at once; with
+#               the osu method also OSU's overlap, shown after the ratio);
+#               the last five are not in the default
 #   TORX_PREFIX torx MPICH's prefix (default: the last build-mpich.sh)
 #   FROM_RAW    a coll-<stamp>-raw directory: redo the report and plots
 #               from it without running anything
@@ -185,7 +185,7 @@ methods = [m for m in ("batch", "osu") if any(k[0] == m for k in runs)]
 nps = sorted({k[1] for k in runs})
 impls = [i for i in ["torx", "torxnoms", "torxmpich", "torxcn", "torxtorus", "mpich", "openmpi"] if any(k[2] == i for k in runs)]
 colls = ["barrier", "bcast", "allreduce", "allreduce_float", "allreduce_max", "alltoall", "allgather",
-         "ibarrier", "ibcast", "iallreduce"]
+         "ibarrier", "ibcast", "iallreduce", "ialltoall"]
 out = []
 info = os.path.join(raw, "info.txt")
 if os.path.exists(info):
