@@ -40,51 +40,21 @@ static uint64_t nb_calls[NB_KINDS];
 
 /* torx_coll_<kind>_<alg>_calls and _bytes for every algorithm a collective
  * has (mpich: MPICH's ran), from torx_coll_counters, and
- * torx_coll_i<kind>_mpich_calls for the nonblocking ones; registered as
- * torx_init.c registers the message layer's (read-only, continuous
- * counters bound to no object). After MPI_Finalize a read returns the last
- * values. */
-enum { COLL_PVARS_MAX = TORX_COLL_NKINDS * TORX_COLL_NALGS * 4 + NB_KINDS };
-/* what: 0 calls, 1 bytes; 2 nonblocking calls of MPICH's (kind: NB_*); 3
- * calls, 4 bytes of nonblocking collectives on torx's algorithms */
-static struct coll_pvar {
-    int kind, alg, what;
-} coll_pvars[COLL_PVARS_MAX];
-static unsigned long long coll_pvar_final[COLL_PVARS_MAX];
-static int coll_pvars_frozen;
-
-static unsigned long long coll_pvar_value(const struct coll_pvar *v)
+ * torx_coll_i<kind>_mpich_calls for the nonblocking ones, as MPI_T pvars
+ * (MPIDI_TORX_pvar_add). what: 0 calls, 1 bytes; 2 nonblocking calls of
+ * MPICH's (kind: NB_*); 3 calls, 4 bytes of nonblocking collectives on
+ * torx's algorithms. */
+static unsigned long long coll_pvar_value(int kind, int alg, int what)
 {
     uint64_t calls, bytes;
-    if (v->what == 2)
-        return nb_calls[v->kind];
-    if (v->what >= 3) {
-        torx_coll_icounters(coll, (torx_coll_kind_t) v->kind, (torx_coll_alg_t) v->alg, &calls,
-                            &bytes);
-        return v->what == 4 ? bytes : calls;
+    if (what == 2)
+        return nb_calls[kind];
+    if (what >= 3) {
+        torx_coll_icounters(coll, (torx_coll_kind_t) kind, (torx_coll_alg_t) alg, &calls, &bytes);
+        return what == 4 ? bytes : calls;
     }
-    torx_coll_counters(coll, (torx_coll_kind_t) v->kind, (torx_coll_alg_t) v->alg, &calls, &bytes);
-    return v->what ? bytes : calls;
-}
-
-static void coll_pvar_get(void *addr, void *obj_handle, int count, void *buf)
-{
-    (void) obj_handle;
-    (void) count;
-    const struct coll_pvar *v = addr;
-    *(unsigned long long *) buf = coll_pvars_frozen ? coll_pvar_final[v - coll_pvars]
-        : coll_pvar_value(v);
-}
-
-static void coll_pvar_add(int *n, int kind, int alg, int what, const char *name, const char *desc)
-{
-    coll_pvars[*n] = (struct coll_pvar) {.kind = kind,.alg = alg,.what = what };
-    MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_COUNTER, MPI_UNSIGNED_LONG_LONG, name,
-                              &coll_pvars[*n], 1, MPI_T_ENUM_NULL, MPI_T_VERBOSITY_USER_BASIC,
-                              MPI_T_BIND_NO_OBJECT,
-                              MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS,
-                              coll_pvar_get, NULL, "torx", desc);
-    (*n)++;
+    torx_coll_counters(coll, (torx_coll_kind_t) kind, (torx_coll_alg_t) alg, &calls, &bytes);
+    return what ? bytes : calls;
 }
 
 static void coll_pvars_register(void)
@@ -96,7 +66,6 @@ static void coll_pvars_register(void)
             "one task's block of allgather and alltoall)"
     };
     char name[64], desc[256];
-    int n = 0;
     /* blocking (torx_coll_counters), then torx's nonblocking algorithms
      * (torx_coll_icounters: torx_coll_ibarrier_gi_calls, ...; MPICH's
      * schedules are counted here, below) */
@@ -113,7 +82,7 @@ static void coll_pvars_register(void)
                     snprintf(desc, sizeof desc, "torx collectives, %s%s by the %s algorithm: %s",
                              nb ? "nonblocking " : "", torx_coll_kind_name(kind),
                              torx_coll_alg_name(alg), what_descs[w]);
-                    coll_pvar_add(&n, k, a, nb ? 3 + w : w, name, desc);
+                    MPIDI_TORX_pvar_add(name, desc, coll_pvar_value, k, a, nb ? 3 + w : w);
                 }
             }
     for (int k = 0; k < NB_KINDS; k++) {
@@ -123,15 +92,8 @@ static void coll_pvars_register(void)
                  nb_names[k], colon + 1);
         snprintf(desc, sizeof desc, "torx netmod, nonblocking collectives: %s calls by this task",
                  nb_names[k]);
-        coll_pvar_add(&n, k, 0, 2, name, desc);
+        MPIDI_TORX_pvar_add(name, desc, coll_pvar_value, k, 0, 2);
     }
-}
-
-static void coll_pvars_freeze(void)
-{
-    for (int i = 0; i < COLL_PVARS_MAX; i++)
-        coll_pvar_final[i] = coll_pvar_value(&coll_pvars[i]);
-    coll_pvars_frozen = 1;
 }
 
 static void coll_progress(void *arg)
@@ -168,7 +130,6 @@ void MPIDI_TORX_coll_finalize(void)
                             (unsigned long long) nb_calls[k]);
         fprintf(stderr, "%s\n", line);
     }
-    coll_pvars_freeze();
     torx_coll_finalize(coll);   /* prints its counters at TORX_STATS=1 */
     coll = NULL;
 }
@@ -482,19 +443,31 @@ int MPIDI_TORX_allgather(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype s
     return st == TORX_OK ? MPI_SUCCESS : coll_error(st, "MPI_Allgather");
 }
 
+/* An alltoall's bytes per block, when the send and receive buffers are
+ * each one run of equal length (and their types' lower bounds); else
+ * TORX_COLL_NONCONTIG. */
+static size_t alltoall_block(MPIR_Comm * comm, const void *sendbuf, MPI_Aint sendcount,
+                             MPI_Datatype sendtype, MPI_Aint recvcount, MPI_Datatype recvtype,
+                             MPI_Aint * slb, MPI_Aint * rlb)
+{
+    int n = comm->local_size;
+    size_t all, sall;
+    if (sendbuf != MPI_IN_PLACE && contig_bytes(recvcount * n, recvtype, &all, rlb) &&
+        contig_bytes(sendcount * n, sendtype, &sall, slb) && sall == all)
+        return all / n;
+    return TORX_COLL_NONCONTIG;
+}
+
 int MPIDI_TORX_alltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
                         void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
                         MPIR_Comm * comm, MPIR_Errflag_t * errflag)
 {
     torx_coll_group_t *g = comm_group(comm);
     torx_coll_alg_t alg = TORX_COLL_ALG_FALLBACK;
-    size_t block = TORX_COLL_NONCONTIG, all, sall;
+    size_t block = TORX_COLL_NONCONTIG;
     MPI_Aint rlb = 0, slb = 0;
     if (g) {
-        int n = comm->local_size;
-        if (sendbuf != MPI_IN_PLACE && contig_bytes(recvcount * n, recvtype, &all, &rlb) &&
-            contig_bytes(sendcount * n, sendtype, &sall, &slb) && sall == all)
-            block = all / n;
+        block = alltoall_block(comm, sendbuf, sendcount, sendtype, recvcount, recvtype, &slb, &rlb);
         alg = torx_coll_select(g, TORX_COLL_ALLTOALL, block, 0, 0);
     }
     ran(comm, g, "alltoall:mpich");
@@ -701,13 +674,10 @@ int MPIDI_TORX_ialltoall(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype s
 {
     torx_coll_group_t *g = comm_group(comm);
     torx_coll_alg_t alg = TORX_COLL_ALG_FALLBACK;
-    size_t block = TORX_COLL_NONCONTIG, all, sall;
+    size_t block = TORX_COLL_NONCONTIG;
     MPI_Aint rlb = 0, slb = 0;
     if (g) {
-        int n = comm->local_size;
-        if (sendbuf != MPI_IN_PLACE && contig_bytes(recvcount * n, recvtype, &all, &rlb) &&
-            contig_bytes(sendcount * n, sendtype, &sall, &slb) && sall == all)
-            block = all / n;
+        block = alltoall_block(comm, sendbuf, sendcount, sendtype, recvcount, recvtype, &slb, &rlb);
         alg = torx_coll_iselect(g, TORX_COLL_ALLTOALL, block, 0, 0);
     }
     if (alg == TORX_COLL_ALG_FALLBACK) {

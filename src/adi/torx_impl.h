@@ -108,6 +108,12 @@ void MPIDI_TORX_fatal(const char *what, torx_status_t st);
 int MPIDI_TORX_startup_failed(void);
 /* whether this host runs more of the job's ranks than it has CPUs for them */
 int MPIDI_TORX_host_oversubscribed(void);
+/* An MPI_T performance variable: a read-only continuous unsigned long long
+ * counter bound to no object, whose value is read(a, b, c) when a tool
+ * reads it, and its last value after MPI_Finalize. */
+typedef unsigned long long (*MPIDI_TORX_pvar_read_fn) (int a, int b, int c);
+void MPIDI_TORX_pvar_add(const char *name, const char *desc, MPIDI_TORX_pvar_read_fn read, int a,
+                         int b, int c);
 
 /* torx_coll.c: the message-layer handler id of src/coll's messages */
 #define MPIDI_TORX_COLL_HANDLER 2

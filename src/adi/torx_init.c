@@ -143,7 +143,7 @@ static void print_thresholds(void)
  * own table (MPIR_T_PVAR_REGISTER_impl, always built: no configure option
  * is needed); the value is read from libtorx when a tool reads it, so the
  * message path pays nothing. After MPI_Finalize a read returns the last
- * values (pvar_final), since the torx context is gone. */
+ * values (pvars_freeze), since the torx context is gone. */
 enum { PVAR_PROTO_FIELDS = 6, PVAR_NETMOD = 8, PVAR_DATA = 6 };
 static const char *const pvar_proto_names[TORX_PROTO_COUNT] = {
     NULL, "onepkt", "eager", "adaptive", "rzv", "vn"
@@ -170,64 +170,79 @@ static const char *const pvar_data_descs[PVAR_DATA] = {
     "rendezvous and vn messages whose data this task received as packets instead",
     "their data bytes"
 };
-/* One slot per pvar: what its address names. */
-static struct pvar_slot {
-    int proto, field;           /* proto 0: a netmod counter, -1: a data-path counter; field
-                                 * its index */
-} pvar_slots[(TORX_PROTO_COUNT - 1) * PVAR_PROTO_FIELDS + PVAR_NETMOD + PVAR_DATA];
-static unsigned long long pvar_final[sizeof pvar_slots / sizeof pvar_slots[0]];
-static int pvar_finalized;
-
-static unsigned long long pvar_value(const struct pvar_slot *v)
-{
-    const MPIDI_TORX_global_t *g = &MPIDI_TORX_global;
-    if (v->proto < 0) {
-        torx_data_stats_t d;
-        torx_stats_data(g->ctx, &d);
-        const uint64_t f[PVAR_DATA] = {
-            d.bulk, d.bulk_bytes, d.staged, d.staged_bytes, d.packets, d.packets_bytes
-        };
-        return f[v->field];
-    }
-    if (v->proto == 0) {
-        const uint64_t netmod[PVAR_NETMOD] = {
-            g->p2p_sent, g->p2p_inject, g->p2p_received, g->p2p_unexpected, g->p2p_deferred,
-            g->am_sent, g->am_received, g->am_deferred
-        };
-        return netmod[v->field];
-    }
-    torx_proto_stats_t st[TORX_PROTO_COUNT];
-    torx_stats(g->ctx, st);
-    const torx_proto_stats_t *p = &st[v->proto];
-    const uint64_t f[PVAR_PROTO_FIELDS] = {
-        p->sent, p->received, p->bytes_sent, p->bytes_received, p->packets_sent,
-        p->packets_received
-    };
-    return f[v->field];
-}
+/* Every registered pvar (these and torx_coll.c's): its reader, and its
+ * last value once MPI_Finalize has frozen them. */
+enum { PVARS_MAX = 256 };
+static struct pvar {
+    MPIDI_TORX_pvar_read_fn read;
+    int a, b, c;
+    unsigned long long final;
+} pvars[PVARS_MAX];
+static int npvars, pvars_frozen;
 
 static void pvar_get(void *addr, void *obj_handle, int count, void *buf)
 {
     (void) obj_handle;
     (void) count;
-    const struct pvar_slot *v = addr;
-    *(unsigned long long *) buf = pvar_finalized || !MPIDI_TORX_global.ctx
-        ? pvar_final[v - pvar_slots] : pvar_value(v);
+    const struct pvar *v = addr;
+    *(unsigned long long *) buf = pvars_frozen || !MPIDI_TORX_global.ctx
+        ? v->final : v->read(v->a, v->b, v->c);
 }
 
-static void pvar_add(int n, int proto, int field, const char *name, const char *desc)
+void MPIDI_TORX_pvar_add(const char *name, const char *desc, MPIDI_TORX_pvar_read_fn read, int a,
+                         int b, int c)
 {
-    pvar_slots[n] = (struct pvar_slot) {.proto = proto,.field = field };
-    MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_COUNTER, MPI_UNSIGNED_LONG_LONG, name,
-                              &pvar_slots[n], 1, MPI_T_ENUM_NULL, MPI_T_VERBOSITY_USER_BASIC,
-                              MPI_T_BIND_NO_OBJECT,
+    MPIR_Assert(npvars < PVARS_MAX);
+    struct pvar *v = &pvars[npvars++];
+    *v = (struct pvar) {.read = read,.a = a,.b = b,.c = c };
+    MPIR_T_PVAR_REGISTER_impl(MPI_T_PVAR_CLASS_COUNTER, MPI_UNSIGNED_LONG_LONG, name, v, 1,
+                              MPI_T_ENUM_NULL, MPI_T_VERBOSITY_USER_BASIC, MPI_T_BIND_NO_OBJECT,
                               MPIR_T_PVAR_FLAG_READONLY | MPIR_T_PVAR_FLAG_CONTINUOUS, pvar_get,
                               NULL, "torx", desc);
 }
 
+/* Keeps the last values for tools that read after MPI_Finalize: before the
+ * collectives and the torx context go. */
+static void pvars_freeze(void)
+{
+    for (int i = 0; i < npvars; i++)
+        pvars[i].final = pvars[i].read(pvars[i].a, pvars[i].b, pvars[i].c);
+    pvars_frozen = 1;
+}
+
+/* proto: a protocol's counter; 0: a netmod counter; -1: a data-path
+ * counter; field its index. */
+static unsigned long long pvar_value(int proto, int field, int unused)
+{
+    (void) unused;
+    const MPIDI_TORX_global_t *g = &MPIDI_TORX_global;
+    if (proto < 0) {
+        torx_data_stats_t d;
+        torx_stats_data(g->ctx, &d);
+        const uint64_t f[PVAR_DATA] = {
+            d.bulk, d.bulk_bytes, d.staged, d.staged_bytes, d.packets, d.packets_bytes
+        };
+        return f[field];
+    }
+    if (proto == 0) {
+        const uint64_t netmod[PVAR_NETMOD] = {
+            g->p2p_sent, g->p2p_inject, g->p2p_received, g->p2p_unexpected, g->p2p_deferred,
+            g->am_sent, g->am_received, g->am_deferred
+        };
+        return netmod[field];
+    }
+    torx_proto_stats_t st[TORX_PROTO_COUNT];
+    torx_stats(g->ctx, st);
+    const torx_proto_stats_t *p = &st[proto];
+    const uint64_t f[PVAR_PROTO_FIELDS] = {
+        p->sent, p->received, p->bytes_sent, p->bytes_received, p->packets_sent,
+        p->packets_received
+    };
+    return f[field];
+}
+
 static void pvars_register(void)
 {
-    int n = 0;
     char name[64], desc[160];
     for (int proto = TORX_PROTO_ONEPKT; proto < TORX_PROTO_COUNT; proto++)
         for (int f = 0; f < PVAR_PROTO_FIELDS; f++) {
@@ -235,28 +250,19 @@ static void pvars_register(void)
                      pvar_proto_fields[f]);
             snprintf(desc, sizeof desc, "torx message layer, %s protocol: %s by this task",
                      pvar_proto_names[proto], pvar_proto_fields[f]);
-            pvar_add(n++, proto, f, name, desc);
+            MPIDI_TORX_pvar_add(name, desc, pvar_value, proto, f, 0);
         }
     for (int f = 0; f < PVAR_NETMOD; f++) {
         snprintf(name, sizeof name, "torx_netmod_%s", pvar_netmod_names[f]);
         snprintf(desc, sizeof desc, "torx netmod: %s by this task (as TORX_STATS=1 prints)",
                  pvar_netmod_names[f]);
-        pvar_add(n++, 0, f, name, desc);
+        MPIDI_TORX_pvar_add(name, desc, pvar_value, 0, f, 0);
     }
     for (int f = 0; f < PVAR_DATA; f++) {
         snprintf(name, sizeof name, "torx_data_%s", pvar_data_names[f]);
         snprintf(desc, sizeof desc, "torx message layer: %s", pvar_data_descs[f]);
-        pvar_add(n++, -1, f, name, desc);
+        MPIDI_TORX_pvar_add(name, desc, pvar_value, -1, f, 0);
     }
-}
-
-/* Keeps the last values for tools that read after MPI_Finalize. */
-static void pvars_freeze(void)
-{
-    const int n = (int) (sizeof pvar_slots / sizeof pvar_slots[0]);
-    for (int i = 0; i < n; i++)
-        pvar_final[i] = pvar_value(&pvar_slots[i]);
-    pvar_finalized = 1;
 }
 
 static torx_status_t boot_allgather(torx_boot_t * boot, const void *mine, void *all, size_t len)

@@ -636,11 +636,7 @@ torx_coll_alg_t torx_coll_select(torx_coll_group_t *g, torx_coll_kind_t kind, si
                     c->job_size);
         }
     }
-    c->calls[kind][alg]++;
-    if (bytes != TORX_COLL_NONCONTIG)
-        c->bytes[kind][alg] += bytes;
-    g->last = full_names[kind][alg];
-    return alg;
+    return torxc_counted(g, c->calls, c->bytes, kind, alg, bytes, full_names[kind][alg]);
 }
 
 int torx_coll_auto(const torx_coll_group_t *g, torx_coll_kind_t kind)

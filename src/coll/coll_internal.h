@@ -351,6 +351,21 @@ const char *torxc_nb_name(torx_coll_kind_t kind, torx_coll_alg_t alg);
 void torxc_nb_finalize(torx_coll_t *c);
 void torxc_nb_group_free(torx_coll_group_t *g); /* drops its queued ones, saying so */
 
+/* The end of torx_coll_select and torx_coll_iselect: counts the call of
+ * kind with alg (and its bytes, unless non-contiguous) in the tables
+ * given, and makes name the group's last algorithm. */
+static inline torx_coll_alg_t torxc_counted(torx_coll_group_t *g, uint64_t calls[][TORX_COLL_NALGS],
+                                            uint64_t bytes_by[][TORX_COLL_NALGS],
+                                            torx_coll_kind_t kind, torx_coll_alg_t alg,
+                                            size_t bytes, const char *name)
+{
+    calls[kind][alg]++;
+    if (bytes != TORX_COLL_NONCONTIG)
+        bytes_by[kind][alg] += bytes;
+    g->last = name;
+    return alg;
+}
+
 /* coll_alltoall.c: the paced alltoall(v), and the handler of its blocks */
 torx_status_t torxc_paced_alltoallv(torx_coll_group_t *g, torx_coll_kind_t kind, const void *in,
                                     const size_t *sbytes, const size_t *sdispl, void *out,

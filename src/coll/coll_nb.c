@@ -129,11 +129,7 @@ torx_coll_alg_t torx_coll_iselect(torx_coll_group_t *g, torx_coll_kind_t kind, s
             break;
         }
     }
-    c->nb_calls[kind][alg]++;
-    if (bytes != TORX_COLL_NONCONTIG)
-        c->nb_bytes[kind][alg] += bytes;
-    g->last = torxc_nb_name(kind, alg);
-    return alg;
+    return torxc_counted(g, c->nb_calls, c->nb_bytes, kind, alg, bytes, torxc_nb_name(kind, alg));
 }
 
 int torx_coll_icounters(const torx_coll_t *c, torx_coll_kind_t kind, torx_coll_alg_t alg,
