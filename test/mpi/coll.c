@@ -267,7 +267,9 @@ static void test_reductions(MPI_Comm comm, int all_tasks)
                 reference(t, oi, seed, n, count, want);
                 /* auto: the direct exchange ("torus") for 2 tasks and up to
                  * 2 KiB, any group; else the collective network on groups
-                 * of every task, up to TORX_COLL_CN_MAX; else long vectors
+                 * of every task, up to TORX_COLL_CN_MAX; else, for a float
+                 * sum of 2 tasks (allreduce only), the exchange up to 16
+                 * KiB or the reads in place up to 64 KiB; else long vectors
                  * read in place (see the big allreduce below) */
                 size_t bytes = count * t->size;
                 int xchg = t->torx && n == 2 && bytes <= 2048;
@@ -275,11 +277,15 @@ static void test_reductions(MPI_Comm comm, int all_tasks)
                          bytes <= (t->kind == 2 && oi == 0 ? fpsum_max : (size_t)cn_max) && n > 1;
                 int direct = all_tasks && direct_reads && t->torx && n > 1 && n <= 8 &&
                              bytes >= direct_reduce_from(n);
+                int fsum2 = t->torx && t->kind == 2 && t->size == 4 && oi == 0 && n == 2 &&
+                            bytes <= (all_tasks && direct_reads ? 65536u : 16384u);
                 const char *alg = xchg || (!cn && direct) ? "torus" : "cn";
+                const char *alg_all = xchg || (!cn && (fsum2 || direct)) ? "torus" : "cn";
+                const int cn_all = cn || xchg || fsum2 || direct;
                 cn = cn || xchg || direct;
                 memset(out, 0xa5, count * t->size + 8);
                 MPI_Allreduce(in, out, (int)count, t->dt, ops[oi].op, comm);
-                expect_alg(comm, "allreduce", cn, alg);
+                expect_alg(comm, "allreduce", cn_all, alg_all);
                 CHECK(close_enough(t, oi, out, want, count), "Allreduce %s %s count %zu wrong",
                       t->name, ops[oi].name, count);
                 CHECK(out[count * t->size] == 0xa5, "Allreduce wrote past the buffer");
