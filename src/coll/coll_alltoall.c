@@ -455,29 +455,46 @@ static torx_status_t exchange_step(torxc_a2a_run_t *r, int *moved)
     const int n = r->n, me = g->me;
     const a2a_hdr_t h = {
         .kind = (uint32_t)r->kind, .group_id = r->group_id, .seq = r->seq, .from = (uint32_t)me};
-    for (int w = 0; w < TORXC_A2A_WINDOW && r->err == TORX_OK; w++) {
+    int w = 0; /* the window's next slot to look at */
+    while (r->err == TORX_OK) {
         while (r->sparse && r->started < n - 1 && r->sbytes[(me + r->started + 1) % n] == 0)
             r->started++;
         if (r->started == n - 1)
             break;
-        torx_msg_t *m = &r->msgs[w];
-        if (torx_msg_pending(m))
-            continue;
         const int to = (me + (r->sparse ? r->started + 1 : r->perm[r->started])) % n;
+        const size_t len = r->sbytes[to];
+        if (len <= TORXC_A2A_INJECT_MAX) {
+            /* one packet: injected when the network has room, with no
+             * message object or completion to wait for */
+            const torx_status_t st = torx_send_inject(c->ctx, torxc_task(g, to), c->handler, &h,
+                                                      sizeof h, r->in + r->sdispl[to], len);
+            if (st == TORX_OK) {
+                r->started++;
+                *moved = 1;
+                continue;
+            }
+            if (st != TORX_AGAIN) {
+                r->err = st;
+                break;
+            }
+        }
+        while (w < TORXC_A2A_WINDOW && torx_msg_pending(&r->msgs[w]))
+            w++;
+        if (w == TORXC_A2A_WINDOW)
+            break;
         /* A block the message layer sends by rendezvous goes so, unless
          * eager_upto says otherwise: its rule that stages a long message to
          * an idle peer suits one message at a time, not an alltoall, where
          * every member sends and receives at once (2 tasks, 256 KiB a
          * block: 35 us staged, 19-23 by rendezvous). */
         torx_protocol_t proto = TORX_PROTO_AUTO;
-        if (r->sbytes[to] > TORX_MSG_ONEPKT_MAX &&
-            torx_choose_protocol(c->ctx, torxc_task(g, to), sizeof h, r->sbytes[to]) ==
-                TORX_PROTO_RZV)
-            proto = r->sbytes[to] <= r->eager_upto ? TORX_PROTO_EAGER
-                    : r->sparse                    ? TORX_PROTO_AUTO
-                                                   : TORX_PROTO_RZV;
-        r->err = torx_send(c->ctx, m, torxc_task(g, to), c->handler, &h, sizeof h,
-                           r->in + r->sdispl[to], r->sbytes[to], proto, sent, r);
+        if (len > TORX_MSG_ONEPKT_MAX &&
+            torx_choose_protocol(c->ctx, torxc_task(g, to), sizeof h, len) == TORX_PROTO_RZV)
+            proto = len <= r->eager_upto ? TORX_PROTO_EAGER
+                    : r->sparse          ? TORX_PROTO_AUTO
+                                         : TORX_PROTO_RZV;
+        r->err = torx_send(c->ctx, &r->msgs[w++], torxc_task(g, to), c->handler, &h, sizeof h,
+                           r->in + r->sdispl[to], len, proto, sent, r);
         if (r->err != TORX_OK)
             break;
         r->in_flight++;
@@ -707,7 +724,7 @@ torx_status_t torxc_paced_bcast(torx_coll_group_t *g, void *buf, size_t bytes, i
         end(r);
         return r->status;
     }
-    if (bytes <= TORXC_INJECT_BCAST_MAX) {
+    if (bytes <= TORXC_A2A_INJECT_MAX) {
         /* One packet to each member, injected: no message objects, no
          * tables, and the root returns once the last is out. */
         const a2a_hdr_t h = {.kind = TORX_COLL_BCAST,

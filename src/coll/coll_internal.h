@@ -379,9 +379,10 @@ torx_status_t torxc_paced_alltoallv(torx_coll_group_t *g, torx_coll_kind_t kind,
  * against 3.9-5.7 us at 1-16 KiB), and slower at 8 B, where a block is one
  * packet. */
 #define TORXC_STAGED_BCAST_MIN_BYTES 512
-/* A paced bcast of up to this many bytes goes as one injected packet to
- * each member (the one-packet limit less the block's header). */
-#define TORXC_INJECT_BCAST_MAX (TORX_MSG_ONEPKT_MAX - TORXC_A2A_HDR_BYTES)
+/* A paced block of up to this many bytes (the one-packet limit less the
+ * block's header) is injected when the network has room: no message
+ * object, no completion; a short paced bcast goes so to every member. */
+#define TORXC_A2A_INJECT_MAX (TORX_MSG_ONEPKT_MAX - TORXC_A2A_HDR_BYTES)
 torx_status_t torxc_paced_bcast(torx_coll_group_t *g, void *buf, size_t bytes, int root);
 static inline int torxc_staged_bcast_applies(const torx_coll_group_t *g, size_t bytes)
 {
