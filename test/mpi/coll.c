@@ -340,12 +340,15 @@ static void test_reductions(MPI_Comm comm, int all_tasks)
 
 /* ---- bcast, allgather, alltoall(v) -------------------------------------------------- */
 
-/* Whether auto runs the paced bcast (src/coll/coll.c, pick): oversubscribed
- * only; past 4 ranks from 512 B through the multi-reader staging area, else
- * from 4 KiB; at 3-4 ranks from 32 KiB through that area only. */
+/* Whether auto runs the paced bcast (src/coll/coll.c, pick): at 2 ranks
+ * not oversubscribed, one packet (up to 224 B); oversubscribed, past 4
+ * ranks from 512 B through the multi-reader staging area, else from 4 KiB;
+ * at 3-4 ranks from 32 KiB through that area only. */
 static int auto_paced(int n, size_t len)
 {
-    if (!oversubscribed || n <= 2)
+    if (!oversubscribed)
+        return n == 2 && len <= 224;
+    if (n <= 2)
         return 0;
     if (n > 4)
         return len >= (mstage ? 512 : 4096);

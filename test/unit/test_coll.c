@@ -481,8 +481,12 @@ static int coll_task(torx_boot_t *boot, void *argp)
                 buf[i] = me == root ? (unsigned char)raw(99, root, i) : 0xee;
             buf[len] = 0x77;
             torx_coll_alg_t alg = torx_coll_select(g, TORX_COLL_BCAST, len, 0, 0);
-            TASK_CHECK(alg == TORX_COLL_ALG_FALLBACK, "auto bcast %zu: %s", len,
-                       torx_coll_alg_name(alg));
+            /* auto: one injected packet at 2 tasks on cores of their own */
+            const torx_coll_alg_t want_bcast =
+                n == 2 && !c->oversubscribed && len <= TORXC_A2A_INJECT_MAX
+                    ? TORX_COLL_ALG_PACED
+                    : TORX_COLL_ALG_FALLBACK;
+            TASK_CHECK(alg == want_bcast, "auto bcast %zu: %s", len, torx_coll_alg_name(alg));
             alg = TORX_COLL_ALG_CN; /* only when forced */
             TASK_CHECK(torx_coll_bcast(g, alg, buf, len, root) == TORX_OK, "%s",
                        torx_last_error());
