@@ -249,6 +249,12 @@ struct torx_coll_group {
     int *tasks;
     int all_tasks; /* spans every task of the job: collective network, GI */
     const char *last;
+    /* auto's last pick per collective (pick): the same call again, as a
+     * program's loop makes it, skips the rules (set: 0 until the first) */
+    struct torxc_picked {
+        size_t bytes;
+        int dtype, op, alg, set;
+    } picked[TORX_COLL_NKINDS];
     uint32_t a2a_seq;     /* alltoalls run on this group */
     torx_msg_t *a2a_msgs; /* the send window, made at the first */
     int *a2a_perm;
