@@ -552,7 +552,10 @@ torx_status_t torxc_exchange_allgather(torx_coll_group_t *g, const void *in, voi
     const size_t nn = (size_t)n;
     unsigned char *const own = (unsigned char *)out + (size_t)me * bytes;
     const unsigned char *const block = in ? (const unsigned char *)in : own;
-    if (!torxc_direct_applies(g)) {
+    /* One-packet blocks are sent even where they could be read in place:
+     * the reads need a collective-network round and a barrier, the sends
+     * one injected packet each. */
+    if (!torxc_direct_applies(g) || bytes <= TORXC_A2A_INJECT_MAX) {
         g->c->sent_calls++;
         size_t *v = (size_t *)(void *)group_scratch(g, 4 * nn * sizeof(size_t));
         if (v == NULL) /* before the exchange: the others would wait */
