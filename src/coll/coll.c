@@ -771,15 +771,23 @@ torx_status_t torx_coll_alltoall(torx_coll_group_t *g, torx_coll_alg_t alg, cons
     if (bytes > 0 && (in == NULL || out == NULL || bytes > SIZE_MAX / (size_t)g->n))
         return torxp_error(TORX_ERR_INVAL, "torx: torx_coll_alltoall: %zu bytes, in %p, out %p",
                            bytes, in, out);
-    size_t n = (size_t)g->n;
-    if (g->a2a_v == NULL && (g->a2a_v = malloc(2 * n * sizeof(size_t))) == NULL)
+    const size_t *v = torxc_uniform_counts(g, bytes);
+    if (v == NULL)
         return torxp_error(TORX_ERR_NOMEM, "torx: torx_coll_alltoall: out of memory");
+    const size_t n = (size_t)g->n;
+    return torxc_paced_alltoallv(g, TORX_COLL_ALLTOALL, in, v, v + n, out, v, v + n);
+}
+
+const size_t *torxc_uniform_counts(torx_coll_group_t *g, size_t bytes)
+{
+    const size_t n = (size_t)g->n;
+    if (g->a2a_v == NULL && (g->a2a_v = malloc(2 * n * sizeof(size_t))) == NULL)
+        return NULL;
     for (size_t i = 0; i < n; i++) {
         g->a2a_v[i] = bytes;
         g->a2a_v[n + i] = i * bytes;
     }
-    return torxc_paced_alltoallv(g, TORX_COLL_ALLTOALL, in, g->a2a_v, g->a2a_v + n, out, g->a2a_v,
-                                 g->a2a_v + n);
+    return g->a2a_v;
 }
 
 torx_status_t torx_coll_alltoallv(torx_coll_group_t *g, torx_coll_alg_t alg, const void *in,

@@ -724,24 +724,6 @@ torx_status_t torxc_paced_bcast(torx_coll_group_t *g, void *buf, size_t bytes, i
         end(r);
         return r->status;
     }
-    if (bytes <= TORXC_A2A_INJECT_MAX) {
-        /* One packet to each member, injected: no message objects, no
-         * tables, and the root returns once the last is out. */
-        const a2a_hdr_t h = {.kind = TORX_COLL_BCAST,
-                             .group_id = g->id,
-                             .seq = ++g->a2a_seq,
-                             .from = (uint32_t)root};
-        unsigned spins = 0;
-        for (int k = 1; k < n; k++) {
-            torx_status_t st;
-            while ((st = torx_send_inject(c->ctx, torxc_task(g, (root + k) % n), c->handler, &h,
-                                          sizeof h, buf, bytes)) == TORX_AGAIN)
-                torxc_progress(c, &spins); /* no room yet, or older sends queued */
-            if (st != TORX_OK)
-                return st;
-        }
-        return TORX_OK;
-    }
     /* The root: bytes to send and to receive per member, then the
      * displacements (all 0: one buffer), for this call. It sends to every
      * other member and receives nothing. */

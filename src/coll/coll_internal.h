@@ -372,6 +372,11 @@ static inline torx_coll_alg_t torxc_counted(torx_coll_group_t *g, uint64_t calls
     return alg;
 }
 
+/* coll.c: an alltoall's counts and displacements for blocks of bytes
+ * each (in g's scratch: valid until the group's next alltoall); NULL when
+ * memory is short. */
+const size_t *torxc_uniform_counts(torx_coll_group_t *g, size_t bytes);
+
 /* coll_alltoall.c: the paced alltoall(v), and the handler of its blocks */
 torx_status_t torxc_paced_alltoallv(torx_coll_group_t *g, torx_coll_kind_t kind, const void *in,
                                     const size_t *sbytes, const size_t *sdispl, void *out,

@@ -404,18 +404,11 @@ torx_status_t torx_coll_ialltoall(torx_coll_group_t *g, torx_coll_alg_t alg, con
                            bytes, in, out);
     if (g == NULL)
         return nb_not_applicable(g, TORX_COLL_ALLTOALL, alg);
-    const size_t n = (size_t)g->n;
-    size_t *v = malloc(2 * n * sizeof *v); /* copied by the start */
+    const size_t *v = torxc_uniform_counts(g, bytes); /* the start copies them */
     if (v == NULL)
         return torxp_error(TORX_ERR_NOMEM, "torx: torx_coll_ialltoall: out of memory");
-    for (size_t i = 0; i < n; i++) {
-        v[i] = bytes;
-        v[n + i] = i * bytes;
-    }
-    const torx_status_t st =
-        ialltoallv(g, TORX_COLL_ALLTOALL, alg, in, v, v + n, out, v, v + n, done, arg);
-    free(v);
-    return st;
+    const size_t n = (size_t)g->n;
+    return ialltoallv(g, TORX_COLL_ALLTOALL, alg, in, v, v + n, out, v, v + n, done, arg);
 }
 
 torx_status_t torx_coll_ialltoallv(torx_coll_group_t *g, torx_coll_alg_t alg, const void *in,
