@@ -615,6 +615,42 @@ torx_status_t torx_costart(torx_ctx_t *ctx, torx_cowork_fn fn, void *arg, int *h
  */
 torx_status_t torx_cojoin(torx_ctx_t *ctx, int handle);
 
+/* What a torx_copoll function found: nothing to do (the thread may sleep),
+ * work that waits on other tasks (keep polling), or work it moved. */
+typedef enum torx_copoll_result {
+    TORX_COPOLL_IDLE = 0,
+    TORX_COPOLL_WAITING = 1,
+    TORX_COPOLL_MOVED = 2
+} torx_copoll_result_t;
+
+typedef torx_copoll_result_t (*torx_copoll_fn)(void *arg);
+
+/* NAME     torx_copoll, torx_cokick - a poll on the communication thread
+ * DESCRIPTION
+ *   torx_copoll sets fn(arg) as a function the communication thread calls
+ *   on every loop, between its network work, until it is replaced. It is
+ *   for work that moves without the task: fn returns TORX_COPOLL_MOVED
+ *   when it moved something (the task's waits wake), TORX_COPOLL_WAITING
+ *   when its work waits on other tasks (the thread keeps polling instead of
+ *   sleeping until a packet comes), TORX_COPOLL_IDLE when it has none. As
+ *   for a work unit, fn may touch only the packet layer's collective
+ *   network and global interrupt on channels the task is not using
+ *   meanwhile, and memory it shares with the task through atomics (what it
+ *   published before a release store is visible after the task's acquire
+ *   load). fn NULL removes the poll; it returns once the thread no longer
+ *   runs the old one. torx_cokick wakes the thread if it sleeps, after the
+ *   task has handed fn new work.
+ * RETURN VALUE
+ *   TORX_OK. TORX_ERR_UNSUPPORTED: no communication thread owns the
+ *   network (heater and vn modes; co mode with TORX_CO_THREAD=shared or
+ *   without a core for the thread, where it runs only work units): the
+ *   task drives such work itself. TORX_ERR_INVAL: ctx is NULL.
+ *   torx_cokick: nothing.
+ * SEE ALSO torx_costart, torx_mode
+ */
+torx_status_t torx_copoll(torx_ctx_t *ctx, torx_copoll_fn fn, void *arg);
+void torx_cokick(torx_ctx_t *ctx);
+
 /* ---- Counters ------------------------------------------------------------- */
 
 /* Per protocol: messages, their data bytes, and every packet the protocol

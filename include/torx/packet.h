@@ -18,7 +18,9 @@
  *
  * Threading: one thread at a time per device for each of inject, receive,
  * collective and bulk operations; inject and receive may run concurrently in
- * two threads (the coprocessor-mode split). Bulk operations belong to the
+ * two threads (the coprocessor-mode split), and so may collective-network
+ * and global-interrupt rounds on different channels (co mode's thread runs
+ * the nonblocking collectives' channels while the task uses channel 0). Bulk operations belong to the
  * receiving thread (they drive reception). The device injects packets of its
  * own from the receiving thread (bulk transfers over the FIFOs), so a task
  * that injects from one thread and receives in another opens the device with

@@ -290,6 +290,10 @@ void torx_coll_finalize(torx_coll_t *c)
             len += snprintf(line + len, sizeof line - (size_t)len,
                             "; torus bcast line sends: task %" PRIu64 ", thread %" PRIu64,
                             c->bc_sent_task, c->bc_sent_thread);
+        if (c->co_done && len < (int)sizeof line)
+            len += snprintf(line + len, sizeof line - (size_t)len,
+                            "; nonblocking collectives run by the communication thread %" PRIu64,
+                            c->co_done);
         if ((c->fp_guess_held || c->fp_guess_missed) && len < (int)sizeof line)
             len +=
                 snprintf(line + len, sizeof line - (size_t)len,

@@ -21,6 +21,7 @@
 
 #include "packet/pkt_internal.h" /* torxp_error: the library's one error record */
 
+#include <stdalign.h>
 #include <stdint.h>
 
 /* Pure spins before a waiting collective starts yielding the CPU: a round
@@ -184,6 +185,16 @@ struct torx_coll {
     uint64_t nb_bytes[TORX_COLL_NKINDS][TORX_COLL_NALGS];
     torxc_nb_t *nb_head[TORX_CN_CHANNELS], *nb_tail[TORX_CN_CHANNELS];
     int nb_total;
+    /* co mode: the communication thread runs the rounds of nonblocking
+     * barriers and collective-network collectives (torx_copoll): handed
+     * over through co_inbox (the task pushes, the thread takes all), then
+     * in the thread's own queues per channel; co_done counts the ones it
+     * finished (TORX_STATS, and the tests' proof that it ran them) */
+    int co_tried, co_drive;
+    torxc_nb_t *co_inbox;
+    alignas(64) torxc_nb_t *co_head[TORX_CN_CHANNELS], *co_tail[TORX_CN_CHANNELS];
+    uint64_t co_done;
+    alignas(64) int co_line_end;
     int ngroups;
     torxc_a2a_t a2a;
     torxc_bcast_t bc;

@@ -35,11 +35,20 @@ struct torxc_nb {
     struct torxc_nb *next;
     torx_coll_group_t *g;
     torx_coll_kind_t kind;
+    unsigned ch;
     int armed;            /* barrier: its global-interrupt round is entered */
     torxc_cn_op_t *cn;    /* collective network: its rounds */
     torxc_a2a_run_t *a2a; /* alltoall(v): its paced exchange */
     torx_coll_done_fn done;
     void *arg;
+    /* co mode, its rounds on the communication thread: what the task hands
+     * over (co) and asks (co_cancel), and what the thread answers, last
+     * co_finished (release); the thread then never touches it again */
+    int co;
+    struct torxc_nb *co_next;
+    int co_cancel, co_finished;
+    torx_status_t co_status;
+    char co_err[256]; /* the thread's torx_last_error when co_status is an error */
 };
 
 static const char *const nb_names[TORX_COLL_NKINDS][TORX_COLL_NALGS] = {
@@ -171,12 +180,14 @@ static torx_status_t enqueue(torx_coll_group_t *g, torxc_nb_t *nb)
     return TORX_OK;
 }
 
-/* Moves nb on without waiting: TORX_AGAIN, or how it ended. */
-static torx_status_t step(torx_coll_t *c, torxc_nb_t *nb, int *moved)
+/* Moves a barrier's or a collective-network collective's rounds on
+ * without waiting: TORX_AGAIN, or how it ended. Touches only nb, its
+ * buffers and the device: the task's or the communication thread's. */
+static torx_status_t device_step(torx_coll_t *c, torxc_nb_t *nb, int *moved)
 {
     *moved = 0;
     if (nb->kind == TORX_COLL_BARRIER) {
-        const unsigned ch = nb->g->channel;
+        const unsigned ch = nb->ch;
         if (!nb->armed) {
             torx_status_t st = torx_gi_arm_on(c->dev, ch);
             if (st != TORX_OK)
@@ -186,9 +197,133 @@ static torx_status_t step(torx_coll_t *c, torxc_nb_t *nb, int *moved)
         }
         return torx_gi_poll_on(c->dev, ch);
     }
+    return torxc_cn_op_step(c, nb->cn, moved);
+}
+
+/* ---- co mode: the rounds on the communication thread ---------------------------- */
+
+/* The communication thread's poll (torx_copoll): takes what the task
+ * handed over, in the order it was started, into its queues per channel,
+ * and moves each queue's head as far as it goes. */
+static torx_copoll_result_t co_poll(void *arg)
+{
+    torx_coll_t *c = arg;
+    /* relaxed: a hint; the exchange below decides. */
+    if (__atomic_load_n(&c->co_inbox, __ATOMIC_RELAXED)) {
+        /* acquire: pairs with the task's release push: each op is whole. */
+        torxc_nb_t *in = __atomic_exchange_n(&c->co_inbox, NULL, __ATOMIC_ACQUIRE), *fifo = NULL;
+        while (in) { /* the inbox is newest first */
+            torxc_nb_t *next = in->co_next;
+            in->co_next = fifo;
+            fifo = in;
+            in = next;
+        }
+        while (fifo) {
+            torxc_nb_t *next = fifo->co_next;
+            fifo->co_next = NULL;
+            if (c->co_head[fifo->ch] == NULL)
+                c->co_head[fifo->ch] = fifo;
+            else
+                c->co_tail[fifo->ch]->co_next = fifo;
+            c->co_tail[fifo->ch] = fifo;
+            fifo = next;
+        }
+    }
+    torx_copoll_result_t r = TORX_COPOLL_IDLE;
+    for (unsigned ch = 1; ch < TORX_CN_CHANNELS; ch++) {
+        torxc_nb_t *nb;
+        while ((nb = c->co_head[ch]) != NULL) {
+            int moved = 0;
+            torx_status_t st = TORX_ERR_INVAL; /* discarded: never read */
+            /* acquire: pairs with the release of co_cancel (a hint: the
+             * task waits for co_finished either way). */
+            if (!__atomic_load_n(&nb->co_cancel, __ATOMIC_ACQUIRE))
+                st = device_step(c, nb, &moved);
+            if (moved)
+                r = TORX_COPOLL_MOVED;
+            if (st == TORX_AGAIN) {
+                if (r == TORX_COPOLL_IDLE)
+                    r = TORX_COPOLL_WAITING;
+                break;
+            }
+            c->co_head[ch] = nb->co_next;
+            nb->co_status = st;
+            if (st != TORX_OK)
+                snprintf(nb->co_err, sizeof nb->co_err, "%s", torx_last_error());
+            __atomic_fetch_add(&c->co_done, 1, __ATOMIC_RELAXED); /* read by tests meanwhile */
+            /* release: the results and status happen before the task's
+             * acquire; after it the op is the task's, to free. */
+            __atomic_store_n(&nb->co_finished, 1, __ATOMIC_RELEASE);
+            r = TORX_COPOLL_MOVED;
+        }
+    }
+    return r;
+}
+
+/* Whether the communication thread runs nb's rounds: a barrier or a
+ * collective-network collective in co mode with a thread that owns the
+ * network (asked once). */
+static int co_takes(torx_coll_t *c, const torxc_nb_t *nb)
+{
+    if (nb->a2a)
+        return 0;
+    if (!c->co_tried) {
+        c->co_tried = 1;
+        c->co_drive =
+            torx_mode(c->ctx) == TORX_MODE_CO && torx_copoll(c->ctx, co_poll, c) == TORX_OK;
+    }
+    return c->co_drive;
+}
+
+/* Hands nb to the communication thread. */
+static void co_hand_over(torx_coll_t *c, torxc_nb_t *nb)
+{
+    nb->co = 1;
+    nb->co_next = __atomic_load_n(&c->co_inbox, __ATOMIC_RELAXED);
+    /* release: nb is whole before the thread's acquire exchange. */
+    while (!__atomic_compare_exchange_n(&c->co_inbox, &nb->co_next, nb, 1, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED))
+        ;
+    torx_cokick(c->ctx);
+}
+
+/* Takes nb back from the communication thread before it ended: the
+ * thread drops it at its next poll. */
+static void co_take_back(torx_coll_t *c, torxc_nb_t *nb)
+{
+    /* release: pairs with the thread's acquire of co_cancel. */
+    __atomic_store_n(&nb->co_cancel, 1, __ATOMIC_RELEASE);
+    torx_cokick(c->ctx);
+    /* acquire: pairs with the thread's release of co_finished. */
+    while (!__atomic_load_n(&nb->co_finished, __ATOMIC_ACQUIRE))
+        torxp_yield(c->dev);
+}
+
+/* Moves nb on without waiting: TORX_AGAIN, or how it ended. */
+static torx_status_t step(torx_coll_t *c, torxc_nb_t *nb, int *moved)
+{
+    *moved = 0;
+    if (nb->co) {
+        /* acquire: pairs with the thread's release of co_finished. */
+        if (!__atomic_load_n(&nb->co_finished, __ATOMIC_ACQUIRE))
+            return TORX_AGAIN;
+        if (nb->co_status != TORX_OK && nb->co_err[0])
+            torxp_error(nb->co_status, "%s", nb->co_err);
+        return nb->co_status;
+    }
     if (nb->a2a)
         return torxc_a2a_step(nb->a2a, moved);
-    return torxc_cn_op_step(c, nb->cn, moved);
+    return device_step(c, nb, moved);
+}
+
+/* Frees a discarded nb, taking it back from the thread first. */
+static void discard(torx_coll_t *c, torxc_nb_t *nb)
+{
+    if (nb->co)
+        co_take_back(c, nb);
+    free(nb->cn);
+    torxc_a2a_discard(nb->a2a);
+    free(nb);
 }
 
 int torx_coll_progress(torx_coll_t *c)
@@ -232,9 +367,7 @@ void torxc_nb_finalize(torx_coll_t *c)
         torxc_nb_t *nb = c->nb_head[ch];
         while (nb) {
             torxc_nb_t *next = nb->next;
-            free(nb->cn);
-            torxc_a2a_discard(nb->a2a);
-            free(nb);
+            discard(c, nb);
             nb = next;
         }
         c->nb_head[ch] = NULL;
@@ -242,6 +375,9 @@ void torxc_nb_finalize(torx_coll_t *c)
     if (c->nb_total)
         torx_advance_hook(c->ctx, NULL, NULL);
     c->nb_total = 0;
+    if (c->co_drive)
+        torx_copoll(c->ctx, NULL, NULL);
+    c->co_drive = 0;
 }
 
 void torxc_nb_group_free(torx_coll_group_t *g)
@@ -263,9 +399,7 @@ void torxc_nb_group_free(torx_coll_group_t *g)
         }
         *at = nb->next;
         c->nb_total--;
-        free(nb->cn);
-        torxc_a2a_discard(nb->a2a);
-        free(nb);
+        discard(c, nb);
     }
     c->nb_tail[g->channel] = last;
     g->nb_queued = 0;
@@ -287,7 +421,8 @@ static torx_status_t start(torx_coll_group_t *g, torx_coll_kind_t kind, torx_col
                            torx_coll_kind_name(kind));
     }
     (void)alg;
-    *nb = (torxc_nb_t){.g = g, .kind = kind, .cn = cn, .a2a = a2a, .done = done, .arg = arg};
+    *nb = (torxc_nb_t){
+        .g = g, .kind = kind, .ch = g->channel, .cn = cn, .a2a = a2a, .done = done, .arg = arg};
     torx_status_t st = enqueue(g, nb);
     if (st != TORX_OK) {
         free(cn);
@@ -295,6 +430,8 @@ static torx_status_t start(torx_coll_group_t *g, torx_coll_kind_t kind, torx_col
         free(nb);
         return st;
     }
+    if (co_takes(g->c, nb))
+        co_hand_over(g->c, nb);
     /* A first step now: a round whose members are all in already ends
      * here, and the others see this task's contribution at once. */
     torx_coll_progress(g->c);

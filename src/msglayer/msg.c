@@ -1154,3 +1154,20 @@ torx_status_t torx_cojoin(torx_ctx_t *ctx, int handle)
                            "torx: torx_cojoin: handle %d was not returned by torx_costart", handle);
     return TORX_OK;
 }
+
+torx_status_t torx_copoll(torx_ctx_t *ctx, torx_copoll_fn fn, void *arg)
+{
+    if (!ctx)
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_copoll: ctx is NULL");
+    if (!ctx->co || !ctx->co_net)
+        return torxp_error(TORX_ERR_UNSUPPORTED,
+                           "torx: torx_copoll: no communication thread owns the network");
+    torxm_co_poll_set(ctx, fn, arg);
+    return TORX_OK;
+}
+
+void torx_cokick(torx_ctx_t *ctx)
+{
+    if (ctx && ctx->co)
+        torxm_co_kick(ctx);
+}

@@ -152,6 +152,11 @@ struct torxm_co {
     alignas(CO_LINE) uint64_t unit_tail; /* task writes */
     alignas(CO_LINE) uint64_t unit_head; /* thread writes: units finished */
 
+    /* ---- the poll (torx_copoll): the task sets it, the thread runs it ---- */
+    alignas(CO_LINE) torx_copoll_fn poll_fn; /* task writes */
+    void *poll_arg;                          /* task writes, before poll_fn */
+    alignas(CO_LINE) uint32_t poll_busy;     /* thread writes: inside poll_fn */
+
     /* ---- wakeups ---- */
     alignas(CO_LINE) uint32_t task_sleeping; /* task writes */
     uint32_t stop;                           /* task writes, once */
@@ -354,6 +359,25 @@ static int comm_stage(struct torxm_co *co)
     return n;
 }
 
+/* Runs the task's poll, if set: its torx_copoll_result_t. */
+static torx_copoll_result_t comm_poll(struct torxm_co *co)
+{
+    /* relaxed: a hint; the load after the fence decides. */
+    if (!__atomic_load_n(&co->poll_fn, __ATOMIC_RELAXED))
+        return TORX_COPOLL_IDLE;
+    /* seq_cst: busy is visible before poll_fn is read (pairs with the
+     * task's store of NULL and its load of busy in torxm_co_poll_set):
+     * either we see NULL or the task waits for us. */
+    __atomic_store_n(&co->poll_busy, 1u, __ATOMIC_SEQ_CST);
+    torx_copoll_result_t r = TORX_COPOLL_IDLE;
+    const torx_copoll_fn fn = __atomic_load_n(&co->poll_fn, __ATOMIC_SEQ_CST);
+    if (fn)
+        r = fn(__atomic_load_n(&co->poll_arg, __ATOMIC_RELAXED));
+    /* release: the poll's effects happen before the task sees busy 0. */
+    __atomic_store_n(&co->poll_busy, 0u, __ATOMIC_RELEASE);
+    return r;
+}
+
 static int comm_has_orders(struct torxm_co *co)
 {
     /* acquire: as in comm_gets and comm_unit (a hint here; they re-read). */
@@ -412,6 +436,8 @@ static void *comm_main(void *arg)
         }
         work += comm_gets(co);
         work += comm_stage(co);
+        const torx_copoll_result_t polled = comm_poll(co);
+        work += polled == TORX_COPOLL_MOVED;
         if (work) {
             ring_task(co);
             idle = 0;
@@ -421,12 +447,15 @@ static void *comm_main(void *arg)
             idle++;
         /* Oversubscribed: no spin phase at all, only the yields (counting
          * the spin budget as yields made an idle thread yield 22000 times,
-         * about 5% of a core, before it slept). Exact waits: neither. */
+         * about 5% of a core, before it slept). Exact waits: neither. A
+         * poll waiting on other tasks keeps the thread from sleeping: what
+         * it waits for (a collective-network round) rings no doorbell,
+         * except on a device with exact waits. */
         const unsigned spins = co->oversubscribed || co->exact_wait ? 0 : CO_SPINS;
         const unsigned yields = co->exact_wait ? 0 : CO_YIELDS;
         if (idle < spins)
             cpu_relax();
-        else if (idle < spins + yields)
+        else if (idle < spins + yields || (polled == TORX_COPOLL_WAITING && !co->exact_wait))
             torxp_yield(co->dev);
         else
             comm_sleep(co);
@@ -762,4 +791,28 @@ uint64_t torxm_co_gets_done(const torx_ctx_t *ctx)
 {
     /* acquire: pairs with op_finish's release. */
     return ctx->co ? __atomic_load_n(&ctx->co->gets_done, __ATOMIC_ACQUIRE) : 0;
+}
+
+/* ---- The poll --------------------------------------------------------------------- */
+
+void torxm_co_poll_set(torx_ctx_t *ctx, torx_copoll_fn fn, void *arg)
+{
+    struct torxm_co *co = ctx->co;
+    if (fn) {
+        /* relaxed: published by the release store of poll_fn. */
+        __atomic_store_n(&co->poll_arg, arg, __ATOMIC_RELAXED);
+        __atomic_store_n(&co->poll_fn, fn, __ATOMIC_SEQ_CST);
+        wake_comm(co);
+        return;
+    }
+    __atomic_store_n(&co->poll_fn, (torx_copoll_fn)NULL, __ATOMIC_SEQ_CST);
+    /* seq_cst: pairs with comm_poll's store of busy before its load of
+     * poll_fn; acquire: the old poll's effects are visible after. */
+    while (__atomic_load_n(&co->poll_busy, __ATOMIC_SEQ_CST))
+        torxp_yield(co->dev);
+}
+
+void torxm_co_kick(torx_ctx_t *ctx)
+{
+    wake_comm(ctx->co);
 }

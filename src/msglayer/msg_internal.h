@@ -242,6 +242,8 @@ int torxm_co_advance(torx_ctx_t *ctx);
 void torxm_co_idle(torx_ctx_t *ctx, unsigned idle, double deadline);
 torx_status_t torxm_co_costart(torx_ctx_t *ctx, torx_cowork_fn fn, void *arg, int *handle);
 torx_status_t torxm_co_cojoin(torx_ctx_t *ctx, int handle);
+void torxm_co_poll_set(torx_ctx_t *ctx, torx_copoll_fn fn, void *arg);
+void torxm_co_kick(torx_ctx_t *ctx);
 /* Gets the thread has finished (for tests: proof it worked while the task
  * did not advance). */
 uint64_t torxm_co_gets_done(const torx_ctx_t *ctx);
