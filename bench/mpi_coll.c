@@ -22,7 +22,8 @@
  * Options:
  *   -c LIST   collectives, comma-separated: barrier, bcast, allreduce
  *             (double SUM), allreduce_max (int64 MAX), alltoall, allgather,
- *             allreduce_float (float SUM), and the nonblocking ibarrier,
+ *             allreduce_float (float SUM), reduce (double SUM; batch: the
+ *             root moves as bcast's, osu: rank 0), and the nonblocking ibarrier,
  *             ibcast, iallreduce (double SUM) and ialltoall, each waited on
  *             at once
  *             (default: the first six); with -m osu the nonblocking ones
@@ -102,15 +103,16 @@ enum {
     C_ALLTOALL,
     C_ALLGATHER,
     C_ALLREDUCE_FLOAT,
+    C_REDUCE,
     C_IBARRIER, /* the nonblocking ones, each call waited on at once */
     C_IBCAST,
     C_IALLREDUCE,
     C_IALLTOALL,
     C_N
 };
-static const char *const names[C_N] = {"barrier",  "bcast",      "allreduce",       "allreduce_max",
-                                       "alltoall", "allgather",  "allreduce_float", "ibarrier",
-                                       "ibcast",   "iallreduce", "ialltoall"};
+static const char *const names[C_N] = {"barrier",  "bcast",     "allreduce",       "allreduce_max",
+                                       "alltoall", "allgather", "allreduce_float", "reduce",
+                                       "ibarrier", "ibcast",    "iallreduce",      "ialltoall"};
 
 static unsigned char *sbuf, *rbuf;
 
@@ -154,6 +156,9 @@ static void run_root(int c, size_t size, int root)
     case C_ALLREDUCE_FLOAT:
         MPI_Allreduce(sbuf, rbuf, n / 4, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         break;
+    case C_REDUCE:
+        MPI_Reduce(sbuf, rbuf, n / 8, MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD);
+        break;
     case C_ALLTOALL:
         MPI_Alltoall(sbuf, n, MPI_BYTE, rbuf, n, MPI_BYTE, MPI_COMM_WORLD);
         break;
@@ -193,6 +198,14 @@ static void check(int c, size_t size)
             ((double *)sbuf)[i] = (double)(rank + 1) * (double)(i % 1000) * 0.5;
         run(c, size);
         for (i = 0; i < size / 8; i++)
+            if (((double *)rbuf)[i] != (double)nranks * (nranks + 1) / 2 * (double)(i % 1000) * 0.5)
+                die("%s: wrong element %zu", names[c], i);
+        break;
+    case C_REDUCE: /* to rank 0 */
+        for (i = 0; i < size / 8; i++)
+            ((double *)sbuf)[i] = (double)(rank + 1) * (double)(i % 1000) * 0.5;
+        run(c, size);
+        for (i = 0; rank == 0 && i < size / 8; i++)
             if (((double *)rbuf)[i] != (double)nranks * (nranks + 1) / 2 * (double)(i % 1000) * 0.5)
                 die("%s: wrong element %zu", names[c], i);
         break;
@@ -334,7 +347,8 @@ int main(int argc, char **argv)
         const int barrier = c == C_BARRIER || c == C_IBARRIER;
         for (int si = 0; si < (barrier ? 1 : nsizes); si++) {
             size_t size = barrier ? 0 : sizes[si];
-            if ((c == C_ALLREDUCE || c == C_ALLREDUCE_MAX || c == C_IALLREDUCE) && size < 8)
+            if ((c == C_ALLREDUCE || c == C_ALLREDUCE_MAX || c == C_REDUCE || c == C_IALLREDUCE) &&
+                size < 8)
                 continue;
             long iters = size <= 8192 ? base : (long)((double)base * 8192 / (double)size);
             check(c, size);

@@ -47,7 +47,7 @@
 #               measured mostly how the batch's barrier let ranks out.)
 #   IMPLS       a subset of the implementations above
 #   METHODS     a subset of "batch osu"
-#   COLLS       a subset of barrier,bcast,allreduce,allreduce_max,alltoall,
+#   COLLS       a subset of barrier,bcast,allreduce,allreduce_max,reduce,alltoall,
 #               allgather,allreduce_float (float SUM), ibarrier,ibcast,
 #               iallreduce,ialltoall (nonblocking, waited on at once; with
 #               the osu method also OSU's overlap, shown after the ratio);
@@ -69,7 +69,7 @@ iters=${ITERS:-1000}
 iters_over=${ITERS_OVER:-1000}
 time_ms=${TIME_MS:-300}
 impls=${IMPLS:-torx torxmpich torxcn torxtorus mpich openmpi}
-colls=${COLLS:-barrier,bcast,allreduce,allreduce_max,alltoall,allgather}
+colls=${COLLS:-barrier,bcast,allreduce,allreduce_max,reduce,alltoall,allgather}
 methods=${METHODS:-batch osu}
 for m in $methods; do
     [[ $m == batch || $m == osu ]] ||
@@ -184,7 +184,7 @@ for f in glob.glob(os.path.join(raw, "r*-np*-*.txt")):
 methods = [m for m in ("batch", "osu") if any(k[0] == m for k in runs)]
 nps = sorted({k[1] for k in runs})
 impls = [i for i in ["torx", "torxnoms", "torxmpich", "torxcn", "torxtorus", "mpich", "openmpi"] if any(k[2] == i for k in runs)]
-colls = ["barrier", "bcast", "allreduce", "allreduce_float", "allreduce_max", "alltoall", "allgather",
+colls = ["barrier", "bcast", "allreduce", "allreduce_float", "allreduce_max", "reduce", "alltoall", "allgather",
          "ibarrier", "ibcast", "iallreduce", "ialltoall"]
 out = []
 info = os.path.join(raw, "info.txt")

@@ -16,6 +16,9 @@
 #             neighbours at once, eager, rendezvous and adaptive eager, in
 #             heater mode (one core does everything) and co mode (the
 #             communication thread reads the network); about 80 s
+#   nbcoll    OSU's overlap of the nonblocking barrier, double-sum allreduce
+#             and bcast on the global interrupt and collective network,
+#             heater against co mode (sim_nbcoll), 8x8x8; about a minute
 #   scale     sim_scale (start, barrier, 8-byte allreduce, neighbour
 #             exchange, finalize) at 512 and 4,096 nodes: simulated times,
 #             wall time and peak memory
@@ -101,6 +104,25 @@ bench_machine
                 --hops 1,2,3,4,5,6,7,8,9,10,11,12 --iters 10 |
                 awk '{ split($4, h, "="); split($6, u, "=")
                        printf "| %d | %.4f | %.2f |\n", h[2], u[2], 3.35 + 0.09 * (h[2] - 1) }'
+            ;;
+        nbcoll)
+            echo
+            echo "## Nonblocking collectives: OSU's overlap, heater against co mode (bgl, 8x8x8)"
+            echo
+            echo "Each call started, then the task computes as long as the call alone took"
+            echo "(torx_sim_compute), then waits; overlap = 100 (1 - (t_total - t_pure) / t_pure)."
+            echo "iallreduce is a double sum (two passes of collective-network rounds)."
+            echo
+            echo "| collective | bytes | heater t_pure, us | heater overlap, % | co t_pure, us | co overlap, % | run by the thread |"
+            echo "|---|---|---|---|---|---|---|"
+            for m in heater co; do
+                "$sim" --torus 8x8x8 --mode "$m" "$build/bench/sim/sim_nbcoll" --sizes 8,1024,8192 --iters 3
+            done |
+                awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+                       k = v["kind"] " " v["bytes"]; if (!(k in seen)) { seen[k] = 1; order[++n] = k }
+                       p[k, v["mode"]] = v["pure_us"]; o[k, v["mode"]] = v["overlap"]; t[k] = v["by_thread"] }
+                     END { for (i = 1; i <= n; i++) { k = order[i]; split(k, kb, " ")
+                           printf "| %s | %s | %s | %s | %s | %s | %s |\n", kb[1], kb[2], p[k, "heater"], o[k, "heater"], p[k, "co"], o[k, "co"], t[k] } }'
             ;;
         fig4b)
             echo
@@ -375,7 +397,7 @@ bench_machine
             ;;
         *)
             echo "$bench_name: unknown figure '$w' (table1, fig4a, fig4b, fig4cf, fig5b, fig6, scale, scale64k," \
-                "flowcheck, bgp, bgp-hops, bgp-congestion, bgp-multistream, bgp-hotspot, bgp-fan, halo, halo-shm)" >&2
+                "flowcheck, nbcoll, bgp, bgp-hops, bgp-congestion, bgp-multistream, bgp-hotspot, bgp-fan, halo, halo-shm)" >&2
             exit 2
             ;;
         esac

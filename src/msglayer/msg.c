@@ -798,8 +798,11 @@ static void idle_backoff(torx_ctx_t *ctx, unsigned idle, double deadline, int do
             return;
         }
     }
-    /* A hook's work (the collective network's rounds) rings no doorbell. */
-    if (doorbell && !ctx->busy && !ctx->ctrl_head && !ctx->advance_hook) {
+    /* A hook's work (the collective network's rounds) rings no doorbell,
+     * except on a device with exact waits, whose wait ends when a round
+     * is due (sim). */
+    if (doorbell && !ctx->busy && !ctx->ctrl_head &&
+        (!ctx->advance_hook || torxm_exact_wait(ctx))) {
         int ms = WAIT_SLEEP_MS;
         if (deadline >= 0) {
             const double left = deadline - torxp_now_s(ctx->dev);

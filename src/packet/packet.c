@@ -2,6 +2,8 @@
  * thin dispatch to the device's ops table. */
 #include "pkt_internal.h"
 
+#include <torx/sim.h>
+
 #include <string.h>
 #include <sys/random.h>
 #include <unistd.h>
@@ -446,3 +448,13 @@ uint64_t torxp_random64(void)
         r = torxp_mono_ns() ^ ((uint64_t)getpid() << 40);
     return r;
 }
+
+#ifndef TORX_HAVE_SIMGRID
+/* Without the sim device no job is simulated (include/torx/sim.h). */
+torx_status_t torx_sim_compute(double seconds)
+{
+    (void)seconds;
+    return torxp_error(TORX_ERR_UNSUPPORTED,
+                       "torx: torx_sim_compute: this build has no sim device (no simulated job)");
+}
+#endif

@@ -621,6 +621,18 @@ int torxp_sim_run_tasks(int ntasks, torx_task_main_fn task_main, void *arg)
     return failed;
 }
 
+torx_status_t torx_sim_compute(double seconds)
+{
+    torxp_sim_actor_t *a = torxp_sim_self();
+    if (!a)
+        return torxp_error(TORX_ERR_UNSUPPORTED, "torx: torx_sim_compute: not in a simulated job");
+    if (!(seconds >= 0))
+        return torxp_error(TORX_ERR_INVAL, "torx: torx_sim_compute: %g seconds", seconds);
+    torxp_sim_charge_s(a, seconds);
+    torxp_sim_sync(a);
+    return TORX_OK;
+}
+
 int torx_sim_run_main(int (*main_fn)(int, char **, char **), int argc, char **argv, char **envp)
 {
     long ntasks;
