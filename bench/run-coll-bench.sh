@@ -33,6 +33,11 @@
 # network and torx's choice) and coll-<stamp>-alltoall.png (Figure 6: alltoall, torx against
 # MPICH's default over torx).
 #
+# At 2 ranks each round first probes the cache-line handoff between the two
+# cores (bench/floors), and the report gives the times up to 256 B as
+# multiples of it: the floor of a short collective of 2 ranks is one
+# handoff per step that waits for the other task.
+#
 # Environment:
 #   ROUNDS      interleaved rounds (default 3)
 #   NPS         rank counts (default "2 4 8")
@@ -53,6 +58,7 @@
 #               the osu method also OSU's overlap, shown after the ratio);
 #               the last five are not in the default
 #   TORX_PREFIX torx MPICH's prefix (default: the last build-mpich.sh)
+#   TORX_BUILD  the torx build whose bench/floors probes the handoff (default build/)
 #   FROM_RAW    a coll-<stamp>-raw directory: redo the report and plots
 #               from it without running anything
 set -uo pipefail
@@ -98,6 +104,10 @@ if [[ -z $from ]]; then
     for t in mpicc.mpich mpiexec.mpich mpicc.openmpi mpirun.openmpi timeout; do
         command -v "$t" >/dev/null || { echo "$bench_name: '$t' not found (scripts/install-deps.sh)" >&2; exit 1; }
     done
+    # the cache-line handoff, probed before each 2-rank round (the floor of a
+    # small collective of 2 ranks: one handoff per step that waits)
+    bench_build_dir
+    bin_floors=$(bench_find_prog "$build" floors "run scripts/build.sh" 2>/dev/null) || bin_floors=
     work=$(mktemp -d)
     trap 'rm -rf "$work"' EXIT
     declare -A mpicc=([torx]="$prefix/bin/mpicc" [mpich]=mpicc.mpich [openmpi]=mpicc.openmpi)
@@ -117,6 +127,9 @@ if [[ -z $from ]]; then
             limits=(-n "$iters")
             ((np > 2)) && limits=(-n "$iters_over" -t "$time_ms")
             for method in $methods; do
+                if ((np <= 2)) && [[ -n $bin_floors ]]; then
+                    echo "handoff_ns=$(bench_handoff_probe "$bin_floors")" >"$raw/r$r-np$np-handoff-$method.txt"
+                fi
                 for impl in $impls; do
                     case $impl in
                     torx | torxmpich | torxcn | torxtorus | torxnoms)
@@ -167,9 +180,15 @@ import glob, os, re, statistics, sys
 raw, report, base = sys.argv[1:4]
 runs = {}   # (method, np, impl) -> {round: {(coll, size): mean_us}}
 ovl = {}    # the same -> overlap % (nonblocking collectives, method osu)
+handoff = {}  # (method, np, round) -> ns, probed before the round's runs
+for f in glob.glob(os.path.join(raw, "r*-np*-handoff-*.txt")):
+    m = re.match(r"r(\d+)-np(\d+)-handoff-(batch|osu)\.txt$", os.path.basename(f))
+    v = open(f).read().strip().split("=")[-1]
+    if m and v not in ("", "NaN"):
+        handoff[(m[3], int(m[2]), int(m[1]))] = float(v)
 for f in glob.glob(os.path.join(raw, "r*-np*-*.txt")):
     m = re.match(r"r(\d+)-np(\d+)-(\w+?)(?:-(batch|osu))?\.txt$", os.path.basename(f))
-    if not m:
+    if not m or "-handoff-" in os.path.basename(f):
         continue
     rnd, np_, impl, method = int(m[1]), int(m[2]), m[3], m[4] or "batch"
     d = runs.setdefault((method, np_, impl), {}).setdefault(rnd, {})
@@ -195,7 +214,8 @@ out.append("# its median batch of back-to-back calls; osu, its mean call timed a
 out.append("# then the median over rounds; ratio = torx / the better of mpich and openmpi (ratio of")
 out.append("# medians), per-round ratios in brackets; targets (issue 9): 2 ranks: barrier and 8-byte")
 out.append("# allreduce <= 1.0, bcast and allreduce <= 1.2 at every size, alltoall <= 1.2; 4 and 8")
-out.append("# ranks: every collective <= 1.5 at every size")
+out.append("# ranks: every collective <= 1.5 at every size; at 2 ranks, up to 256 B, each time as a")
+out.append("# multiple of the cache-line handoff probed before the round (bench/floors), median over rounds")
 
 def med(np_, impl, key):
     v = [r[key] for r in runs.get((method, np_, impl), {}).values() if key in r]
@@ -214,6 +234,20 @@ def per_round(np_, key):
         if t and peers:
             res.append(t / min(peers))
     return res
+
+def handoffs(np_, key):
+    """Median over rounds of torx's and the better peer's time in handoffs
+    probed before that round (bench/floors), or None."""
+    t, p = [], []
+    for rnd in sorted(runs.get((method, np_, "torx"), {})):
+        h = handoff.get((method, np_, rnd))
+        x = runs[(method, np_, "torx")][rnd].get(key)
+        peers = [runs.get((method, np_, q), {}).get(rnd, {}).get(key) for q in ("mpich", "openmpi")]
+        peers = [q for q in peers if q]
+        if h and x and peers:
+            t.append(x * 1e3 / h)
+            p.append(min(peers) * 1e3 / h)
+    return (statistics.median(t), statistics.median(p)) if t else None
 
 plots = {}
 tallies = []
@@ -258,6 +292,10 @@ for method in methods:
                 ov = [med_ovl(np_, i, k) for i in impls]
                 ovs = ("  overlap % " + " ".join("-" if x is None else f"{x:.0f}" for x in ov)) \
                     if any(x is not None for x in ov) else ""
+                if np_ <= 2 and k[1] <= 256:
+                    ho = handoffs(np_, k)
+                    if ho:
+                        ovs += "  handoffs torx %.1f, better peer %.1f" % ho
                 out.append(f"{k[1]:>14d} " + " ".join(f"{v:10.3f}" if v else f"{'-':>10s}" for v in vals)
                            + (f"   {ratio:5.2f}" if ratio else "       -") + f"  [{pr}]".ljust(20) + f" {verdict}"
                            + ovs)
