@@ -323,6 +323,19 @@ static torx_coll_alg_t select_reduction(torx_coll_group_t * g, torx_coll_kind_t 
         : torx_coll_select(g, kind, bytes, *dt, *top);
 }
 
+/* Whether a call of kind torx leaves to MPICH takes the algorithm below
+ * instead of MPICH 4.0.2's own selection: the user left the choice to torx
+ * (TORX_COLL_<KIND> auto) and to MPICH (mpich_auto: its CVAR is auto), the
+ * op is built in, and the vector fits the eager limit. */
+static int fallback_within_eager(torx_coll_group_t * g, torx_coll_kind_t kind, int mpich_auto,
+                                 MPI_Op op, MPI_Aint count, MPI_Datatype datatype)
+{
+    MPI_Aint type_size;
+    MPIR_Datatype_get_size_macro(datatype, type_size);
+    return torx_coll_auto(g, kind) && mpich_auto && HANDLE_IS_BUILTIN(op) && count > 0 &&
+        (size_t) count * (size_t) type_size <= torx_ctx_limits(MPIDI_TORX_global.ctx)->eager_limit;
+}
+
 /* MPICH's allreduce, for a call torx's algorithms leave to it. MPICH
  * 4.0.2's selection (maint/tuning/coll/mpir/generic.json) takes reduce-
  * scatter and allgather past 8 bytes: 2 log2 n steps. Recursive doubling
@@ -336,13 +349,9 @@ static int fallback_allreduce(torx_coll_group_t * g, const void *sendbuf, void *
                               MPI_Aint count, MPI_Datatype datatype, MPI_Op op,
                               MPIR_Comm * comm, MPIR_Errflag_t * errflag)
 {
-    MPI_Aint type_size;
-    MPIR_Datatype_get_size_macro(datatype, type_size);
-    if (torx_coll_auto(g, TORX_COLL_ALLREDUCE) &&
-        MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM == MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM_auto &&
-        HANDLE_IS_BUILTIN(op) && count > 0 &&
-        (size_t) count * (size_t) type_size <=
-        torx_ctx_limits(MPIDI_TORX_global.ctx)->eager_limit)
+    if (fallback_within_eager(g, TORX_COLL_ALLREDUCE,
+                              MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM ==
+                              MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM_auto, op, count, datatype))
         return MPIR_Allreduce_intra_recursive_doubling(sendbuf, recvbuf, count, datatype, op, comm,
                                                        errflag);
     return MPIR_Allreduce_impl(sendbuf, recvbuf, count, datatype, op, comm, errflag);
@@ -361,13 +370,9 @@ static int fallback_reduce(torx_coll_group_t * g, const void *sendbuf, void *rec
                            MPI_Aint count, MPI_Datatype datatype, MPI_Op op, int root,
                            MPIR_Comm * comm, MPIR_Errflag_t * errflag)
 {
-    MPI_Aint type_size;
-    MPIR_Datatype_get_size_macro(datatype, type_size);
-    if (torx_coll_auto(g, TORX_COLL_REDUCE) &&
-        MPIR_CVAR_REDUCE_INTRA_ALGORITHM == MPIR_CVAR_REDUCE_INTRA_ALGORITHM_auto &&
-        HANDLE_IS_BUILTIN(op) && count > 0 &&
-        (size_t) count * (size_t) type_size <=
-        torx_ctx_limits(MPIDI_TORX_global.ctx)->eager_limit)
+    if (fallback_within_eager(g, TORX_COLL_REDUCE,
+                              MPIR_CVAR_REDUCE_INTRA_ALGORITHM ==
+                              MPIR_CVAR_REDUCE_INTRA_ALGORITHM_auto, op, count, datatype))
         return MPIR_Reduce_intra_binomial(sendbuf, recvbuf, count, datatype, op, root, comm,
                                           errflag);
     return MPIR_Reduce_impl(sendbuf, recvbuf, count, datatype, op, root, comm, errflag);
