@@ -194,8 +194,7 @@ struct torx_coll {
     torxc_nb_t *co_inbox;
     alignas(64) torxc_nb_t *co_head[TORX_CN_CHANNELS], *co_tail[TORX_CN_CHANNELS];
     uint64_t co_done;
-    alignas(64) int co_line_end;
-    int ngroups;
+    alignas(64) int ngroups; /* the thread's fields above keep their line */
     torxc_a2a_t a2a;
     torxc_bcast_t bc;
     struct torxc_bc_early *bc_early, **bc_early_tail; /* packets before their bcast */

@@ -362,7 +362,7 @@ static int comm_stage(struct torxm_co *co)
 /* Runs the task's poll, if set: its torx_copoll_result_t. */
 static torx_copoll_result_t comm_poll(struct torxm_co *co)
 {
-    /* relaxed: a hint; the load after the fence decides. */
+    /* relaxed: a hint; the seq_cst load below decides. */
     if (!__atomic_load_n(&co->poll_fn, __ATOMIC_RELAXED))
         return TORX_COPOLL_IDLE;
     /* seq_cst: busy is visible before poll_fn is read (pairs with the
