@@ -489,21 +489,27 @@ static torx_coll_alg_t pick_on_hosts(const torx_coll_group_t *g, torx_coll_kind_
         if (bytes <= (torxc_is_fpsum(dtype, op) ? c->cn_fpsum_max : c->cn_max) &&
             applies(g, kind, TORX_COLL_ALG_CN, bytes, dtype, op))
             return TORX_COLL_ALG_CN;
+        /* Two tasks that read each other's buffers: the exchange up to
+         * 8 KiB and the reads past it beat MPICH's algorithms over torx
+         * at every size and type, one task per core: doubles of 2 / 8 /
+         * 32 / 64 KiB 1.07-1.17 / 2.19-2.28 / 4.23-4.34 / 6.8 us against
+         * 1.82-1.92 / 2.95-3.02 / 8.39-9.24 / 12.0-12.2 (int64 MAX and
+         * float sums alike). */
+        if (g->n == 2 && torxc_direct_applies(g) &&
+            applies(g, kind, TORX_COLL_ALG_TORUS, bytes, dtype, op))
+            return TORX_COLL_ALG_TORUS;
         /* A float sum of 2 tasks: MPICH's operator adds floats one at a
          * time, so its recursive doubling took 1.3-1.5x as long as for
          * doubles of the same bytes, while torx's exchange adds them
-         * vectorized: 4 / 16 / 48 KiB 1.67 / 5.2 / 9.6 us against MPICH's
-         * 2.1 / 6.5 / 13.7 (doubles by MPICH's: 1.6 / 4.5 / 10.9). Up to
-         * where the direct reads take over, or the whole-vector exchange
-         * ends without them. */
+         * vectorized: 4 / 16 KiB 1.67 / 5.2 us against MPICH's 2.1 / 6.5
+         * (doubles by MPICH's: 1.6 / 4.5). Up to where the whole-vector
+         * exchange ends. */
         if (kind == TORX_COLL_ALLREDUCE && g->n == 2 && dtype == TORX_COLL_FLOAT &&
-            op == TORX_COLL_SUM &&
-            bytes <=
-                (torxc_direct_applies(g) ? TORXC_DIRECT_AUTO_BYTES_2 : TORXC_EXCHANGE_MAX_BYTES) &&
+            op == TORX_COLL_SUM && bytes <= TORXC_EXCHANGE_MAX_BYTES &&
             applies(g, kind, TORX_COLL_ALG_TORUS, bytes, dtype, op))
             return TORX_COLL_ALG_TORUS;
         if (torxc_direct_applies(g)
-                ? bytes >= (g->n <= 2 ? TORXC_DIRECT_AUTO_BYTES_2 : TORXC_DIRECT_AUTO_BYTES)
+                ? bytes >= TORXC_DIRECT_AUTO_BYTES
                 : bytes >= TORXC_SPLIT_AUTO_BYTES && g->n <= TORXC_SPLIT_AUTO_TASKS)
             if (applies(g, kind, TORX_COLL_ALG_TORUS, bytes, dtype, op))
                 return TORX_COLL_ALG_TORUS;

@@ -43,16 +43,33 @@
 #define TORXC_SPLIT_AUTO_BYTES (512u * 1024u)
 #define TORXC_SPLIT_AUTO_TASKS 2
 /* Where the members read the parts in place instead (torxc_direct_applies:
- * one host, cross-memory attach, not co mode), auto takes that from these
- * sizes: at 2 tasks one per core it beat MPICH's algorithm over torx by
- * 1.3-1.5x from 64 KiB on, and lost at 32 KiB (5.1-5.9 against 4.0-4.3 us:
- * there MPICH's halves are still eager messages); at 4 and 8 tasks on 2
- * cores it matched from 128 KiB and beat it by 1.2-2x from 512 KiB
- * (docs/collectives.md). */
-#define TORXC_DIRECT_AUTO_BYTES_2 (64u * 1024u)
+ * one host, cross-memory attach, not co mode), auto takes that for groups
+ * of more than 2 tasks from this size: at 4 and 8 tasks on 2 cores it
+ * matched MPICH's algorithm over torx from 128 KiB and beat it by 1.2-2x
+ * from 512 KiB (docs/collectives.md). Two tasks read at every size past
+ * the exchange's (coll.c). */
 #define TORXC_DIRECT_AUTO_BYTES (128u * 1024u)
+/* Two members read each other's whole vector (direct_reduce2) above this
+ * size, where the exchange sends it: 12 / 16 KiB 2.5-2.8 / 2.9-3.0 us
+ * against 3.2-3.5 / 4.2-4.7, level at 8 KiB. */
+#define TORXC_DIRECT2_MIN_BYTES 8192u
 /* An allgather's blocks read in place, from this size of a block. */
 #define TORXC_DIRECT_ALLGATHER_AUTO_BYTES (32u * 1024u)
+
+/* The folds of long vectors (coll_exchange.c) are also built for AVX2 and
+ * picked by the CPU at load time (function multi-versioning; an ifunc).
+ * The baseline x86-64 build's SSE2 code took 2-4x as long: a 2-term double
+ * sum of 16 KiB 0.9 against 0.23 us, of 128 KiB 11.6 against 5.5 us,
+ * which at 128 KiB made the fold, not the reads, a 2-task reduce's cost
+ * (docs/collectives.md#long-vectors). */
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define TORXC_VECTOR_KERNEL __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef TORXC_VECTOR_KERNEL
+#define TORXC_VECTOR_KERNEL
+#endif
 
 /* Floating sums on the collective network of up to this many elements
  * first try one pass on a guess of their exponents (coll_cn.c), which

@@ -49,7 +49,7 @@ static int split_box = -1;  /* COLL_TEST_SPLIT_BOX: whether this task's even/odd
  * tasks (src/coll/coll_internal.h, TORXC_DIRECT_AUTO_BYTES_2 and _BYTES). */
 static size_t direct_reduce_from(int n)
 {
-    return n <= 2 ? 64 * 1024u : 128 * 1024u;
+    return n <= 2 ? 0 : 128 * 1024u;
 }
 
 #define CHECK(cond, ...)                                                                          \
@@ -267,10 +267,10 @@ static void test_reductions(MPI_Comm comm, int all_tasks)
                 reference(t, oi, seed, n, count, want);
                 /* auto: the direct exchange ("torus") for 2 tasks and up to
                  * 2 KiB, any group; else the collective network on groups
-                 * of every task, up to TORX_COLL_CN_MAX; else, for a float
-                 * sum of 2 tasks (allreduce only), the exchange up to 16
-                 * KiB or the reads in place up to 64 KiB; else long vectors
-                 * read in place (see the big allreduce below) */
+                 * of every task, up to TORX_COLL_CN_MAX; else the reads in
+                 * place (2 tasks at any size, more from 128 KiB: see the
+                 * big allreduce below); else, for a float sum of 2 tasks
+                 * (allreduce only), the exchange up to 16 KiB */
                 size_t bytes = count * t->size;
                 int xchg = t->torx && n == 2 && bytes <= 2048;
                 int cn = all_tasks && t->torx &&
@@ -278,7 +278,7 @@ static void test_reductions(MPI_Comm comm, int all_tasks)
                 int direct = all_tasks && direct_reads && t->torx && n > 1 && n <= 8 &&
                              bytes >= direct_reduce_from(n);
                 int fsum2 = t->torx && t->kind == 2 && t->size == 4 && oi == 0 && n == 2 &&
-                            bytes <= (all_tasks && direct_reads ? 65536u : 16384u);
+                            bytes <= 16384u;
                 const char *alg = xchg || (!cn && direct) ? "torus" : "cn";
                 const char *alg_all = xchg || (!cn && (fsum2 || direct)) ? "torus" : "cn";
                 const int cn_all = cn || xchg || fsum2 || direct;
@@ -323,9 +323,9 @@ static void test_reductions(MPI_Comm comm, int all_tasks)
         a[i] = (double)(me + 1) * (double)(i % 97);
     MPI_Allreduce(a, b, (int)big, MPI_DOUBLE, MPI_SUM, comm);
     /* long vectors on the torus: read in place on groups of every task
-     * (one host, cross-memory attach, not co mode) from 64 KiB on 2 tasks
-     * and 128 KiB on more; else, on groups of 2, the split direct exchange
-     * from 512 KiB */
+     * (one host, cross-memory attach, not co mode) at any size on 2 tasks
+     * and from 128 KiB on more; else, on groups of 2, the split direct
+     * exchange from 512 KiB */
     const size_t big_bytes = big * sizeof(double);
     const int direct = all_tasks && direct_reads && n <= 8 && big_bytes >= direct_reduce_from(n);
     expect_alg(comm, "allreduce", direct || (n <= 2 && big_bytes >= 512 * 1024), "torus");
