@@ -46,7 +46,8 @@ static int split_box = -1;  /* COLL_TEST_SPLIT_BOX: whether this task's even/odd
                                fills a box of the torus (run.sh knows the layout) */
 
 /* Bytes of a vector from which auto reads a long reduction in place on n
- * tasks (src/coll/coll_internal.h, TORXC_DIRECT_AUTO_BYTES_2 and _BYTES). */
+ * tasks (src/coll/coll_internal.h, TORXC_DIRECT_AUTO_BYTES; 2 tasks at
+ * every size, src/coll/coll.c). */
 static size_t direct_reduce_from(int n)
 {
     return n <= 2 ? 0 : 128 * 1024u;
