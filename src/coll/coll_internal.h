@@ -62,7 +62,14 @@
  * sum of 16 KiB 0.9 against 0.23 us, of 128 KiB 11.6 against 5.5 us,
  * which at 128 KiB made the fold, not the reads, a 2-task reduce's cost
  * (docs/collectives.md#long-vectors). */
-#if defined(__x86_64__) && defined(__has_attribute)
+#if defined(__SANITIZE_THREAD__)
+#define TORXC_NO_CLONES 1 /* TSan instruments the resolver, which runs before its runtime */
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TORXC_NO_CLONES 1
+#endif
+#endif
+#if defined(__x86_64__) && defined(__has_attribute) && !defined(TORXC_NO_CLONES)
 #if __has_attribute(target_clones)
 #define TORXC_VECTOR_KERNEL __attribute__((target_clones("avx2", "default")))
 #endif
