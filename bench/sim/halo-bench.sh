@@ -7,8 +7,9 @@
 #             the orders XYZT, TXYZ, ZYXT and TZYX; then the job's traffic
 #             (TORX_STATS_FILE), `torx-map opt` on it, and HALO under the
 #             optimised mapping file. HALO_SCALE=1 adds 32x32x32 (131,072
-#             tasks: about 18 GiB and hours of wall time; the traffic matrix
-#             is limited to 16,384 ranks, so no opt there). HALO_SIZES
+#             tasks: about 16 GiB and 1.5-9 minutes a run, half an hour for
+#             the default sizes; the traffic matrix is limited to 16,384
+#             ranks, so no opt there). HALO_SIZES
 #             (default 8,64,512: 4K adds more than 25 minutes per mapping at
 #             16,384 tasks), HALO_ITERS (2), HALO_WARMUP (1), HALO_TORUS
 #             (the partitions, default 16x16x16). Besides opt's map, a map

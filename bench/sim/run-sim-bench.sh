@@ -50,7 +50,7 @@
 #             in vn mode, under the orders XYZT, TXYZ, ZYXT, TZYX and the
 #             `torx-map opt` mapping of its recorded traffic
 #             (bench/sim/halo-bench.sh; HALO_SCALE=1 adds 131,072 tasks,
-#             about 18 GiB); plot with bench/sim/plot-halo.gp
+#             about 16 GiB); plot with bench/sim/plot-halo.gp
 #   halo-shm  the same orders on shm (mpiexec), the crossbar's answer
 #
 # Without arguments: table1 fig4a scale. Simulated times are the same on
