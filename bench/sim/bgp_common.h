@@ -12,6 +12,8 @@
 #include <torx/msg.h>
 #include <torx/packet.h>
 
+#include "sim_round.h"
+
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -282,14 +284,9 @@ static inline int bgp_barrier(bgp_t *b)
 {
     torx_pkt_dev_t *dev = torx_ctx_device(b->ctx);
     torx_status_t rc = torx_gi_arm(dev);
-    if (rc != TORX_OK)
+    if (rc != TORX_OK || (rc = sim_round_wait(b->ctx, NULL)) != TORX_OK)
         return bgp_die(b, "barrier");
-    while ((rc = torx_gi_poll(dev)) == TORX_AGAIN) {
-        if (torx_advance(b->ctx) < 0)
-            return bgp_die(b, "barrier");
-        torx_pkt_wait(dev, 10);
-    }
-    return rc == TORX_OK ? 0 : bgp_die(b, "barrier");
+    return 0;
 }
 
 /* Advances until *counter >= want. */

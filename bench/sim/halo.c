@@ -139,14 +139,7 @@ static int cn2(halo_t *h, torx_cn_op_t op, uint64_t *a, uint64_t *c)
     torx_pkt_dev_t *dev = torx_ctx_device(h->b.ctx);
     uint64_t lanes[TORX_CN_PACKET_BYTES / 8] = {*a, *c};
     torx_status_t rc = torx_cn_inject(dev, op, TORX_CN_U64, 0, lanes);
-    if (rc != TORX_OK)
-        return bgp_die(&h->b, "collective network");
-    while ((rc = torx_cn_read(dev, lanes)) == TORX_AGAIN) {
-        if (torx_advance(h->b.ctx) < 0)
-            return bgp_die(&h->b, "collective network");
-        torx_pkt_wait(dev, 10);
-    }
-    if (rc != TORX_OK)
+    if (rc != TORX_OK || sim_round_wait(h->b.ctx, lanes) != TORX_OK)
         return bgp_die(&h->b, "collective network");
     *a = lanes[0];
     *c = lanes[1];

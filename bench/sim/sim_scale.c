@@ -14,6 +14,8 @@
 #include <torx/msg.h>
 #include <torx/packet.h>
 
+#include "sim_round.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,14 +65,7 @@ static torx_status_t barrier(torx_ctx_t *ctx)
 {
     torx_pkt_dev_t *dev = torx_ctx_device(ctx);
     torx_status_t rc = torx_gi_arm(dev);
-    if (rc != TORX_OK)
-        return rc;
-    while ((rc = torx_gi_poll(dev)) == TORX_AGAIN) {
-        if (torx_advance(ctx) < 0)
-            return TORX_ERR_PEER;
-        torx_pkt_wait(dev, 10);
-    }
-    return rc;
+    return rc != TORX_OK ? rc : sim_round_wait(ctx, NULL);
 }
 
 static torx_status_t allreduce8(torx_ctx_t *ctx, uint64_t *v)
@@ -78,10 +73,8 @@ static torx_status_t allreduce8(torx_ctx_t *ctx, uint64_t *v)
     torx_pkt_dev_t *dev = torx_ctx_device(ctx);
     uint64_t lanes[TORX_CN_PACKET_BYTES / 8] = {*v};
     torx_status_t rc = torx_cn_inject(dev, TORX_CN_ADD, TORX_CN_U64, 0, lanes);
-    if (rc != TORX_OK)
-        return rc;
-    while ((rc = torx_cn_read(dev, lanes)) == TORX_AGAIN)
-        torx_pkt_wait(dev, 10);
+    if (rc == TORX_OK)
+        rc = sim_round_wait(ctx, lanes);
     *v = lanes[0];
     return rc;
 }
