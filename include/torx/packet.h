@@ -408,6 +408,13 @@ int torx_pkt_poll(torx_pkt_dev_t *dev);
  *               device's own injections wait for room at a peer (no
  *               doorbell announces that).
  *   TORX_AGAIN  the time ran out and nothing came.
+ * NOTES
+ *   It knows nothing of the message layer: packets a torx context still
+ *   has queued for other tasks (acknowledgements, a message's tail waiting
+ *   for room) stay queued while it sleeps, and the tasks waiting for them
+ *   wait as long. A message-layer program waits with torx_wait, and for a
+ *   collective-network or global-interrupt round sets the round's poll as
+ *   torx_advance_hook first (bench/sim/sim_round.h).
  * SEE ALSO torx_pkt_wake, torx_pkt_poll, torx_wait
  */
 torx_status_t torx_pkt_wait(torx_pkt_dev_t *dev, int timeout_ms);

@@ -746,6 +746,13 @@ int torx_advance(torx_ctx_t *ctx)
                 torxm_dispatch(ctx, pkt);
                 torx_pkt_consume(ctx->dev);
                 n++;
+                /* A torx_wait whose flag a handler just set returns now,
+                 * the packets behind left for the next advance: in a ring
+                 * whose messages piled up behind a late one, draining a
+                 * whole budget first held every member's next send back
+                 * (docs/message-layer.md#waiting). */
+                if (TORXM_UNLIKELY(ctx->wait_flag != NULL) && *ctx->wait_flag)
+                    break;
                 pkt = i + 1 < ADVANCE_BUDGET ? torx_pkt_peek_next(ctx->dev) : NULL;
             }
         }
@@ -866,7 +873,10 @@ torx_status_t torx_wait_timeout(torx_ctx_t *ctx, volatile int *flag, double time
     if (!ctx || !flag)
         return torxp_error(TORX_ERR_INVAL, "torx: torx_wait: %s is NULL", ctx ? "flag" : "ctx");
     const double deadline = timeout_s >= 0 ? torxp_now_s(ctx->dev) + timeout_s : -1;
+    volatile int *const outer = ctx->wait_flag;
+    ctx->wait_flag = flag;
     const torx_status_t rc = wait_until(ctx, flag_set, (void *)flag, deadline, 1);
+    ctx->wait_flag = outer;
     if (rc == TORX_AGAIN)
         return *flag ? TORX_OK : TORX_AGAIN;
     return rc;

@@ -227,6 +227,9 @@ struct torx_ctx {
     char failed_why[400];   /* and its message, which every later advance reports again */
 
     int in_advance;
+    /* torx_wait's flag while it waits: an advance stops taking packets once
+     * a handler has set it (msg.c, torx_advance) */
+    volatile int *wait_flag;
     int (*advance_hook)(void *arg); /* torx_advance_hook */
     void *advance_hook_arg;
     int costarted;       /* heater, vn: work units run by torx_costart */
