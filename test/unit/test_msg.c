@@ -986,6 +986,17 @@ END_TEST
 
 /* ---- API checks ----------------------------------------------------------------- */
 
+static volatile int *queued_flag; /* set with each message count_and_flag counts */
+
+static void count_and_flag(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info,
+                           torx_recv_t *recv)
+{
+    (void)ctx, (void)info, (void)recv;
+    ++*(int *)harg;
+    if (queued_flag)
+        *queued_flag = 1;
+}
+
 static int api_task(torx_boot_t *boot, void *argp)
 {
     (void)argp;
@@ -1036,6 +1047,40 @@ static int api_task(torx_boot_t *boot, void *argp)
     const double t0 = test_now();
     TASK_CHECK(torx_wait_timeout(ctx, &never, 0.05) == TORX_AGAIN, "wait did not time out");
     TASK_CHECK(test_now() - t0 < 5, "wait overran its timeout");
+
+    /* A wait returns once a handler has set its flag: the messages queued
+     * behind the first are left for the next advance (msg.c). */
+    static struct {
+        volatile int flag;
+        int count;
+    } queued;
+    TASK_CHECK(torx_register(ctx, 34, count_and_flag, (void *)&queued.count) == TORX_OK, "%s",
+               torx_last_error());
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    enum { QUEUED = 20 };
+    if (boot->rank == 1) {
+        int done = 0;
+        torx_msg_t qm[QUEUED];
+        for (int i = 0; i < QUEUED; i++)
+            TASK_CHECK(torx_send(ctx, &qm[i], 0, 34, NULL, 0, big, 8, TORX_PROTO_ONEPKT,
+                                 test_count_msg, &done) == TORX_OK,
+                       "%s", torx_last_error());
+        const double qd = test_now() + 30;
+        while (done < QUEUED && test_now() < qd)
+            torx_advance(ctx);
+        TASK_CHECK(done == QUEUED, "only %d of %d sends done", done, QUEUED);
+    }
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    if (boot->rank == 0) {
+        queued_flag = &queued.flag;
+        TASK_CHECK(torx_wait(ctx, &queued.flag) == TORX_OK, "%s", torx_last_error());
+        TASK_CHECK(queued.count == 1, "the wait matched %d messages before returning",
+                   queued.count);
+        const double qd = test_now() + 30;
+        while (queued.count < QUEUED && test_now() < qd)
+            torx_advance(ctx);
+        TASK_CHECK(queued.count == QUEUED, "%d of %d messages", queued.count, QUEUED);
+    }
 
     /* Work units run at once outside co mode. */
     int hits = 0, h1 = 0;
