@@ -431,6 +431,35 @@ TORXC_VECTOR_KERNEL static void fold_into(unsigned char *restrict acc,
     }
 }
 
+/* Publishes this member's input and combined-segment addresses (0 and 0:
+ * out of memory, which tells the others) in one collective-network
+ * allgather into g->direct_addr, which every member must have entered with
+ * its input ready; then checks that every member called alike and has its
+ * memory. */
+static torx_status_t direct_publish(torx_coll_group_t *g, uint64_t in, uint64_t part, size_t count,
+                                    torx_coll_dtype_t dtype, torx_coll_op_t op, int root)
+{
+    const torxc_direct_addr_t mine = {
+        in, part, count, (uint64_t)(root + 1) << 16 | (uint64_t)dtype << 8 | (uint64_t)op};
+    torxc_direct_addr_t *const addr = g->direct_addr;
+    const torx_status_t st = torxc_cn_allgather(g, &mine, addr, sizeof mine);
+    if (st != TORX_OK)
+        return st;
+    for (int m = 0; m < g->n; m++) {
+        if (addr[m].count != count || addr[m].kind != mine.kind)
+            return torxp_error(TORX_ERR_PROTO,
+                               "torx: allreduce: member %d called with %" PRIu64
+                               " elements (root/type/op %#" PRIx64
+                               "), member %d with %zu (%#" PRIx64 ")",
+                               m, addr[m].count, addr[m].kind, g->me, count, mine.kind);
+        if (addr[m].in == 0)
+            return torxp_error(m == g->me ? TORX_ERR_NOMEM : TORX_ERR_PEER,
+                               "torx: allreduce of %zu bytes: member %d is out of memory",
+                               count * torxc_dtype_size(dtype), m);
+    }
+    return TORX_OK;
+}
+
 /* Long vectors on one host, the split exchange's shape with every part
  * read where it lies instead of sent. The members publish their buffers'
  * addresses in one collective-network allgather (which every member must
@@ -469,25 +498,11 @@ static torx_status_t direct_reduce(torx_coll_group_t *g, const void *in, void *o
     const int in_place = (const void *)in == out;
     /* Out of memory, this member still takes part in the allgather (the
      * others would wait for it forever), with zeros that tell them. */
-    const torxc_direct_addr_t mine = {got ? (uintptr_t)in : 0, got ? (uintptr_t)part : 0, count,
-                                      (uint64_t)(root + 1) << 16 | (uint64_t)dtype << 8 |
-                                          (uint64_t)op};
-    torxc_direct_addr_t *const addr = g->direct_addr;
-    torx_status_t st = torxc_cn_allgather(g, &mine, addr, sizeof mine);
+    torx_status_t st = direct_publish(g, got ? (uintptr_t)in : 0, got ? (uintptr_t)part : 0, count,
+                                      dtype, op, root);
     if (st != TORX_OK)
         return st;
-    for (int m = 0; m < n; m++) {
-        if (addr[m].count != count || addr[m].kind != mine.kind)
-            return torxp_error(TORX_ERR_PROTO,
-                               "torx: allreduce: member %d called with %" PRIu64
-                               " elements (root/type/op %#" PRIx64
-                               "), member %d with %zu (%#" PRIx64 ")",
-                               m, addr[m].count, addr[m].kind, me, count, mine.kind);
-        if (addr[m].in == 0)
-            return torxp_error(m == me ? TORX_ERR_NOMEM : TORX_ERR_PEER,
-                               "torx: allreduce of %zu bytes: member %d is out of memory",
-                               count * es, m);
-    }
+    const torxc_direct_addr_t *const addr = g->direct_addr;
     torx_status_t err = TORX_OK;
     for (size_t off = 0; off < my_bytes && err == TORX_OK; off += DIRECT_CHUNK) {
         const size_t len = my_bytes - off < DIRECT_CHUNK ? my_bytes - off : DIRECT_CHUNK;
@@ -566,25 +581,10 @@ static torx_status_t direct_reduce2(torx_coll_group_t *g, const void *in, void *
         memcpy(own + DIRECT_CHUNK, in, bytes);
         in = own + DIRECT_CHUNK;
     }
-    const torxc_direct_addr_t mine = {ready ? (uintptr_t)in : 0, 0, count,
-                                      (uint64_t)(root + 1) << 16 | (uint64_t)dtype << 8 |
-                                          (uint64_t)op};
-    torxc_direct_addr_t *const addr = g->direct_addr;
-    torx_status_t st = torxc_cn_allgather(g, &mine, addr, sizeof mine);
+    torx_status_t st = direct_publish(g, ready ? (uintptr_t)in : 0, 0, count, dtype, op, root);
     if (st != TORX_OK)
         return st;
-    for (int m = 0; m < 2; m++) {
-        if (addr[m].count != count || addr[m].kind != mine.kind)
-            return torxp_error(TORX_ERR_PROTO,
-                               "torx: allreduce: member %d called with %" PRIu64
-                               " elements (root/type/op %#" PRIx64
-                               "), member %d with %zu (%#" PRIx64 ")",
-                               m, addr[m].count, addr[m].kind, me, count, mine.kind);
-        if (addr[m].in == 0)
-            return torxp_error(m == me ? TORX_ERR_NOMEM : TORX_ERR_PEER,
-                               "torx: allreduce of %zu bytes: member %d is out of memory", bytes,
-                               m);
-    }
+    const torxc_direct_addr_t *const addr = g->direct_addr;
     torx_status_t err = TORX_OK;
     for (size_t off = 0; out && off < bytes && err == TORX_OK; off += DIRECT_CHUNK) {
         const size_t len = bytes - off < DIRECT_CHUNK ? bytes - off : DIRECT_CHUNK;
