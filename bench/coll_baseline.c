@@ -65,8 +65,7 @@ struct cb_unexp {
 struct cb_ctx {
     torx_ctx_t *ctx;
     int handler;
-    int spin;        /* poll before sleeping: every device but one that simulates */
-    volatile int ev; /* set by every callback, for torx_wait */
+    int spin; /* poll before sleeping: every device but one that simulates */
     cb_req *posted, **posted_tail;
     cb_unexp *unexp, **unexp_tail;
 };
@@ -88,7 +87,6 @@ static void req_finish(cb_req *r, torx_status_t st, size_t n)
     r->status = st;
     r->received = n;
     r->done = 1;
-    r->c->ev = 1;
 }
 
 static void recv_done(torx_ctx_t *ctx, void *arg, torx_status_t st, size_t n)
@@ -257,10 +255,10 @@ static torx_status_t waitall(cb_group *g, cb_req *r, int n)
                 idle = ev ? 0 : idle + 1;
                 continue;
             }
-            c->ev = 0;
-            if (r[i].done)
-                break;
-            torx_status_t st = torx_wait(c->ctx, &c->ev);
+            /* on this request's own flag, not one every callback sets: the
+             * wait returns once this request is done, and not after each
+             * other message (docs/message-layer.md#waiting) */
+            torx_status_t st = torx_wait(c->ctx, &r[i].done);
             if (st != TORX_OK)
                 return fail(st, "torx_wait: %s", torx_last_error());
         }
