@@ -186,15 +186,7 @@ FOLD_FN(fold64, uint64_t, int64_t)
         x = x + y + (T)0; /* + 0: -0 becomes +0 */                                                 \
         memcpy((out) + (i) * sizeof(T), &x, sizeof(T));                                            \
     } while (0)
-#define SUM2_LOOP(T, out, va, vb, count)                                                           \
-    do {                                                                                           \
-        size_t i = 0;                                                                              \
-        for (; i + 8 <= (count); i += 8)                                                           \
-            for (size_t k = 0; k < 8; k++)                                                         \
-                SUM2_STEP(T, out, va, vb, i + k);                                                  \
-        for (; i < (count); i++)                                                                   \
-            SUM2_STEP(T, out, va, vb, i);                                                          \
-    } while (0)
+#define SUM2_LOOP(T, out, va, vb, count) FOLD_EACH(count, i, SUM2_STEP(T, out, va, vb, i))
 #define SUM2_FN(name, T)                                                                           \
     TORXC_VECTOR_KERNEL static void name##_to(unsigned char *restrict out,                         \
                                               const unsigned char *restrict va,                    \
@@ -379,9 +371,8 @@ static torx_status_t direct_get(torx_coll_group_t *g, int m, uint64_t remote, vo
 
 /* acc[i] = acc[i] op b[i] for count elements of type T (SUM, MIN, MAX);
  * memcpy, not casts: the buffers are the user's, of any alignment (the
- * compiler turns both into plain loads). Blocks of 8 elements, since -O2
- * vectorizes a loop of known trip count (the inner one) but not one of
- * unknown count; acc and b never overlap (restrict). */
+ * compiler turns both into plain loads), in FOLD_EACH's blocks of 8; acc
+ * and b never overlap (restrict). */
 #define FP_STEP(T, acc, b, i, op)                                                                  \
     do {                                                                                           \
         T x, y;                                                                                    \
@@ -392,15 +383,7 @@ static torx_status_t direct_get(torx_coll_group_t *g, int m, uint64_t remote, vo
                                       : (y > x ? y : x);                                           \
         memcpy((acc) + (i) * sizeof(T), &r, sizeof(T));                                            \
     } while (0)
-#define FP_FOLD(T, acc, b, count, op)                                                              \
-    do {                                                                                           \
-        size_t i = 0;                                                                              \
-        for (; i + 8 <= (count); i += 8)                                                           \
-            for (size_t k = 0; k < 8; k++)                                                         \
-                FP_STEP(T, acc, b, i + k, op);                                                     \
-        for (; i < (count); i++)                                                                   \
-            FP_STEP(T, acc, b, i, op);                                                             \
-    } while (0)
+#define FP_FOLD(T, acc, b, count, op) FOLD_EACH(count, i, FP_STEP(T, acc, b, i, op))
 
 /* FP_FOLD with op a constant in each loop, so that each vectorizes. */
 #define FP_FOLD_OP(T, acc, b, count, op)                                                           \
