@@ -388,9 +388,13 @@ static int comm_has_orders(struct torxm_co *co)
                __atomic_load_n(&co->unit_head, __ATOMIC_RELAXED);
 }
 
-/* The thread sleeps until a packet, a command, a work unit or stop. */
-static void comm_sleep(struct torxm_co *co)
+/* The thread sleeps until a packet, a command, a work unit or stop. 1: a
+ * device with exact waits ended the sleep for an event that may be the
+ * task's (a collective-network or global-interrupt round, a bulk
+ * transfer's end), not only a packet. */
+static int comm_sleep(struct torxm_co *co)
 {
+    int event = 0;
     /* relaxed: ordered by the fence. */
     __atomic_store_n(&co->comm_idle, 1u, __ATOMIC_RELAXED);
     /* seq_cst fence: StoreLoad between comm_idle and the recheck of the
@@ -409,17 +413,19 @@ static void comm_sleep(struct torxm_co *co)
         } else {
             /* A wake by the task after the fence makes this return at once
              * (the doorbell remembers bumps since the last wait). */
-            torx_pkt_wait(co->dev, CO_SLEEP_MS);
+            event = torx_pkt_wait(co->dev, CO_SLEEP_MS) == TORX_OK && co->exact_wait;
         }
     }
     /* relaxed: a late wake only costs the next sleep a spurious return. */
     __atomic_store_n(&co->comm_idle, 0u, __ATOMIC_RELAXED);
+    return event;
 }
 
 static void *comm_main(void *arg)
 {
     struct torxm_co *co = arg;
     unsigned idle = 0;
+    int event = 0; /* the last sleep ended for an event (comm_sleep) */
     /* acquire: pairs with the release of stop in torxm_co_stop. */
     while (!__atomic_load_n(&co->stop, __ATOMIC_ACQUIRE)) {
         int work = comm_unit(co);
@@ -441,7 +447,16 @@ static void *comm_main(void *arg)
         if (work) {
             ring_task(co);
             idle = 0;
+            event = 0;
             continue;
+        }
+        /* The sleep ended for an event that was none of ours: the task's
+         * round, which rings nobody, so the task may sleep through it
+         * (a message-layer wait with a round's poll as its advance hook,
+         * docs/message-layer.md#waiting). */
+        if (event) {
+            ring_task(co);
+            event = 0;
         }
         if (idle < UINT_MAX)
             idle++;
@@ -458,7 +473,7 @@ static void *comm_main(void *arg)
         else if (idle < spins + yields || (polled == TORX_COPOLL_WAITING && !co->exact_wait))
             torxp_yield(co->dev);
         else
-            comm_sleep(co);
+            event = comm_sleep(co);
     }
     return NULL;
 }
@@ -723,6 +738,12 @@ void torxm_co_idle(torx_ctx_t *ctx, unsigned idle, double deadline)
             torxp_yield(ctx->dev);
             return;
         }
+    }
+    /* A hook's work (a round) rings no one on a host; on a device with
+     * exact waits the thread rings the task when a round is due. */
+    if (ctx->advance_hook && !exact) {
+        torxp_nap(ctx->dev, TASK_NAP_NS);
+        return;
     }
     int ms = TASK_SLEEP_MS;
     if (deadline >= 0) {

@@ -4,7 +4,8 @@
  * with the task doing it because cores are short (shared); transient work
  * units (costart/cojoin) in both; a rendezvous that completes while the
  * task computes without advancing (own), and one the task moves itself
- * (shared); an idle co job that sleeps; the node sized to fit the host
+ * (shared); an idle co job that sleeps; a wait on a global-interrupt round
+ * that ends with it; the node sized to fit the host
  * when TORX_CORES_PER_NODE is unset. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
@@ -396,6 +397,94 @@ START_TEST(co_idle_wait_sleeps)
 }
 END_TEST
 
+/* ---- A wait on the task's own round ends when the round does ------------------------ */
+
+/* A global-interrupt round rings no doorbell: a co task waiting for one
+ * through the message layer (torx_wait, the round's poll as advance hook)
+ * must not sleep through its end (docs/message-layer.md#waiting). On sim
+ * the communication thread's wait ends when the round does, and it rings
+ * the task; on a host the task naps. First rank 1 arms 30 ms after rank 0,
+ * whose wait must end within 5 ms of that; then ten rounds back to back
+ * must take under 5 ms: on sim a task that went to sleep on its bell just
+ * after the round ended slept the 20 ms the bell allows. */
+typedef struct round_arg {
+    torx_pkt_dev_t *dev;
+    volatile int done;
+    torx_status_t rc;
+} round_arg_t;
+
+static int round_poll(void *arg)
+{
+    round_arg_t *r = arg;
+    if (r->done)
+        return 0;
+    const torx_status_t rc = torx_gi_poll(r->dev);
+    if (rc == TORX_AGAIN)
+        return 0;
+    r->rc = rc;
+    r->done = 1;
+    return 1;
+}
+
+/* One global-interrupt round, waited for by torx_wait; 0 on success. */
+static int round_wait(torx_boot_t *boot, torx_ctx_t *ctx)
+{
+    round_arg_t r = {torx_ctx_device(ctx), 0, TORX_OK};
+    TASK_CHECK(torx_gi_arm(r.dev) == TORX_OK, "%s", torx_last_error());
+    TASK_CHECK(torx_advance_hook(ctx, round_poll, &r) == TORX_OK, "%s", torx_last_error());
+    TASK_CHECK(torx_wait(ctx, &r.done) == TORX_OK, "%s", torx_last_error());
+    TASK_CHECK(torx_advance_hook(ctx, NULL, NULL) == TORX_OK, "%s", torx_last_error());
+    TASK_CHECK(r.rc == TORX_OK, "the round ended with %d", (int)r.rc);
+    return 0;
+}
+
+static int round_wait_task(torx_boot_t *boot, void *argp)
+{
+    (void)argp;
+    idle_arg_t ia = {0};
+    torx_ctx_t *ctx;
+    torx_init_attr_t attr = {.boot = boot, .mode = TORX_MODE_CO};
+    TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
+    TASK_CHECK(torx_register(ctx, 5, idle_wake, &ia) == TORX_OK, "register");
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    if (boot->rank == 1)
+        torxp_nap(torx_ctx_device(ctx), 30 * 1000 * 1000);
+    const double armed = torx_wtime(ctx);
+    if (round_wait(boot, ctx))
+        return 1;
+    const double left = torx_wtime(ctx);
+    if (boot->rank == 1) {
+        torx_msg_t m;
+        volatile int sent = 0;
+        TASK_CHECK(torx_send(ctx, &m, 0, 5, NULL, 0, &armed, sizeof armed, TORX_PROTO_AUTO,
+                             test_count_msg, (void *)&sent) == TORX_OK,
+                   "%s", torx_last_error());
+        TASK_CHECK(torx_wait(ctx, &sent) == TORX_OK, "%s", torx_last_error());
+    } else {
+        TASK_CHECK(torx_wait(ctx, &ia.flag) == TORX_OK, "%s", torx_last_error());
+        const double late = left - ia.sent_at; /* one host (or simulation), one clock */
+        fprintf(stderr, "co round wait: left %.3f ms after the last task armed\n", late * 1e3);
+        TASK_CHECK(late < 5e-3, "the wait left %.1f ms after the round's end", late * 1e3);
+    }
+    const double t0 = torx_wtime(ctx);
+    for (int i = 0; i < 10; i++)
+        if (round_wait(boot, ctx))
+            return 1;
+    const double ten = torx_wtime(ctx) - t0;
+    if (boot->rank == 0)
+        fprintf(stderr, "co round wait: 10 rounds back to back in %.3f ms\n", ten * 1e3);
+    TASK_CHECK(ten < 5e-3, "rank %d: 10 rounds back to back took %.1f ms", boot->rank, ten * 1e3);
+    TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
+    return 0;
+}
+
+START_TEST(co_round_wait_wakes)
+{
+    setenv("TORX_CO_THREAD", "own", 1);
+    RUN_JOB(2, round_wait_task, NULL);
+}
+END_TEST
+
 START_TEST(co_bad_thread_role_stops_init)
 {
     setenv("TORX_CO_THREAD", "maybe", 1);
@@ -467,6 +556,7 @@ Suite *msg_co_suite(void)
     tcase_add_test(tc, co_rendezvous_during_compute);
     tcase_add_test(tc, co_short_of_cores_task_moves_data);
     tcase_add_loop_test(tc, co_idle_wait_sleeps, 0, 2);
+    tcase_add_test(tc, co_round_wait_wakes);
     tcase_add_test(tc, co_bad_thread_role_stops_init);
     tcase_add_loop_test(tc, nodes_fit_the_host_when_unset, 0, 3);
     suite_add_tcase(s, tc);
