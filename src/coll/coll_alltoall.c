@@ -544,6 +544,13 @@ torx_status_t torxc_paced_alltoallv(torx_coll_group_t *g, torx_coll_kind_t kind,
     return paced_run(g, kind, in, sbytes, sdispl, out, rbytes, rdispl, 0, 0);
 }
 
+torx_status_t torxc_paced_sparse(torx_coll_group_t *g, torx_coll_kind_t kind, const void *in,
+                                 const size_t *sbytes, const size_t *sdispl, void *out,
+                                 const size_t *rbytes, const size_t *rdispl)
+{
+    return paced_run(g, kind, in, sbytes, sdispl, out, rbytes, rdispl, 1, 0);
+}
+
 /* ---- nonblocking ------------------------------------------------------------------ */
 
 static size_t round_up(size_t x, size_t to)

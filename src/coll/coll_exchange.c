@@ -622,15 +622,22 @@ torx_status_t torxc_exchange_reduce(torx_coll_group_t *g, const void *in, void *
             return torxp_error(TORX_ERR_NOMEM, "torx: allreduce: out of memory");
     }
     size_t *v = (size_t *)(g->xchg + need);
+    /* A reduce's vectors go to its root alone: the others send and leave,
+     * where sending every vector to every member kept them until the
+     * root's had come. */
+    const int takes = root < 0 || g->me == root;
     for (int m = 0; m < n; m++) {
-        v[m] = bytes;                     /* send bytes */
-        v[n + m] = 0;                     /* send displacement: one block for all */
-        v[2 * n + m] = bytes;             /* receive bytes */
-        v[3 * n + m] = (size_t)m * bytes; /* receive displacement */
+        v[m] = root < 0 || m == root ? bytes : 0; /* send bytes */
+        v[n + m] = 0;                             /* send displacement: one block for all */
+        v[2 * n + m] = takes ? bytes : 0;         /* receive bytes */
+        v[3 * n + m] = (size_t)m * bytes;         /* receive displacement */
     }
     /* this task's own vector is its block of the scratch (in may be out) */
     torx_status_t st =
-        torxc_paced_alltoallv(g, TORX_COLL_ALLREDUCE, in, v, v + n, g->xchg, v + 2 * n, v + 3 * n);
+        root < 0 ? torxc_paced_alltoallv(g, TORX_COLL_ALLREDUCE, in, v, v + n, g->xchg, v + 2 * n,
+                                         v + 3 * n)
+                 : torxc_paced_sparse(g, TORX_COLL_ALLREDUCE, in, v, v + n, g->xchg, v + 2 * n,
+                                      v + 3 * n);
     if (st != TORX_OK)
         return st;
     if (out) {

@@ -415,6 +415,12 @@ const size_t *torxc_uniform_counts(torx_coll_group_t *g, size_t bytes);
 torx_status_t torxc_paced_alltoallv(torx_coll_group_t *g, torx_coll_kind_t kind, const void *in,
                                     const size_t *sbytes, const size_t *sdispl, void *out,
                                     const size_t *rbytes, const size_t *rdispl);
+/* ... moving only the blocks of non-zero length, where every member knows
+ * which those are (a reduce's vectors, all to its root): a member leaves
+ * once its own blocks are sent and placed. */
+torx_status_t torxc_paced_sparse(torx_coll_group_t *g, torx_coll_kind_t kind, const void *in,
+                                 const size_t *sbytes, const size_t *sdispl, void *out,
+                                 const size_t *rbytes, const size_t *rdispl);
 /* the header of a paced block (a2a_hdr_t in coll_alltoall.c) */
 #define TORXC_A2A_HDR_BYTES 16
 /* the broadcast as a sparse paced exchange: the root sends to every member,
