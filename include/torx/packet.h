@@ -277,6 +277,8 @@ typedef struct torx_net {
     double message_latency;  /* a one-packet message between the nearest tasks, software
                               * included: the alpha of point-to-point */
     double copy_bandwidth;   /* a copy by a task's core */
+    double bulk_bandwidth;   /* a bulk transfer between two nodes (a DMA engine); 0: the
+                              * device moves rendezvous data in packets */
     double cn_latency;       /* one collective-network round of the whole job */
     double cn_bandwidth;     /* payload through the collective network, rounds back to back */
     double gi_latency;       /* a global-interrupt barrier of the whole job */

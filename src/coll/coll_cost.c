@@ -105,12 +105,35 @@ void torxc_cost_group_init(torx_coll_group_t *g)
         hot += 1.0 - below;
     }
     geo->shift_hot_hops = hot;
+    /* Step k of MPICH's recursive doubling and halving pairs member i with
+     * member i ^ 2^k. With the ranks laid out in order, every pair of a step
+     * is displaced alike, so member 0 and member 2^k stand for all; under
+     * dimension-ordered routing as many of the step's flows cross one link
+     * as the pair's longest per-dimension distance. */
+    geo->xor_steps = 0;
+    for (unsigned k = 0; k < 31 && (1 << k) < g->n; k++) {
+        const torx_coord_t a = g->coord[0], b = g->coord[1 << k];
+        const unsigned pa[3] = {a.x, a.y, a.z}, pb[3] = {b.x, b.y, b.z};
+        unsigned hops = 0, load = 0;
+        for (int d = 0; d < 3; d++) {
+            unsigned dist = pa[d] > pb[d] ? pa[d] - pb[d] : pb[d] - pa[d];
+            if ((net->wrap >> d & 1u) && ext[d] - dist < dist)
+                dist = ext[d] - dist;
+            hops += dist;
+            load = dist > load ? dist : load;
+        }
+        geo->xor_hops[k] = (unsigned char)(hops < 255 ? hops : 255);
+        geo->xor_load[k] = (unsigned char)(load < 255 ? load : 255);
+        geo->xor_steps = k + 1;
+    }
 }
 
 /* ---- the figures an estimate uses --------------------------------------------- */
 
 typedef struct figures {
     double alpha;     /* a message's software latency, to a neighbour */
+    double duplex;    /* bytes/s of a core that sends and receives at once (a sendrecv) */
+    double bulk;      /* bytes/s of a bulk transfer (a DMA engine); 0: none */
     double per_msg;   /* a core's share of one message (its packets aside) */
     double hop;       /* per hop */
     double mean_hops; /* between two members */
@@ -131,6 +154,16 @@ static figures_t figures_of(const torx_coll_group_t *g)
     };
     const double core = net->packet_cpu > 0 ? (double)net->packet_payload / net->packet_cpu : 1e12;
     f.stream = f.link < core ? f.link : core;
+    /* A sendrecv's packets: the core injects its own and receives and
+     * copies the partner's (in co mode the thread receives them). */
+    if (net->packet_cpu > 0) {
+        const double pay = (double)net->packet_payload, in = net->packet_cpu,
+                     out = net->packet_cpu + pay / f.copy;
+        f.duplex = pay / (torx_mode(g->c->ctx) == TORX_MODE_CO ? (in > out ? in : out) : in + out);
+    } else {
+        f.duplex = f.stream;
+    }
+    f.bulk = net->bulk_bandwidth;
     /* a message's own processor work: its latency less the wire and hops */
     f.per_msg = net->kind == TORX_NET_TORUS ? 3.0 * net->packet_cpu : f.alpha;
     return f;
@@ -142,6 +175,27 @@ static double msg(const figures_t *f, double bytes, double hops)
 }
 
 /* ---- MPICH's algorithms over torx point-to-point ------------------------------- */
+
+/* Step k of a recursive doubling or halving on a torus: every member sends
+ * and receives bytes at once, as long as the step's busiest link or a
+ * core moving both ways takes; a rendezvous adds its handshake and, with a
+ * DMA engine, leaves the core. */
+static double xor_step(const torx_coll_group_t *g, const figures_t *f, unsigned k, double bytes)
+{
+    const torxc_geometry_t *geo = &g->geo;
+    const unsigned hops = k < geo->xor_steps ? geo->xor_hops[k] : 1,
+                   load = k < geo->xor_steps ? geo->xor_load[k] : 1;
+    const double wire = bytes * load * geo->tasks_per_node / f->link;
+    double move = bytes / f->duplex, extra = 0.0;
+    if (k < geo->xor_steps && bytes >= 1.0 &&
+        torx_choose_protocol(g->c->ctx, torxc_task(g, 1 << k), 0, (size_t)bytes) ==
+            TORX_PROTO_RZV) {
+        extra = 2.0 * f->alpha; /* request to send, clear to send */
+        if (f->bulk > 0)
+            move = bytes / f->bulk;
+    }
+    return f->alpha + extra + hops * f->hop + (wire > move ? wire : move);
+}
 
 static double fallback_cost(const torx_coll_group_t *g, torx_coll_kind_t kind, double b,
                             const figures_t *f)
@@ -158,6 +212,25 @@ static double fallback_cost(const torx_coll_group_t *g, torx_coll_kind_t kind, d
         return (lg + n - 1) * f->alpha + 2.0 * part / f->stream;
     case TORX_COLL_ALLREDUCE:
     case TORX_COLL_REDUCE:
+        if (g->c->net.kind == TORX_NET_TORUS) {
+            /* the steps' own distances and link loads, as MPICH pairs the
+             * members: the whole vector at every step up to its switch
+             * point, then halves both ways (Rabenseifner); a group that is
+             * not a power of two first folds its extra members in */
+            unsigned steps = 0;
+            while (steps < 31 && (1 << (steps + 1)) <= n)
+                steps++;
+            double t = (1 << steps) < n ? 2.0 * msg(f, b, f->mean_hops) : 0.0, piece = b;
+            for (unsigned k = 0; k < steps; k++) {
+                if (b <= MPICH_ALLREDUCE_SHORT) {
+                    t += xor_step(g, f, k, b) + b / f->copy;
+                } else {
+                    piece /= 2.0;
+                    t += 2.0 * xor_step(g, f, k, piece);
+                }
+            }
+            return b <= MPICH_ALLREDUCE_SHORT ? t : t + b / f->copy;
+        }
         if (b <= MPICH_ALLREDUCE_SHORT) /* recursive doubling / binomial */
             return lg * (msg(f, b, f->mean_hops) + b / f->copy);
         /* Rabenseifner: reduce-scatter, then allgather (or gather) */

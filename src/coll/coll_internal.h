@@ -275,6 +275,11 @@ typedef struct torxc_geometry {
     double mean_hops;      /* mean hops between two members */
     unsigned depth;        /* hops from a corner of the members' box to the farthest */
     double shift_hot_hops; /* expected longest per-dimension distance of a shift */
+    /* MPICH's recursive doubling and halving, step k (member i with
+     * i ^ 2^k): the pair's hops, and the longest of its per-dimension
+     * distances, which is how many of the step's flows share a link */
+    unsigned xor_steps;
+    unsigned char xor_hops[31], xor_load[31];
 } torxc_geometry_t;
 
 struct torx_coll_group {

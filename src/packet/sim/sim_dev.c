@@ -429,6 +429,7 @@ static void sim_network(const torx_pkt_dev_t *dev, torx_net_t *net)
     net->message_latency = d->c_inject + d->c_receive + d->c_match + m->hop_latency +
                            (m->packet_chunk + m->link_overhead) / m->link_bandwidth;
     net->copy_bandwidth = d->c_copy_byte > 0 ? 1.0 / d->c_copy_byte : 0.0;
+    net->bulk_bandwidth = d->dma ? m->dma_bandwidth : 0.0;
     /* every task injects and reads each round's packet */
     net->cn_latency = torxp_sim_net_cn_round(d->job) + 2.0 * d->c_cn;
     const double cn_wire = (TORX_CN_PACKET_BYTES + m->link_overhead) / m->cn_bandwidth;
