@@ -227,7 +227,7 @@ END_TEST
  * and doubling, whose steps each pair every member with one a power of
  * two away, all at once, so that up to 4 flows share a link and a core
  * sends and receives each step's half. Timed by sim_coll on this torus:
- * 64 KiB 776 us by the collective network, 894 by MPICH's; 128 KiB 1,549
+ * 64 KiB 775 us by the collective network, 894 by MPICH's; 128 KiB 1,549
  * against 1,219. The estimate without the steps' link loads and two-way
  * cores put MPICH's at 465 us for 64 KiB, and picked it. */
 static int long_sum_task(torx_boot_t *boot, void *arg)
