@@ -553,18 +553,12 @@ static torx_status_t direct_reduce2(torx_coll_group_t *g, const void *in, void *
     /* An in-place allreduce writes its result over the input the other
      * member reads: that member reads a copy. */
     const int copy_in = out != NULL && root < 0 && (const void *)in == out;
-    /* A reduce's root reads the other's whole vector before the OR round
-     * and combines after it: the other member, like a sender whose message
-     * has been received, leaves once its vector is read, not after the
-     * combine as well. Up to TORXC_DIRECT2_READ_AHEAD_MAX, within the cache. */
-    const int read_ahead = out != NULL && root >= 0 && bytes <= TORXC_DIRECT2_READ_AHEAD_MAX;
-    /* a chunk of the other's vector (its whole vector when reading ahead),
-     * one of this member's own when its input is the result buffer
-     * (combine writes over its first vector only), and the copy */
-    const size_t first = read_ahead ? bytes : DIRECT_CHUNK;
-    const size_t scratch = out ? first + DIRECT_CHUNK + (copy_in ? bytes : 0) : 0;
+    /* a chunk of the other's vector, one of this member's own when its
+     * input is the result buffer (combine writes over its first vector
+     * only), and the copy */
+    const size_t scratch = out ? 2 * (size_t)DIRECT_CHUNK + (copy_in ? bytes : 0) : 0;
     unsigned char *got = scratch ? group_scratch(g, scratch) : NULL;
-    unsigned char *own = got ? got + first : NULL;
+    unsigned char *own = got ? got + DIRECT_CHUNK : NULL;
     const int ready = scratch == 0 || got != NULL;
     if (copy_in && got) {
         memcpy(own + DIRECT_CHUNK, in, bytes);
@@ -577,10 +571,6 @@ static torx_status_t direct_reduce2(torx_coll_group_t *g, const void *in, void *
     torx_status_t err = TORX_OK;
     for (size_t off = 0; out && off < bytes && err == TORX_OK; off += DIRECT_CHUNK) {
         const size_t len = bytes - off < DIRECT_CHUNK ? bytes - off : DIRECT_CHUNK;
-        if (read_ahead) {
-            err = direct_get(g, other, addr[other].in + off, got + off, len);
-            continue;
-        }
         unsigned char *dst = (unsigned char *)out + off;
         const unsigned char *self = (const unsigned char *)in + off;
         if (me == 1 && self == dst) {
@@ -603,17 +593,6 @@ static torx_status_t direct_reduce2(torx_coll_group_t *g, const void *in, void *
                           "torx: allreduce of %zu bytes: the other member could not read its "
                           "part",
                           bytes);
-    for (size_t off = 0; read_ahead && err == TORX_OK && off < bytes; off += DIRECT_CHUNK) {
-        const size_t len = bytes - off < DIRECT_CHUNK ? bytes - off : DIRECT_CHUNK;
-        unsigned char *dst = (unsigned char *)out + off;
-        const unsigned char *self = (const unsigned char *)in + off;
-        if (me == 1 && self == dst) {
-            memcpy(own, self, len);
-            self = own;
-        }
-        const unsigned char *vec[2] = {me == 0 ? self : got + off, me == 0 ? got + off : self};
-        combine(vec, 2, len / es, dtype, op, dst);
-    }
     return err;
 }
 

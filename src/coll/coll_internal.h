@@ -53,9 +53,6 @@
  * size, where the exchange sends it: 12 / 16 KiB 2.5-2.8 / 2.9-3.0 us
  * against 3.2-3.5 / 4.2-4.7, level at 8 KiB. */
 #define TORXC_DIRECT2_MIN_BYTES 8192u
-/* ... and a reduce's root reads all of it before combining, up to this
- * size (docs/collectives.md#long-vectors). */
-#define TORXC_DIRECT2_READ_AHEAD_MAX (512u * 1024u)
 /* An allgather's blocks read in place, from this size of a block. */
 #define TORXC_DIRECT_ALLGATHER_AUTO_BYTES (32u * 1024u)
 
