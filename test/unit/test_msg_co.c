@@ -406,7 +406,10 @@ END_TEST
  * the task; on a host the task naps. First rank 1 arms 30 ms after rank 0,
  * whose wait must end within 5 ms of that; then ten rounds back to back
  * must take under 5 ms: on sim a task that went to sleep on its bell just
- * after the round ended slept the 20 ms the bell allows. */
+ * after the round ended slept the 20 ms the bell allows. Those bounds hold
+ * in modelled time; on a host, where a loaded machine (4 threads of a
+ * sanitized build on 2 CPUs beside other jobs) took 16 ms for the ten,
+ * the bounds only tell a wait that sleeps its 20 ms from one that does not. */
 typedef struct round_arg {
     torx_pkt_dev_t *dev;
     volatile int done;
@@ -464,7 +467,8 @@ static int round_wait_task(torx_boot_t *boot, void *argp)
         TASK_CHECK(torx_wait(ctx, &ia.flag) == TORX_OK, "%s", torx_last_error());
         const double late = left - ia.sent_at; /* one host (or simulation), one clock */
         fprintf(stderr, "co round wait: left %.3f ms after the last task armed\n", late * 1e3);
-        TASK_CHECK(late < 5e-3, "the wait left %.1f ms after the round's end", late * 1e3);
+        TASK_CHECK(late < (modelled(ctx) ? 5e-3 : 15e-3),
+                   "the wait left %.1f ms after the round's end", late * 1e3);
     }
     const double t0 = torx_wtime(ctx);
     for (int i = 0; i < 10; i++)
@@ -473,7 +477,8 @@ static int round_wait_task(torx_boot_t *boot, void *argp)
     const double ten = torx_wtime(ctx) - t0;
     if (boot->rank == 0)
         fprintf(stderr, "co round wait: 10 rounds back to back in %.3f ms\n", ten * 1e3);
-    TASK_CHECK(ten < 5e-3, "rank %d: 10 rounds back to back took %.1f ms", boot->rank, ten * 1e3);
+    TASK_CHECK(ten < (modelled(ctx) ? 5e-3 : 150e-3), "rank %d: 10 rounds back to back took %.1f ms",
+               boot->rank, ten * 1e3);
     TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
     return 0;
 }
