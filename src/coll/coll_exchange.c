@@ -633,11 +633,10 @@ torx_status_t torxc_exchange_reduce(torx_coll_group_t *g, const void *in, void *
         v[3 * n + m] = (size_t)m * bytes;         /* receive displacement */
     }
     /* this task's own vector is its block of the scratch (in may be out) */
-    torx_status_t st =
-        root < 0 ? torxc_paced_alltoallv(g, TORX_COLL_ALLREDUCE, in, v, v + n, g->xchg, v + 2 * n,
-                                         v + 3 * n)
-                 : torxc_paced_sparse(g, TORX_COLL_ALLREDUCE, in, v, v + n, g->xchg, v + 2 * n,
-                                      v + 3 * n);
+    torx_status_t st = root < 0 ? torxc_paced_alltoallv(g, TORX_COLL_ALLREDUCE, in, v, v + n,
+                                                        g->xchg, v + 2 * n, v + 3 * n)
+                                : torxc_paced_sparse(g, TORX_COLL_ALLREDUCE, in, v, v + n, g->xchg,
+                                                     v + 2 * n, v + 3 * n);
     if (st != TORX_OK)
         return st;
     if (out) {

@@ -239,8 +239,8 @@ static int long_sum_task(torx_boot_t *boot, void *arg)
     TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
     TASK_CHECK(torx_coll_init(ctx, NULL, &c) == TORX_OK, "%s", torx_last_error());
     torx_coll_group_t *world;
-    TASK_CHECK(torx_coll_group_create(c, 1, boot->size, NULL, boot->rank, &world) == TORX_OK,
-               "%s", torx_last_error());
+    TASK_CHECK(torx_coll_group_create(c, 1, boot->size, NULL, boot->rank, &world) == TORX_OK, "%s",
+               torx_last_error());
     static const struct {
         size_t bytes;
         torx_coll_alg_t want;

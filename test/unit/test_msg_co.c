@@ -477,8 +477,8 @@ static int round_wait_task(torx_boot_t *boot, void *argp)
     const double ten = torx_wtime(ctx) - t0;
     if (boot->rank == 0)
         fprintf(stderr, "co round wait: 10 rounds back to back in %.3f ms\n", ten * 1e3);
-    TASK_CHECK(ten < (modelled(ctx) ? 5e-3 : 150e-3), "rank %d: 10 rounds back to back took %.1f ms",
-               boot->rank, ten * 1e3);
+    TASK_CHECK(ten < (modelled(ctx) ? 5e-3 : 150e-3),
+               "rank %d: 10 rounds back to back took %.1f ms", boot->rank, ten * 1e3);
     TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
     return 0;
 }
