@@ -251,6 +251,17 @@ static int long_sum_task(torx_boot_t *boot, void *arg)
         TASK_CHECK(got == sums[i].want, "double sum of %zu B: picked %s, expected %s",
                    sums[i].bytes, torx_coll_alg_name(got), torx_coll_alg_name(sums[i].want));
     }
+    /* A bcast moves bytes: the type and op a caller hands it (sim_coll
+     * hands it a double sum's) must not count the reproducible sum's two
+     * passes, which made the collective network's estimate twice its 387 us
+     * at 64 KiB on 512 nodes, so the deposit-bit broadcast (693 us) ran. */
+    const torx_coll_alg_t bytes_only =
+        torx_coll_select(world, TORX_COLL_BCAST, 65536, TORX_COLL_S32, TORX_COLL_SUM);
+    const torx_coll_alg_t as_sum =
+        torx_coll_select(world, TORX_COLL_BCAST, 65536, TORX_COLL_DOUBLE, TORX_COLL_SUM);
+    TASK_CHECK(bytes_only == TORX_COLL_ALG_CN && as_sum == TORX_COLL_ALG_CN,
+               "bcast of 64 KiB: picked %s (%s when handed a double sum), expected cn",
+               torx_coll_alg_name(bytes_only), torx_coll_alg_name(as_sum));
     torx_coll_group_free(world);
     torx_coll_finalize(c);
     TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
