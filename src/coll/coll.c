@@ -614,8 +614,8 @@ static torx_coll_alg_t pick_by_cost(torx_coll_group_t *g, torx_coll_kind_t kind,
                                             TORX_COLL_ALG_PACED, TORX_COLL_ALG_FALLBACK};
     /* the two passes of the reproducible sum: a reduction's alone (a bcast
      * or allgather is handed a type and op by some callers, and moves bytes) */
-    const int fpsum = (kind == TORX_COLL_ALLREDUCE || kind == TORX_COLL_REDUCE) &&
-                      torxc_is_fpsum(dtype, op);
+    const int fpsum =
+        (kind == TORX_COLL_ALLREDUCE || kind == TORX_COLL_REDUCE) && torxc_is_fpsum(dtype, op);
     torx_coll_alg_t best = TORX_COLL_ALG_FALLBACK;
     double least = INFINITY;
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
