@@ -356,15 +356,24 @@ static void idle_wake(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info,
 #define IDLE_CPU_MAX 0.1
 #endif
 
+/* A co task whose handler of tag 5 takes the other task's clock reading
+ * into *ia, started with its peer. 0 on success. */
+static int co_timed_start(torx_boot_t *boot, torx_ctx_t **ctx, idle_arg_t *ia)
+{
+    torx_init_attr_t attr = {.boot = boot, .mode = TORX_MODE_CO};
+    TASK_CHECK(torx_init(&attr, ctx) == TORX_OK, "%s", torx_last_error());
+    TASK_CHECK(torx_register(*ctx, 5, idle_wake, ia) == TORX_OK, "register");
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    return 0;
+}
+
 static int idle_task(torx_boot_t *boot, void *argp)
 {
     (void)argp;
     idle_arg_t ia = {0};
     torx_ctx_t *ctx;
-    torx_init_attr_t attr = {.boot = boot, .mode = TORX_MODE_CO};
-    TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
-    TASK_CHECK(torx_register(ctx, 5, idle_wake, &ia) == TORX_OK, "register");
-    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    if (co_timed_start(boot, &ctx, &ia))
+        return 1;
     if (boot->rank == 0) {
         const double w0 = torx_wtime(ctx), c0 = cpu_seconds();
         TASK_CHECK(torx_wait(ctx, &ia.flag) == TORX_OK, "wait");
@@ -446,10 +455,8 @@ static int round_wait_task(torx_boot_t *boot, void *argp)
     (void)argp;
     idle_arg_t ia = {0};
     torx_ctx_t *ctx;
-    torx_init_attr_t attr = {.boot = boot, .mode = TORX_MODE_CO};
-    TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
-    TASK_CHECK(torx_register(ctx, 5, idle_wake, &ia) == TORX_OK, "register");
-    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    if (co_timed_start(boot, &ctx, &ia))
+        return 1;
     if (boot->rank == 1)
         torxp_nap(torx_ctx_device(ctx), 30 * 1000 * 1000);
     const double armed = torx_wtime(ctx);
