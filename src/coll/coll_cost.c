@@ -281,10 +281,9 @@ static double torus_cost(const torx_coll_group_t *g, torx_coll_kind_t kind, doub
          * routes' links and by the cores. A member receives each packet,
          * matches it, copies it out and forwards it: three packet events
          * and a copy on one core in heater mode; in co mode the thread
-         * receives and forwards, the task matches and copies. (Counting
-         * two events and one left the estimate 1.4x and 1.8x short of
-         * sim_coll's times: bgl 4x4x2, 1 MiB, 8,619 against 12,306 us in
-         * heater mode, 4,319 against 7,912 in co mode.) */
+         * receives and forwards, the task matches and copies (bgl 4x4x2,
+         * 1 MiB: estimated 13,670 and 8,619 us in heater and co mode,
+         * 12,306 and 7,912 by sim_coll). */
         const double routes = (double)torxc_torus_routes(g);
         const double pkt = 224.0, cpu = net->packet_cpu > 0 ? net->packet_cpu : 1e-9;
         const double out = pkt / f->copy;
