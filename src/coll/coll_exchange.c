@@ -622,9 +622,8 @@ torx_status_t torxc_exchange_reduce(torx_coll_group_t *g, const void *in, void *
             return torxp_error(TORX_ERR_NOMEM, "torx: allreduce: out of memory");
     }
     size_t *v = (size_t *)(g->xchg + need);
-    /* A reduce's vectors go to its root alone: the others send and leave,
-     * where sending every vector to every member kept them until the
-     * root's had come. */
+    /* A reduce's vectors go to its root alone: the others send theirs and
+     * leave, with no vector to wait for that they would not use. */
     const int takes = root < 0 || g->me == root;
     for (int m = 0; m < n; m++) {
         v[m] = root < 0 || m == root ? bytes : 0; /* send bytes */
