@@ -6,8 +6,9 @@
  * roots other than 0, in place; groups in reordered task order; 2, 3, 4, 6
  * and 8 tasks; heater and vn modes and TORX_CHAOS. The floating sum must be
  * bitwise the same whichever task holds which value. Selection follows
- * TORX_COLL*; bad values are startup errors naming the variable; a
- * collective waiting on the network keeps point-to-point traffic moving.
+ * TORX_COLL*; bad values are startup errors naming the variable; auto's
+ * choices on one host are the measured ones; a collective waiting on the
+ * network keeps point-to-point traffic moving.
  */
 #include "harness.h"
 
@@ -1265,6 +1266,138 @@ START_TEST(selection_follows_the_environment)
 }
 END_TEST
 
+/* ---- the host's choices --------------------------------------------------------- */
+
+/* What auto must pick on one host for the communicator of every task, at
+ * the sizes bench/run-coll-bench.sh measures: the crossovers it measured
+ * (2 ranks one per core, 4 and 8 oversubscribed on 2 cores;
+ * docs/collectives.md#selection-by-cost), stated here apart from the code
+ * that picks, so that a change to how auto picks on a host (a cost model,
+ * say) keeps every choice the benchmark's figures rest on. */
+typedef struct host_case {
+    int n, over, direct, staged; /* tasks; oversubscribed; reads in place; multi-reader area */
+    size_t cn_max, cn_fpsum_max;
+} host_case_t;
+
+static torx_coll_alg_t host_expect(const host_case_t *h, torx_coll_kind_t kind, size_t bytes,
+                                   torx_coll_dtype_t dt, torx_coll_op_t op)
+{
+    const int n = h->n,
+              fpsum = op == TORX_COLL_SUM && (dt == TORX_COLL_FLOAT || dt == TORX_COLL_DOUBLE);
+    switch (kind) {
+    case TORX_COLL_BARRIER:
+        return TORX_COLL_ALG_GI;
+    case TORX_COLL_ALLREDUCE:
+    case TORX_COLL_REDUCE:
+        if (n == 2 && bytes <= 2048)
+            return TORX_COLL_ALG_TORUS; /* the exchange */
+        if (bytes <= (fpsum ? h->cn_fpsum_max : h->cn_max))
+            return TORX_COLL_ALG_CN;
+        if (n == 2 && h->direct)
+            return TORX_COLL_ALG_TORUS; /* exchanged to 8 KiB, then read */
+        if (kind == TORX_COLL_ALLREDUCE && n == 2 && dt == TORX_COLL_FLOAT && op == TORX_COLL_SUM &&
+            bytes <= 16384)
+            return TORX_COLL_ALG_TORUS; /* MPICH adds floats one at a time */
+        if (h->direct ? bytes >= 128 * 1024 : n == 2 && bytes >= 512 * 1024)
+            return TORX_COLL_ALG_TORUS;
+        return TORX_COLL_ALG_FALLBACK;
+    case TORX_COLL_BCAST:
+        if (!h->over)
+            return n == 2 && bytes <= TORXC_A2A_INJECT_MAX ? TORX_COLL_ALG_PACED
+                                                           : TORX_COLL_ALG_FALLBACK;
+        if (n > 4)
+            return (h->staged && bytes >= 512) || bytes >= 4096 ? TORX_COLL_ALG_PACED
+                                                                : TORX_COLL_ALG_FALLBACK;
+        return n > 2 && h->staged && bytes >= 32768 ? TORX_COLL_ALG_PACED : TORX_COLL_ALG_FALLBACK;
+    case TORX_COLL_ALLGATHER:
+        if (n == 2 && bytes <= TORXC_A2A_INJECT_MAX)
+            return TORX_COLL_ALG_TORUS;
+        if (n > 2 && bytes * (size_t)n <= h->cn_max)
+            return TORX_COLL_ALG_CN;
+        if (h->direct && bytes >= 32768)
+            return TORX_COLL_ALG_TORUS;
+        return TORX_COLL_ALG_FALLBACK;
+    default:
+        return TORX_COLL_ALG_PACED; /* alltoall(v) */
+    }
+}
+
+static int host_choices_task(torx_boot_t *boot, void *argp)
+{
+    const int over = *(const int *)argp;
+    torx_ctx_t *ctx;
+    torx_coll_t *c;
+    const torx_coll_attr_t cattr = {.handler = TORX_COLL_DEFAULT_HANDLER, .oversubscribed = over};
+    if (coll_open(boot, &cattr, &ctx, &c))
+        return 1;
+    torx_coll_group_t *g = make_group(c, boot, 0);
+    TASK_CHECK(g != NULL, "%s", torx_last_error());
+    const char *cn_env = getenv("TORX_COLL_CN_MAX");
+    const size_t cn_max = cn_env ? strtoul(cn_env, NULL, 10) : 512;
+    const torx_pkt_dev_t *dev = torx_ctx_device(ctx);
+    const host_case_t h = {
+        .n = boot->size,
+        .over = over,
+        .direct = torx_mode(ctx) != TORX_MODE_CO && strcmp(torx_bulk_path(dev), "cma") == 0,
+        .staged = torx_mstage_max(dev) > 0,
+        .cn_max = cn_max,
+        .cn_fpsum_max = over && !cn_env && cn_max > 256 ? 256 : cn_max,
+    };
+    static const size_t sizes[] = {8,    32,    128,    256,    512,      2048,
+                                   8192, 32768, 131072, 524288, 1u << 20, 4u << 20};
+    static const struct {
+        torx_coll_dtype_t dt;
+        torx_coll_op_t op;
+    } types[] = {{TORX_COLL_S64, TORX_COLL_SUM},
+                 {TORX_COLL_DOUBLE, TORX_COLL_SUM},
+                 {TORX_COLL_FLOAT, TORX_COLL_SUM},
+                 {TORX_COLL_S64, TORX_COLL_MAX}};
+    static const torx_coll_kind_t kinds[] = {TORX_COLL_BARRIER,   TORX_COLL_BCAST,
+                                             TORX_COLL_ALLREDUCE, TORX_COLL_REDUCE,
+                                             TORX_COLL_ALLGATHER, TORX_COLL_ALLTOALL};
+    int wrong = 0;
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+            for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+                const torx_coll_kind_t kind = kinds[k];
+                const size_t bytes = kind == TORX_COLL_BARRIER ? 0 : sizes[s];
+                const torx_coll_alg_t want = host_expect(&h, kind, bytes, types[t].dt, types[t].op),
+                                      got = torx_coll_select(g, kind, bytes, types[t].dt,
+                                                             types[t].op);
+                if (got != want && wrong++ < 8 && boot->rank == 0)
+                    fprintf(stderr,
+                            "host choice: %s of %zu B (type %d, op %d) on %d tasks%s: picked "
+                            "%s, expected %s\n",
+                            torx_coll_kind_name(kind), bytes, (int)types[t].dt, (int)types[t].op,
+                            h.n, over ? ", oversubscribed" : "", torx_coll_alg_name(got),
+                            torx_coll_alg_name(want));
+            }
+    TASK_CHECK(wrong == 0, "%d of auto's choices on %d tasks differ from the host's crossovers",
+               wrong, h.n);
+    torx_coll_group_free(g);
+    return coll_close(boot, ctx, c);
+}
+
+START_TEST(host_choices)
+{
+    clear_env();
+    unsetenv("TORX_COLL_CN_MAX");
+    int over = 0;
+    RUN_JOB(2, host_choices_task, &over);
+    over = 1;
+    RUN_JOB(4, host_choices_task, &over);
+    RUN_JOB(8, host_choices_task, &over);
+    setenv("TORX_MSTAGE_BYTES", "0", 1);
+    RUN_JOB(4, host_choices_task, &over);
+    RUN_JOB(8, host_choices_task, &over);
+    unsetenv("TORX_MSTAGE_BYTES");
+    setenv("TORX_MODE", "co", 1); /* no reads in place */
+    over = 0;
+    RUN_JOB(2, host_choices_task, &over);
+    clear_env();
+}
+END_TEST
+
 /* ---- a waiting collective keeps point-to-point moving ------------------------------ */
 
 #define BIG (1u << 20)
@@ -1756,6 +1889,12 @@ static Suite *coll_suite(void)
     tcase_add_test(tc, long_allreduce_length_mismatch);
     tcase_add_test(tc, groups);
     suite_add_tcase(s, tc);
+    /* auto's choices on one host (not run on other devices' variants) */
+    TCase *host = tcase_create("host");
+    tcase_set_tags(host, "processes");
+    tcase_set_timeout(host, 300);
+    tcase_add_test(host, host_choices);
+    suite_add_tcase(s, host);
     /* its own case: sim-variant runs it on the modelled torus */
     TCase *nb = tcase_create("nb");
     tcase_set_tags(nb, "processes");
