@@ -631,7 +631,13 @@ torx_status_t torxc_exchange_reduce(torx_coll_group_t *g, const void *in, void *
         v[2 * n + m] = takes ? bytes : 0;         /* receive bytes */
         v[3 * n + m] = (size_t)m * bytes;         /* receive displacement */
     }
-    /* this task's own vector is its block of the scratch (in may be out) */
+    /* This task's own vector is combined where it lies, not first copied
+     * into its block of the scratch; except in place on a member other
+     * than 0, since combine may write over vec[0] alone (and the order of
+     * the vectors stays the members'). */
+    const int own_in_scratch = out != NULL && (const void *)in == out && g->me != 0;
+    if (!own_in_scratch)
+        v[g->me] = v[2 * n + g->me] = 0;
     torx_status_t st = root < 0 ? torxc_paced_alltoallv(g, TORX_COLL_ALLREDUCE, in, v, v + n,
                                                         g->xchg, v + 2 * n, v + 3 * n)
                                 : torxc_paced_sparse(g, TORX_COLL_ALLREDUCE, in, v, v + n, g->xchg,
@@ -642,6 +648,8 @@ torx_status_t torxc_exchange_reduce(torx_coll_group_t *g, const void *in, void *
         const unsigned char *vec[TORXC_EXCHANGE_MAX_TASKS] = {NULL};
         for (int m = 0; m < n; m++)
             vec[m] = g->xchg + (size_t)m * bytes;
+        if (!own_in_scratch)
+            vec[g->me] = in;
         combine(vec, n, count, dtype, op, out);
     }
     return TORX_OK;
