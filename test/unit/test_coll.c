@@ -1332,16 +1332,16 @@ static int host_choices_task(torx_boot_t *boot, void *argp)
         return 1;
     torx_coll_group_t *g = make_group(c, boot, 0);
     TASK_CHECK(g != NULL, "%s", torx_last_error());
-    const char *cn_env = getenv("TORX_COLL_CN_MAX");
-    const size_t cn_max = cn_env ? strtoul(cn_env, NULL, 10) : 512;
     const torx_pkt_dev_t *dev = torx_ctx_device(ctx);
+    /* TORX_COLL_CN_MAX unset: the collective network up to 512 B, a
+     * floating sum up to 256 B when oversubscribed */
     const host_case_t h = {
         .n = boot->size,
         .over = over,
         .direct = torx_mode(ctx) != TORX_MODE_CO && strcmp(torx_bulk_path(dev), "cma") == 0,
         .staged = torx_mstage_max(dev) > 0,
-        .cn_max = cn_max,
-        .cn_fpsum_max = over && !cn_env && cn_max > 256 ? 256 : cn_max,
+        .cn_max = 512,
+        .cn_fpsum_max = over ? 256 : 512,
     };
     static const size_t sizes[] = {8,    32,    128,    256,    512,      2048,
                                    8192, 32768, 131072, 524288, 1u << 20, 4u << 20};
