@@ -17,7 +17,9 @@ if [ $? -eq 77 ]; then
     exit 77
 fi
 TORX_SIM_PRELOAD=$(pwd)/.libs/libtorx-simrun.so
-export TORX_SIM_PRELOAD
+# the sim device's module of this build (make check sets it already)
+TORX_DEVICE_PATH=${TORX_DEVICE_PATH:-$(pwd)/.libs}
+export TORX_SIM_PRELOAD TORX_DEVICE_PATH
 fail() {
     echo "sim-smoke: $*" >&2
     exit 1

@@ -43,6 +43,9 @@ if [ $? -eq 77 ]; then
 fi
 TORX_DEVICE=sim
 export TORX_DEVICE
+# the sim device's module of this build (make check sets it already)
+TORX_DEVICE_PATH=${TORX_DEVICE_PATH:-$(pwd)/.libs}
+export TORX_DEVICE_PATH
 unset TORX_CHAOS TORX_FIFO_PACKETS 2>/dev/null || true
 fail=0
 run() { # machine test [check case]

@@ -72,6 +72,7 @@ if [ ! -x "$sim" ]; then
 fi
 export TORX_SIM_MACHINE_PATH="$root/src/packet/sim/machines"
 export TORX_SIM_PRELOAD="$build/.libs/libtorx-simrun.so"
+export TORX_DEVICE_PATH="$build/.libs" # the sim device's module of this build
 out_dir=${RESULTS_DIR:-$root/bench/results}
 mkdir -p "$out_dir"
 report="$out_dir/sim-$(date +%Y%m%d-%H%M%S).md"

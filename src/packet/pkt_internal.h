@@ -411,11 +411,56 @@ torx_status_t torxp_net_hybrid_open(const torxp_net_kind_t *kind, int automatic,
 /* The network devices' names; their code is in modules (net/net_module.c). */
 extern const torxp_net_kind_t torxp_ofi_kind, torxp_ucx_kind;
 
+/* ---- module.c: devices as loadable modules (docs/packet-layer.md#device-modules) */
+
+/* What a device module (PKGLIBDIR/torx-dev-NAME.so, or in a directory of
+ * TORX_DEVICE_PATH) exports, under the name TORXP_MODULE_SYMBOL. It shares
+ * libtorx's internal structures, so it must come from the same build:
+ * build and dev_size are checked before anything else is used. */
+#define TORXP_MODULE_SYMBOL "torxp_module"
+typedef struct torxp_module {
+    const char *build; /* TORX_VERSION " (" TORX_COMMIT ")" of the module's build */
+    size_t dev_size;   /* sizeof(torx_pkt_dev_t) there */
+    const char *name;  /* "ofi": the file is torx-dev-ofi.so */
+    const void *ops;   /* the device's own table: torxp_net_module_t, torxp_sim_module_t */
+} torxp_module_t;
+
+/* The descriptor, in the module's source (which includes torx_commit.h and
+ * <torx/version.h>); the module's other symbols stay hidden
+ * (-fvisibility=hidden). */
+#define TORXP_MODULE(name_, ops_)                                                                  \
+    __attribute__((visibility("default"))) extern const torxp_module_t torxp_module;               \
+    const torxp_module_t torxp_module = {.build = TORX_VERSION " (" TORX_COMMIT ")",               \
+                                         .dev_size = sizeof(torx_pkt_dev_t),                       \
+                                         .name = (name_),                                          \
+                                         .ops = (ops_)}
+
+/* name's module into *out, loaded once per process and never unloaded; an
+ * error naming the files when it cannot be loaded, is not a module, holds
+ * another device or comes from another build. */
+torx_status_t torxp_module_load(const char *name, const torxp_module_t **out);
+
 #ifdef TORX_HAVE_SIMGRID
-/* The sim device (src/packet/sim/): opened only by a task of a simulated
- * job. torxp_sim_run_tasks: torx_boot_fork_run's job as actors of this
- * process (TORX_DEVICE=sim); its return value is torx_boot_fork_run's.
- * torxp_sim_running: whether this process runs such a job now. */
+/* The sim device (src/packet/sim/), a module (torx-dev-sim.so) whose calls
+ * libtorx makes through sim_module.c:
+ *   open       the device, for a task of a simulated job only;
+ *   run_tasks  torx_boot_fork_run's job as actors of this process
+ *              (TORX_DEVICE=sim); its return value is torx_boot_fork_run's;
+ *   run_main   torx_sim_run_main (torx-sim);
+ *   running    whether this process runs a simulated job now;
+ *   boot_init  a task's bootstrap in that job;
+ *   compute    torx_sim_compute. */
+typedef struct torxp_sim_module {
+    torx_status_t (*open)(const torx_pkt_attr_t *attr, const torxp_env_t *env,
+                          torx_pkt_dev_t **dev);
+    int (*run_tasks)(int ntasks, torx_task_main_fn task_main, void *arg);
+    int (*run_main)(int (*main_fn)(int, char **, char **), int argc, char **argv, char **envp);
+    int (*running)(void);
+    torx_status_t (*boot_init)(torx_boot_t *boot);
+    torx_status_t (*compute)(double seconds);
+} torxp_sim_module_t;
+
+/* The same calls in libtorx, which load the module where they need it. */
 torx_status_t torxp_sim_open(const torx_pkt_attr_t *attr, const torxp_env_t *env,
                              torx_pkt_dev_t **dev);
 int torxp_sim_run_tasks(int ntasks, torx_task_main_fn task_main, void *arg);

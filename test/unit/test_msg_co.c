@@ -11,12 +11,8 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #endif
 
-#include "config.h" /* TORX_HAVE_SIMGRID */
 #include "harness.h"
 #include "msg_test.h"
-#if TORX_HAVE_SIMGRID
-#include "packet/sim/sim.h" /* torxp_sim_self */
-#endif
 
 #include <sched.h>
 #include <sys/resource.h>
@@ -32,15 +28,12 @@ static int modelled(torx_ctx_t *ctx)
 }
 
 /* Who runs this: the thread on the host; on sim, where every task and
- * thread is an actor of one thread, the actor. */
+ * thread is an actor of one thread, the actor. Each has a per-task state
+ * of its own (torxp_task_state: per thread, or the sim device's per
+ * actor). */
 static uintptr_t runner(void)
 {
-#if TORX_HAVE_SIMGRID
-    const void *actor = torxp_sim_self();
-    if (actor)
-        return (uintptr_t)actor;
-#endif
-    return (uintptr_t)pthread_self();
+    return (uintptr_t)torxp_task_state();
 }
 
 /* ---- Protocols -------------------------------------------------------------------- */

@@ -465,30 +465,20 @@ typedef struct torxp_net_kind {
 
 /* ---- net_module.c: the network devices as loadable modules ---------------------- */
 
-/* What a device module (torx-dev-NAME.so, in PKGLIBDIR or a directory of
- * TORX_DEVICE_PATH) exports, under the name TORXP_NET_MODULE_SYMBOL. It
- * shares libtorx's internal structures, so it must come from the same
- * build: build and the sizes are checked before anything else is used. */
-#define TORXP_NET_MODULE_SYMBOL "torxp_net_module"
+/* A network device module's own table (torxp_module_t's ops; the loader
+ * and the build check are ../module.c's). */
 typedef struct torxp_net_module {
-    const char *build;         /* torx_version() of the build the module comes from */
-    size_t dev_size, net_size; /* sizeof(torx_pkt_dev_t), sizeof(torxp_net_t) there */
-    const char *name;          /* "ofi" */
+    size_t net_size; /* sizeof(torxp_net_t) in the module's build */
     torx_status_t (*open)(const torx_pkt_attr_t *attr, const torxp_env_t *env,
                           torx_pkt_dev_t **out);
     void (*network)(const torx_pkt_dev_t *dev, torx_net_t *net);
 } torxp_net_module_t;
 
-/* The module's descriptor, in its source: the symbol the loader looks up
- * (a module's other symbols stay hidden: -fvisibility=hidden). */
+/* The module's descriptor, in its source (which includes torx_commit.h). */
 #define TORXP_NET_MODULE(name_, open_)                                                             \
-    __attribute__((visibility("default"))) extern const torxp_net_module_t torxp_net_module;       \
-    const torxp_net_module_t torxp_net_module = {.build = TORX_VERSION " (" TORX_COMMIT ")",       \
-                                                 .dev_size = sizeof(torx_pkt_dev_t),               \
-                                                 .net_size = sizeof(torxp_net_t),                  \
-                                                 .name = (name_),                                  \
-                                                 .open = (open_),                                  \
-                                                 .network = torxp_net_network}
+    static const torxp_net_module_t net_module_ops = {                                             \
+        .net_size = sizeof(torxp_net_t), .open = (open_), .network = torxp_net_network};           \
+    TORXP_MODULE(name_, &net_module_ops)
 
 /* kind's module into *out, loaded once per process and never unloaded (the
  * network libraries keep threads and hooks); an error naming the files

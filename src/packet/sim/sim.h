@@ -49,7 +49,7 @@ typedef struct torxp_sim_actor {
 /* The actor running now (NULL outside a sim job). */
 torxp_sim_actor_t *torxp_sim_self(void);
 /* Whether this process runs a sim job now. */
-int torxp_sim_running(void);
+int torxp_sim_job_running(void);
 
 /* Simulated time: SimGrid's clock plus what this actor owes. */
 double torxp_sim_now(const torxp_sim_actor_t *a);
@@ -76,8 +76,18 @@ void torxp_sim_resumed(torxp_sim_actor_t *a);
 /* Collective over the job's tasks: how many passed ok == 0. */
 int torxp_sim_vote(torxp_sim_job_t *job, int ok);
 
-/* The bootstrap of the running actor's task. */
-torx_status_t torxp_sim_boot_init(torx_boot_t *boot);
+/* The module's entries (torxp_sim_module_t, pkt_internal.h), from
+ * sim_job.c: the bootstrap of the running actor's task, a job of task
+ * functions (TORX_DEVICE=sim), a job of a program's main (torx-sim), and
+ * torx_sim_compute. */
+torx_status_t torxp_sim_job_boot_init(torx_boot_t *boot);
+int torxp_sim_job_run_tasks(int ntasks, torx_task_main_fn task_main, void *arg);
+int torxp_sim_job_run_main(int (*main_fn)(int, char **, char **), int argc, char **argv,
+                           char **envp);
+torx_status_t torxp_sim_job_compute(double seconds);
+/* ... and from sim_dev.c: the device. */
+torx_status_t torxp_sim_dev_open(const torx_pkt_attr_t *attr, const torxp_env_t *env,
+                                 torx_pkt_dev_t **out);
 
 /* Starts and joins a communication thread of the running task. */
 torx_status_t torxp_sim_thread_start(torxp_thread_t *t, void *(*fn)(void *), void *arg);

@@ -10,6 +10,9 @@
  * packet or round is due, so idle tasks sleep instead of polling. */
 #include "sim.h"
 
+#include "torx_commit.h"
+#include <torx/version.h>
+
 #include <math.h>
 #include <string.h>
 
@@ -469,8 +472,8 @@ static const torxp_dev_ops_t sim_ops = {
     .network = sim_network,
 };
 
-torx_status_t torxp_sim_open(const torx_pkt_attr_t *attr, const torxp_env_t *env,
-                             torx_pkt_dev_t **out)
+torx_status_t torxp_sim_dev_open(const torx_pkt_attr_t *attr, const torxp_env_t *env,
+                                 torx_pkt_dev_t **out)
 {
     torxp_sim_actor_t *a = torxp_sim_self();
     if (!a)
@@ -532,3 +535,14 @@ torx_status_t torxp_sim_open(const torx_pkt_attr_t *attr, const torxp_env_t *env
     *out = &d->base;
     return TORX_OK;
 }
+
+/* The module's descriptor (libtorx's side: sim_module.c). */
+static const torxp_sim_module_t sim_module_ops = {
+    .open = torxp_sim_dev_open,
+    .run_tasks = torxp_sim_job_run_tasks,
+    .run_main = torxp_sim_job_run_main,
+    .running = torxp_sim_job_running,
+    .boot_init = torxp_sim_job_boot_init,
+    .compute = torxp_sim_job_compute,
+};
+TORXP_MODULE("sim", &sim_module_ops);

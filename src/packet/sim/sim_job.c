@@ -27,7 +27,6 @@
 #include <simgrid/engine.h>
 #include <simgrid/host.h>
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <link.h>
@@ -84,7 +83,7 @@ torxp_sim_actor_t *torxp_sim_self(void)
     return sg_actor_self_get_data();
 }
 
-int torxp_sim_running(void)
+int torxp_sim_job_running(void)
 {
     return running_job != NULL;
 }
@@ -368,7 +367,7 @@ static torx_status_t boot_barrier(torx_boot_t *boot)
     return boot_collective(boot, NULL, NULL, 0);
 }
 
-torx_status_t torxp_sim_boot_init(torx_boot_t *boot)
+torx_status_t torxp_sim_job_boot_init(torx_boot_t *boot)
 {
     torxp_sim_actor_t *a = torxp_sim_self();
     if (!boot)
@@ -398,7 +397,7 @@ static void task_actor(int argc, char **argv)
         rc = job->prog_main(job->argc, job->argv, job->envp);
     } else {
         torx_boot_t boot;
-        torxp_sim_boot_init(&boot);
+        torxp_sim_job_boot_init(&boot);
         rc = job->task_main(&boot, job->task_arg);
     }
     job->status[a->rank] = rc;
@@ -610,7 +609,7 @@ static void job_free(torxp_sim_job_t *job)
     free(job->seg_saves);
 }
 
-int torxp_sim_run_tasks(int ntasks, torx_task_main_fn task_main, void *arg)
+int torxp_sim_job_run_tasks(int ntasks, torx_task_main_fn task_main, void *arg)
 {
     torxp_sim_job_t job = {.ntasks = ntasks, .task_main = task_main, .task_arg = arg};
     torx_status_t rc;
@@ -621,7 +620,7 @@ int torxp_sim_run_tasks(int ntasks, torx_task_main_fn task_main, void *arg)
     return failed;
 }
 
-torx_status_t torx_sim_compute(double seconds)
+torx_status_t torxp_sim_job_compute(double seconds)
 {
     torxp_sim_actor_t *a = torxp_sim_self();
     if (!a)
@@ -633,7 +632,8 @@ torx_status_t torx_sim_compute(double seconds)
     return TORX_OK;
 }
 
-int torx_sim_run_main(int (*main_fn)(int, char **, char **), int argc, char **argv, char **envp)
+int torxp_sim_job_run_main(int (*main_fn)(int, char **, char **), int argc, char **argv,
+                           char **envp)
 {
     long ntasks;
     torxp_sim_job_t job = {.prog_main = main_fn, .argc = argc, .argv = argv, .envp = envp};
@@ -659,16 +659,4 @@ int torx_sim_run_main(int (*main_fn)(int, char **, char **), int argc, char **ar
         fprintf(stderr, "torx-sim: %d of %d tasks failed\n", failed, job.ntasks);
     job_free(&job);
     return failed ? 1 : 0;
-}
-
-/* Under torx-sim (TORX_SIM_TASKS set), tell the preloaded libtorx-simrun
- * that this libtorx runs the program's tasks. */
-__attribute__((constructor)) static void claim_the_run(void)
-{
-    if (!getenv("TORX_SIM_TASKS"))
-        return;
-    void (*claim)(int (*)(int (*)(int, char **, char **), int, char **, char **));
-    *(void **)&claim = dlsym(RTLD_DEFAULT, "torx_simrun_claim");
-    if (claim)
-        claim(torx_sim_run_main);
 }
