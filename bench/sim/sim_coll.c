@@ -7,7 +7,8 @@
  *
  *   sim_coll --kind barrier|bcast|allreduce|alltoall [--sizes LIST]
  *            [--iters N] [--alg baseline|baseline-NAME|torx]
- *            [--comm world|dup|split|percore|core0] [--root R|rotate] [--warmup N]
+ *            [--comm world|dup|split|percore|core0|box:XxYxZ] [--root R|rotate]
+ *            [--warmup N]
  *            [--check]
  *
  * --sizes: bytes per call (bcast: the buffer; allreduce: the vector of
@@ -22,7 +23,11 @@
  * last task (split; that task only waits), or one group per core of a
  * node (percore: the tasks of each t, all groups at once; in heater and
  * co mode that is the job), or core 0's group of those alone while the
- * other tasks only wait (core0: percore's single-group reference). --root:
+ * other tasks only wait (core0: percore's single-group reference), or the
+ * tasks of the nodes in an X by Y by Z box at the torus's origin, every
+ * core's (box: a rectangle that is not the whole partition, where the
+ * deposit-bit broadcast applies and the collective network does not; the
+ * other tasks only wait). --root:
  * the bcast's root, or rotate (the default): member k mod n on call k, as
  * bench/mpi_coll.c, so that a root cannot run ahead of its receivers.
  *
@@ -62,11 +67,12 @@ enum { K_BARRIER, K_BCAST, K_ALLREDUCE, K_ALLTOALL };
 static const char *const kind_names[] = {"barrier", "bcast", "allreduce", "alltoall"};
 static const torx_coll_kind_t torx_kinds[] = {TORX_COLL_BARRIER, TORX_COLL_BCAST,
                                               TORX_COLL_ALLREDUCE, TORX_COLL_ALLTOALL};
-enum { C_WORLD, C_DUP, C_SPLIT, C_PERCORE, C_CORE0 };
-static const char *const comm_names[] = {"world", "dup", "split", "percore", "core0"};
+enum { C_WORLD, C_DUP, C_SPLIT, C_PERCORE, C_CORE0, C_BOX };
+static const char *const comm_names[] = {"world", "dup", "split", "percore", "core0", "box"};
 
 typedef struct opts {
     int kind, comm, torx, alg, check;
+    unsigned box[3]; /* --comm box:XxYxZ */
     long sizes[BGP_MAXLIST], iters, root, warmup;
     int nsizes;
 } opts_t;
@@ -88,7 +94,8 @@ static int usage(const char *what, const char *v)
         stderr,
         "sim_coll: bad argument %s%s%s\nusage: sim_coll --kind barrier|bcast|allreduce|alltoall "
         "[--sizes LIST] [--iters N] [--alg baseline|baseline-NAME|torx] "
-        "[--comm world|dup|split|percore|core0] [--root R|rotate] [--warmup N] [--check]\n",
+        "[--comm world|dup|split|percore|core0|box:XxYxZ] [--root R|rotate] [--warmup N] "
+        "[--check]\n",
         what, v ? " " : "", v ? v : "");
     return 2;
 }
@@ -141,8 +148,15 @@ static int parse_args(int argc, char **argv, opts_t *o)
             if ((o->kind = pick(kind_names, 4, v)) < 0)
                 return usage(a, v);
         } else if (!strcmp(a, "--comm")) {
-            if ((o->comm = pick(comm_names, 5, v)) < 0)
+            char end;
+            if (!strncmp(v, "box:", 4)) {
+                if (sscanf(v + 4, "%ux%ux%u%c", &o->box[0], &o->box[1], &o->box[2], &end) != 3 ||
+                    !o->box[0] || !o->box[1] || !o->box[2])
+                    return usage(a, v);
+                o->comm = C_BOX;
+            } else if ((o->comm = pick(comm_names, 5, v)) < 0) {
                 return usage(a, v);
+            }
         } else if (!strcmp(a, "--sizes")) {
             if ((o->nsizes = bgp_parse_sizes("sim_coll", a, v, o->sizes)) < 0)
                 return 2;
@@ -220,6 +234,29 @@ static int make_groups(run_t *r)
                     me = n;
                 tasks[n++] = i;
             }
+    }
+    if (r->o.comm == C_BOX) {
+        const torx_shape_t sh = b->map->shape;
+        if (r->o.box[0] > sh.x || r->o.box[1] > sh.y || r->o.box[2] > sh.z) {
+            if (b->rank == 0)
+                fprintf(stderr, "sim_coll: --comm box:%ux%ux%u does not fit the %ux%ux%u torus\n",
+                        r->o.box[0], r->o.box[1], r->o.box[2], sh.x, sh.y, sh.z);
+            return 2;
+        }
+        id = 4;
+        me = -1; /* outside the box: only waits */
+        tasks = malloc((size_t)b->size * sizeof *tasks);
+        if (!tasks)
+            return bgp_die(b, "out of memory");
+        n = 0;
+        for (int i = 0; i < b->size; i++) {
+            const torx_coord_t c = torx_map_coord(b->map, i);
+            if (c.x < r->o.box[0] && c.y < r->o.box[1] && c.z < r->o.box[2]) {
+                if (i == b->rank)
+                    me = n;
+                tasks[n++] = i;
+            }
+        }
     }
     r->n = n;
     r->me = me;
@@ -499,8 +536,13 @@ int main(int argc, char **argv)
         return 1;
     if (r.o.comm == C_SPLIT && (rc = bgp_needs_tasks(b, 2)))
         return rc;
-    if (make_groups(&r))
-        return 1;
+    if ((rc = make_groups(&r)))
+        return rc;
+    char comm[48];
+    if (r.o.comm == C_BOX)
+        snprintf(comm, sizeof comm, "box:%ux%ux%u", r.o.box[0], r.o.box[1], r.o.box[2]);
+    else
+        snprintf(comm, sizeof comm, "%s", comm_names[r.o.comm]);
     if (r.o.root >= r.n && r.me >= 0) {
         if (b->rank == 0)
             fprintf(stderr, "sim_coll: --root %ld outside the group of %d\n", r.o.root, r.n);
@@ -574,7 +616,7 @@ int main(int argc, char **argv)
         snprintf(chk, sizeof chk, r.o.check ? (errs > 0 ? "fail(%.0f)" : "ok") : "off", errs);
         printf("coll kind=%s comm=%s tasks=%d members=%d alg=%s bytes=%zu iters=%ld us=%.4f "
                "mbps=%.2f check=%s wall_s=%.2f maxrss_mib=%.0f\n",
-               kind_names[r.o.kind], comm_names[r.o.comm], b->size, r.n, r.alg_name, bytes,
+               kind_names[r.o.kind], comm, b->size, r.n, r.alg_name, bytes,
                r.o.iters, worst, worst > 0 ? moved / worst : 0, chk, bgp_wall() - wall0,
                bgp_maxrss_mib());
         fflush(stdout);
