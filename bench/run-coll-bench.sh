@@ -12,6 +12,12 @@
 #               TORX_COLL_ALLGATHER=cn, TORX_COLL_CN_MAX=2^30)
 #   torxtorus   torx MPICH, every bcast on the torus with the deposit bit
 #               (TORX_COLL_BCAST=torus); runs the bcast only
+#   torxexch    torx MPICH, every allreduce, reduce and allgather on torx's
+#               exchange and reads in place (TORX_COLL_ALLREDUCE=torus,
+#               TORX_COLL_REDUCE=torus, TORX_COLL_ALLGATHER=torus); runs those
+#               only (not in the default list)
+#   torxpaced   torx MPICH, every bcast paced (TORX_COLL_BCAST=paced); runs
+#               the bcast only (not in the default list)
 #   torxnoms    torx MPICH, TORX_COLL=auto without the multi-reader staging
 #               area (TORX_MSTAGE_BYTES=0): the paced bcast by eager and
 #               rendezvous blocks, as before that area; runs the bcast only
@@ -132,7 +138,7 @@ if [[ -z $from ]]; then
                 fi
                 for impl in $impls; do
                     case $impl in
-                    torx | torxmpich | torxcn | torxtorus | torxnoms)
+                    torx | torxmpich | torxcn | torxtorus | torxnoms | torxexch | torxpaced)
                         argv=("$prefix/bin/mpiexec" -n "$np")
                         ((np <= 2)) && argv+=(-bind-to core)
                         [[ $impl == torxmpich ]] && argv+=(-genv TORX_COLL mpich)
@@ -140,6 +146,9 @@ if [[ -z $from ]]; then
                             -genv TORX_COLL_ALLGATHER cn -genv TORX_COLL_CN_MAX 1073741824)
                         [[ $impl == torxtorus ]] && argv+=(-genv TORX_COLL_BCAST torus)
                         [[ $impl == torxnoms ]] && argv+=(-genv TORX_MSTAGE_BYTES 0)
+                        [[ $impl == torxexch ]] && argv+=(-genv TORX_COLL_ALLREDUCE torus
+                            -genv TORX_COLL_REDUCE torus -genv TORX_COLL_ALLGATHER torus)
+                        [[ $impl == torxpaced ]] && argv+=(-genv TORX_COLL_BCAST paced)
                         argv+=("$work/mpi_coll.torx") ;;
                     mpich)
                         argv=(mpiexec.mpich -n "$np")
@@ -152,9 +161,16 @@ if [[ -z $from ]]; then
                     *) echo "$bench_name: unknown implementation '$impl'" >&2; exit 2 ;;
                     esac
                     run_colls=$colls
-                    if [[ $impl == torxtorus || $impl == torxnoms ]]; then
+                    if [[ $impl == torxtorus || $impl == torxnoms || $impl == torxpaced ]]; then
                         [[ ,$colls, == *,bcast,* ]] || continue
                         run_colls=bcast
+                    elif [[ $impl == torxexch ]]; then
+                        run_colls=
+                        for k in ${colls//,/ }; do
+                            [[ $k == allreduce* || $k == reduce || $k == allgather ]] &&
+                                run_colls=${run_colls:+$run_colls,}$k
+                        done
+                        [[ -n $run_colls ]] || continue
                     fi
                     out=$raw/r$r-np$np-$impl-$method.txt
                     printf '   round %d/%d, %d ranks, %-5s %-10s ' "$r" "$rounds" "$np" "$method" "$impl"
@@ -202,7 +218,8 @@ for f in glob.glob(os.path.join(raw, "r*-np*-*.txt")):
                     o[(w[1], int(w[2]))] = float(x.split("=")[1])
 methods = [m for m in ("batch", "osu") if any(k[0] == m for k in runs)]
 nps = sorted({k[1] for k in runs})
-impls = [i for i in ["torx", "torxnoms", "torxmpich", "torxcn", "torxtorus", "mpich", "openmpi"] if any(k[2] == i for k in runs)]
+impls = [i for i in ["torx", "torxnoms", "torxmpich", "torxcn", "torxtorus", "torxexch", "torxpaced", "mpich",
+                     "openmpi"] if any(k[2] == i for k in runs)]
 colls = ["barrier", "bcast", "allreduce", "allreduce_float", "allreduce_max", "reduce", "alltoall", "allgather",
          "ibarrier", "ibcast", "iallreduce", "ialltoall"]
 out = []
