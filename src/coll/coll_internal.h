@@ -197,6 +197,7 @@ struct torx_coll {
     int choice[TORX_COLL_NKINDS]; /* TORXC_AUTO or a torx_coll_alg_t */
     size_t cn_max;                /* TORX_COLL_CN_MAX */
     size_t cn_fpsum_max;          /* auto's limit for a floating-point SUM on it */
+    int cn_max_set;               /* TORX_COLL_CN_MAX was set: the network's limit is the user's */
     int verbose;                  /* TORX_VERBOSE */
     int stats;                    /* TORX_STATS */
     int job_size, job_rank;

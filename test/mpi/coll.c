@@ -31,6 +31,7 @@
 static int errors, world_rank, world_size;
 static int torx_off;      /* TORX_COLL=mpich */
 static long cn_max = 512;   /* TORX_COLL_CN_MAX */
+static int cn_max_set;      /* TORX_COLL_CN_MAX was set */
 static size_t fpsum_max;    /* auto's limit for a floating SUM on the collective network */
 /* long torus reductions may read the others' buffers in place: the shm
  * device (TORX_DEVICE) with cross-memory attach (TORX_BULK), not co mode
@@ -280,10 +281,16 @@ static void test_reductions(MPI_Comm comm, int all_tasks)
                              bytes >= direct_reduce_from(n);
                 int fsum2 = t->torx && t->kind == 2 && t->size == 4 && oi == 0 && n == 2 &&
                             bytes <= 16384u;
-                const char *alg = xchg || (!cn && direct) ? "torus" : "cn";
+                /* an oversubscribed job's reduce: the exchange in the
+                 * collective network's default range, on any group of up
+                 * to 8 tasks (src/coll/coll.c) */
+                const int over_xchg =
+                    t->torx && oversubscribed && !cn_max_set && n > 2 && n <= 8 &&
+                    bytes <= (t->kind == 2 && oi == 0 ? fpsum_max : (size_t)cn_max);
+                const char *alg = xchg || over_xchg || (!cn && direct) ? "torus" : "cn";
                 const char *alg_all = xchg || (!cn && (fsum2 || direct)) ? "torus" : "cn";
                 const int cn_all = cn || xchg || fsum2 || direct;
-                cn = cn || xchg || direct;
+                cn = cn || xchg || over_xchg || direct;
                 memset(out, 0xa5, count * t->size + 8);
                 MPI_Allreduce(in, out, (int)count, t->dt, ops[oi].op, comm);
                 expect_alg(comm, "allreduce", cn_all, alg_all);
@@ -551,8 +558,10 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
     const char *e = getenv("TORX_COLL");
     torx_off = e && strcmp(e, "mpich") == 0;
-    if ((e = getenv("TORX_COLL_CN_MAX")) && *e)
+    if ((e = getenv("TORX_COLL_CN_MAX")) && *e) {
         cn_max = atol(e);
+        cn_max_set = 1;
+    }
     {
         const char *dev = getenv("TORX_DEVICE"), *bulk = getenv("TORX_BULK"),
                    *mode = getenv("TORX_MODE");

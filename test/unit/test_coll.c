@@ -1292,7 +1292,8 @@ static torx_coll_alg_t host_expect(const host_case_t *h, torx_coll_kind_t kind, 
         if (n == 2 && bytes <= 2048)
             return TORX_COLL_ALG_TORUS; /* the exchange */
         if (bytes <= (fpsum ? h->cn_fpsum_max : h->cn_max))
-            return TORX_COLL_ALG_CN;
+            /* an oversubscribed reduce: members other than the root leave at once */
+            return kind == TORX_COLL_REDUCE && h->over ? TORX_COLL_ALG_TORUS : TORX_COLL_ALG_CN;
         if (n == 2 && h->direct)
             return TORX_COLL_ALG_TORUS; /* exchanged to 8 KiB, then read */
         if (kind == TORX_COLL_ALLREDUCE && n == 2 && dt == TORX_COLL_FLOAT && op == TORX_COLL_SUM &&
