@@ -494,13 +494,15 @@ static torx_coll_alg_t pick_on_hosts(const torx_coll_group_t *g, torx_coll_kind_
          * 4 and 8 tasks on 2 cores, 8-256 B, both timing methods, three
          * runs: 0.34-1.19x Open MPI's time, where the round's ranged from
          * 0.27x to 2.6x; 0.24-1.26x the round's own (docs/collectives.md).
-         * A TORX_COLL_CN_MAX that the user set keeps the network's range. */
+         * A TORX_COLL_CN_MAX that the user set keeps the network's range;
+         * groups the network does not serve keep MPICH's binomial tree,
+         * whose leaves leave early too (not measured against it). */
         const size_t cn_limit = torxc_is_fpsum(dtype, op) ? c->cn_fpsum_max : c->cn_max;
-        if (kind == TORX_COLL_REDUCE && c->oversubscribed && !c->cn_max_set && bytes <= cn_limit &&
-            applies(g, kind, TORX_COLL_ALG_TORUS, bytes, dtype, op))
-            return TORX_COLL_ALG_TORUS;
         if (bytes <= cn_limit && applies(g, kind, TORX_COLL_ALG_CN, bytes, dtype, op))
-            return TORX_COLL_ALG_CN;
+            return kind == TORX_COLL_REDUCE && c->oversubscribed && !c->cn_max_set &&
+                           applies(g, kind, TORX_COLL_ALG_TORUS, bytes, dtype, op)
+                       ? TORX_COLL_ALG_TORUS
+                       : TORX_COLL_ALG_CN;
         /* Two tasks that read each other's buffers: the exchange up to
          * 8 KiB and the reads past it beat MPICH's algorithms over torx
          * at every size and type, one task per core: doubles of 2 / 8 /
