@@ -58,6 +58,7 @@
 
 #include <torx/coll.h>
 
+#include <limits.h>
 #include <math.h>
 #include <sys/mman.h>
 
@@ -203,6 +204,32 @@ static int parse_args(int argc, char **argv, opts_t *o)
 
 /* ---- groups ---------------------------------------------------------------- */
 
+/* The ranks whose coordinates lie in [lo, hi) (x, y, z, t), in rank order:
+ * a new array of *n; *me is this task's place in it, or -1. NULL: no
+ * memory. */
+static int *tasks_within(const bgp_t *b, const unsigned lo[4], const unsigned hi[4], int *n,
+                         int *me)
+{
+    int *tasks = malloc((size_t)b->size * sizeof *tasks);
+    if (!tasks)
+        return NULL;
+    *n = 0;
+    *me = -1;
+    for (int i = 0; i < b->size; i++) {
+        const torx_coord_t c = torx_map_coord(b->map, i);
+        const unsigned v[4] = {c.x, c.y, c.z, c.t};
+        int in = 1;
+        for (int d = 0; d < 4; d++)
+            in &= v[d] >= lo[d] && v[d] < hi[d];
+        if (in) {
+            if (i == b->rank)
+                *me = *n;
+            tasks[(*n)++] = i;
+        }
+    }
+    return tasks;
+}
+
 static int make_groups(run_t *r)
 {
     bgp_t *b = &r->b;
@@ -223,17 +250,9 @@ static int make_groups(run_t *r)
     if (r->o.comm == C_PERCORE || r->o.comm == C_CORE0) {
         const unsigned t = r->o.comm == C_CORE0 ? 0 : torx_map_coord(b->map, b->rank).t;
         id = 16 + t;
-        me = -1; /* core0: the other cores' tasks only wait */
-        tasks = malloc((size_t)b->size * sizeof *tasks);
-        if (!tasks)
+        const unsigned lo[4] = {0, 0, 0, t}, hi[4] = {UINT_MAX, UINT_MAX, UINT_MAX, t + 1};
+        if (!(tasks = tasks_within(b, lo, hi, &n, &me))) /* core0: the others only wait */
             return bgp_die(b, "out of memory");
-        n = 0;
-        for (int i = 0; i < b->size; i++)
-            if (torx_map_coord(b->map, i).t == t) {
-                if (i == b->rank)
-                    me = n;
-                tasks[n++] = i;
-            }
     }
     if (r->o.comm == C_BOX) {
         const torx_shape_t sh = b->map->shape;
@@ -244,19 +263,10 @@ static int make_groups(run_t *r)
             return 2;
         }
         id = 4;
-        me = -1; /* outside the box: only waits */
-        tasks = malloc((size_t)b->size * sizeof *tasks);
-        if (!tasks)
+        const unsigned lo[4] = {0, 0, 0, 0},
+                       hi[4] = {r->o.box[0], r->o.box[1], r->o.box[2], UINT_MAX};
+        if (!(tasks = tasks_within(b, lo, hi, &n, &me))) /* outside the box: only waits */
             return bgp_die(b, "out of memory");
-        n = 0;
-        for (int i = 0; i < b->size; i++) {
-            const torx_coord_t c = torx_map_coord(b->map, i);
-            if (c.x < r->o.box[0] && c.y < r->o.box[1] && c.z < r->o.box[2]) {
-                if (i == b->rank)
-                    me = n;
-                tasks[n++] = i;
-            }
-        }
     }
     r->n = n;
     r->me = me;

@@ -2,8 +2,6 @@
  * (the loader is ../module.c; docs/packet-layer.md#device-modules). */
 #include "net.h"
 
-#include <stdio.h>
-
 const torxp_net_kind_t torxp_ofi_kind = {
     .name = "ofi",
     .local_var = "TORX_OFI_LOCAL",
