@@ -16,7 +16,10 @@
  *          a dissemination barrier the root has often sent before the
  *          receivers look) and a root that returns before its data is read.
  * The row reports the mean and the maximum over ranks of the per-rank
- * figure, in microseconds, and bandwidth = bytes / max. Every size's result
+ * figure, in microseconds, and bandwidth = bytes / max; with osu also
+ * loop_us, the whole iteration (the barrier and the call), the mean over
+ * ranks: what a user's loop of barrier and call takes, which shows where a
+ * call's short time was spent waiting in the barrier before it. Every size's result
  * is checked once before timing (a wrong byte aborts with its offset).
  *
  * Options:
@@ -43,6 +46,7 @@
  *   -m METHOD batch (default) or osu, as above
  * Output: "# " lines for people; one row per collective and size:
  *   coll <name> <bytes> mean_us=<..> max_us=<..> MBps=<..> iters=<..>
+ *   [overlap=<..>] [loop_us=<..>]
  */
 #define _GNU_SOURCE 1
 #include <mpi.h>
@@ -369,9 +373,10 @@ int main(int argc, char **argv)
                 iters = 20;
             for (long i = 0; i < iters / 10 + 2; i++) /* warm-up */
                 run(c, size);
-            double med, sum = 0, mx = 0, overlap = -1, osum = 0;
+            double med, sum = 0, mx = 0, overlap = -1, osum = 0, loop = -1, lsum = 0;
             if (osu) {
                 double total = 0;
+                const double l0 = now_us();
                 for (long i = 0; i < iters; i++) {
                     if (c != C_BARRIER) /* osu_barrier times its calls back to back */
                         MPI_Barrier(MPI_COMM_WORLD);
@@ -379,6 +384,7 @@ int main(int argc, char **argv)
                     run(c, size);
                     total += now_us() - t0;
                 }
+                loop = (now_us() - l0) / (double)iters;
                 med = total / (double)iters;
                 if (c >= C_IBARRIER)
                     overlap = measure_overlap(c, size, iters, med);
@@ -399,13 +405,16 @@ int main(int argc, char **argv)
             MPI_Reduce(&med, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
             MPI_Reduce(&med, &mx, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
             MPI_Reduce(&overlap, &osum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-            if (rank == 0 && overlap >= 0)
-                printf("coll %s %zu mean_us=%.3f max_us=%.3f MBps=%.1f iters=%ld overlap=%.1f\n",
-                       names[c], size, sum / nranks, mx, mx > 0 ? (double)size / mx : 0.0, iters,
-                       osum / nranks);
-            else if (rank == 0)
-                printf("coll %s %zu mean_us=%.3f max_us=%.3f MBps=%.1f iters=%ld\n", names[c], size,
+            MPI_Reduce(&loop, &lsum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+            if (rank == 0) {
+                printf("coll %s %zu mean_us=%.3f max_us=%.3f MBps=%.1f iters=%ld", names[c], size,
                        sum / nranks, mx, mx > 0 ? (double)size / mx : 0.0, iters);
+                if (overlap >= 0)
+                    printf(" overlap=%.1f", osum / nranks);
+                if (loop >= 0)
+                    printf(" loop_us=%.3f", lsum / nranks);
+                printf("\n");
+            }
             fflush(stdout);
         }
     }

@@ -29,6 +29,8 @@
 # Timing methods: METHODS (default "batch osu", bench/mpi_coll.c -m):
 # back-to-back calls in batches, and each call alone between barriers,
 # averaged over ranks, as the OSU micro-benchmarks and users' suites report.
+# For the osu method the report also gives the whole iteration (barrier and
+# call): a call that looks short may have done its waiting in the barrier.
 #
 # Output: bench/results/coll-<stamp>.txt (the report: per method and rank
 # count, a table per collective with each implementation's median over rounds and the
@@ -196,6 +198,7 @@ import glob, os, re, statistics, sys
 raw, report, base = sys.argv[1:4]
 runs = {}   # (method, np, impl) -> {round: {(coll, size): mean_us}}
 ovl = {}    # the same -> overlap % (nonblocking collectives, method osu)
+loops = {}  # the same -> the whole iteration, barrier and call, us (method osu)
 handoff = {}  # (method, np, round) -> ns, probed before the round's runs
 for f in glob.glob(os.path.join(raw, "r*-np*-handoff-*.txt")):
     m = re.match(r"r(\d+)-np(\d+)-handoff-(batch|osu)\.txt$", os.path.basename(f))
@@ -209,6 +212,7 @@ for f in glob.glob(os.path.join(raw, "r*-np*-*.txt")):
     rnd, np_, impl, method = int(m[1]), int(m[2]), m[3], m[4] or "batch"
     d = runs.setdefault((method, np_, impl), {}).setdefault(rnd, {})
     o = ovl.setdefault((method, np_, impl), {}).setdefault(rnd, {})
+    lp = loops.setdefault((method, np_, impl), {}).setdefault(rnd, {})
     for line in open(f, errors="replace"):
         w = line.split()
         if len(w) >= 4 and w[0] == "coll":
@@ -216,6 +220,8 @@ for f in glob.glob(os.path.join(raw, "r*-np*-*.txt")):
             for x in w[4:]:
                 if x.startswith("overlap="):
                     o[(w[1], int(w[2]))] = float(x.split("=")[1])
+                if x.startswith("loop_us="):
+                    lp[(w[1], int(w[2]))] = float(x.split("=")[1])
 methods = [m for m in ("batch", "osu") if any(k[0] == m for k in runs)]
 nps = sorted({k[1] for k in runs})
 impls = [i for i in ["torx", "torxnoms", "torxmpich", "torxcn", "torxtorus", "torxexch", "torxpaced", "mpich",
@@ -232,7 +238,9 @@ out.append("# then the median over rounds; ratio = torx / the better of mpich an
 out.append("# medians), per-round ratios in brackets; targets (issue 9): 2 ranks: barrier and 8-byte")
 out.append("# allreduce <= 1.0, bcast and allreduce <= 1.2 at every size, alltoall <= 1.2; 4 and 8")
 out.append("# ranks: every collective <= 1.5 at every size; at 2 ranks, up to 256 B, each time as a")
-out.append("# multiple of the cache-line handoff probed before the round (bench/floors), median over rounds")
+out.append("# multiple of the cache-line handoff probed before the round (bench/floors), median over rounds;")
+out.append("# osu: loop = the whole iteration, barrier and call (us, median over rounds), torx's and the")
+out.append("# better peer's: what a user's loop of barrier and call takes")
 
 def med(np_, impl, key):
     v = [r[key] for r in runs.get((method, np_, impl), {}).values() if key in r]
@@ -240,6 +248,10 @@ def med(np_, impl, key):
 
 def med_ovl(np_, impl, key):
     v = [r[key] for r in ovl.get((method, np_, impl), {}).values() if key in r]
+    return statistics.median(v) if v else None
+
+def med_loop(np_, impl, key):
+    v = [r[key] for r in loops.get((method, np_, impl), {}).values() if key in r]
     return statistics.median(v) if v else None
 
 def per_round(np_, key):
@@ -309,6 +321,10 @@ for method in methods:
                 ov = [med_ovl(np_, i, k) for i in impls]
                 ovs = ("  overlap % " + " ".join("-" if x is None else f"{x:.0f}" for x in ov)) \
                     if any(x is not None for x in ov) else ""
+                lt = med_loop(np_, "torx", k)
+                lpeers = [x for x in (med_loop(np_, "mpich", k), med_loop(np_, "openmpi", k)) if x]
+                if lt and lpeers and c != "barrier":
+                    ovs += "  loop torx %.3f, better peer %.3f" % (lt, min(lpeers))
                 if np_ <= 2 and k[1] <= 256:
                     ho = handoffs(np_, k)
                     if ho:
