@@ -27,6 +27,7 @@
 
 /* MPICH 4.0.2's default switch points (its MPIR_CVAR_* defaults). */
 #define MPICH_BCAST_SHORT 12288u
+#define MPICH_BCAST_LONG 524288u
 #define MPICH_BCAST_MIN_PROCS 8
 #define MPICH_ALLREDUCE_SHORT 2048u
 #define MPICH_ALLGATHER_SHORT 81920u
@@ -205,12 +206,24 @@ static double fallback_cost(const torx_coll_group_t *g, torx_coll_kind_t kind, d
     switch (kind) {
     case TORX_COLL_BARRIER: /* dissemination */
         return lg * msg(f, 0, f->mean_hops);
-    case TORX_COLL_BCAST:
-        if (b < MPICH_BCAST_SHORT || n < MPICH_BCAST_MIN_PROCS) /* binomial tree */
+    case TORX_COLL_BCAST: {
+        if (b <= MPICH_BCAST_SHORT || n < MPICH_BCAST_MIN_PROCS) /* binomial tree */
             return lg * msg(f, b, f->mean_hops);
-        /* scatter, then an allgather around the ring of ranks, whose
-         * every step is a sendrecv: each core sends and receives at once */
-        return (lg + n - 1) * f->alpha + part / f->stream + part / f->duplex;
+        /* a binomial scatter of the buffer's n pieces, then an allgather */
+        const double scatter = lg * f->alpha + part / f->stream;
+        if ((n & (n - 1)) == 0 && b <= MPICH_BCAST_LONG) {
+            /* by recursive doubling: at step k every member swaps the 2^k
+             * pieces it holds with member rank XOR 2^k, as far away and
+             * sharing links as the step's pairs do */
+            double t = scatter;
+            for (unsigned k = 0; k < 31 && (1 << k) < n; k++)
+                t += xor_step(g, f, k, b / n * (double)(1u << k));
+            return t;
+        }
+        /* around the ring of ranks, whose every step is a sendrecv: each
+         * core sends and receives at once */
+        return scatter + (n - 1) * f->alpha + part / f->duplex;
+    }
     case TORX_COLL_ALLREDUCE:
     case TORX_COLL_REDUCE:
         if (g->c->net.kind == TORX_NET_TORUS) {
