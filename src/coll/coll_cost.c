@@ -291,18 +291,22 @@ static double torus_cost(const torx_coll_group_t *g, torx_coll_kind_t kind, doub
     switch (kind) {
     case TORX_COLL_BCAST: {
         /* R routes of line sends, pipelined per packet: bound by the
-         * routes' links and by the cores. A member receives each packet,
-         * matches it, copies it out and forwards it: three packet events
-         * and a copy on one core in heater mode; in co mode the thread
-         * receives and forwards, the task matches and copies (bgl 4x4x2,
-         * 1 MiB: estimated 13,670 and 8,619 us in heater and co mode,
-         * 12,306 and 7,912 by sim_coll). */
+         * routes' links and by the busiest member's core. A member
+         * receives each packet, matches it and copies it out, and sends
+         * it on along the lines its route's plan gives it: on average
+         * over the routes, up to `forwards` lines a packet (the routes'
+         * plans, coll_routes.c: 0.5 on a plane of two rings, 1 on boxes
+         * of three runs). In heater mode one core does it all; in co
+         * mode the thread receives and sends on, the task matches and
+         * copies. */
         const double routes = (double)torxc_torus_routes(g);
+        const double fwd = torxc_torus_forwards(g);
         const double pkt = 224.0, cpu = net->packet_cpu > 0 ? net->packet_cpu : 1e-9;
         const double out = pkt / f->copy;
+        const double thread = (1.0 + fwd) * cpu, task = cpu + out;
         const double per_pkt = torx_mode(g->c->ctx) == TORX_MODE_CO
-                                   ? (2.0 * cpu > cpu + out ? 2.0 * cpu : cpu + out)
-                                   : 3.0 * cpu + out;
+                                   ? (thread > task ? thread : task)
+                                   : (2.0 + fwd) * cpu + out;
         const double core = pkt / per_pkt;
         const double links = routes * f->link;
         /* a packet is received and sent on by a core at each dimension's stage */

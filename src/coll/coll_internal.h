@@ -170,6 +170,12 @@ int torxc_routes(const torxc_box_t *box);
  * (positions along box dimensions 0..dims-1). */
 void torxc_route_plan(const torxc_box_t *box, const unsigned root[3], const unsigned me[3],
                       int route, torxc_route_node_t *out);
+/* The most lines a member other than the root sends a packet on, averaged
+ * over the routes (whose parts are equal): the forwarding work of the
+ * busiest member per packet it receives (the cost estimate's). Read off
+ * the plans of the nodes whose offsets from the root take every value a
+ * plan tells apart. */
+double torxc_route_forwards(const torxc_box_t *box, const unsigned root[3]);
 
 /* The torus broadcast this task is in (coll_torus.c). */
 #define TORXC_BC_ROUTES 6 /* 2 x three rings; three runs' routes split in two in co mode */
@@ -495,5 +501,8 @@ double torxc_cost(const torx_coll_group_t *g, torx_coll_kind_t kind, torx_coll_a
                   size_t bytes, int fpsum);
 /* coll_torus.c: the routes a torus broadcast on g splits its data among. */
 int torxc_torus_routes(const torx_coll_group_t *g);
+/* torxc_route_forwards for the group's box, the root at member 0's node:
+ * lines per packet sent on by the busiest member (0: no box). */
+double torxc_torus_forwards(const torx_coll_group_t *g);
 
 #endif /* TORX_COLL_INTERNAL_H */

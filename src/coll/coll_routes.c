@@ -138,3 +138,52 @@ void torxc_route_plan(const torxc_box_t *box, const unsigned root[3], const unsi
     if (off[a] == entry_off && !others_zero)
         add_line(out, a, entry_dir, 1);
 }
+
+/* Positions along a box dimension of length len where a node's plan can
+ * differ, seen from a root at r: the root's, its neighbours' and the next
+ * ones (the planes a route enters by one hop, and a generic offset), and
+ * the ends. */
+static int positions(unsigned len, unsigned r, unsigned *out)
+{
+    const long at = (long)r, end = (long)len - 1;
+    const long cand[] = {at, at + 1, at - 1, at + 2, at - 2, 0, end};
+    int n = 0;
+    for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++) {
+        const long p = ((cand[i] % (long)len) + (long)len) % (long)len;
+        int dup = 0;
+        for (int j = 0; j < n; j++)
+            dup |= out[j] == (unsigned)p;
+        if (!dup)
+            out[n++] = (unsigned)p;
+    }
+    return n;
+}
+
+double torxc_route_forwards(const torxc_box_t *box, const unsigned root[3])
+{
+    const int D = box->dims, R = torxc_routes(box);
+    if (D <= 0)
+        return 0.0;
+    unsigned pos[3][8];
+    int npos[3] = {1, 1, 1};
+    for (int d = 0; d < 3; d++)
+        pos[d][0] = 0;
+    for (int d = 0; d < D; d++)
+        npos[d] = positions(box->len[d], root[d], pos[d]);
+    int most = 0;
+    for (int i = 0; i < npos[0]; i++)
+        for (int j = 0; j < npos[1]; j++)
+            for (int k = 0; k < npos[2]; k++) {
+                const unsigned me[3] = {pos[0][i], pos[1][j], pos[2][k]};
+                if (me[0] == root[0] && me[1] == root[1] && me[2] == root[2])
+                    continue;
+                int lines = 0;
+                for (int route = 0; route < R; route++) {
+                    torxc_route_node_t plan;
+                    torxc_route_plan(box, root, me, route, &plan);
+                    lines += plan.nlines;
+                }
+                most = lines > most ? lines : most;
+            }
+    return (double)most / R;
+}

@@ -404,6 +404,20 @@ int torxc_torus_routes(const torx_coll_group_t *g)
     return g->box_dims > 0 ? torxc_routes(&g->box_geo) : 1;
 }
 
+double torxc_torus_forwards(const torx_coll_group_t *g)
+{
+    if (g->box_dims <= 0)
+        return 0.0;
+    const torx_shape_t s = torx_pkt_shape(g->c->dev);
+    const unsigned ext[3] = {s.x, s.y, s.z};
+    unsigned root[3] = {0, 0, 0};
+    for (int i = 0; i < g->box_dims; i++) {
+        const int d = g->box_dim[i];
+        root[i] = (coord_of(g->coord[0], d) + ext[d] - g->box_lo[i]) % ext[d];
+    }
+    return torxc_route_forwards(&g->box_geo, root);
+}
+
 /* Puts the lines of route's plan at this task into part k of sh. */
 static torx_status_t share_lines(const torx_coll_group_t *g, bc_share_t *sh, int k,
                                  const unsigned root_pos[3], int route)

@@ -288,6 +288,78 @@ START_TEST(route_counts)
 }
 END_TEST
 
+/* The busiest member's lines a packet, exhaustively: every node but the
+ * root, summed over the routes. */
+static double forwards_exhaustive(const torxc_box_t *box, const unsigned root[3])
+{
+    const unsigned N = box_nodes(box);
+    const int R = torxc_routes(box);
+    int most = 0;
+    for (unsigned i = 0; i < N; i++) {
+        unsigned me[3] = {0, 0, 0};
+        pos_of(box, i, me);
+        if (me[0] == root[0] && me[1] == root[1] && me[2] == root[2])
+            continue;
+        int lines = 0;
+        for (int r = 0; r < R; r++) {
+            torxc_route_node_t pl;
+            torxc_route_plan(box, root, me, r, &pl);
+            lines += pl.nlines;
+        }
+        most = lines > most ? lines : most;
+    }
+    return (double)most / R;
+}
+
+/* The cost estimate reads the busiest member's forwarding off a sample of
+ * positions: it must equal the maximum over every node, on every box up
+ * to 6 a side in 2-D and 5 in 3-D, rings, runs and mixed, from every root. */
+START_TEST(forwards_sample_is_the_maximum)
+{
+    int cases = 0;
+    for (int D = 1; D <= 3; D++) {
+        const unsigned top = D == 3 ? 5 : 6;
+        unsigned len[3] = {2, 2, 2};
+        for (;;) {
+            for (int wrap = 0; wrap < 1 << D; wrap++) {
+                torxc_box_t box = {.dims = D};
+                for (int d = 0; d < D; d++) {
+                    box.len[d] = len[d];
+                    box.ring[d] = wrap >> d & 1;
+                }
+                const unsigned N = box_nodes(&box);
+                for (unsigned ri = 0; ri < N; ri++) {
+                    unsigned root[3] = {0, 0, 0};
+                    pos_of(&box, ri, root);
+                    const double want = forwards_exhaustive(&box, root);
+                    const double got = torxc_route_forwards(&box, root);
+                    if (got != want) {
+                        char name[64];
+                        box_name(&box, name, sizeof name);
+                        ck_abort_msg("box %s, root (%u,%u,%u): sampled %.3f lines a packet, "
+                                     "every node %.3f",
+                                     name, root[0], root[1], root[2], got, want);
+                    }
+                    cases++;
+                }
+            }
+            int d = 0;
+            while (d < D && ++len[d] > top)
+                len[d++] = 2;
+            if (d == D)
+                break;
+        }
+    }
+    /* the shapes the estimates are checked against (bench/RESULTS.md) */
+    const torxc_box_t plane = {.dims = 2, .len = {8, 8}, .ring = {1, 1}};
+    const torxc_box_t runs = {.dims = 3, .len = {4, 4, 4}, .ring = {0, 0, 0}};
+    const unsigned corner[3] = {0, 0, 0};
+    ck_assert_double_eq(torxc_route_forwards(&plane, corner), 0.5);
+    ck_assert_double_eq(torxc_route_forwards(&runs, corner), 1.0);
+    printf("forwards: %d boxes and roots, the sample's maximum is every node's\n", cases);
+}
+END_TEST
+
 /* The checker fails on the routes the broadcast sent before: they share
  * the root's first line (and more), on tori and meshes, in 2-D and 3-D. */
 START_TEST(checker_rejects_the_old_routes)
@@ -556,6 +628,7 @@ int main(void)
     tcase_add_test(plan, plan_disjoint_and_exactly_once);
     tcase_add_test(plan, route_counts);
     tcase_add_test(plan, checker_rejects_the_old_routes);
+    tcase_add_test(plan, forwards_sample_is_the_maximum);
     suite_add_tcase(s, plan);
     TCase *shm = tcase_create("shm");
     tcase_set_timeout(shm, 600);
