@@ -446,7 +446,9 @@ torx_status_t torxp_module_load(const char *name, const torxp_module_t **out);
  *   open       the device, for a task of a simulated job only;
  *   run_tasks  torx_boot_fork_run's job as actors of this process
  *              (TORX_DEVICE=sim); its return value is torx_boot_fork_run's;
- *   run_main   torx_sim_run_main (torx-sim);
+ *   run_main   torx_sim_run_main (torx-sim); keep_lo..keep_hi is libtorx's
+ *              process-wide section (TORXP_PROCESS_WIDE), which the tasks
+ *              share when libtorx is linked into the program;
  *   running    whether this process runs a simulated job now;
  *   boot_init  a task's bootstrap in that job;
  *   compute    torx_sim_compute. */
@@ -454,7 +456,8 @@ typedef struct torxp_sim_module {
     torx_status_t (*open)(const torx_pkt_attr_t *attr, const torxp_env_t *env,
                           torx_pkt_dev_t **dev);
     int (*run_tasks)(int ntasks, torx_task_main_fn task_main, void *arg);
-    int (*run_main)(int (*main_fn)(int, char **, char **), int argc, char **argv, char **envp);
+    int (*run_main)(int (*main_fn)(int, char **, char **), int argc, char **argv, char **envp,
+                    const char *keep_lo, const char *keep_hi);
     int (*running)(void);
     torx_status_t (*boot_init)(torx_boot_t *boot);
     torx_status_t (*compute)(double seconds);

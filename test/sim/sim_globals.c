@@ -3,8 +3,12 @@
  * every other task sends rank 0 a few multi-packet messages, and rank 0
  * answers each. Answering wakes a sender, and the wake lets other tasks run
  * in the middle of rank 0's call, so this checks that rank 0 gets its own
- * globals back before its callbacks read them. Prints "sim_globals: ok" or
- * names the first task that saw another's value. Runs under mpiexec too.
+ * globals back before its callbacks read them. It also checks the opposite
+ * for libtorx's process-wide section (torx_process), which this program
+ * holds, libtorx being linked into it: every task counts itself there, and
+ * rank 0, which hears from every other task, must see them all. Prints
+ * "sim_globals: ok" or names what went wrong. Runs under mpiexec too (one
+ * task a process: the count is 1).
  *
  *   sim_globals [BYTES]
  */
@@ -28,6 +32,8 @@ static volatile int ping_in, pong_in, was_sent; /* flags for torx_wait */
 static int pending[MAX_TASKS];                  /* rank 0: pings to answer, by sender */
 static char buf[MAX_BYTES], sink[MAX_BYTES];
 static size_t bytes = 2000; /* several packets: the callback runs after the handler */
+/* shared by the tasks of a process, as libtorx's own process-wide state */
+static int started __attribute__((section("torx_process")));
 
 static void check(torx_ctx_t *ctx)
 {
@@ -93,6 +99,7 @@ int main(int argc, char **argv)
         return fail("init");
     my_rank = torx_rank(ctx);
     const int size = torx_size(ctx);
+    __atomic_fetch_add(&started, 1, __ATOMIC_RELAXED);
     if (size < 2 || size > MAX_TASKS) {
         fprintf(stderr, "sim_globals: needs 2 to %d tasks, not %d\n", MAX_TASKS, size);
         return 2;
@@ -142,6 +149,15 @@ int main(int argc, char **argv)
         return fail("finalize");
     if (wrong_seen)
         return 1;
+    /* under torx-sim every task is in this process; under mpiexec, one */
+    const int want = getenv("TORX_SIM_TASKS") ? size : 1;
+    if (my_rank == 0 && __atomic_load_n(&started, __ATOMIC_RELAXED) != want) {
+        fprintf(stderr,
+                "sim_globals: %d tasks counted in the process-wide section, %d expected: "
+                "each task was given its own copy\n",
+                started, want);
+        return 1;
+    }
     if (my_rank == 0)
         printf("sim_globals: ok (%d tasks, %d pings answered)\n", size, pings);
     return 0;

@@ -83,7 +83,7 @@ int torxp_sim_vote(torxp_sim_job_t *job, int ok);
 torx_status_t torxp_sim_job_boot_init(torx_boot_t *boot);
 int torxp_sim_job_run_tasks(int ntasks, torx_task_main_fn task_main, void *arg);
 int torxp_sim_job_run_main(int (*main_fn)(int, char **, char **), int argc, char **argv,
-                           char **envp);
+                           char **envp, const char *keep_lo, const char *keep_hi);
 torx_status_t torxp_sim_job_compute(double seconds);
 /* ... and from sim_dev.c: the device. */
 torx_status_t torxp_sim_dev_open(const torx_pkt_attr_t *attr, const torxp_env_t *env,

@@ -193,20 +193,18 @@ static int find_data(struct dl_phdr_info *info, size_t size, void *arg)
     return 1; /* the executable only */
 }
 
-/* libtorx's own process-wide variables, when libtorx is linked into the
- * executable: the section sits inside the data privatize() swaps, and is
- * left out of it. */
-extern char __start_torx_process[] __attribute__((weak));
-extern char __stop_torx_process[] __attribute__((weak));
-
-static torx_status_t privatize(torxp_sim_job_t *job)
+/* keep_lo..keep_hi: libtorx's own process-wide variables (its
+ * torx_process section, which libtorx's sim_module.c names: this module
+ * has a section of that name of its own). When libtorx is linked into the
+ * executable the section sits inside the data this swaps, and is left out
+ * of it; else it lies outside. */
+static torx_status_t privatize(torxp_sim_job_t *job, const char *keep_lo_p, const char *keep_hi_p)
 {
     struct seg_find f = {0, 0};
     dl_iterate_phdr(find_data, &f);
     if (f.hi <= f.lo)
         return TORX_OK;
-    const uintptr_t keep_lo = (uintptr_t)__start_torx_process,
-                    keep_hi = (uintptr_t)__stop_torx_process;
+    const uintptr_t keep_lo = (uintptr_t)keep_lo_p, keep_hi = (uintptr_t)keep_hi_p;
     if (keep_lo && keep_hi > keep_lo && keep_lo >= f.lo && keep_hi <= f.hi) {
         job->part[0] = (struct data_part){(unsigned char *)f.lo, keep_lo - f.lo};
         job->part[1] = (struct data_part){(unsigned char *)keep_hi, f.hi - keep_hi};
@@ -633,7 +631,7 @@ torx_status_t torxp_sim_job_compute(double seconds)
 }
 
 int torxp_sim_job_run_main(int (*main_fn)(int, char **, char **), int argc, char **argv,
-                           char **envp)
+                           char **envp, const char *keep_lo, const char *keep_hi)
 {
     long ntasks;
     torxp_sim_job_t job = {.prog_main = main_fn, .argc = argc, .argv = argv, .envp = envp};
@@ -648,7 +646,7 @@ int torxp_sim_job_run_main(int (*main_fn)(int, char **, char **), int argc, char
         return 2;
     }
     job.ntasks = (int)ntasks;
-    if ((rc = engine_start()) != TORX_OK || (rc = privatize(&job)) != TORX_OK) {
+    if ((rc = engine_start()) != TORX_OK || (rc = privatize(&job, keep_lo, keep_hi)) != TORX_OK) {
         fprintf(stderr, "torx-sim: %s\n", torx_last_error());
         return 2;
     }

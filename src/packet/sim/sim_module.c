@@ -75,13 +75,19 @@ torx_status_t torx_sim_compute(double seconds)
     return s ? s->compute(seconds) : not_running("torx_sim_compute");
 }
 
+/* This libtorx's process-wide section: the executable's when libtorx is
+ * linked into it. The module cannot name it (the linker gives each object
+ * the bounds of its own section of that name). */
+extern char __start_torx_process[] __attribute__((weak));
+extern char __stop_torx_process[] __attribute__((weak));
+
 int torx_sim_run_main(int (*main_fn)(int, char **, char **), int argc, char **argv, char **envp)
 {
     if (load() != TORX_OK) {
         fprintf(stderr, "torx-sim: %s\n", torx_last_error());
         return 2;
     }
-    return loaded()->run_main(main_fn, argc, argv, envp);
+    return loaded()->run_main(main_fn, argc, argv, envp, __start_torx_process, __stop_torx_process);
 }
 
 /* Under torx-sim (TORX_SIM_TASKS set), tell the preloaded libtorx-simrun
