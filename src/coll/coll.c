@@ -10,6 +10,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -312,6 +313,98 @@ void torx_coll_finalize(torx_coll_t *c)
 
 /* ---- groups ---------------------------------------------------------------- */
 
+/* A group's task list and its members' coordinates, shared by the tasks of
+ * one process that make the same group from the same rank map: on the sim
+ * device every task of a job is in one process, and a split of 32,768
+ * tasks would otherwise hold 32,768 copies of 256 KiB
+ * (docs/collectives.md#memory). In a job of one task a process, each
+ * table has one user. */
+struct torxc_group_table {
+    struct torxc_group_table *next;
+    unsigned long refs; /* groups that use it; under tables_lock */
+    const void *map;    /* the rank map's coordinate table, which identical maps share */
+    int n;
+    uint64_t hash;
+    int *tasks;
+    torx_coord_t *coord;
+};
+
+static TORXP_PROCESS_WIDE pthread_mutex_t tables_lock = PTHREAD_MUTEX_INITIALIZER;
+static TORXP_PROCESS_WIDE struct torxc_group_table *tables;
+
+static uint64_t tasks_hash(int n, const int *tasks)
+{
+    uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)n;
+    for (int i = 0; i < n; i++)
+        h = (h ^ (uint32_t)tasks[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* The table of tasks[0..n-1] under map, with a reference taken: the one
+ * another group of this process made, or a new one. NULL: no memory. */
+static struct torxc_group_table *table_get(const torx_map_t *map, int n, const int *tasks)
+{
+    const uint64_t h = tasks_hash(n, tasks);
+    pthread_mutex_lock(&tables_lock);
+    struct torxc_group_table *t = tables;
+    while (t && !(t->map == (const void *)map->coord && t->n == n && t->hash == h &&
+                  memcmp(t->tasks, tasks, (size_t)n * sizeof *tasks) == 0))
+        t = t->next;
+    if (t) {
+        t->refs++;
+        pthread_mutex_unlock(&tables_lock);
+        return t;
+    }
+    pthread_mutex_unlock(&tables_lock);
+    t = calloc(1, sizeof *t);
+    if (t == NULL || (t->tasks = malloc((size_t)n * sizeof *t->tasks)) == NULL ||
+        (t->coord = malloc((size_t)n * sizeof *t->coord)) == NULL) {
+        if (t)
+            free(t->tasks);
+        free(t);
+        return NULL;
+    }
+    memcpy(t->tasks, tasks, (size_t)n * sizeof *tasks);
+    for (int i = 0; i < n; i++)
+        t->coord[i] = torx_map_coord(map, tasks[i]);
+    t->map = map->coord;
+    t->n = n;
+    t->hash = h;
+    t->refs = 1;
+    /* another thread may have added the same table meanwhile: a second
+     * copy is harmless */
+    pthread_mutex_lock(&tables_lock);
+    t->next = tables;
+    tables = t;
+    pthread_mutex_unlock(&tables_lock);
+    return t;
+}
+
+static void table_put(struct torxc_group_table *t)
+{
+    if (t == NULL)
+        return;
+    pthread_mutex_lock(&tables_lock);
+    const unsigned long left = --t->refs;
+    if (!left)
+        for (struct torxc_group_table **pp = &tables; *pp; pp = &(*pp)->next)
+            if (*pp == t) {
+                *pp = t->next;
+                break;
+            }
+    pthread_mutex_unlock(&tables_lock);
+    if (!left) {
+        free(t->tasks);
+        free(t->coord);
+        free(t);
+    }
+}
+
+const torx_coord_t *torxc_group_coord(const torx_coll_group_t *g)
+{
+    return g->table ? g->table->coord : NULL;
+}
+
 static int int_cmp(const void *a, const void *b)
 {
     const int x = *(const int *)a, y = *(const int *)b;
@@ -377,12 +470,12 @@ torx_status_t torx_coll_group_create(torx_coll_t *c, uint32_t id, int n, const i
     if (st != TORX_OK)
         return st;
     torx_coll_group_t *g = calloc(1, sizeof *g);
-    if (g == NULL || (!identity && (g->tasks = malloc((size_t)n * sizeof(int))) == NULL)) {
+    if (g && !identity && (g->table = table_get(torx_ctx_map(c->ctx), n, tasks)) != NULL)
+        g->tasks = g->table->tasks;
+    if (g == NULL || (!identity && g->table == NULL)) {
         free(g);
         return torxp_error(TORX_ERR_NOMEM, "torx: torx_coll_group_create: out of memory");
     }
-    if (!identity)
-        memcpy(g->tasks, tasks, (size_t)n * sizeof(int));
     g->c = c;
     g->id = id;
     g->n = n;
@@ -401,10 +494,8 @@ torx_status_t torx_coll_group_create(torx_coll_t *c, uint32_t id, int n, const i
     if (st == TORX_OK)
         torxc_cost_group_init(g);
     if (st != TORX_OK) {
-        if (!g->coord_shared)
-            free((void *)g->coord);
         free(g->direct_addr);
-        free(g->tasks);
+        table_put(g->table);
         free(g);
         return st;
     }
@@ -426,9 +517,7 @@ void torx_coll_group_free(torx_coll_group_t *g)
     free(g->xchg);
     free(g->split);
     free(g->direct_addr);
-    if (!g->coord_shared)
-        free((void *)g->coord);
-    free(g->tasks);
+    table_put(g->table);
     free(g);
 }
 

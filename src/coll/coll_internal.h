@@ -291,8 +291,11 @@ struct torx_coll_group {
     uint32_t id; /* the caller's: the same on every member */
     int n, me;
     /* group index -> message-layer rank (torxc_task); NULL when the group
-     * is the job in rank order (the world and its duplicates): no table */
-    int *tasks;
+     * is the job in rank order (the world and its duplicates): no table.
+     * Else the table's, which the tasks of one process that make the same
+     * group share (coll.c, docs/collectives.md#memory) */
+    const int *tasks;
+    struct torxc_group_table *table;
     int all_tasks; /* spans every task of the job: collective network, GI */
     const char *last;
     /* auto's last pick per collective (pick): the same call again, as a
@@ -328,9 +331,8 @@ struct torx_coll_group {
     uint8_t box_line_ok[3][2][2];
     unsigned box_end_hops[3][2];
     /* group index -> torus coordinate: the rank map's own table when the
-     * group is the job in rank order (coord_shared), else the group's */
+     * group is the job in rank order, else the shared group table's */
     const torx_coord_t *coord;
-    int coord_shared;
     uint32_t bc_seq;      /* torus bcasts run on this group */
     torxc_geometry_t geo; /* what the cost estimates need (coll_cost.c) */
     unsigned channel;     /* its nonblocking collectives' (coll_nb.c); 0: none */
@@ -338,6 +340,9 @@ struct torx_coll_group {
 };
 
 /* The message-layer rank of member i of g. */
+/* The members' coordinates of a group with a task list (coll.c's shared
+ * table), or NULL. */
+const torx_coord_t *torxc_group_coord(const torx_coll_group_t *g);
 static inline int torxc_task(const torx_coll_group_t *g, int i)
 {
     return g->tasks ? g->tasks[i] : i;

@@ -105,17 +105,9 @@ torx_status_t torxc_torus_group_init(torx_coll_group_t *g)
     const torx_shape_t s = torx_pkt_shape(c->dev);
     const unsigned ext[3] = {s.x, s.y, s.z};
     g->box = 0;
-    if (!g->tasks) { /* the job in rank order: the map's table is the group's */
-        g->coord = map->coord;
-        g->coord_shared = 1;
-    } else {
-        torx_coord_t *coord = malloc((size_t)g->n * sizeof *coord);
-        if (coord == NULL)
-            return torxp_error(TORX_ERR_NOMEM, "torx: torx_coll_group_create: out of memory");
-        for (int i = 0; i < g->n; i++)
-            coord[i] = torx_map_coord(map, g->tasks[i]);
-        g->coord = coord;
-    }
+    /* the job in rank order: the map's table is the group's; else the
+     * group table's (coll.c) */
+    g->coord = g->tasks ? torxc_group_coord(g) : map->coord;
     unsigned char used[4][256];
     memset(used, 0, sizeof used);
     for (int i = 0; i < g->n; i++) {
