@@ -200,6 +200,28 @@ static void no_entry_plan(const torxc_box_t *box, const unsigned root[3], const 
     out->nlines = k;
 }
 
+/* The box of D dimensions len[0..D-1] long, dimension d a ring where bit d
+ * of wrap is set. */
+static torxc_box_t make_box(int D, const unsigned len[3], int wrap)
+{
+    torxc_box_t box = {.dims = D};
+    for (int d = 0; d < D; d++) {
+        box.len[d] = len[d];
+        box.ring[d] = wrap >> d & 1;
+    }
+    return box;
+}
+
+/* The next lengths of D dimensions, each 2..top, as an odometer: 0 after
+ * the last. */
+static int next_lens(unsigned len[3], int D, unsigned top)
+{
+    int d = 0;
+    while (d < D && ++len[d] > top)
+        len[d++] = 2;
+    return d < D;
+}
+
 /* Checks box from every root (or, with sample, from its corners, its
  * middle and a few more): 0 or the failures. */
 static int check_box(const torxc_box_t *box, int sample)
@@ -233,25 +255,15 @@ START_TEST(plan_disjoint_and_exactly_once)
     int boxes = 0, fails = 0;
     for (int D = 1; D <= 3; D++) {
         unsigned len[3] = {2, 2, 2};
-        const unsigned top = 8;
-        for (;;) {
+        do {
             for (int wrap = 0; wrap < 1 << D; wrap++) {
-                torxc_box_t box = {.dims = D};
-                for (int d = 0; d < D; d++) {
-                    box.len[d] = len[d];
-                    box.ring[d] = wrap >> d & 1;
-                }
+                const torxc_box_t box = make_box(D, len, wrap);
                 /* every root up to 6 a side in 3-D, sampled roots past that */
                 const int sample = D == 3 && (len[0] > 6 || len[1] > 6 || len[2] > 6);
                 fails += check_box(&box, sample);
                 boxes++;
             }
-            int d = 0;
-            while (d < D && ++len[d] > top)
-                len[d++] = 2;
-            if (d == D)
-                break;
-        }
+        } while (next_lens(len, D, 8));
     }
     /* the largest, from every root */
     torxc_box_t t888 = {.dims = 3, .len = {8, 8, 8}, .ring = {1, 1, 1}};
@@ -318,15 +330,10 @@ START_TEST(forwards_sample_is_the_maximum)
 {
     int cases = 0;
     for (int D = 1; D <= 3; D++) {
-        const unsigned top = D == 3 ? 5 : 6;
         unsigned len[3] = {2, 2, 2};
-        for (;;) {
+        do {
             for (int wrap = 0; wrap < 1 << D; wrap++) {
-                torxc_box_t box = {.dims = D};
-                for (int d = 0; d < D; d++) {
-                    box.len[d] = len[d];
-                    box.ring[d] = wrap >> d & 1;
-                }
+                const torxc_box_t box = make_box(D, len, wrap);
                 const unsigned N = box_nodes(&box);
                 for (unsigned ri = 0; ri < N; ri++) {
                     unsigned root[3] = {0, 0, 0};
@@ -343,12 +350,7 @@ START_TEST(forwards_sample_is_the_maximum)
                     cases++;
                 }
             }
-            int d = 0;
-            while (d < D && ++len[d] > top)
-                len[d++] = 2;
-            if (d == D)
-                break;
-        }
+        } while (next_lens(len, D, D == 3 ? 5 : 6));
     }
     /* the shapes the estimates are checked against (bench/RESULTS.md) */
     const torxc_box_t plane = {.dims = 2, .len = {8, 8}, .ring = {1, 1}};
