@@ -322,7 +322,6 @@ void torx_coll_finalize(torx_coll_t *c)
 struct torxc_group_table {
     struct torxc_group_table *next;
     unsigned long refs; /* groups that use it; under tables_lock */
-    const void *map;    /* the rank map's coordinate table, which identical maps share */
     int n;
     uint64_t hash;
     int *tasks;
@@ -340,15 +339,27 @@ static uint64_t tasks_hash(int n, const int *tasks)
     return h;
 }
 
+/* Whether t holds tasks[0..n-1] at the coordinates map gives them. */
+static int table_holds(const struct torxc_group_table *t, const torx_map_t *map, int n,
+                       const int *tasks, uint64_t h)
+{
+    if (t->n != n || t->hash != h || memcmp(t->tasks, tasks, (size_t)n * sizeof *tasks) != 0)
+        return 0;
+    for (int i = 0; i < n; i++)
+        if (!torx_coord_equal(t->coord[i], torx_map_coord(map, tasks[i])))
+            return 0;
+    return 1;
+}
+
 /* The table of tasks[0..n-1] under map, with a reference taken: the one
- * another group of this process made, or a new one. NULL: no memory. */
+ * another group of this process made with the same tasks at the same
+ * coordinates, or a new one. NULL: no memory. */
 static struct torxc_group_table *table_get(const torx_map_t *map, int n, const int *tasks)
 {
     const uint64_t h = tasks_hash(n, tasks);
     pthread_mutex_lock(&tables_lock);
     struct torxc_group_table *t = tables;
-    while (t && !(t->map == (const void *)map->coord && t->n == n && t->hash == h &&
-                  memcmp(t->tasks, tasks, (size_t)n * sizeof *tasks) == 0))
+    while (t && !table_holds(t, map, n, tasks, h))
         t = t->next;
     if (t) {
         t->refs++;
@@ -367,7 +378,6 @@ static struct torxc_group_table *table_get(const torx_map_t *map, int n, const i
     memcpy(t->tasks, tasks, (size_t)n * sizeof *tasks);
     for (int i = 0; i < n; i++)
         t->coord[i] = torx_map_coord(map, tasks[i]);
-    t->map = map->coord;
     t->n = n;
     t->hash = h;
     t->refs = 1;
