@@ -313,12 +313,12 @@ void torx_coll_finalize(torx_coll_t *c)
 
 /* ---- groups ---------------------------------------------------------------- */
 
-/* A group's task list and its members' coordinates, shared by the tasks of
- * one process that make the same group from the same rank map: on the sim
- * device every task of a job is in one process, and a split of 32,768
+/* A group's task list and its members' coordinates, shared by the groups
+ * of one process that hold the same tasks at the same coordinates: on the
+ * sim device every task of a job is in one process, and a split of 32,768
  * tasks would otherwise hold 32,768 copies of 256 KiB
- * (docs/collectives.md#memory). In a job of one task a process, each
- * table has one user. */
+ * (docs/collectives.md#memory). In a job of one task a process, a table
+ * is shared only by a group and its duplicates. */
 struct torxc_group_table {
     struct torxc_group_table *next;
     unsigned long refs; /* groups that use it; under tables_lock */
