@@ -80,6 +80,7 @@ void torxc_cost_group_init(torx_coll_group_t *g)
     }
     geo->nodes = 1;
     geo->mean_hops = 0.0;
+    geo->bcast_forwards = -1.0;
     geo->depth = 0;
     for (int d = 0; d < 3; d++) {
         unsigned cnt = 0;
@@ -283,8 +284,7 @@ static double cn_cost(const torx_coll_group_t *g, torx_coll_kind_t kind, double 
     return (fpsum ? 2.0 : 1.0) * (net->cn_latency + more / net->cn_bandwidth);
 }
 
-static double torus_cost(const torx_coll_group_t *g, torx_coll_kind_t kind, double b,
-                         const figures_t *f)
+static double torus_cost(torx_coll_group_t *g, torx_coll_kind_t kind, double b, const figures_t *f)
 {
     const torx_net_t *net = &g->c->net;
     const int n = g->n;
@@ -300,7 +300,9 @@ static double torus_cost(const torx_coll_group_t *g, torx_coll_kind_t kind, doub
          * mode the thread receives and sends on, the task matches and
          * copies. */
         const double routes = (double)torxc_torus_routes(g);
-        const double fwd = torxc_torus_forwards(g);
+        if (g->geo.bcast_forwards < 0)
+            g->geo.bcast_forwards = torxc_torus_forwards(g);
+        const double fwd = g->geo.bcast_forwards;
         const double pkt = 224.0, cpu = net->packet_cpu > 0 ? net->packet_cpu : 1e-9;
         const double out = pkt / f->copy;
         const double thread = (1.0 + fwd) * cpu, task = cpu + out;
@@ -342,8 +344,8 @@ static double paced_cost(const torx_coll_group_t *g, torx_coll_kind_t kind, doub
     return (n - 1) * f->per_msg + (wire > core ? wire : core);
 }
 
-double torxc_cost(const torx_coll_group_t *g, torx_coll_kind_t kind, torx_coll_alg_t alg,
-                  size_t bytes, int fpsum)
+double torxc_cost(torx_coll_group_t *g, torx_coll_kind_t kind, torx_coll_alg_t alg, size_t bytes,
+                  int fpsum)
 {
     const figures_t f = figures_of(g);
     const double b = (double)bytes;

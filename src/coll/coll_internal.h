@@ -284,6 +284,10 @@ typedef struct torxc_geometry {
      * distances, which is how many of the step's flows share a link */
     unsigned xor_steps;
     unsigned char xor_hops[31], xor_load[31];
+    /* the torus bcast's busiest member's lines a packet
+     * (torxc_torus_forwards), read off the routes at the first estimate;
+     * negative until then */
+    double bcast_forwards;
 } torxc_geometry_t;
 
 struct torx_coll_group {
@@ -292,8 +296,9 @@ struct torx_coll_group {
     int n, me;
     /* group index -> message-layer rank (torxc_task); NULL when the group
      * is the job in rank order (the world and its duplicates): no table.
-     * Else the table's, which the tasks of one process that make the same
-     * group share (coll.c, docs/collectives.md#memory) */
+     * Else the table's, which the groups of one process that hold the same
+     * tasks at the same coordinates share (coll.c,
+     * docs/collectives.md#memory) */
     const int *tasks;
     struct torxc_group_table *table;
     int all_tasks; /* spans every task of the job: collective network, GI */
@@ -500,10 +505,11 @@ static inline int torxc_direct_applies(const torx_coll_group_t *g)
 /* coll_cost.c: the group's geometry, made once with the group; an
  * algorithm's estimated time in seconds (INFINITY: no estimate), for a call
  * of bytes as torx_coll_select counts them; fpsum: a reproducible
- * floating-point sum. */
+ * floating-point sum. The torus bcast's estimate completes the geometry
+ * at its first use. */
 void torxc_cost_group_init(torx_coll_group_t *g);
-double torxc_cost(const torx_coll_group_t *g, torx_coll_kind_t kind, torx_coll_alg_t alg,
-                  size_t bytes, int fpsum);
+double torxc_cost(torx_coll_group_t *g, torx_coll_kind_t kind, torx_coll_alg_t alg, size_t bytes,
+                  int fpsum);
 /* coll_torus.c: the routes a torus broadcast on g splits its data among. */
 int torxc_torus_routes(const torx_coll_group_t *g);
 /* torxc_route_forwards for the group's box, the root at member 0's node:
