@@ -396,17 +396,25 @@ int torxc_torus_routes(const torx_coll_group_t *g)
     return g->box_dims > 0 ? torxc_routes(&g->box_geo) : 1;
 }
 
+/* The node at torus coordinate c, as positions along the group's box
+ * dimensions (0 past them). */
+static void box_position(const torx_coll_group_t *g, torx_coord_t c, unsigned pos[3])
+{
+    const torx_shape_t s = torx_pkt_shape(g->c->dev);
+    const unsigned ext[3] = {s.x, s.y, s.z};
+    pos[0] = pos[1] = pos[2] = 0;
+    for (int i = 0; i < g->box_dims; i++) {
+        const int d = g->box_dim[i];
+        pos[i] = (coord_of(c, d) + ext[d] - g->box_lo[i]) % ext[d];
+    }
+}
+
 double torxc_torus_forwards(const torx_coll_group_t *g)
 {
     if (g->box_dims <= 0)
         return 0.0;
-    const torx_shape_t s = torx_pkt_shape(g->c->dev);
-    const unsigned ext[3] = {s.x, s.y, s.z};
-    unsigned root[3] = {0, 0, 0};
-    for (int i = 0; i < g->box_dims; i++) {
-        const int d = g->box_dim[i];
-        root[i] = (coord_of(g->coord[0], d) + ext[d] - g->box_lo[i]) % ext[d];
-    }
+    unsigned root[3];
+    box_position(g, g->coord[0], root);
     return torxc_route_forwards(&g->box_geo, root);
 }
 
@@ -466,13 +474,8 @@ torx_status_t torxc_torus_bcast(torx_coll_group_t *g, void *buf, size_t bytes, i
         b->hi[k] = npk * (size_t)(k + 1) / (size_t)b->nparts;
     }
 
-    const torx_shape_t shape = torx_pkt_shape(c->dev);
-    const unsigned ext[3] = {shape.x, shape.y, shape.z};
-    unsigned root_pos[3] = {0, 0, 0};
-    for (int i = 0; i < D; i++) {
-        const int d = g->box_dim[i];
-        root_pos[i] = (coord_of(rc, d) + ext[d] - g->box_lo[i]) % ext[d];
-    }
+    unsigned root_pos[3];
+    box_position(g, rc, root_pos);
     bc_share_t own = {.buf = buf,
                       .bytes = bytes,
                       .h = {.msg = TORXC_MSG_BCAST, .group_id = g->id, .seq = seq},
