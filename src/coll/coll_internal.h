@@ -170,6 +170,8 @@ int torxc_routes(const torxc_box_t *box);
  * (positions along box dimensions 0..dims-1). */
 void torxc_route_plan(const torxc_box_t *box, const unsigned root[3], const unsigned me[3],
                       int route, torxc_route_node_t *out);
+/* The lines the node at me sends a packet on, summed over the routes. */
+int torxc_route_lines(const torxc_box_t *box, const unsigned root[3], const unsigned me[3]);
 /* The most lines a member other than the root sends a packet on, averaged
  * over the routes (whose parts are equal): the forwarding work of the
  * busiest member per packet it receives (the cost estimate's). Read off

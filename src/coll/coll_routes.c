@@ -139,6 +139,17 @@ void torxc_route_plan(const torxc_box_t *box, const unsigned root[3], const unsi
         add_line(out, a, entry_dir, 1);
 }
 
+int torxc_route_lines(const torxc_box_t *box, const unsigned root[3], const unsigned me[3])
+{
+    int lines = 0;
+    for (int route = 0; route < torxc_routes(box); route++) {
+        torxc_route_node_t plan;
+        torxc_route_plan(box, root, me, route, &plan);
+        lines += plan.nlines;
+    }
+    return lines;
+}
+
 /* Positions along a box dimension of length len where a node's plan can
  * differ, seen from a root at r: the root's, its neighbours' and the next
  * ones (the planes a route enters by one hop, and a generic offset), and
@@ -177,12 +188,7 @@ double torxc_route_forwards(const torxc_box_t *box, const unsigned root[3])
                 const unsigned me[3] = {pos[0][i], pos[1][j], pos[2][k]};
                 if (me[0] == root[0] && me[1] == root[1] && me[2] == root[2])
                     continue;
-                int lines = 0;
-                for (int route = 0; route < R; route++) {
-                    torxc_route_node_t plan;
-                    torxc_route_plan(box, root, me, route, &plan);
-                    lines += plan.nlines;
-                }
+                const int lines = torxc_route_lines(box, root, me);
                 most = lines > most ? lines : most;
             }
     return (double)most / R;

@@ -301,26 +301,20 @@ START_TEST(route_counts)
 END_TEST
 
 /* The busiest member's lines a packet, exhaustively: every node but the
- * root, summed over the routes. */
+ * root. */
 static double forwards_exhaustive(const torxc_box_t *box, const unsigned root[3])
 {
     const unsigned N = box_nodes(box);
-    const int R = torxc_routes(box);
     int most = 0;
     for (unsigned i = 0; i < N; i++) {
         unsigned me[3] = {0, 0, 0};
         pos_of(box, i, me);
         if (me[0] == root[0] && me[1] == root[1] && me[2] == root[2])
             continue;
-        int lines = 0;
-        for (int r = 0; r < R; r++) {
-            torxc_route_node_t pl;
-            torxc_route_plan(box, root, me, r, &pl);
-            lines += pl.nlines;
-        }
+        const int lines = torxc_route_lines(box, root, me);
         most = lines > most ? lines : most;
     }
-    return (double)most / R;
+    return (double)most / torxc_routes(box);
 }
 
 /* The cost estimate reads the busiest member's forwarding off a sample of
