@@ -173,7 +173,8 @@ static inline int torxm_stages(const torx_ctx_t *ctx, const torxm_peer_t *peer, 
  * (vn: the bulk get) instead, for slow copies (TORXM_ASK_UNSTAGE). */
 static inline int torxm_slow_unstages(torx_ctx_t *ctx, torxm_peer_t *peer, uint64_t len)
 {
-    return torxm_path_decide(ctx, peer, TORXM_ASK_UNSTAGE, len).path != TORXM_PATH_STAGED;
+    return torxm_path_may_unstage(len) &&
+           torxm_path_decide(ctx, peer, TORXM_ASK_UNSTAGE, len).path != TORXM_PATH_STAGED;
 }
 /* Whether a message of len bytes, which would go by rendezvous or vn bulk
  * get, goes staged instead because the pair is idle (torx_limits_t); the

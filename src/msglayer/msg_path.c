@@ -119,7 +119,7 @@ torxm_path_out_t torxm_path_choose(const torxm_path_in_t *in)
         measured_way(in, &out);
         break;
     case TORXM_ASK_UNSTAGE:
-        out.path = in->len >= TORXM_SLOW_RZV_MIN && copies_slow(in, in->copy_cost_max, &out)
+        out.path = torxm_path_may_unstage(in->len) && copies_slow(in, in->copy_cost_max, &out)
                        ? TORXM_PATH_BULK
                        : TORXM_PATH_STAGED;
         break;
@@ -178,7 +178,7 @@ torxm_path_in_t torxm_path_inputs(const torx_ctx_t *ctx, const torxm_peer_t *pee
         bulk = line && no_record;
         break;
     case TORXM_ASK_UNSTAGE:
-        copy = !in.oversubscribed && len >= TORXM_SLOW_RZV_MIN;
+        copy = !in.oversubscribed && torxm_path_may_unstage(len);
         break;
     case TORXM_ASK_IDLE:
         copy = !in.oversubscribed;

@@ -123,6 +123,14 @@ static inline int torxm_path_measured(unsigned setting, int co_net, int oversubs
 
 /* ---- The context's side ------------------------------------------------------------ */
 
+/* Whether TORXM_ASK_UNSTAGE can answer anything but staged for len bytes:
+ * below this, its callers skip the question and the reads of its inputs,
+ * which a staged 1 KiB message paid on every send. */
+static inline int torxm_path_may_unstage(uint64_t len)
+{
+    return len >= TORXM_SLOW_RZV_MIN;
+}
+
 /* The inputs for question ask about a message of len bytes with peer
  * (TORXM_ASK_TAKE: a scout with flags), read from ctx, peer, the device and
  * rzv_way.c; only what the answer can depend on is read (hold: 0, the

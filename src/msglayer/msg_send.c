@@ -221,11 +221,13 @@ inject_larger(torx_ctx_t *ctx, int dest, int handler, const void *hdr, size_t hd
     /* Slow copies may send it by rendezvous: torx_send decides (and counts
      * the probe), so this asks without one and records nothing. */
     if (torxm_stages(ctx, peer, p, len)) {
-        torxm_path_in_t in = torxm_path_inputs(ctx, peer, TORXM_ASK_UNSTAGE, len, 0);
-        in.probe_due = 0;
-        if (torxm_path_choose(&in).path == TORXM_PATH_STAGED)
-            return staged_now(ctx, peer, p, handler, hdr ? hdr : nothing, hdr_len, data, len);
-        return TORX_AGAIN;
+        if (torxm_path_may_unstage(len)) {
+            torxm_path_in_t in = torxm_path_inputs(ctx, peer, TORXM_ASK_UNSTAGE, len, 0);
+            in.probe_due = 0;
+            if (torxm_path_choose(&in).path != TORXM_PATH_STAGED)
+                return TORX_AGAIN;
+        }
+        return staged_now(ctx, peer, p, handler, hdr ? hdr : nothing, hdr_len, data, len);
     }
     if (p == TORX_PROTO_EAGER)
         return eager_now(ctx, peer, handler, hdr ? hdr : nothing, hdr_len, data ? data : nothing,

@@ -196,6 +196,7 @@ struct torxp_net {
     unsigned nrepost;
     uint32_t rxq_mask; /* the queue rings' size - 1: they take every buffer and holder */
     torxp_net_rxq_t rxq[TORXP_NET_RXQ];
+    unsigned rx_queued; /* packets in all the queues */
     unsigned next_q, burst;
     int cur;                /* index of the peeked buffer, -1 when none */
     int polled_since_empty; /* a poll progressed; no peek found the queues empty since */

@@ -70,6 +70,7 @@ struct torxp_net_stage {
     uint32_t *released;           /* per source slot: released, not yet credited */
     uint32_t *ahead;              /* per source slot, window entries: voids come before
                                      their pieces; UINT32_MAX: none */
+    unsigned nahead;              /* entries of ahead in use, over every slot */
     unsigned long carried, alone; /* pieces sent with a packet aboard, and without */
 };
 
@@ -452,9 +453,10 @@ void torxp_net_stage_on_rx(torxp_net_t *n, torxp_net_stage_buf_t *b, size_t len)
     b->peer = src;
     b->voided = 0;
     uint32_t *ahead = &s->ahead[(size_t)src * s->window];
-    for (unsigned k = 0; k < s->window; k++)
+    for (unsigned k = 0; s->nahead && k < s->window; k++)
         if (ahead[k] == h.seq) { /* its void came first */
             ahead[k] = UINT32_MAX;
+            s->nahead--;
             b->voided = 1;
         }
     s->rx_seq[src]++;
@@ -505,6 +507,7 @@ void torxp_net_stage_on_sys(torxp_net_t *n, unsigned src, const torxp_net_sys_t 
         for (unsigned k = 0; k < s->window; k++)
             if (ahead[k] == UINT32_MAX) {
                 ahead[k] = seq;
+                s->nahead++;
                 return;
             }
     torxp_dev_fail(&n->base, TORX_ERR_PROTO, "slot %u voided staged piece %llu, which never came",

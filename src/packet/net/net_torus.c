@@ -161,6 +161,7 @@ static void on_torus(torxp_net_t *n, unsigned i, unsigned src, size_t len)
         q = (unsigned)(torxp_chaos_next(&n->chaos_rx) >> 33) % TORXP_NET_RXQ;
     torxp_net_rxq_t *rq = &n->rxq[q];
     rq->ring[rq->tail++ & n->rxq_mask] = i; /* never full: it takes every buffer and holder */
+    n->rx_queued++;
 }
 
 /* Queues buffer i, a torus packet from src, once every packet src sent
@@ -411,34 +412,23 @@ int torxp_net_room(torx_pkt_dev_t *dev, torx_coord_t dest)
 
 /* ---- Reception ----------------------------------------------------------------------- */
 
-static int queues_empty(const torxp_net_t *n)
-{
-    for (unsigned q = 0; q < TORXP_NET_RXQ; q++)
-        if (n->rxq[q].head != n->rxq[q].tail)
-            return 0;
-    return 1;
-}
-
 static inline int rx_ready(const torxp_net_t *n)
 {
-    return n->cur >= 0 || !queues_empty(n);
+    return n->cur >= 0 || n->rx_queued;
 }
 
-/* Takes the next packet off the reception queues into cur. */
-static int pick(torxp_net_t *n)
+/* Takes the next packet off the reception queues into cur; some queue holds
+ * one (n->rx_queued). */
+static void pick(torxp_net_t *n)
 {
-    const unsigned start =
-        n->chaos_rx ? (unsigned)(torxp_chaos_next(&n->chaos_rx) >> 33) : n->next_q;
-    for (unsigned k = 0; k < TORXP_NET_RXQ; k++) {
-        const unsigned q = (start + k) % TORXP_NET_RXQ;
-        torxp_net_rxq_t *rq = &n->rxq[q];
-        if (rq->head == rq->tail)
-            continue;
-        n->cur = (int)rq->ring[rq->head++ & n->rxq_mask];
-        torxp_rx_burst(&n->next_q, &n->burst, q, TORXP_NET_RXQ);
-        return 1;
-    }
-    return 0;
+    unsigned q =
+        n->chaos_rx ? (unsigned)(torxp_chaos_next(&n->chaos_rx) >> 33) % TORXP_NET_RXQ : n->next_q;
+    while (n->rxq[q].head == n->rxq[q].tail)
+        q = q + 1 < TORXP_NET_RXQ ? q + 1 : 0;
+    torxp_net_rxq_t *rq = &n->rxq[q];
+    n->cur = (int)rq->ring[rq->head++ & n->rxq_mask];
+    n->rx_queued--;
+    torxp_rx_burst(&n->next_q, &n->burst, q, TORXP_NET_RXQ);
 }
 
 const torx_pkt_hdr_t *torxp_net_peek(torx_pkt_dev_t *dev)
@@ -449,14 +439,18 @@ const torx_pkt_hdr_t *torxp_net_peek(torx_pkt_dev_t *dev)
      * then peek and consume until peek finds nothing) has just progressed,
      * and one more progress there would cost every message a system call
      * on its way up. */
-    if (n->cur < 0 && queues_empty(n)) {
+    if (n->cur < 0 && !n->rx_queued) {
         if (n->polled_since_empty)
             n->polled_since_empty = 0;
         else
             n->net_ops->progress(n);
     }
-    const torx_pkt_hdr_t *h =
-        n->cur >= 0 || pick(n) ? (const torx_pkt_hdr_t *)n->rxbufs[n->cur].data : NULL;
+    const torx_pkt_hdr_t *h = NULL;
+    if (n->cur >= 0 || n->rx_queued) {
+        if (n->cur < 0)
+            pick(n);
+        h = (const torx_pkt_hdr_t *)n->rxbufs[n->cur].data;
+    }
     torxp_net_unlock(n);
     return h;
 }

@@ -109,7 +109,8 @@ typedef struct torxp_ucx_dev {
     /* liveness probes, per slot: when the one in flight was sent (0: none) */
     double *ping_sent;
 
-    torxp_ucx_stage_tx_t *stage_tx; /* staging's send buffers */
+    torxp_ucx_stage_tx_t *stage_tx;           /* staging's send buffers */
+    struct torxp_ucx_stage_rx *stage_rx_free; /* received pieces' records, for reuse */
 
     torxp_ucx_bulk_t *bulk;
 } torxp_ucx_dev_t;

@@ -271,13 +271,32 @@ static int on_other_sys(torxp_net_t *n, unsigned src, const torxp_net_sys_t *m, 
 #define STAGE_WINDOW 16u
 #define STAGE_TX 16u
 
-/* A piece received: UCX's persistent data until its release. */
-typedef struct stage_rx {
+/* A piece received: UCX's persistent data until its release. The records
+ * are kept for reuse (d->stage_rx_free): a window bounds how many are out
+ * at once, and a staged 1 KiB round trip spent 270 instructions of its
+ * 5,150 in calloc and free. */
+typedef struct torxp_ucx_stage_rx {
     torxp_net_stage_buf_t net;
-    torxp_ucx_dev_t *dev;
     void *data;
     int in_callback, released; /* released while its callback ran */
+    struct torxp_ucx_stage_rx *next_free;
 } stage_rx_t;
+
+static stage_rx_t *stage_rx_get(torxp_ucx_dev_t *d)
+{
+    stage_rx_t *r = d->stage_rx_free;
+    if (r)
+        d->stage_rx_free = r->next_free;
+    else
+        r = torxp_malloc(sizeof *r);
+    return r;
+}
+
+static void stage_rx_put(torxp_ucx_dev_t *d, stage_rx_t *r)
+{
+    r->next_free = d->stage_rx_free;
+    d->stage_rx_free = r;
+}
 
 static void on_stage_sent(void *request, ucs_status_t status, void *user_data)
 {
@@ -327,7 +346,7 @@ static void stage_rx_done(torxp_net_t *n, torxp_net_stage_buf_t *nb)
         return;
     }
     ucp_am_data_release(torxp_ucx_of(n)->worker, r->data);
-    free(r);
+    stage_rx_put(torxp_ucx_of(n), r);
 }
 
 static ucs_status_t on_stage(void *arg, const void *header, size_t header_length, void *data,
@@ -343,16 +362,16 @@ static ucs_status_t on_stage(void *arg, const void *header, size_t header_length
     }
     torxp_ucx_hdr_t h;
     memcpy(&h, header, sizeof h);
-    stage_rx_t *r = torxp_calloc(1, sizeof *r);
+    stage_rx_t *r = stage_rx_get(d);
     if (!r) {
         torxp_dev_fail(&d->net.base, TORX_ERR_NOMEM, "out of memory for a staged piece");
         return UCS_OK;
     }
     torxp_net_credits_back(&d->net, h.src, h.credits);
-    *r = (stage_rx_t){.net = {.msg = data}, .dev = d, .data = data, .in_callback = 1};
+    *r = (stage_rx_t){.net = {.msg = data}, .data = data, .in_callback = 1};
     torxp_net_stage_on_rx(&d->net, &r->net, length);
     if (r->released) { /* refused, or voided at once */
-        free(r);
+        stage_rx_put(d, r);
         return UCS_OK;
     }
     r->in_callback = 0;
@@ -380,9 +399,14 @@ torx_status_t torxp_ucx_stage_setup(torxp_ucx_dev_t *d, long stage_bytes)
 
 void torxp_ucx_stage_fini(torxp_ucx_dev_t *d)
 {
-    torxp_net_stage_fini(&d->net);
+    torxp_net_stage_fini(&d->net); /* every piece held goes back (stage_rx_done) */
     free(d->stage_tx);
     d->stage_tx = NULL;
+    while (d->stage_rx_free) {
+        stage_rx_t *r = d->stage_rx_free;
+        d->stage_rx_free = r->next_free;
+        free(r);
+    }
 }
 
 /* ---- Progress ------------------------------------------------------------------------------- */
