@@ -351,11 +351,61 @@ static int table_holds(const struct torxc_group_table *t, const torx_map_t *map,
     return 1;
 }
 
-/* The table of tasks[0..n-1] under map, with a reference taken: the one
- * another group of this process made with the same tasks at the same
- * coordinates, or a new one. NULL: no memory. */
-static struct torxc_group_table *table_get(const torx_map_t *map, int n, const int *tasks)
+static int int_cmp(const void *a, const void *b)
 {
+    const int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* Why tasks[0..n-1] are not all ranks of the job (recorded), or TORX_OK. */
+static torx_status_t check_ranges(const torx_coll_t *c, int n, const int *tasks)
+{
+    for (int i = 0; i < n; i++)
+        if (tasks[i] < 0 || tasks[i] >= c->job_size)
+            return torxp_error(TORX_ERR_INVAL,
+                               "torx: torx_coll_group_create: task %d (index %d) is out of range",
+                               tasks[i], i);
+    return TORX_OK;
+}
+
+/* Why tasks[0..n-1] are not distinct (recorded), or TORX_OK. In O(n)
+ * memory, whatever the job's size: a sorted copy. */
+static torx_status_t check_distinct(int n, const int *tasks)
+{
+    int *sorted = malloc((size_t)n * sizeof *sorted);
+    if (sorted == NULL)
+        return torxp_error(TORX_ERR_NOMEM, "torx: torx_coll_group_create: out of memory");
+    memcpy(sorted, tasks, (size_t)n * sizeof *sorted);
+    qsort(sorted, (size_t)n, sizeof *sorted, int_cmp);
+    int dup = -1;
+    for (int i = 1; i < n && dup < 0; i++)
+        if (sorted[i] == sorted[i - 1])
+            dup = sorted[i];
+    free(sorted);
+    if (dup < 0)
+        return TORX_OK;
+    int at = 0;
+    while (tasks[at] != dup)
+        at++;
+    while (tasks[++at] != dup)
+        ;
+    return torxp_error(TORX_ERR_INVAL,
+                       "torx: torx_coll_group_create: task %d (index %d) is repeated", dup, at);
+}
+
+/* The table of tasks[0..n-1] under c's map, with a reference taken: the
+ * one another group of this process made with the same tasks at the same
+ * coordinates, or a new one. Only a new table's tasks are checked (a
+ * table is shared only once checked): the check's sorted copy, made by
+ * every task of a simulated job, fragmented its heap by 27 KiB a task at
+ * 4,096 tasks. */
+static torx_status_t table_get(const torx_coll_t *c, int n, const int *tasks,
+                               struct torxc_group_table **out)
+{
+    const torx_status_t range = check_ranges(c, n, tasks);
+    if (range != TORX_OK)
+        return range;
+    const torx_map_t *map = torx_ctx_map(c->ctx);
     const uint64_t h = tasks_hash(n, tasks);
     pthread_mutex_lock(&tables_lock);
     struct torxc_group_table *t = tables;
@@ -364,16 +414,20 @@ static struct torxc_group_table *table_get(const torx_map_t *map, int n, const i
     if (t) {
         t->refs++;
         pthread_mutex_unlock(&tables_lock);
-        return t;
+        *out = t;
+        return TORX_OK;
     }
     pthread_mutex_unlock(&tables_lock);
+    const torx_status_t bad = check_distinct(n, tasks);
+    if (bad != TORX_OK)
+        return bad;
     t = calloc(1, sizeof *t);
     if (t == NULL || (t->tasks = malloc((size_t)n * sizeof *t->tasks)) == NULL ||
         (t->coord = malloc((size_t)n * sizeof *t->coord)) == NULL) {
         if (t)
             free(t->tasks);
         free(t);
-        return NULL;
+        return torxp_error(TORX_ERR_NOMEM, "torx: torx_coll_group_create: out of memory");
     }
     memcpy(t->tasks, tasks, (size_t)n * sizeof *tasks);
     for (int i = 0; i < n; i++)
@@ -387,7 +441,8 @@ static struct torxc_group_table *table_get(const torx_map_t *map, int n, const i
     t->next = tables;
     tables = t;
     pthread_mutex_unlock(&tables_lock);
-    return t;
+    *out = t;
+    return TORX_OK;
 }
 
 static void table_put(struct torxc_group_table *t)
@@ -415,42 +470,6 @@ const torx_coord_t *torxc_group_coord(const torx_coll_group_t *g)
     return g->table ? g->table->coord : NULL;
 }
 
-static int int_cmp(const void *a, const void *b)
-{
-    const int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
-/* Why tasks[0..n-1] is not a set of distinct ranks of the job (recorded),
- * or TORX_OK. In O(n) memory, whatever the job's size: a sorted copy. */
-static torx_status_t check_tasks(const torx_coll_t *c, int n, const int *tasks)
-{
-    for (int i = 0; i < n; i++)
-        if (tasks[i] < 0 || tasks[i] >= c->job_size)
-            return torxp_error(TORX_ERR_INVAL,
-                               "torx: torx_coll_group_create: task %d (index %d) is out of range",
-                               tasks[i], i);
-    int *sorted = malloc((size_t)n * sizeof *sorted);
-    if (sorted == NULL)
-        return torxp_error(TORX_ERR_NOMEM, "torx: torx_coll_group_create: out of memory");
-    memcpy(sorted, tasks, (size_t)n * sizeof *sorted);
-    qsort(sorted, (size_t)n, sizeof *sorted, int_cmp);
-    int dup = -1;
-    for (int i = 1; i < n && dup < 0; i++)
-        if (sorted[i] == sorted[i - 1])
-            dup = sorted[i];
-    free(sorted);
-    if (dup < 0)
-        return TORX_OK;
-    int at = 0;
-    while (tasks[at] != dup)
-        at++;
-    while (tasks[++at] != dup)
-        ;
-    return torxp_error(TORX_ERR_INVAL,
-                       "torx: torx_coll_group_create: task %d (index %d) is repeated", dup, at);
-}
-
 torx_status_t torx_coll_group_create(torx_coll_t *c, uint32_t id, int n, const int *tasks, int me,
                                      torx_coll_group_t **out)
 {
@@ -476,16 +495,16 @@ torx_status_t torx_coll_group_create(torx_coll_t *c, uint32_t id, int n, const i
     int identity = n == c->job_size;
     for (int i = 0; tasks && identity && i < n; i++)
         identity = tasks[i] == i;
-    torx_status_t st = identity ? TORX_OK : check_tasks(c, n, tasks);
-    if (st != TORX_OK)
-        return st;
     torx_coll_group_t *g = calloc(1, sizeof *g);
-    if (g && !identity && (g->table = table_get(torx_ctx_map(c->ctx), n, tasks)) != NULL)
-        g->tasks = g->table->tasks;
-    if (g == NULL || (!identity && g->table == NULL)) {
-        free(g);
+    if (g == NULL)
         return torxp_error(TORX_ERR_NOMEM, "torx: torx_coll_group_create: out of memory");
+    torx_status_t st = identity ? TORX_OK : table_get(c, n, tasks, &g->table);
+    if (st != TORX_OK) {
+        free(g);
+        return st;
     }
+    if (g->table)
+        g->tasks = g->table->tasks;
     g->c = c;
     g->id = id;
     g->n = n;
