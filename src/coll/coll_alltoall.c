@@ -544,6 +544,41 @@ torx_status_t torxc_paced_alltoallv(torx_coll_group_t *g, torx_coll_kind_t kind,
     return paced_run(g, kind, in, sbytes, sdispl, out, rbytes, rdispl, 0, 0);
 }
 
+torx_status_t torxc_paced_pair(torx_coll_group_t *g, torx_coll_kind_t kind, const void *in,
+                               size_t bytes, int send, void *other)
+{
+    torx_coll_t *c = g->c;
+    torxc_a2a_run_t *r = &c->a2a.blocking;
+    if (c->a2a.lost)
+        return torxp_error(TORX_ERR_NOMEM,
+                           "torx: alltoall: %d early blocks were lost for want of memory",
+                           c->a2a.lost);
+    const int me = g->me, peer = 1 - me;
+    size_t rbytes[2] = {0, 0};
+    const size_t rdispl[2] = {0, 0};
+    rbytes[peer] = other ? bytes : 0;
+    begin(g, r, other, rbytes, rdispl, -1, 0);
+    r->kind = kind;
+    r->received = 1; /* this task's own block: nothing to place */
+    r->expect = other ? 2 : 1;
+    claim_unexpected(r, 1);
+    const a2a_hdr_t h = {
+        .kind = (uint32_t)kind, .group_id = r->group_id, .seq = r->seq, .from = (uint32_t)me};
+    unsigned spins = 0;
+    torx_status_t st = TORX_AGAIN;
+    while (send && (st = torx_send_inject(c->ctx, torxc_task(g, peer), c->handler, &h, sizeof h, in,
+                                          bytes)) == TORX_AGAIN)
+        torxc_progress(c, &spins);
+    if (send && st != TORX_OK) {
+        end(r);
+        return st;
+    }
+    while (r->received < r->expect)
+        torxc_progress(c, &spins);
+    end(r);
+    return r->status;
+}
+
 torx_status_t torxc_paced_sparse(torx_coll_group_t *g, torx_coll_kind_t kind, const void *in,
                                  const size_t *sbytes, const size_t *sdispl, void *out,
                                  const size_t *rbytes, const size_t *rdispl)

@@ -614,6 +614,23 @@ torx_status_t torxc_exchange_reduce(torx_coll_group_t *g, const void *in, void *
         return split_reduce(g, in, out, count, dtype, op, root);
     }
     int n = g->n;
+    /* A reduce's vectors go to its root alone: the others send theirs and
+     * leave, with no vector to wait for that they would not use. */
+    const int takes = root < 0 || g->me == root;
+    if (n == 2 && bytes <= TORXC_A2A_INJECT_MAX) {
+        unsigned char other[TORXC_A2A_INJECT_MAX], own[TORXC_A2A_INJECT_MAX];
+        const torx_status_t st = torxc_paced_pair(g, TORX_COLL_ALLREDUCE, in, bytes,
+                                                  root < 0 || g->me != root, takes ? other : NULL);
+        if (st != TORX_OK || !out || !takes)
+            return st;
+        const unsigned char *vec[2];
+        vec[g->me] = in;
+        vec[1 - g->me] = other;
+        if ((const void *)in == out && g->me != 0) /* combine writes over vec[0] alone */
+            vec[1] = memcpy(own, in, bytes);
+        combine(vec, 2, count, dtype, op, out);
+        return TORX_OK;
+    }
     /* Scratch for the n vectors and the counts, kept with the group. */
     size_t need = (size_t)n * TORXC_EXCHANGE_MAX_BYTES;
     if (g->xchg == NULL) {
@@ -622,9 +639,6 @@ torx_status_t torxc_exchange_reduce(torx_coll_group_t *g, const void *in, void *
             return torxp_error(TORX_ERR_NOMEM, "torx: allreduce: out of memory");
     }
     size_t *v = (size_t *)(g->xchg + need);
-    /* A reduce's vectors go to its root alone: the others send theirs and
-     * leave, with no vector to wait for that they would not use. */
-    const int takes = root < 0 || g->me == root;
     for (int m = 0; m < n; m++) {
         v[m] = root < 0 || m == root ? bytes : 0; /* send bytes */
         v[n + m] = 0;                             /* send displacement: one block for all */
@@ -675,6 +689,14 @@ torx_status_t torxc_exchange_allgather(torx_coll_group_t *g, const void *in, voi
     /* One-packet blocks are sent even where they could be read in place:
      * the reads need a collective-network round and a barrier, the sends
      * one injected packet each. */
+    if (n == 2 && bytes <= TORXC_A2A_INJECT_MAX) {
+        g->c->sent_calls++;
+        if (in && bytes)
+            memcpy(own, in, bytes);
+        unsigned char none; /* an empty block still comes: where it goes */
+        return torxc_paced_pair(g, TORX_COLL_ALLGATHER, own, bytes, 1,
+                                bytes ? (unsigned char *)out + (size_t)(1 - me) * bytes : &none);
+    }
     if (!torxc_direct_applies(g) || bytes <= TORXC_A2A_INJECT_MAX) {
         g->c->sent_calls++;
         size_t *v = (size_t *)(void *)group_scratch(g, 4 * nn * sizeof(size_t));
