@@ -766,6 +766,8 @@ torx_status_t torxc_paced_bcast(torx_coll_group_t *g, void *buf, size_t bytes, i
         end(r);
         return r->status;
     }
+    if (n == 2 && bytes <= TORXC_A2A_INJECT_MAX) /* one packet to the other */
+        return torxc_paced_pair(g, TORX_COLL_BCAST, buf, bytes, 1, NULL);
     /* The root: bytes to send and to receive per member, then the
      * displacements (all 0: one buffer), for this call. It sends to every
      * other member and receives nothing. */
