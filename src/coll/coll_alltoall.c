@@ -80,6 +80,14 @@ struct torxc_unexp {
     unsigned char inline_data[UNEXP_INLINE]; /* bounce, for short blocks */
 };
 
+/* Why a collective cannot run: early blocks were dropped for want of
+ * memory (the collective that needed them would wait for ever). */
+static torx_status_t blocks_lost(const torx_coll_t *c, const char *what)
+{
+    return torxp_error(TORX_ERR_NOMEM, "torx: %s: %d early blocks were lost for want of memory",
+                       what, c->a2a.lost);
+}
+
 /* A cleared record, reused when one is kept. */
 static struct torxc_unexp *unexp_get(torxc_a2a_t *a)
 {
@@ -518,9 +526,7 @@ static torx_status_t paced_run(torx_coll_group_t *g, torx_coll_kind_t kind, cons
     torx_coll_t *c = g->c;
     torxc_a2a_run_t *r = &c->a2a.blocking;
     if (c->a2a.lost)
-        return torxp_error(TORX_ERR_NOMEM,
-                           "torx: alltoall: %d early blocks were lost for want of memory",
-                           c->a2a.lost);
+        return blocks_lost(c, "alltoall");
     torx_status_t st = paced_state(g, sparse ? "bcast" : "alltoall", !sparse);
     if (st != TORX_OK)
         return st;
@@ -550,9 +556,7 @@ torx_status_t torxc_paced_pair(torx_coll_group_t *g, torx_coll_kind_t kind, cons
     torx_coll_t *c = g->c;
     torxc_a2a_run_t *r = &c->a2a.blocking;
     if (c->a2a.lost)
-        return torxp_error(TORX_ERR_NOMEM,
-                           "torx: alltoall: %d early blocks were lost for want of memory",
-                           c->a2a.lost);
+        return blocks_lost(c, torx_coll_kind_name(kind));
     const int me = g->me, peer = 1 - me;
     size_t rbytes[2] = {0, 0};
     const size_t rdispl[2] = {0, 0};
@@ -600,9 +604,7 @@ torx_status_t torxc_a2a_start(torx_coll_group_t *g, torx_coll_kind_t kind, const
     torx_coll_t *c = g->c;
     const size_t n = (size_t)g->n;
     if (c->a2a.lost)
-        return torxp_error(TORX_ERR_NOMEM,
-                           "torx: alltoall: %d early blocks were lost for want of memory",
-                           c->a2a.lost);
+        return blocks_lost(c, "alltoall");
     /* One allocation: the run, its send window, its copy of the counts
      * (the caller's may go once this returns), its step order. */
     const size_t at_msgs = round_up(sizeof(torxc_a2a_run_t), alignof(torx_msg_t));
@@ -689,9 +691,7 @@ static torx_status_t staged_bcast(torx_coll_group_t *g, void *buf, size_t bytes,
     const size_t piece = torx_mstage_max(c->dev);
     const size_t npieces = (bytes + piece - 1) / piece;
     if (c->a2a.lost)
-        return torxp_error(TORX_ERR_NOMEM,
-                           "torx: bcast: %d early blocks were lost for want of memory",
-                           c->a2a.lost);
+        return blocks_lost(c, "bcast");
     begin(g, r, buf, NULL, NULL, root, bytes);
     r->received = 1; /* the root's own block: in place */
     const a2a_hdr_t h = {.kind = TORX_COLL_BCAST | TORXC_A2A_REF,
@@ -754,9 +754,7 @@ torx_status_t torxc_paced_bcast(torx_coll_group_t *g, void *buf, size_t bytes, i
     if (g->me != root) { /* one block to place, the root's: no tables */
         torxc_a2a_run_t *r = &c->a2a.blocking;
         if (c->a2a.lost)
-            return torxp_error(TORX_ERR_NOMEM,
-                               "torx: bcast: %d early blocks were lost for want of memory",
-                               c->a2a.lost);
+            return blocks_lost(c, "bcast");
         begin(g, r, buf, NULL, NULL, root, bytes);
         r->received = 1; /* this member's own block: nothing */
         claim_unexpected(r, 1);
