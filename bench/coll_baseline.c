@@ -357,6 +357,14 @@ cb_group *cb_group_create(cb_ctx *c, uint32_t id, int n, const int *tasks, int m
         fail(TORX_ERR_INVAL, "member %d of the group is not this task", me);
         return NULL;
     }
+    /* Members that are ranks 0..n-1 in order (the job, or a split without
+     * its last tasks) need no table: under torx-sim, where every task of a
+     * job is one process's, a table each took 4 bytes a member per task. */
+    int identity = 1;
+    for (int i = 0; tasks && identity && i < n; i++)
+        identity = tasks[i] == i;
+    if (identity)
+        tasks = NULL;
     cb_group *g = calloc(1, sizeof *g);
     if (!g || (tasks && !(g->tasks = malloc((size_t)n * sizeof *tasks)))) {
         free(g);

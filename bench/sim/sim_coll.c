@@ -204,13 +204,31 @@ static int parse_args(int argc, char **argv, opts_t *o)
 
 /* ---- groups ---------------------------------------------------------------- */
 
+/* A group's task list while the groups are made: room for every rank,
+ * mapped, not from the heap. Under torx-sim every task of the job is one
+ * process's actor, and one such list per task, freed between the tasks'
+ * lasting allocations, fragmented that process's heap by about its size
+ * per task. NULL: no memory. */
+static int *task_list_new(const bgp_t *b)
+{
+    void *p = mmap(NULL, (size_t)b->size * sizeof(int), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void task_list_free(const bgp_t *b, int *tasks)
+{
+    if (tasks)
+        munmap(tasks, (size_t)b->size * sizeof *tasks);
+}
+
 /* The ranks whose coordinates lie in [lo, hi) (x, y, z, t), in rank order:
- * a new array of *n; *me is this task's place in it, or -1. NULL: no
- * memory. */
+ * a new list (task_list_new) of *n; *me is this task's place in it, or -1.
+ * NULL: no memory. */
 static int *tasks_within(const bgp_t *b, const unsigned lo[4], const unsigned hi[4], int *n,
                          int *me)
 {
-    int *tasks = malloc((size_t)b->size * sizeof *tasks);
+    int *tasks = task_list_new(b);
     if (!tasks)
         return NULL;
     *n = 0;
@@ -241,7 +259,7 @@ static int make_groups(run_t *r)
         id = 3;
         n = b->size - 1;
         me = b->rank < n ? b->rank : -1;
-        tasks = malloc((size_t)n * sizeof *tasks);
+        tasks = task_list_new(b);
         if (!tasks)
             return bgp_die(b, "out of memory");
         for (int i = 0; i < n; i++)
@@ -284,7 +302,7 @@ static int make_groups(run_t *r)
         if (r->o.torx && torx_coll_group_create(r->tc, id, n, tasks, me, &r->tg) != TORX_OK)
             return bgp_die(b, "torx_coll_group_create");
     }
-    free(tasks);
+    task_list_free(b, tasks);
     return 0;
 }
 
