@@ -550,6 +550,16 @@ torx_status_t torxc_paced_alltoallv(torx_coll_group_t *g, torx_coll_kind_t kind,
     return paced_run(g, kind, in, sbytes, sdispl, out, rbytes, rdispl, 0, 0);
 }
 
+/* Progresses until r's blocks are all placed (r->expect), then takes r
+ * off the running list: how they came. */
+static torx_status_t placed(torxc_a2a_run_t *r, unsigned *spins)
+{
+    while (r->received < r->expect)
+        torxc_progress(r->c, spins);
+    end(r);
+    return r->status;
+}
+
 torx_status_t torxc_paced_pair(torx_coll_group_t *g, torx_coll_kind_t kind, const void *in,
                                size_t bytes, int send, void *other)
 {
@@ -577,10 +587,7 @@ torx_status_t torxc_paced_pair(torx_coll_group_t *g, torx_coll_kind_t kind, cons
         end(r);
         return st;
     }
-    while (r->received < r->expect)
-        torxc_progress(c, &spins);
-    end(r);
-    return r->status;
+    return placed(r, &spins);
 }
 
 torx_status_t torxc_paced_sparse(torx_coll_group_t *g, torx_coll_kind_t kind, const void *in,
@@ -757,12 +764,10 @@ torx_status_t torxc_paced_bcast(torx_coll_group_t *g, void *buf, size_t bytes, i
             return blocks_lost(c, "bcast");
         begin(g, r, buf, NULL, NULL, root, bytes);
         r->received = 1; /* this member's own block: nothing */
+        r->expect = 2;
         claim_unexpected(r, 1);
         unsigned spins = 0;
-        while (r->received < 2)
-            torxc_progress(c, &spins);
-        end(r);
-        return r->status;
+        return placed(r, &spins);
     }
     if (n == 2 && bytes <= TORXC_A2A_INJECT_MAX) /* one packet to the other */
         return torxc_paced_pair(g, TORX_COLL_BCAST, buf, bytes, 1, NULL);
