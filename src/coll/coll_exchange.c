@@ -369,6 +369,18 @@ static torx_status_t direct_get(torx_coll_group_t *g, int m, uint64_t remote, vo
     return st;
 }
 
+/* len bytes at local into remote in member m. */
+static torx_status_t direct_put(torx_coll_group_t *g, int m, uint64_t remote, const void *local,
+                                size_t len)
+{
+    torx_bulk_t op;
+    torx_status_t st =
+        torx_bulk_put(g->c->dev, &op, g->coord[m], (void *)(uintptr_t)remote, local, len);
+    while (st == TORX_OK && (st = torx_bulk_test(g->c->dev, &op)) == TORX_AGAIN)
+        ;
+    return st;
+}
+
 /* acc[i] = acc[i] op b[i] for count elements of type T (SUM, MIN, MAX);
  * memcpy, not casts: the buffers are the user's, of any alignment (the
  * compiler turns both into plain loads), in FOLD_EACH's blocks of 8; acc
@@ -414,16 +426,16 @@ TORXC_VECTOR_KERNEL static void fold_into(unsigned char *restrict acc,
     }
 }
 
-/* Publishes this member's input and combined-segment addresses (0 and 0:
- * out of memory, which tells the others) in one collective-network
+/* Publishes this member's input and result addresses (input 0: out of
+ * memory, which tells the others; result 0: none) in one collective-network
  * allgather into g->direct_addr, which every member must have entered with
  * its input ready; then checks that every member called alike and has its
  * memory. */
-static torx_status_t direct_publish(torx_coll_group_t *g, uint64_t in, uint64_t part, size_t count,
+static torx_status_t direct_publish(torx_coll_group_t *g, uint64_t in, uint64_t out, size_t count,
                                     torx_coll_dtype_t dtype, torx_coll_op_t op, int root)
 {
     const torxc_direct_addr_t mine = {
-        in, part, count, (uint64_t)(root + 1) << 16 | (uint64_t)dtype << 8 | (uint64_t)op};
+        in, out, count, (uint64_t)(root + 1) << 16 | (uint64_t)dtype << 8 | (uint64_t)op};
     torxc_direct_addr_t *const addr = g->direct_addr;
     const torx_status_t st = torxc_cn_allgather(g, &mine, addr, sizeof mine);
     if (st != TORX_OK)
@@ -445,20 +457,27 @@ static torx_status_t direct_publish(torx_coll_group_t *g, uint64_t in, uint64_t 
 
 /* Long vectors on one host, the split exchange's shape with every part
  * read where it lies instead of sent. The members publish their buffers'
- * addresses in one collective-network allgather (which every member must
- * have entered, inputs ready); each member reads its segment of every
- * other member's input with torx_bulk_get and folds the n parts in group
- * order; a collective-network OR agrees that every read succeeded (no
- * input is read after it); each member (the root alone, for a reduce)
- * reads every other member's combined segment into its result; a
- * global-interrupt barrier keeps each member's buffers in place until the
- * others have read them.
+ * addresses (input and result) in one collective-network allgather (which
+ * every member must have entered, inputs ready); each member reads its
+ * segment of every other member's input with torx_bulk_get, folds the n
+ * parts in group order and writes the combined segment into every other
+ * member's result (the root's alone, for a reduce) with torx_bulk_put; a
+ * collective-network OR then agrees that every read and write succeeded,
+ * and ends the call: no buffer is touched by another member after it.
  *
  * Why: in the split exchange every part is a rendezvous whose data moves
  * only once its sender has answered, so with more tasks than cores each
  * of the 2 (n - 1) parts waits for a task to be scheduled. Here a member
- * waits for the others three times in all, and a read needs nothing of the
- * member it reads from. The bytes moved are the split exchange's.
+ * waits for the others twice in all, and a read or write needs nothing of
+ * the member it reaches. The bytes moved are the split exchange's. Writing
+ * the segments where they are needed, rather than reading them after a
+ * round that says they are ready, spares a third wait (a barrier that kept
+ * every segment in place until read) and the root of a reduce its n - 1
+ * reads (docs/collectives.md#long-vectors).
+ *
+ * Only member k reads segment k of any input, and it writes segment k of
+ * the results once it has read all of them, so a result that is also the
+ * input (in place) is overwritten only where no one reads any more.
  *
  * Floating sums are folded in group order (member 0's part first): the
  * same bits on every member, and in every run with the same rank order,
@@ -480,8 +499,9 @@ static torx_status_t direct_reduce(torx_coll_group_t *g, const void *in, void *o
     const unsigned char *my_in = (const unsigned char *)in + my_lo * es;
     const int in_place = (const void *)in == out;
     /* Out of memory, this member still takes part in the allgather (the
-     * others would wait for it forever), with zeros that tell them. */
-    torx_status_t st = direct_publish(g, got ? (uintptr_t)in : 0, got ? (uintptr_t)part : 0, count,
+     * others would wait for it forever), with zeros that tell them. A
+     * member with no result (a reduce's, but the root) publishes 0. */
+    torx_status_t st = direct_publish(g, got ? (uintptr_t)in : 0, got ? (uintptr_t)out : 0, count,
                                       dtype, op, root);
     if (st != TORX_OK)
         return st;
@@ -510,27 +530,23 @@ static torx_status_t direct_reduce(torx_coll_group_t *g, const void *in, void *o
             }
         }
     }
-    /* Every segment combined, and no input read any more; whether every
-     * read went well, since the others will read this member's segment. */
+    for (int m = 0; m < n && err == TORX_OK && my_bytes; m++)
+        if (m != me && addr[m].out)
+            err = direct_put(g, m, addr[m].out + my_lo * es, part, my_bytes);
+#undef SEG_LO
+    /* Whether every read and write went well: every result is complete,
+     * and no buffer is read or written any more. */
     const uint64_t failed = err != TORX_OK;
     uint64_t any_failed = 0;
     st = torxc_cn_reduce(g, &failed, &any_failed, 1, TORX_COLL_U64, TORX_COLL_BOR);
     if (st != TORX_OK)
         return st;
-    if (any_failed)
-        return err != TORX_OK ? err
-                              : torxp_error(TORX_ERR_PEER,
-                                            "torx: allreduce of %zu bytes: another "
-                                            "member could not read its parts",
-                                            count * es);
-    if (out)
-        for (int m = 0; m < n && err == TORX_OK; m++)
-            if (m != me && SEG_LO(m + 1) > SEG_LO(m))
-                err = direct_get(g, m, addr[m].part, (unsigned char *)out + SEG_LO(m) * es,
-                                 (SEG_LO(m + 1) - SEG_LO(m)) * es);
-#undef SEG_LO
-    st = torxc_gi_barrier(g); /* no member leaves while its segment is read */
-    return err != TORX_OK ? err : st;
+    if (any_failed && err == TORX_OK)
+        err = torxp_error(TORX_ERR_PEER,
+                          "torx: allreduce of %zu bytes: another member could not read or "
+                          "write its parts",
+                          count * es);
+    return err;
 }
 
 /* Two members: each member that needs the result reads the other's whole

@@ -263,12 +263,12 @@ struct torx_coll {
 
 /* What a member publishes before a collective that reads the others'
  * buffers in place (coll_exchange.c): where its data starts, where its
- * combined segment will be (a reduction), and the call, which must be the
- * same on every member (count; kind: root + 1, type and op). 32 bytes: 8
- * members in one round of the collective network; in: 0 when the member
+ * result goes (a reduction; 0: it has none), and the call, which must be
+ * the same on every member (count; kind: root + 1, type and op). 32 bytes:
+ * 8 members in one round of the collective network; in: 0 when the member
  * ran out of memory. */
 typedef struct torxc_direct_addr {
-    uint64_t in, part, count, kind;
+    uint64_t in, out, count, kind;
 } torxc_direct_addr_t;
 
 /* Where a group's tasks lie on the network, for the cost estimates

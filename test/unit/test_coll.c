@@ -387,6 +387,16 @@ static int check_reduce_alg(torx_boot_t *boot, torx_coll_group_t *g, int me, int
                        "%s", torx_last_error());
             if (me == root)
                 TASK_CHECK(memcmp(rout, want, bytes) == 0, "reduce at root %d differs", root);
+            /* in place at the root (MPI_IN_PLACE): its result overwrites
+             * its input, which the other members read */
+            if (me == root)
+                memcpy(rout, in, bytes);
+            TASK_CHECK(torx_coll_reduce(g, alg, me == root ? rout : in, me == root ? rout : NULL,
+                                        count, dt, op, root) == TORX_OK,
+                       "%s", torx_last_error());
+            if (me == root)
+                TASK_CHECK(memcmp(rout, want, bytes) == 0, "in-place reduce at root %d differs",
+                           root);
             free(rout);
         }
         free(in);
