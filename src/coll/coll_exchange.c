@@ -357,16 +357,22 @@ int torxc_direct_init(const torx_coll_t *c)
     return torx_mode(c->ctx) != TORX_MODE_CO && strcmp(torx_bulk_path(c->dev), "cma") == 0;
 }
 
+/* Waits for a bulk transfer its start returned st for. */
+static torx_status_t bulk_done(torx_pkt_dev_t *dev, torx_bulk_t *op, torx_status_t st)
+{
+    while (st == TORX_OK && (st = torx_bulk_test(dev, op)) == TORX_AGAIN)
+        ;
+    return st;
+}
+
 /* len bytes at remote in member m into local. */
 static torx_status_t direct_get(torx_coll_group_t *g, int m, uint64_t remote, void *local,
                                 size_t len)
 {
     torx_bulk_t op;
-    torx_status_t st =
-        torx_bulk_get(g->c->dev, &op, g->coord[m], (const void *)(uintptr_t)remote, local, len);
-    while (st == TORX_OK && (st = torx_bulk_test(g->c->dev, &op)) == TORX_AGAIN)
-        ;
-    return st;
+    return bulk_done(
+        g->c->dev, &op,
+        torx_bulk_get(g->c->dev, &op, g->coord[m], (const void *)(uintptr_t)remote, local, len));
 }
 
 /* len bytes at local into remote in member m. */
@@ -374,11 +380,9 @@ static torx_status_t direct_put(torx_coll_group_t *g, int m, uint64_t remote, co
                                 size_t len)
 {
     torx_bulk_t op;
-    torx_status_t st =
-        torx_bulk_put(g->c->dev, &op, g->coord[m], (void *)(uintptr_t)remote, local, len);
-    while (st == TORX_OK && (st = torx_bulk_test(g->c->dev, &op)) == TORX_AGAIN)
-        ;
-    return st;
+    return bulk_done(
+        g->c->dev, &op,
+        torx_bulk_put(g->c->dev, &op, g->coord[m], (void *)(uintptr_t)remote, local, len));
 }
 
 /* acc[i] = acc[i] op b[i] for count elements of type T (SUM, MIN, MAX);
