@@ -3,8 +3,8 @@
 #   gnuplot bench/sim/plot-fig6.gp
 #   gnuplot -e "dir='/elsewhere'" bench/sim/plot-fig6.gp
 # reads  dir/sim-fig6.dat  rows "bytes baseline_fraction paced_fraction":
-#                          the fraction of the 8x8x8 torus's cross-section
-#                          bandwidth (128 links each way at 175 MB/s) that
+#                          the fraction of the 8x8x8 mesh's cross-section
+#                          bandwidth (64 links each way at 175 MB/s) that
 #                          one alltoall call reached
 # writes docs/figures/sim-fig6.png, with the published fractions (the
 # paced alltoall close to 100%, MPICH's default about 30%).
@@ -13,7 +13,7 @@ if (!exists("dir")) dir = "bench/results"
 set terminal pngcairo size 900,600 font "sans,10"
 set grid
 set output "docs/figures/sim-fig6.png"
-set title "Fig 6 on the sim device: alltoall, bgl 8x8x8 torus, co mode\n{/*0.8 published: paced alltoall close to 100% of the cross-section bandwidth, MPICH's default about 30%}"
+set title "Fig 6 on the sim device: alltoall, bgl 8x8x8 mesh, co mode\n{/*0.8 published: paced alltoall close to 100% of the cross-section bandwidth, MPICH's default about 30%}"
 set logscale x 2
 set format x "%.0b%BB"
 set xlabel "bytes per pair"

@@ -34,8 +34,8 @@
 #             torx's collective network (TORX_COLL_BCAST=cn) and torus
 #             deposit-bit broadcast (TORX_COLL_BCAST=torus), 256 B to 4 MiB
 #             (sim_coll); plot with bench/sim/plot-fig5b.gp
-#   fig6      Fig 6: alltoall bandwidth as a fraction of the torus's
-#             cross-section bandwidth, 8x8x8 torus, bgl, co mode, 256 B to
+#   fig6      Fig 6: alltoall bandwidth as a fraction of the mesh's
+#             cross-section bandwidth, 8x8x8 mesh, bgl, co mode, 256 B to
 #             8 KiB per pair, one call per point: MPICH 4.0.2's default
 #             alltoall over the message layer against torx's paced alltoall
 #             (TORX_COLL_ALLTOALL=paced); FIG6_SIZES, bytes per pair
@@ -351,29 +351,29 @@ bench_machine
         fig6)
             FIG6_SIZES=${FIG6_SIZES:-256,512,1024,2048,4096,8192}
             echo
-            echo "## Fig 6: alltoall against the cross-section bandwidth (bgl, 8x8x8 torus, co mode)"
+            echo "## Fig 6: alltoall against the cross-section bandwidth (bgl, 8x8x8 mesh, co mode)"
             echo
-            echo "Cross-section: cutting the 8x8x8 torus in two halves along x severs 2 planes of"
-            echo "8 x 8 links, 128 links each way at 175 MB/s: 22,400 MB/s each way. An alltoall of"
+            echo "Cross-section: cutting the 8x8x8 mesh in two halves along x severs one plane of"
+            echo "8 x 8 links, 64 links each way at 175 MB/s: 11,200 MB/s each way. An alltoall of"
             echo "b bytes per pair sends 256 x 256 x b bytes across the cut each way, so it takes at"
-            echo "least 65536 b / 22400 us; fraction = that bound / the slowest task's time for one"
+            echo "least 65536 b / 11200 us; fraction = that bound / the slowest task's time for one"
             echo "call (sim_coll --iters 1 --warmup 0). Published: the paced alltoall close to 100%,"
             echo "MPICH's default about 30%."
             echo
             f6_raw=$(for a in baseline paced; do
                 for b in ${FIG6_SIZES//,/ }; do
                     if [ "$a" = baseline ]; then
-                        "$sim" --torus 8x8x8 --mode co "$build/bench/sim/sim_coll" --kind alltoall \
+                        "$sim" --mesh 8x8x8 --mode co "$build/bench/sim/sim_coll" --kind alltoall \
                             --sizes "$b" --iters 1 --warmup 0 --alg baseline
                     else
-                        env TORX_COLL_ALLTOALL=paced "$sim" --torus 8x8x8 --mode co \
+                        env TORX_COLL_ALLTOALL=paced "$sim" --mesh 8x8x8 --mode co \
                             "$build/bench/sim/sim_coll" --kind alltoall --sizes "$b" --iters 1 \
                             --warmup 0 --alg torx
                     fi | sed "s/^coll /coll set=$a /"
                 done
             done)
             f6_kv='{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-                     bound = 65536 * v["bytes"] / 22400 }'
+                     bound = 65536 * v["bytes"] / 11200 }'
             echo "$f6_raw" |
                 awk "$f6_kv"'{ fr[v["set"], v["bytes"]] = bound / v["us"]
                        if (!(v["bytes"] in seen)) { seen[v["bytes"]] = 1; order[++n] = v["bytes"] } }
