@@ -40,8 +40,8 @@
 #             alltoall over the message layer against torx's paced alltoall
 #             (TORX_COLL_ALLTOALL=paced); FIG6_SIZES, bytes per pair
 #             (default 256,512,1024,2048,4096,8192). Wall time grows with the
-#             packets, 512 x 511 messages a call: at most 4 minutes a point
-#             up to 2 KiB, 11-13 at 4 KiB and about 40 at 8 KiB on 2 CPUs
+#             packets, 512 x 511 messages a call: at most 6 minutes a point
+#             up to 2 KiB, 7-12 at 4 KiB and 14-25 at 8 KiB on 2 CPUs
 #             shared with another simulation; plot with bench/sim/plot-fig6.gp
 #   bgp       the BG/P MPI study's suite on bgp beside its published results
 #             (bench/sim/bgp-bench.sh; one test: bgp-hops, bgp-congestion,
