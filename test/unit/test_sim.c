@@ -3,9 +3,10 @@
  * once, deposit lines reaching every node, latency exactly linear in
  * Manhattan distance with the machine file's per-hop term, two flows
  * keeping a shared link busy, the packet that reaches a link first going
- * first, the same simulated times for the same seed, the collective
- * network's combine and the global interrupt, and a malformed machine
- * file refused at start-up with file, line and field.
+ * first, the same simulated times for the same seed, the links' load
+ * table (TORX_SIM_LINKS), the collective network's combine and the global
+ * interrupt, and a malformed machine file refused at start-up with file,
+ * line and field.
  *
  * Every job runs its tasks as actors of the test process
  * (torx_boot_fork_run under TORX_DEVICE=sim), so tasks can leave results
@@ -299,6 +300,42 @@ static int share_task(torx_boot_t *boot, void *argp)
     return 0;
 }
 
+/* The both-flows job's TORX_SIM_LINKS table (docs/sim.md#link-load):
+ * rank 0's first link 0->1 carried its 4,000 packets and, as the shared
+ * link 1->2 ahead was full, waited for room; 1->2 carried all 8,000
+ * packets without a pause and never waited (its far end reads all). */
+static void check_links_table(const char *path, double wire_s)
+{
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "no links table at %s", path);
+    char line[256];
+    ck_assert(fgets(line, sizeof line, f) != NULL);
+    ck_assert_str_eq(line, "x,y,z,dim,way,packets,busy_us,blocked_us,first_us,last_us\n");
+    int rows = 0, seen01 = 0, seen12 = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned x, y, z;
+        char dim, way;
+        unsigned long long packets;
+        double busy, blocked, first, last;
+        ck_assert_int_eq(sscanf(line, "%u,%u,%u,%c,%c,%llu,%lf,%lf,%lf,%lf", &x, &y, &z, &dim,
+                                &way, &packets, &busy, &blocked, &first, &last),
+                         10);
+        rows++;
+        ck_assert_msg(dim == 'x' && way == '+' && y == 0 && z == 0 && x <= 1, "a link %s", line);
+        ck_assert_msg(fabs(busy / (packets * wire_s * 1e6) - 1) < 1e-6, "busy: %s", line);
+        if (x == 0) {
+            seen01 = 1;
+            ck_assert_msg(packets == 4000 && blocked > 0, "0->1: %s", line);
+        } else {
+            seen12 = 1;
+            ck_assert_msg(packets == 8000 && blocked == 0 && busy / (last - first) > 0.999,
+                          "1->2: %s", line);
+        }
+    }
+    fclose(f);
+    ck_assert_msg(rows == 2 && seen01 && seen12, "%d links in the table", rows);
+}
+
 START_TEST(two_flows_share_a_link)
 {
     sim_env();
@@ -311,7 +348,15 @@ START_TEST(two_flows_share_a_link)
     ck_assert_msg(fabs(alone / wire - 1) < 0.02, "one flow: %.6f s, the link takes %.6f s", alone,
                   wire);
     both = 1;
+    char links[] = "/tmp/torx-test-links-XXXXXX";
+    const int fd = mkstemp(links);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    setenv("TORX_SIM_LINKS", links, 1);
     ck_assert_int_eq(torx_boot_fork_run(4, share_task, &both, TEST_JOB_TIMEOUT, 0), 0);
+    unsetenv("TORX_SIM_LINKS");
+    check_links_table(links, wire / 4000);
+    unlink(links);
     /* the shared link is busy all along: the last flow ends when the link
      * has carried both */
     const double last = flow_done[0] > flow_done[1] ? flow_done[0] : flow_done[1];

@@ -20,6 +20,7 @@
 #include <simgrid/mutex.h>
 
 #include <stdint.h>
+#include <stdio.h>
 
 /* ---- the job ----------------------------------------------------------- */
 
@@ -99,6 +100,8 @@ typedef struct torxp_sim_config {
     int mesh;          /* TORX_SIM_MESH: no wraparound links */
     uint64_t seed;     /* TORX_SIM_SEED: adaptive routing */
     double time_limit; /* TORX_SIM_TIME_LIMIT: simulated seconds, 0: none */
+    FILE *links_out;   /* TORX_SIM_LINKS: each link's load, written when its network ends */
+    char links_path[256];
 } torxp_sim_config_t;
 const torxp_sim_config_t *torxp_sim_config(const torxp_sim_job_t *job);
 

@@ -506,6 +506,18 @@ static torx_status_t read_config(torxp_sim_config_t *c)
     if ((rc = torx_env_int("TORX_SIM_STACK_KIB", 16, 1048576, 128, &v)) != TORX_OK)
         return rc;
     stack_bytes = (size_t)v * 1024;
+    const char *links = getenv("TORX_SIM_LINKS");
+    if (links && *links) {
+        if (strlen(links) >= sizeof c->links_path)
+            return torxp_error(TORX_ERR_INVAL, "torx: sim: TORX_SIM_LINKS: a path of %zu bytes",
+                               strlen(links));
+        c->links_out = fopen(links, "w");
+        if (!c->links_out)
+            return torxp_error(TORX_ERR_SYS, "torx: sim: TORX_SIM_LINKS=%s: %s", links,
+                               strerror(errno));
+        strcpy(c->links_path, links);
+        fputs("x,y,z,dim,way,packets,busy_us,blocked_us,first_us,last_us\n", c->links_out);
+    }
     return TORX_OK;
 }
 
@@ -595,6 +607,10 @@ static int run_job(torxp_sim_job_t *job)
 
 static void job_free(torxp_sim_job_t *job)
 {
+    FILE *links = job->config.links_out;
+    if (links && (ferror(links) | fclose(links)))
+        fprintf(stderr, "torx-sim: TORX_SIM_LINKS=%s: could not write it: %s\n",
+                job->config.links_path, strerror(errno));
     if (job->actors)
         for (int r = 0; r < job->ntasks; r++)
             if (job->actors[r].self) {

@@ -51,6 +51,7 @@
 
 #include <simgrid/host.h>
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +108,12 @@ typedef struct link {
     int16_t free_slots[2]; /* of the buffer at its far end: escape, dynamic */
     int in_work;           /* in the work list */
     queue_t q[NQ];
+    /* its load, for TORX_SIM_LINKS (docs/sim.md#link-load) */
+    uint64_t packets;
+    double busy_s;        /* carrying packets */
+    double blocked_s;     /* free, with packets waiting and no room at its far end */
+    double blocked_since; /* -1: not blocked */
+    double first_at, last_end;
 } link_t;
 
 /* A packet in the network. */
@@ -395,6 +402,7 @@ static torx_status_t net_create(torxp_sim_job_t *job, torx_shape_t shape, torxp_
         n->links[i].free_slots[BUF_ESC] = (int16_t)n->slots;
         n->links[i].free_slots[BUF_DYN] = (int16_t)n->slots;
         n->links[i].wake_at = -1;
+        n->links[i].blocked_since = -1;
     }
     n->inject_cap = (unsigned)m->injection_fifo_packets;
     n->cn_latency = 2.0 * levels(n->nnodes, (unsigned)m->cn_fanout) * m->cn_hop_latency;
@@ -482,6 +490,26 @@ static void wake_daemon(torxp_sim_net_t *n)
     }
 }
 
+/* Every link that carried a packet, as TORX_SIM_LINKS's table (times in
+ * simulated µs from the job's start; docs/sim.md#link-load). */
+static void links_write(const torxp_sim_net_t *n, FILE *out)
+{
+    if (!out)
+        return;
+    static const char dims[] = "xyz";
+    for (unsigned li = 0; li < n->nlinks; li++) {
+        const link_t *L = &n->links[li];
+        if (!L->packets)
+            continue;
+        const unsigned node = li / 6, d = li % 6 / 2;
+        const unsigned x = node % n->shape.x, y = node / n->shape.x % n->shape.y,
+                       z = node / n->shape.x / n->shape.y;
+        fprintf(out, "%u,%u,%u,%c,%c,%" PRIu64 ",%.4f,%.4f,%.4f,%.4f\n", x, y, z, dims[d],
+                li % 2 ? '-' : '+', L->packets, L->busy_s * 1e6, L->blocked_s * 1e6,
+                L->first_at * 1e6, L->last_end * 1e6);
+    }
+}
+
 void torxp_sim_net_detach(torxp_sim_job_t *job, torxp_sim_task_t *t)
 {
     torxp_sim_net_t **np = torxp_sim_job_net(job);
@@ -508,6 +536,7 @@ void torxp_sim_net_detach(torxp_sim_job_t *job, torxp_sim_task_t *t)
     n->task_of_slot[torx_coord_index(n->shape, t->coord)] = NULL;
     t->open = 0;
     if (--n->attached == 0) {
+        links_write(n, torxp_sim_config(job)->links_out);
         /* the daemon may be inside a simcall: the network is freed when
          * the job ends (torxp_sim_net_job_end) */
         *np = NULL;
@@ -833,6 +862,14 @@ static void grant(torxp_sim_net_t *n, unsigned li, int q, double t)
     const int buf = q == Q_DYN ? BUF_DYN : BUF_ESC;
     L->free_slots[buf]--;
     L->busy_until = t + f->wire;
+    if (L->packets++ == 0)
+        L->first_at = t;
+    L->busy_s += f->wire;
+    L->last_end = L->busy_until;
+    if (L->blocked_since >= 0) {
+        L->blocked_s += t - L->blocked_since;
+        L->blocked_since = -1;
+    }
     release(n, f);
     if (f->slot >= 0) { /* out of its injection FIFO */
         torxp_sim_task_t *s = &n->tasks[f->src_rank];
@@ -869,17 +906,24 @@ static void try_link(torxp_sim_net_t *n, unsigned li, double t)
         return;
     }
     static const int need[NQ] = {[Q_ON] = 1, [Q_IN] = 2, [Q_DYN] = 1};
-    int best = -1;
+    int best = -1, any = 0;
     uint64_t first = UINT64_MAX;
     for (int q = Q_DYN; q >= Q_ON; q--) { /* dynamic first: a tie is one packet's entries */
         const entry_t *e = live_head(n, &L->q[q]);
+        any |= e != NULL;
         if (e && e->stamp < first && L->free_slots[q == Q_DYN ? BUF_DYN : BUF_ESC] >= need[q]) {
             best = q;
             first = e->stamp;
         }
     }
-    if (best >= 0)
+    if (best >= 0) {
         grant(n, li, best, t);
+    } else if (any && L->blocked_since < 0) {
+        L->blocked_since = t;
+    } else if (!any && L->blocked_since >= 0) { /* its waiters took other links */
+        L->blocked_s += t - L->blocked_since;
+        L->blocked_since = -1;
+    }
 }
 
 static void drain(torxp_sim_net_t *n, double t)

@@ -2,7 +2,7 @@
  * (docs/sim.md, torx-sim(1)).
  *
  *   torx-sim --torus XxYxZ | --mesh XxYxZ [--mode heater|co|vn] [--map ORDER|FILE]
- *            [--machine NAME|FILE] [--seed N] PROGRAM [ARGS...]
+ *            [--machine NAME|FILE] [--seed N] [--links FILE] PROGRAM [ARGS...]
  *
  * It checks its arguments and the machine file, sets the environment the
  * tasks read (TORX_DEVICE=sim, TORX_TORUS, TORX_MODE, TORX_MAPPING,
@@ -26,7 +26,7 @@ static void usage(FILE *to)
 {
     fprintf(to, "usage: torx-sim --torus XxYxZ | --mesh XxYxZ [--mode heater|co|vn]\n"
                 "                [--map ORDER|FILE] [--machine NAME|FILE] [--seed N]\n"
-                "                PROGRAM [ARGS...]\n"
+                "                [--links FILE] PROGRAM [ARGS...]\n"
                 "Runs a torx message-layer program with one task per node (vn: one per\n"
                 "core) on a modelled Blue Gene torus, in simulated time. See torx-sim(1).\n");
 }
@@ -61,7 +61,8 @@ static int parse_dims(const char *s, unsigned d[3])
 
 int main(int argc, char **argv)
 {
-    const char *dims_arg = NULL, *mode = "heater", *map = NULL, *machine = "bgl", *seed = "1";
+    const char *dims_arg = NULL, *mode = "heater", *map = NULL, *machine = "bgl", *seed = "1",
+               *links = NULL;
     int mesh = 0, i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         const char *opt = argv[i];
@@ -93,6 +94,8 @@ int main(int argc, char **argv)
             machine = val;
         } else if (!strcmp(opt, "--seed")) {
             seed = val;
+        } else if (!strcmp(opt, "--links")) {
+            links = val;
         } else {
             fprintf(stderr, "torx-sim: unknown option %s\n", opt);
             usage(stderr);
@@ -134,6 +137,8 @@ int main(int argc, char **argv)
     setenv("TORX_SIM_MACHINE", machine, 1);
     setenv("TORX_SIM_MESH", mesh ? "1" : "0", 1);
     setenv("TORX_SIM_SEED", seed, 1);
+    if (links)
+        setenv("TORX_SIM_LINKS", links, 1);
     if (map)
         setenv("TORX_MAPPING", map, 1);
 
