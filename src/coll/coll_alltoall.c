@@ -6,9 +6,15 @@
  * where perm is a permutation of 1..n-1 drawn from the collective's
  * sequence number, the same on every member: at each step the
  * destinations form a permutation, so every task receives from exactly
- * one sender and no link or reception FIFO is the hot spot, while the
- * random step order keeps consecutive alltoalls from loading the same
- * links in the same order (the original's randomised, paced injection).
+ * one sender and no reception FIFO is the hot spot, while the random step
+ * order keeps consecutive alltoalls from loading the same links in the
+ * same order. On a torus (the device describes one) a shift moves every
+ * node by the same vector at once: a step that crosses the middle of a
+ * dimension sends all of a line's traffic over its middle links, the
+ * next none. There each member draws its own order, so that at every
+ * moment the destinations are spread over the machine, and the blocks go
+ * as adaptive packets, which take any free productive link (the
+ * original's randomised, adaptive alltoall; docs/collectives.md#the-paced-alltoall).
  *
  * Pacing. At most TORXC_A2A_WINDOW sends are in flight; the next one is
  * started when one completes, so a task streams its send buffer instead of
@@ -448,8 +454,11 @@ static void exchange_begin(torxc_a2a_run_t *r, torx_coll_kind_t kind, const void
     /* Every member in its own order, so that no member takes every block
      * at once; a sparse exchange (one sender: the broadcast's root) goes
      * round the group from the sender, and needs no table. */
+    r->spread = !sparse && r->c->net.kind == TORX_NET_TORUS;
     if (!sparse)
-        step_order(r->perm, n, ((uint64_t)r->group_id << 32) ^ r->seq);
+        step_order(r->perm, n,
+                   (((uint64_t)r->group_id << 32) ^ r->seq) +
+                       (r->spread ? ((uint64_t)me + 1) * 0x9e3779b97f4a7c15ULL : 0));
 }
 
 /* Starts sends into the window's free slots, without waiting: TORX_AGAIN
@@ -496,11 +505,16 @@ static torx_status_t exchange_step(torxc_a2a_run_t *r, int *moved)
          * every member sends and receives at once (2 tasks, 256 KiB a
          * block: 35 us staged, 19-23 by rendezvous). */
         torx_protocol_t proto = TORX_PROTO_AUTO;
-        if (len > TORX_MSG_ONEPKT_MAX &&
-            torx_choose_protocol(c->ctx, torxc_task(g, to), sizeof h, len) == TORX_PROTO_RZV)
-            proto = len <= r->eager_upto ? TORX_PROTO_EAGER
-                    : r->sparse          ? TORX_PROTO_AUTO
-                                         : TORX_PROTO_RZV;
+        if (len > TORX_MSG_ONEPKT_MAX) {
+            const torx_protocol_t would =
+                torx_choose_protocol(c->ctx, torxc_task(g, to), sizeof h, len);
+            if (would == TORX_PROTO_RZV)
+                proto = len <= r->eager_upto ? TORX_PROTO_EAGER
+                        : r->sparse          ? TORX_PROTO_AUTO
+                                             : TORX_PROTO_RZV;
+            else if (r->spread && would == TORX_PROTO_EAGER)
+                proto = TORX_PROTO_ADAPTIVE; /* its token comes back once matched */
+        }
         r->err = torx_send(c->ctx, &r->msgs[w++], torxc_task(g, to), c->handler, &h, sizeof h,
                            r->in + r->sdispl[to], len, proto, sent, r);
         if (r->err != TORX_OK)

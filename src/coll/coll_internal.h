@@ -115,6 +115,7 @@ typedef struct torxc_a2a_run {
     const char *in;
     const size_t *sbytes, *sdispl;
     int sparse; /* only the blocks of non-zero length move (the broadcast) */
+    int spread; /* a torus: each member in its own order, blocks routed adaptively */
     size_t eager_upto;
     int started;       /* steps started */
     torx_status_t err; /* a send that could not start */
