@@ -5,7 +5,8 @@
 #   bench/sim/link-load.sh FILE
 #
 # One row per dimension, way and position along the line (position p: the
-# link between coordinates p and p + 1, whichever way it carries), over
+# link between coordinates p and p + 1, whichever way it carries; on a
+# torus position X-1 is the wraparound link between X-1 and 0), over
 # every line of the partition: links, packets per link (mean, least,
 # most), busy time per link (mean and most, in simulated µs) and the time
 # a link was free with packets waiting for room at its far end (mean).
@@ -27,11 +28,17 @@ if [ "$(head -n 1 "$1")" != "x,y,z,dim,way,packets,busy_us,blocked_us,first_us,l
 fi
 
 awk -F, '
-NR == 1 { next }
-NF != 10 { printf "link-load.sh: %s line %d: %d fields, expected 10\n", FILENAME, NR, NF > "/dev/stderr"; bad = 1; exit 1 }
+FNR == 1 { next }
+NF != 10 { printf "link-load.sh: %s line %d: %d fields, expected 10\n", FILENAME, FNR, NF > "/dev/stderr"; bad = 1; exit 1 }
+NR == FNR { # the first pass: the extents, for the wraparound links of a torus
+    if ($1 >= ext["x"]) ext["x"] = $1 + 1
+    if ($2 >= ext["y"]) ext["y"] = $2 + 1
+    if ($3 >= ext["z"]) ext["z"] = $3 + 1
+    next
+}
 {
     pos = $4 == "x" ? $1 : $4 == "y" ? $2 : $3
-    if ($5 == "-") pos--
+    if ($5 == "-") pos = pos > 0 ? pos - 1 : ext[$4] - 1
     k = $4 " " $5 " " pos
     if (!(k in links)) { links[k] = 0; pmin[k] = $6; pmax[k] = $6; first[k] = $9; last[k] = $10; bmax[k] = 0 }
     links[k]++; packets[k] += $6; busy[k] += $7; blocked[k] += $8
@@ -53,4 +60,4 @@ END {
                links[k], packets[k] / links[k], pmin[k], pmax[k], busy[k] / links[k], bmax[k], span,
                busy[k] * share, blocked[k] * share
     }
-}' "$1" | { IFS= read -r head; echo "$head"; sort -k1,1 -k2,2r -k3,3n; }
+}' "$1" "$1" | { IFS= read -r head; echo "$head"; sort -k1,1 -k2,2r -k3,3n; }
