@@ -14,8 +14,9 @@
  *   - in an alltoall by shifts (MPICH's pairwise and scattered exchanges)
  *     every task sends to the task a fixed distance away at the same time,
  *     so each step lasts as long as its most-loaded link: the longest of
- *     the shift's distances along each dimension. The paced alltoall's
- *     per-step permutations spread the load over every link, so it is
+ *     the shift's distances along each dimension. On a torus the paced
+ *     alltoall's members each take their own order and route adaptively
+ *     (coll_alltoall.c), which spreads the load over every link, so it is
  *     bound by the average link load instead.
  * MPICH's choices among its own algorithms are MPICH 4.0.2's defaults.
  * The estimates rank algorithms; they are not predictions to the percent.
