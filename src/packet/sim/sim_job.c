@@ -605,12 +605,18 @@ static int run_job(torxp_sim_job_t *job)
     return failed;
 }
 
+/* Closes what read_config opened. */
+static void config_close(torxp_sim_config_t *c)
+{
+    FILE *links = c->links_out;
+    c->links_out = NULL;
+    if (links && (ferror(links) | fclose(links)))
+        fprintf(stderr, "torx-sim: TORX_SIM_LINKS=%s: could not write it\n", c->links_path);
+}
+
 static void job_free(torxp_sim_job_t *job)
 {
-    FILE *links = job->config.links_out;
-    if (links && (ferror(links) | fclose(links)))
-        fprintf(stderr, "torx-sim: TORX_SIM_LINKS=%s: could not write it: %s\n",
-                job->config.links_path, strerror(errno));
+    config_close(&job->config);
     if (job->actors)
         for (int r = 0; r < job->ntasks; r++)
             if (job->actors[r].self) {
@@ -627,8 +633,12 @@ int torxp_sim_job_run_tasks(int ntasks, torx_task_main_fn task_main, void *arg)
 {
     torxp_sim_job_t job = {.ntasks = ntasks, .task_main = task_main, .task_arg = arg};
     torx_status_t rc;
-    if ((rc = read_config(&job.config)) != TORX_OK || (rc = engine_start()) != TORX_OK)
+    if ((rc = read_config(&job.config)) != TORX_OK)
         return rc;
+    if ((rc = engine_start()) != TORX_OK) {
+        config_close(&job.config);
+        return rc;
+    }
     const int failed = run_job(&job);
     job_free(&job);
     return failed;
@@ -659,11 +669,13 @@ int torxp_sim_job_run_main(int (*main_fn)(int, char **, char **), int argc, char
     }
     if (ntasks == 0) {
         fprintf(stderr, "torx-sim: TORX_SIM_TASKS is not set (start programs with torx-sim)\n");
+        config_close(&job.config);
         return 2;
     }
     job.ntasks = (int)ntasks;
     if ((rc = engine_start()) != TORX_OK || (rc = privatize(&job, keep_lo, keep_hi)) != TORX_OK) {
         fprintf(stderr, "torx-sim: %s\n", torx_last_error());
+        config_close(&job.config);
         return 2;
     }
     const int failed = run_job(&job);

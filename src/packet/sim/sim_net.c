@@ -108,13 +108,16 @@ typedef struct link {
     int16_t free_slots[2]; /* of the buffer at its far end: escape, dynamic */
     int in_work;           /* in the work list */
     queue_t q[NQ];
-    /* its load, for TORX_SIM_LINKS (docs/sim.md#link-load) */
+} link_t;
+
+/* A link's load, kept only for TORX_SIM_LINKS (docs/sim.md#link-load). */
+typedef struct link_load {
     uint64_t packets;
     double busy_s;        /* carrying packets */
     double blocked_s;     /* free, with packets waiting and no room at its far end */
     double blocked_since; /* -1: not blocked */
     double first_at, last_end;
-} link_t;
+} link_load_t;
 
 /* A packet in the network. */
 struct flight {
@@ -153,6 +156,7 @@ struct torxp_sim_net {
     int ntasks, attached;
     torxp_sim_job_t *job;
     link_t *links;       /* nnodes * 6: node index * 6 + dim * 2 + (negative) */
+    link_load_t *load;   /* nnodes * 6, with TORX_SIM_LINKS only */
     flight_t **inj_last; /* nnodes * 6: the last packet injected for each link, until it leaves */
     double *dma_free;    /* nnodes: each node's DMA engine (bulk dma) */
     double dma_byte_s, dma_local_byte_s, dma_startup;
@@ -355,6 +359,7 @@ static void net_free(torxp_sim_net_t *n)
     free(n->work);
     free(n->wakes);
     free(n->links);
+    free(n->load);
     free(n->inj_last);
     free(n->dma_free);
     free(n->tasks);
@@ -402,7 +407,15 @@ static torx_status_t net_create(torxp_sim_job_t *job, torx_shape_t shape, torxp_
         n->links[i].free_slots[BUF_ESC] = (int16_t)n->slots;
         n->links[i].free_slots[BUF_DYN] = (int16_t)n->slots;
         n->links[i].wake_at = -1;
-        n->links[i].blocked_since = -1;
+    }
+    if (c->links_out) {
+        n->load = torxp_calloc(n->nlinks, sizeof *n->load);
+        if (!n->load) {
+            net_free(n);
+            return torxp_error(TORX_ERR_NOMEM, "torx: sim: no memory for TORX_SIM_LINKS's table");
+        }
+        for (unsigned i = 0; i < n->nlinks; i++)
+            n->load[i].blocked_since = -1;
     }
     n->inject_cap = (unsigned)m->injection_fifo_packets;
     n->cn_latency = 2.0 * levels(n->nnodes, (unsigned)m->cn_fanout) * m->cn_hop_latency;
@@ -494,11 +507,11 @@ static void wake_daemon(torxp_sim_net_t *n)
  * simulated µs from the job's start; docs/sim.md#link-load). */
 static void links_write(const torxp_sim_net_t *n, FILE *out)
 {
-    if (!out)
+    if (!out || !n->load)
         return;
     static const char dims[] = "xyz";
     for (unsigned li = 0; li < n->nlinks; li++) {
-        const link_t *L = &n->links[li];
+        const link_load_t *L = &n->load[li];
         if (!L->packets)
             continue;
         const unsigned node = li / 6, d = li % 6 / 2;
@@ -862,13 +875,16 @@ static void grant(torxp_sim_net_t *n, unsigned li, int q, double t)
     const int buf = q == Q_DYN ? BUF_DYN : BUF_ESC;
     L->free_slots[buf]--;
     L->busy_until = t + f->wire;
-    if (L->packets++ == 0)
-        L->first_at = t;
-    L->busy_s += f->wire;
-    L->last_end = L->busy_until;
-    if (L->blocked_since >= 0) {
-        L->blocked_s += t - L->blocked_since;
-        L->blocked_since = -1;
+    if (n->load) {
+        link_load_t *ld = &n->load[li];
+        if (ld->packets++ == 0)
+            ld->first_at = t;
+        ld->busy_s += f->wire;
+        ld->last_end = L->busy_until;
+        if (ld->blocked_since >= 0) {
+            ld->blocked_s += t - ld->blocked_since;
+            ld->blocked_since = -1;
+        }
     }
     release(n, f);
     if (f->slot >= 0) { /* out of its injection FIFO */
@@ -918,11 +934,14 @@ static void try_link(torxp_sim_net_t *n, unsigned li, double t)
     }
     if (best >= 0) {
         grant(n, li, best, t);
-    } else if (any && L->blocked_since < 0) {
-        L->blocked_since = t;
-    } else if (!any && L->blocked_since >= 0) { /* its waiters took other links */
-        L->blocked_s += t - L->blocked_since;
-        L->blocked_since = -1;
+    } else if (n->load) {
+        link_load_t *ld = &n->load[li];
+        if (any && ld->blocked_since < 0) {
+            ld->blocked_since = t;
+        } else if (!any && ld->blocked_since >= 0) { /* its waiters took other links */
+            ld->blocked_s += t - ld->blocked_since;
+            ld->blocked_since = -1;
+        }
     }
 }
 
