@@ -42,7 +42,11 @@
 #             (default 256,512,1024,2048,4096,8192). Wall time grows with the
 #             packets, 512 x 511 messages a call: at most 6 minutes a point
 #             up to 2 KiB, 7-12 at 4 KiB and 14-25 at 8 KiB on 2 CPUs
-#             shared with another simulation; plot with bench/sim/plot-fig6.gp
+#             shared with another simulation. Each run's links' table goes
+#             beside the report (sim-fig6-links-SET-BYTES.csv), and a second
+#             table splits each fraction into framing, load spread and the
+#             busiest middle link's share of the call; plot with
+#             bench/sim/plot-fig6.gp
 #   bgp       the BG/P MPI study's suite on bgp beside its published results
 #             (bench/sim/bgp-bench.sh; one test: bgp-hops, bgp-congestion,
 #             bgp-multistream, bgp-hotspot, bgp-fan; BGP_SCALE=1 for the
@@ -362,11 +366,12 @@ bench_machine
             echo
             f6_raw=$(for a in baseline paced; do
                 for b in ${FIG6_SIZES//,/ }; do
+                    links="$out_dir/sim-fig6-links-$a-$b.csv"
                     if [ "$a" = baseline ]; then
-                        "$sim" --mesh 8x8x8 --mode co "$build/bench/sim/sim_coll" --kind alltoall \
-                            --sizes "$b" --iters 1 --warmup 0 --alg baseline
+                        "$sim" --mesh 8x8x8 --mode co --links "$links" "$build/bench/sim/sim_coll" \
+                            --kind alltoall --sizes "$b" --iters 1 --warmup 0 --alg baseline
                     else
-                        env TORX_COLL_ALLTOALL=paced "$sim" --mesh 8x8x8 --mode co \
+                        env TORX_COLL_ALLTOALL=paced "$sim" --mesh 8x8x8 --mode co --links "$links" \
                             "$build/bench/sim/sim_coll" --kind alltoall --sizes "$b" --iters 1 \
                             --warmup 0 --alg torx
                     fi | sed "s/^coll /coll set=$a /"
@@ -386,6 +391,25 @@ bench_machine
                 awk "$f6_kv"'{ printf "| %d | %s | %s | %.1f | %.1f | %.2f | %s | %s | %s |\n", v["bytes"], v["set"],
                               v["alg"], v["us"], bound, bound / v["us"], v["set"] == "paced" ? "about 1.0" : "about 0.3",
                               v["wall_s"], v["maxrss_mib"] }'
+            echo
+            echo "What bounds each point, from its links' table (torx-sim --links, bench/sim/link-load.sh;"
+            echo "docs/collectives.md#the-paced-alltoall): the middle links (position 3 of every line)."
+            echo "framing = bound / their mean busy time; spread = mean / the busiest one's busy time;"
+            echo "busiest = its busy time / the call's time. Their product is the fraction."
+            echo
+            echo "| bytes per pair | set | framing | spread | busiest | product |"
+            echo "|---|---|---|---|---|---|"
+            echo "$f6_raw" | while read -r line; do
+                set=$(echo "$line" | sed -n 's/.* set=\([a-z]*\) .*/\1/p')
+                b=$(echo "$line" | sed -n 's/.* bytes=\([0-9]*\) .*/\1/p')
+                us=$(echo "$line" | sed -n 's/.* us=\([0-9.]*\) .*/\1/p')
+                [ -n "$set" ] && [ -n "$b" ] && [ -n "$us" ] || continue
+                "$here/sim/link-load.sh" "$out_dir/sim-fig6-links-$set-$b.csv" |
+                    awk -v b="$b" -v us="$us" -v set="$set" '$3 == 3 { busy += $4 * $8; n += $4; if ($9 > most) most = $9 }
+                        END { bound = 65536 * b / 11200; mean = busy / n
+                              printf "| %d | %s | %.3f | %.3f | %.3f | %.3f |\n", b, set, bound / mean,
+                                     mean / most, most / us, bound / us }'
+            done
             ;;
         bgp | bgp-hops | bgp-congestion | bgp-multistream | bgp-hotspot | bgp-fan)
             # shellcheck source=bench/sim/bgp-bench.sh
