@@ -403,7 +403,7 @@ bench_machine
                 set=$(echo "$line" | sed -n 's/.* set=\([a-z]*\) .*/\1/p')
                 b=$(echo "$line" | sed -n 's/.* bytes=\([0-9]*\) .*/\1/p')
                 us=$(echo "$line" | sed -n 's/.* us=\([0-9.]*\) .*/\1/p')
-                [ -n "$set" ] && [ -n "$b" ] && [ -n "$us" ] || continue
+                if [ -z "$set" ] || [ -z "$b" ] || [ -z "$us" ]; then continue; fi
                 "$here/sim/link-load.sh" "$out_dir/sim-fig6-links-$set-$b.csv" |
                     awk -v b="$b" -v us="$us" -v set="$set" '$3 == 3 { busy += $4 * $8; n += $4; if ($9 > most) most = $9 }
                         END { bound = 65536 * b / 11200; mean = busy / n
