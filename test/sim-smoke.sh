@@ -4,8 +4,9 @@
 # (test/sim/sim_globals); the 512-node (8x8x8) ping-pong of
 # Table 1 and Fig 4(a) on bgl, checked against the model's exact per-hop
 # term; and the scale program at 512 nodes (barrier, collective-network
-# allreduce, neighbour exchange). Skipped (77) in a build without the sim
-# device or in a sanitized one.
+# allreduce, neighbour exchange); the links' table (--links) and its
+# summary. Skipped (77) in a build without the sim device or in a sanitized
+# one.
 set -u
 if [ ! -x ./torx-sim ]; then
     echo "sim-smoke: no torx-sim in this build; skipped"
@@ -47,6 +48,19 @@ echo "$out" | awk '$2 == "proto=onepkt" { split($4, h, "="); split($6, t, "="); 
 out=$(./torx-sim --torus 8x8x8 bench/sim/sim_scale 2>&1) || fail "sim_scale failed: $out"
 echo "$out"
 echo "$out" | grep -q "^scale tasks=512 " || fail "sim_scale printed no result"
+# the links' table of a 4x4x4 mesh alltoall, summed up by bench/sim/link-load.sh: the middle
+# x links (position 1) carry more than the outer ones (0 and 2), and a path that cannot be
+# written stops the job, naming the variable
+links=$(mktemp "${TMPDIR:-/tmp}/torx-sim-links.XXXXXX") || fail "mktemp"
+out=$(./torx-sim --mesh 4x4x4 --mode co --links "$links" bench/sim/sim_coll --kind alltoall \
+    --sizes 1024 --alg torx --iters 1 --warmup 0 2>&1) || fail "sim_coll --links failed: $out"
+load=$("${TORX_SRCDIR:-..}/bench/sim/link-load.sh" "$links") || fail "link-load.sh: $load"
+rm -f "$links"
+echo "$load" | awk '$1 == "x" && $2 == "+" { p[$3] = $5 }
+    END { if (!(p[1] > p[0] && p[1] > p[2])) { print "sim-smoke: x+ packets by position " p[0] " " p[1] " " p[2]; exit 1 } }' ||
+    exit 1
+./torx-sim --mesh 2x1x1 --links /nonexistent-dir/links.csv examples/msg_hello 2>&1 |
+    grep -q "TORX_SIM_LINKS=/nonexistent-dir/links.csv" || fail "an unwritable --links was not refused"
 # a bad partition and a bad machine are refused, naming what is wrong
 ./torx-sim --torus 8x8 examples/msg_hello 2>&1 | grep -q "'8x8' is not a partition" ||
     fail "a bad --torus was not refused"
