@@ -399,17 +399,14 @@ bench_machine
             echo
             echo "| bytes per pair | set | framing | spread | busiest | product |"
             echo "|---|---|---|---|---|---|"
-            echo "$f6_raw" | while read -r line; do
-                set=$(echo "$line" | sed -n 's/.* set=\([a-z]*\) .*/\1/p')
-                b=$(echo "$line" | sed -n 's/.* bytes=\([0-9]*\) .*/\1/p')
-                us=$(echo "$line" | sed -n 's/.* us=\([0-9.]*\) .*/\1/p')
-                if [ -z "$set" ] || [ -z "$b" ] || [ -z "$us" ]; then continue; fi
-                "$here/sim/link-load.sh" "$out_dir/sim-fig6-links-$set-$b.csv" |
-                    awk -v b="$b" -v us="$us" -v set="$set" '$3 == 3 { busy += $4 * $8; n += $4; if ($9 > most) most = $9 }
-                        END { bound = 65536 * b / 11200; mean = busy / n
-                              printf "| %d | %s | %.3f | %.3f | %.3f | %.3f |\n", b, set, bound / mean,
-                                     mean / most, most / us, bound / us }'
-            done
+            echo "$f6_raw" | awk "$f6_kv"'{ print v["set"], v["bytes"], v["us"] }' |
+                while read -r set b us; do
+                    "$here/sim/link-load.sh" "$out_dir/sim-fig6-links-$set-$b.csv" |
+                        awk -v b="$b" -v us="$us" -v set="$set" '$3 == 3 { busy += $4 * $8; n += $4; if ($9 > most) most = $9 }
+                            END { bound = 65536 * b / 11200; mean = busy / n
+                                  printf "| %d | %s | %.3f | %.3f | %.3f | %.3f |\n", b, set, bound / mean,
+                                         mean / most, most / us, bound / us }'
+                done
             ;;
         bgp | bgp-hops | bgp-congestion | bgp-multistream | bgp-hotspot | bgp-fan)
             # shellcheck source=bench/sim/bgp-bench.sh
