@@ -509,8 +509,9 @@ static torx_status_t read_config(torxp_sim_config_t *c)
     const char *links = getenv("TORX_SIM_LINKS");
     if (links && *links) {
         if (strlen(links) >= sizeof c->links_path)
-            return torxp_error(TORX_ERR_INVAL, "torx: sim: TORX_SIM_LINKS: a path of %zu bytes",
-                               strlen(links));
+            return torxp_error(TORX_ERR_INVAL,
+                               "torx: sim: TORX_SIM_LINKS: a path of %zu bytes (at most %zu)",
+                               strlen(links), sizeof c->links_path - 1);
         c->links_out = fopen(links, "w");
         if (!c->links_out)
             return torxp_error(TORX_ERR_SYS, "torx: sim: TORX_SIM_LINKS=%s: %s", links,
