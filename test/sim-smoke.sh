@@ -52,10 +52,10 @@ echo "$out" | grep -q "^scale tasks=512 " || fail "sim_scale printed no result"
 # x links (position 1) carry more than the outer ones (0 and 2), and a path that cannot be
 # written stops the job, naming the variable
 links=$(mktemp "${TMPDIR:-/tmp}/torx-sim-links.XXXXXX") || fail "mktemp"
+trap 'rm -f "$links"' EXIT
 out=$(./torx-sim --mesh 4x4x4 --mode co --links "$links" bench/sim/sim_coll --kind alltoall \
     --sizes 1024 --alg torx --iters 1 --warmup 0 2>&1) || fail "sim_coll --links failed: $out"
 load=$("${TORX_SRCDIR:-..}/bench/sim/link-load.sh" "$links") || fail "link-load.sh: $load"
-rm -f "$links"
 echo "$load" | awk '$1 == "x" && $2 == "+" { p[$3] = $5 }
     END { if (!(p[1] > p[0] && p[1] > p[2])) { print "sim-smoke: x+ packets by position " p[0] " " p[1] " " p[2]; exit 1 } }' ||
     exit 1
