@@ -62,6 +62,15 @@ torx_status_t torxp_word_wait(torx_pkt_dev_t *dev, uint32_t *word, uint32_t expe
     return timed_out ? TORX_AGAIN : TORX_OK;
 }
 
+torx_status_t torxp_room_wait(torx_pkt_dev_t *dev, uint32_t *word, uint32_t expected,
+                              int64_t timeout_ns)
+{
+    if (dev && dev->ops->room_wait)
+        return dev->ops->room_wait(dev, word, expected, timeout_ns);
+    torxp_yield(dev);
+    return TORX_OK;
+}
+
 void torxp_word_wake(torx_pkt_dev_t *dev, uint32_t *word)
 {
     if (dev && dev->ops->word_wake) {

@@ -93,6 +93,10 @@ typedef struct torxp_dev_ops {
     torx_status_t (*word_wait)(torx_pkt_dev_t *dev, uint32_t *word, uint32_t expected,
                                int64_t timeout_ns);
     void (*word_wake)(torx_pkt_dev_t *dev, uint32_t *word); /* wakes every waiter */
+    /* As word_wait, and also ends when a slot of the task's injection FIFO
+     * frees. NULL: torxp_room_wait polls (a yield). */
+    torx_status_t (*room_wait)(torx_pkt_dev_t *dev, uint32_t *word, uint32_t expected,
+                               int64_t timeout_ns);
     torx_status_t (*thread_start)(torx_pkt_dev_t *dev, torxp_thread_t *thread, void *(*fn)(void *),
                                   void *arg);
     void (*thread_join)(torx_pkt_dev_t *dev, torxp_thread_t *thread);
@@ -191,6 +195,12 @@ torx_status_t torxp_word_wait(torx_pkt_dev_t *dev, uint32_t *word, uint32_t expe
                               int64_t timeout_ns);
 /* Wakes every waiter on word (after the caller changed it). */
 void torxp_word_wake(torx_pkt_dev_t *dev, uint32_t *word);
+/* A sender whose injection FIFO is full waits for a slot, or for *word to
+ * change, at most timeout_ns. On a device with exact waits that sleeps
+ * until the slot frees (sim); elsewhere it is one yield, and the caller
+ * polls again. */
+torx_status_t torxp_room_wait(torx_pkt_dev_t *dev, uint32_t *word, uint32_t expected,
+                              int64_t timeout_ns);
 /* Starts fn(arg) in a thread of the task. The host's is a pthread that
  * takes no signals (they belong to the application's threads). TORX_OK, or
  * TORX_ERR_SYS with the reason recorded. */

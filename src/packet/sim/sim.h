@@ -18,6 +18,7 @@
 #include <simgrid/actor.h>
 #include <simgrid/cond.h>
 #include <simgrid/mutex.h>
+#include <simgrid/semaphore.h>
 
 #include <stdint.h>
 #include <stdio.h>
@@ -39,10 +40,9 @@ typedef struct torxp_sim_actor {
     void *arg;
     void *ret;
     sg_actor_t self;
-    /* parking: each actor waits on a condition of its own (SimGrid 3.32
-     * hands the mutex to the wrong actor when two time out on one) */
-    sg_cond_t park;
-    sg_mutex_t park_mutex;
+    /* parking: each actor sleeps on a semaphore of its own, one simcall
+     * a sleep (a condition's wait takes three: lock, wait, unlock) */
+    sg_sem_t park;
     int parked, wake_pending;
     struct torxp_sim_actor *helper; /* a task's communication thread, if any */
 } torxp_sim_actor_t;
@@ -70,6 +70,8 @@ void torxp_sim_sleep(torxp_sim_actor_t *a, double s);
 int torxp_sim_park(torxp_sim_actor_t *a, double s);
 /* Wakes task rank's actors (its main actor and its thread) if parked. */
 void torxp_sim_wake_task(torxp_sim_job_t *job, int rank);
+/* Wakes task rank's main actor only. */
+void torxp_sim_wake_main(torxp_sim_job_t *job, int rank);
 /* After any blocking call: the running task's private program data in
  * place (sim_job.c). */
 void torxp_sim_resumed(torxp_sim_actor_t *a);
@@ -112,6 +114,12 @@ torxp_sim_net_t **torxp_sim_job_net(torxp_sim_job_t *job);
 int torxp_sim_job_size(const torxp_sim_job_t *job);
 /* The job's simulated clock (SimGrid's, from the job's start). */
 double torxp_sim_job_now(const torxp_sim_job_t *job);
+/* No task or thread of the job acts before this simulated time, less
+ * SIM_TIMING_PRECISION (sim_job.c). */
+double torxp_sim_job_horizon(const torxp_sim_job_t *job);
+/* SimGrid's surf/precision, which the job sets: a sleep or a timed wait
+ * may end this much before its time. */
+#define SIM_TIMING_PRECISION 1e-9
 /* Networks whose tasks all closed, freed when the job ends. */
 torxp_sim_net_t **torxp_sim_job_retired(torxp_sim_job_t *job);
 /* Frees the job's networks once SimGrid has run it (sim_net.c). */
@@ -162,6 +170,7 @@ struct torxp_sim_task {
     int open;
     unsigned gen;           /* its openings: packets of an earlier one hold no slot */
     int wake_queued;        /* in the network's list of tasks to wake */
+    int room_waiting;       /* its main actor sleeps until a FIFO slot frees */
     torxp_sim_xfer_t *bulk; /* its transfers in flight (bulk dma) */
 };
 

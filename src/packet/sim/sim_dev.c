@@ -377,6 +377,36 @@ static torx_status_t sim_word_wait(torx_pkt_dev_t *dev, uint32_t *word, uint32_t
     return rc;
 }
 
+/* A co task whose injection FIFO is full, polling, would do nothing else
+ * until a slot frees or its thread publishes something: it sleeps until
+ * then instead, and acts when its polls would have found either, less
+ * their lag (docs/sim.md#what-the-model-costs). Any wake ends the sleep:
+ * the caller looks again. */
+static torx_status_t sim_room_wait(torx_pkt_dev_t *dev, uint32_t *word, uint32_t expected,
+                                   int64_t timeout_ns)
+{
+    sim_dev_t *d = sim_of(dev);
+    torxp_sim_actor_t *a = enter();
+    const double deadline =
+        timeout_ns < 0 ? INFINITY : torxp_sim_now(a) + (double)timeout_ns * 1e-9;
+    torx_status_t rc = TORX_OK;
+    while (__atomic_load_n(word, __ATOMIC_ACQUIRE) == expected) {
+        const double now = torxp_sim_now(a);
+        if (torxp_sim_net_room(d->job, d->task, now) > 0)
+            break;
+        if (now + SIM_TIME_EPS >= deadline) {
+            rc = TORX_AGAIN;
+            break;
+        }
+        d->task->room_waiting = 1;
+        const int woken = torxp_sim_park(a, isinf(deadline) ? -1 : deadline - now);
+        d->task->room_waiting = 0;
+        if (woken)
+            break; /* a slot, or a wake for something else: the caller looks again */
+    }
+    return rc;
+}
+
 static void sim_word_wake(torx_pkt_dev_t *dev, uint32_t *word)
 {
     (void)word;
@@ -466,6 +496,7 @@ static const torxp_dev_ops_t sim_ops = {
     .yield = sim_yield,
     .word_wait = sim_word_wait,
     .word_wake = sim_word_wake,
+    .room_wait = sim_room_wait,
     .thread_start = sim_thread_start,
     .thread_join = sim_thread_join,
     .charge = sim_charge,

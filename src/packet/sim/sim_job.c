@@ -66,6 +66,12 @@ struct torxp_sim_job {
     int seg_owner;
     torxp_sim_net_t *net;
     torxp_sim_net_t *net_retired;
+    /* The horizon: a min-heap of every task's and thread's next wake
+     * (actor_wakes_at), its root the earliest. Slot r is task r's actor,
+     * ntasks + r its thread's. */
+    double *wake_at; /* by slot */
+    int *heap;       /* slots, heap-ordered on wake_at */
+    int *heap_pos;   /* by slot: its index in heap */
 };
 
 /* Process-wide: never swapped with a task's data (TORXP_PROCESS_WIDE). */
@@ -224,12 +230,75 @@ static torx_status_t privatize(torxp_sim_job_t *job, const char *keep_lo_p, cons
     return TORX_OK;
 }
 
+/* ---- the horizon ----------------------------------------------------------------- */
+
+/* No actor of the job acts before the horizon: the network's daemon
+ * processes the events due before it without waking at each
+ * (docs/sim.md#the-network-model). Each actor's entry is when it next
+ * runs: -inf while it runs or may run now, the end of its sleep, the limit
+ * of its park (+inf: none, or the actor is gone). */
+static void heap_put(torxp_sim_job_t *job, int i, int slot)
+{
+    job->heap[i] = slot;
+    job->heap_pos[slot] = i;
+}
+
+static void actor_wakes_at(torxp_sim_actor_t *a, double at)
+{
+    torxp_sim_job_t *job = a->job;
+    const int slot = a->rank + (a->is_helper ? job->ntasks : 0);
+    if (job->wake_at[slot] == at)
+        return;
+    const int n = 2 * job->ntasks;
+    job->wake_at[slot] = at;
+    int i = job->heap_pos[slot];
+    while (i > 0 && job->wake_at[job->heap[(i - 1) / 2]] > at) {
+        heap_put(job, i, job->heap[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && job->wake_at[job->heap[c + 1]] < job->wake_at[job->heap[c]])
+            c++;
+        if (!(job->wake_at[job->heap[c]] < at))
+            break;
+        heap_put(job, i, job->heap[c]);
+        i = c;
+    }
+    heap_put(job, i, slot);
+}
+
+double torxp_sim_job_horizon(const torxp_sim_job_t *job)
+{
+    return job->wake_at[job->heap[0]];
+}
+
+static torx_status_t horizon_init(torxp_sim_job_t *job)
+{
+    const size_t n = 2 * (size_t)job->ntasks;
+    job->wake_at = torxp_malloc(n * sizeof *job->wake_at);
+    job->heap = torxp_malloc(n * sizeof *job->heap);
+    job->heap_pos = torxp_malloc(n * sizeof *job->heap_pos);
+    if (!job->wake_at || !job->heap || !job->heap_pos)
+        return torxp_error(TORX_ERR_NOMEM, "torx: sim: no memory for %d tasks' wake times",
+                           job->ntasks);
+    for (size_t i = 0; i < n; i++) {
+        job->wake_at[i] = INFINITY; /* not started: +inf is a valid heap */
+        heap_put(job, (int)i, (int)i);
+    }
+    return TORX_OK;
+}
+
 /* ---- blocking ------------------------------------------------------------------ */
 
 void torxp_sim_sleep(torxp_sim_actor_t *a, double s)
 {
     if (s > 0) {
+        actor_wakes_at(a, torxp_sim_job_now(a->job) + s);
         sg_actor_sleep_for(s);
+        actor_wakes_at(a, -INFINITY);
         torxp_sim_resumed(a);
     }
 }
@@ -243,29 +312,31 @@ void torxp_sim_sync(torxp_sim_actor_t *a)
     }
 }
 
-/* A wake sets wake_pending, and notifies only an actor already inside its
- * condition wait (parked): every simcall, the mutex's lock included, lets
- * other actors run, so a wake may come between the lock and the wait; the
- * flag keeps it. */
+/* A wake sets wake_pending, and releases the semaphore only of an actor
+ * already asleep on it (parked), once: a wake that comes while the actor
+ * runs is kept by the flag, and the semaphore never holds a stale release. */
 int torxp_sim_park(torxp_sim_actor_t *a, double s)
 {
     int woken = 1;
-    sg_mutex_lock(a->park_mutex); /* never contended: the actor's own */
     if (!a->wake_pending) {
-        a->parked = 1; /* no simcall between this and the wait */
-        if (s < 0)
-            sg_cond_wait(a->park, a->park_mutex);
-        else
-            woken = !sg_cond_wait_for(a->park, a->park_mutex, s);
+        a->parked = 1; /* no simcall between this and the sleep */
+        actor_wakes_at(a, s < 0 ? INFINITY : torxp_sim_job_now(a->job) + s);
+        if (s < 0) {
+            sg_sem_acquire(a->park);
+        } else if (sg_sem_acquire_timeout(a->park, s)) {
+            woken = 0;
+            if (!a->parked)
+                sg_sem_acquire(a->park); /* a wake after the timeout: take its release */
+        }
+        actor_wakes_at(a, -INFINITY);
         a->parked = 0;
     }
     a->wake_pending = 0;
-    sg_mutex_unlock(a->park_mutex);
     torxp_sim_resumed(a);
     return woken;
 }
 
-/* The notify is a simcall: other actors may run inside it and swap their
+/* The release is a simcall: other actors may run inside it and swap their
  * program data in, so the caller takes its own back (torxp_sim_resumed). */
 static void unpark(torxp_sim_actor_t *a)
 {
@@ -273,7 +344,9 @@ static void unpark(torxp_sim_actor_t *a)
         return;
     a->wake_pending = 1;
     if (a->parked) {
-        sg_cond_notify_all(a->park);
+        a->parked = 0;
+        actor_wakes_at(a, -INFINITY);
+        sg_sem_release(a->park);
         torxp_sim_actor_t *self = torxp_sim_self();
         if (self)
             torxp_sim_resumed(self);
@@ -286,18 +359,20 @@ void torxp_sim_wake_task(torxp_sim_job_t *job, int rank)
     unpark(job->actors[rank].helper);
 }
 
+void torxp_sim_wake_main(torxp_sim_job_t *job, int rank)
+{
+    unpark(&job->actors[rank]);
+}
+
 static void park_init(torxp_sim_actor_t *a)
 {
-    a->park = sg_cond_init();
-    a->park_mutex = sg_mutex_init();
+    a->park = sg_sem_init(0);
 }
 
 static void park_destroy(torxp_sim_actor_t *a)
 {
-    if (a->park) {
-        sg_cond_destroy(a->park);
-        sg_mutex_destroy(a->park_mutex);
-    }
+    if (a->park)
+        sg_sem_destroy(a->park);
 }
 
 /* ---- the bootstrap --------------------------------------------------------------- */
@@ -400,6 +475,7 @@ static void task_actor(int argc, char **argv)
     }
     job->status[a->rank] = rc;
     job->finished++;
+    actor_wakes_at(a, INFINITY);
     if (rc != 0 && !job->aborted) { /* as mpiexec does: one failed task ends the job */
         job->aborted = 1;
         fprintf(stderr, "torx-sim: task %d failed (status %d): ending the job\n", a->rank, rc);
@@ -436,6 +512,7 @@ static void helper_actor(int argc, char **argv)
     torxp_sim_actor_t *a = sg_actor_self_get_data();
     torxp_sim_resumed(a);
     a->ret = a->fn(a->arg);
+    actor_wakes_at(a, INFINITY);
 }
 
 static sg_actor_t start_actor(torxp_sim_actor_t *a, const char *name, void (*code)(int, char **))
@@ -444,6 +521,7 @@ static sg_actor_t start_actor(torxp_sim_actor_t *a, const char *name, void (*cod
     sg_actor_set_data(actor, a);
     sg_actor_set_stacksize(actor, (unsigned)stack_bytes);
     a->self = actor;
+    actor_wakes_at(a, -INFINITY);
     sg_actor_ref(actor);
     sg_actor_start(actor, code, 0, NULL);
     return actor;
@@ -549,13 +627,16 @@ static torx_status_t engine_start(void)
     snprintf(stack, sizeof stack, "--cfg=contexts/stack-size:%zu", stack_bytes / 1024);
     /* guard-size 0: a guard page costs each actor two mappings, and Linux
      * stops at 65,530 (vm.max_map_count). */
+    char precision[64];
+    snprintf(precision, sizeof precision, "--cfg=surf/precision:%g", SIM_TIMING_PRECISION);
     char *args[] = {"torx-sim",
                     stack,
                     "--cfg=contexts/guard-size:0",
                     "--log=root.thres:critical",
                     "--cfg=exception/cutpath:1",
+                    precision, /* its default, set so the horizon's margin holds */
                     NULL};
-    int argc = 5;
+    int argc = 6;
     simgrid_init(&argc, args);
     simgrid_load_platform(tmpl);
     unlink(tmpl);
@@ -572,7 +653,7 @@ static int run_job(torxp_sim_job_t *job)
     snprintf(job->job_id, sizeof job->job_id, "sim-%ld-%u", (long)getpid(), jobs++);
     job->actors = torxp_calloc((size_t)job->ntasks, sizeof *job->actors);
     job->status = torxp_malloc((size_t)job->ntasks * sizeof *job->status);
-    if (!job->actors || !job->status) {
+    if (!job->actors || !job->status || horizon_init(job) != TORX_OK) {
         torxp_error(TORX_ERR_NOMEM, "torx: sim: no memory for %d tasks", job->ntasks);
         return -1;
     }
@@ -626,6 +707,9 @@ static void job_free(torxp_sim_job_t *job)
             }
     free(job->actors);
     free(job->status);
+    free(job->wake_at);
+    free(job->heap);
+    free(job->heap_pos);
     free(job->boot_buf);
     free(job->seg_saves);
 }

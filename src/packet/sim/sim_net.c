@@ -171,7 +171,8 @@ struct torxp_sim_net {
     size_t nev, capev;
     unsigned *work; /* links to look at again, a ring of nlinks */
     unsigned work_head, nwork;
-    int *wakes; /* tasks to wake once the events are done */
+    int *wakes; /* tasks to wake once the events are done; -1 - rank: its
+                 * main actor only, for a slot of its injection FIFO */
     int nwakes;
     uint64_t seq, stamp;
     double byte_s, hop_s, link_overhead;
@@ -181,10 +182,11 @@ struct torxp_sim_net {
     torxp_sim_xfer_t *orphans; /* transfers of closed tasks still in the network */
     /* the daemon */
     sg_actor_t daemon;
-    sg_cond_t dcond;
-    sg_mutex_t dmutex;
+    sg_sem_t dsem; /* the daemon sleeps on it: one simcall a sleep, where a
+                    * condition's wait takes three (lock, wait, unlock) */
     int daemon_started, dparked, dwake, closing;
     double daemon_at; /* when it wakes next */
+    double ahead;     /* events up to this time were processed ahead of the clock */
     torxp_sim_net_t *next_retired;
     cn_round_t cn[TORX_CN_CHANNELS][CN_DEPTH]; /* round r of channel ch: cn[ch][r % CN_DEPTH] */
     gi_round_t gi[TORX_GI_CHANNELS][2];
@@ -364,10 +366,8 @@ static void net_free(torxp_sim_net_t *n)
     free(n->dma_free);
     free(n->tasks);
     free(n->task_of_slot);
-    if (n->dcond)
-        sg_cond_destroy(n->dcond);
-    if (n->dmutex)
-        sg_mutex_destroy(n->dmutex);
+    if (n->dsem)
+        sg_sem_destroy(n->dsem);
     free(n);
 }
 
@@ -387,7 +387,7 @@ static torx_status_t net_create(torxp_sim_job_t *job, torx_shape_t shape, torxp_
     n->links = torxp_calloc(n->nlinks, sizeof *n->links);
     n->inj_last = torxp_calloc(n->nlinks, sizeof *n->inj_last);
     n->work = torxp_calloc(n->nlinks, sizeof *n->work);
-    n->wakes = torxp_calloc((size_t)n->ntasks, sizeof *n->wakes);
+    n->wakes = torxp_calloc(2 * (size_t)n->ntasks, sizeof *n->wakes);
     n->tasks = torxp_calloc((size_t)n->ntasks, sizeof *n->tasks);
     n->task_of_slot = torxp_calloc(torx_shape_slots(shape), sizeof *n->task_of_slot);
     n->dma_free = torxp_calloc(n->nnodes, sizeof *n->dma_free);
@@ -437,8 +437,7 @@ static void net_daemon(int argc, char **argv);
  * NULL in it), handed the network by address. */
 static void daemon_start(torxp_sim_net_t *n)
 {
-    n->dcond = sg_cond_init();
-    n->dmutex = sg_mutex_init();
+    n->dsem = sg_sem_init(0);
     char addr[32];
     snprintf(addr, sizeof addr, "%p", (void *)n);
     char *argv[] = {addr, NULL};
@@ -496,7 +495,8 @@ static void wake_daemon(torxp_sim_net_t *n)
 {
     n->dwake = 1;
     if (n->dparked) {
-        sg_cond_notify_all(n->dcond);
+        n->dparked = 0; /* one release a sleep */
+        sg_sem_release(n->dsem);
         torxp_sim_actor_t *me = torxp_sim_self();
         if (me)
             torxp_sim_resumed(me);
@@ -619,7 +619,14 @@ static void flush(torxp_sim_net_t *n)
         wake_daemon(n);
     }
     while (n->nwakes) {
-        torxp_sim_task_t *t = &n->tasks[n->wakes[--n->nwakes]];
+        const int w = n->wakes[--n->nwakes];
+        if (w < 0) {
+            torxp_sim_task_t *t = &n->tasks[-1 - w];
+            if (t->open)
+                torxp_sim_wake_main(t->job, t->rank);
+            continue;
+        }
+        torxp_sim_task_t *t = &n->tasks[w];
         t->wake_queued = 0;
         if (t->open)
             torxp_sim_wake_task(t->job, t->rank);
@@ -889,8 +896,13 @@ static void grant(torxp_sim_net_t *n, unsigned li, int q, double t)
     release(n, f);
     if (f->slot >= 0) { /* out of its injection FIFO */
         torxp_sim_task_t *s = &n->tasks[f->src_rank];
-        if (s->open && s->gen == f->src_gen)
+        if (s->open && s->gen == f->src_gen) {
             s->inject[f->slot] = t;
+            if (s->room_waiting) { /* torxp_sim_net_room_watch */
+                s->room_waiting = 0;
+                n->wakes[n->nwakes++] = -1 - s->rank;
+            }
+        }
         f->slot = -1;
     }
     if (f->queued) { /* the next of its node's packets for this way reaches the router */
@@ -1134,9 +1146,40 @@ static void advance(torxp_sim_net_t *n, double until)
 static torxp_sim_net_t *catch_up(torxp_sim_job_t *job)
 {
     torxp_sim_net_t *n = *torxp_sim_job_net(job);
-    advance(n, torxp_sim_job_now(job) + NET_EPS);
+    const double now = torxp_sim_job_now(job);
+    /* A sleep may end SimGrid's precision early, the daemon's before it
+     * sends a wake too: an actor may act that much before events run
+     * ahead. Earlier, it is one the horizon did not know of, and the
+     * events it may change are gone (a bug of sim_job.c's horizon). */
+    if (TORXP_UNLIKELY(now + 2 * SIM_TIMING_PRECISION < n->ahead)) {
+        fprintf(stderr,
+                "torx: sim: an actor acts at %.17g s, after the network ran ahead to %.17g s\n",
+                now, n->ahead);
+        abort();
+    }
+    advance(n, now + NET_EPS);
     flush(n);
     return n;
+}
+
+/* Processes the events due before any actor of the job can act
+ * (torxp_sim_job_horizon, less twice SimGrid's timing precision, by which
+ * a sleep may end early): nobody can change them, or see them, before
+ * then. Stops at the first that wakes an actor, and returns its time, when
+ * the daemon must send the wake; -inf: none. Without this the daemon woke
+ * at every event's time that no task call processed: most of them. */
+static double run_ahead(torxp_sim_net_t *n)
+{
+    double due = -INFINITY;
+    while (!n->nwakes && n->nev) {
+        const double at = n->ev[0].at;
+        if (!(at + 2 * SIM_TIMING_PRECISION < torxp_sim_job_horizon(n->job)))
+            break;
+        advance(n, at + NET_EPS);
+        n->ahead = at + NET_EPS;
+        due = at;
+    }
+    return n->nwakes ? due : -INFINITY;
 }
 
 static void net_daemon(int argc, char **argv)
@@ -1148,22 +1191,25 @@ static void net_daemon(int argc, char **argv)
     while (!n->closing) {
         const double now = torxp_sim_job_now(n->job);
         advance(n, now + NET_EPS);
+        const double due = run_ahead(n);
+        if (due > now) {
+            sg_actor_sleep_for(due - now); /* no actor is due before: nobody can wake it */
+            continue;
+        }
         const double next = n->nev ? n->ev[0].at : INFINITY;
         n->daemon_at = next;
         flush(n);
         if (n->closing)
             break;
-        sg_mutex_lock(n->dmutex);
         if (!n->dwake && !n->closing) {
-            n->dparked = 1; /* no simcall between this and the wait */
+            n->dparked = 1; /* no simcall between this and the sleep */
             if (isinf(next))
-                sg_cond_wait(n->dcond, n->dmutex);
-            else
-                sg_cond_wait_for(n->dcond, n->dmutex, next - now);
+                sg_sem_acquire(n->dsem);
+            else if (sg_sem_acquire_timeout(n->dsem, next - now) && !n->dparked)
+                sg_sem_acquire(n->dsem); /* a wake after the timeout: take its release */
             n->dparked = 0;
         }
         n->dwake = 0;
-        sg_mutex_unlock(n->dmutex);
     }
 }
 
