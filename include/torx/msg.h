@@ -508,6 +508,19 @@ torx_status_t torx_line_send(const torx_line_t *line, const void *hdr, const voi
  */
 int torx_advance(torx_ctx_t *ctx);
 
+/* NAME     torx_idle - wait for news after an idle torx_advance
+ * DESCRIPTION
+ *   For a caller that loops on torx_advance until something it waits for
+ *   happens, and has nothing else to do: called after torx_advance returned
+ *   0, it returns when another torx_advance may find something. On a
+ *   device whose waits are exact (sim), in co mode, it sleeps until the
+ *   communication thread publishes something or, if a send waits for room,
+ *   a slot of the injection FIFO frees: the same simulated time as polling,
+ *   without the polls. Elsewhere it returns at once.
+ * SEE ALSO torx_advance
+ */
+void torx_idle(torx_ctx_t *ctx);
+
 /* NAME     torx_advance_hook - run a function in every torx_advance
  * DESCRIPTION
  *   While set, fn(arg) runs at the end of every torx_advance of ctx (not

@@ -368,8 +368,8 @@ static inline void torxc_progress(torx_coll_t *c, unsigned *spins)
 {
     if (c->progress)
         c->progress(c->progress_arg);
-    else
-        torx_advance(c->ctx);
+    else if (torx_advance(c->ctx) == 0)
+        torx_idle(c->ctx);
     if (++*spins >= TORXC_SPINS && (*spins & 7) == 0)
         torxp_yield(c->dev);
 }

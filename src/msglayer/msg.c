@@ -767,6 +767,12 @@ int torx_advance(torx_ctx_t *ctx)
     return n;
 }
 
+void torx_idle(torx_ctx_t *ctx)
+{
+    if (ctx && ctx->co_net && torxm_exact_wait(ctx) && !ctx->in_advance)
+        torxm_co_wait_news(ctx);
+}
+
 torx_status_t torx_advance_hook(torx_ctx_t *ctx, int (*fn)(void *arg), void *arg)
 {
     if (ctx == NULL)

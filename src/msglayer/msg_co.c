@@ -355,6 +355,11 @@ static int comm_stage(struct torxm_co *co)
         /* release: the copied packet happens before the task's acquire of
          * stage_tail. */
         __atomic_store_n(&co->stage_tail, tail, __ATOMIC_RELEASE);
+        /* Exact waits (sim): a task asleep in torx_idle takes each packet
+         * when a polling one would, not after the thread's whole round of
+         * receive costs. */
+        if (co->exact_wait)
+            ring_task(co);
     }
     return n;
 }
@@ -684,8 +689,9 @@ static int task_has_news(struct torxm_co *co, uint64_t units_seen)
            __atomic_load_n(&co->unit_head, __ATOMIC_ACQUIRE) != units_seen;
 }
 
-/* The task sleeps until the thread publishes something, at most ms. */
-static void sleep_task(struct torxm_co *co, int ms)
+/* The task sleeps until the thread publishes something, at most ms; with
+ * room, also until a slot of its injection FIFO frees. */
+static void sleep_task(struct torxm_co *co, int ms, int room)
 {
     /* acquire: pairs with ring_task's release. */
     const uint32_t bell = __atomic_load_n(&co->task_bell, __ATOMIC_ACQUIRE);
@@ -696,10 +702,19 @@ static void sleep_task(struct torxm_co *co, int ms)
     /* seq_cst fence: StoreLoad between task_sleeping and the recheck;
      * pairs with the fence in ring_task. */
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (!task_has_news(co, units))
-        torxp_word_wait(co->dev, &co->task_bell, bell, (int64_t)ms * 1000000);
+    if (!task_has_news(co, units)) {
+        if (room)
+            torxp_room_wait(co->dev, &co->task_bell, bell, (int64_t)ms * 1000000);
+        else
+            torxp_word_wait(co->dev, &co->task_bell, bell, (int64_t)ms * 1000000);
+    }
     /* relaxed: a late ring only bumps the bell. */
     __atomic_store_n(&co->task_sleeping, 0u, __ATOMIC_RELAXED);
+}
+
+void torxm_co_wait_news(torx_ctx_t *ctx)
+{
+    sleep_task(ctx->co, TASK_SLEEP_MS, torxm_fifo_was_full(ctx));
 }
 
 void torxm_co_idle(torx_ctx_t *ctx, unsigned idle, double deadline)
@@ -709,7 +724,7 @@ void torxm_co_idle(torx_ctx_t *ctx, unsigned idle, double deadline)
         /* "shared": waiting for a work unit that runs on our own core.
          * Exact waits: sleep until the thread says it finished one. */
         if (exact)
-            sleep_task(ctx->co, TASK_SLEEP_MS);
+            sleep_task(ctx->co, TASK_SLEEP_MS, 0);
         else
             torxp_yield(ctx->dev);
         return;
@@ -727,15 +742,16 @@ void torxm_co_idle(torx_ctx_t *ctx, unsigned idle, double deadline)
     }
     if (ctx->busy || ctx->ctrl_head) {
         /* Our sends wait for room at a peer, which rings nobody: nap.
-         * Exact waits (sim): room in the task's own injection FIFO is
-         * polled for, and a wait for a packet (a token, a clear-to-send)
-         * sleeps until the thread stages one (torxm_fifo_was_full). */
+         * Exact waits (sim): a wait for room in the task's own injection
+         * FIFO sleeps until a slot frees, and one for a packet (a token, a
+         * clear-to-send) until the thread stages one; either ends on the
+         * thread's ring (torxm_fifo_was_full). */
         if (!exact) {
             torxp_nap(ctx->dev, TASK_NAP_NS);
             return;
         }
         if (torxm_fifo_was_full(ctx)) {
-            torxp_yield(ctx->dev);
+            sleep_task(ctx->co, TASK_SLEEP_MS, 1);
             return;
         }
     }
@@ -753,7 +769,7 @@ void torxm_co_idle(torx_ctx_t *ctx, unsigned idle, double deadline)
         if (left * 1e3 < ms)
             ms = (int)(left * 1e3) + 1;
     }
-    sleep_task(ctx->co, ms);
+    sleep_task(ctx->co, ms, 0);
 }
 
 /* ---- Transient work units ------------------------------------------------------------- */

@@ -241,6 +241,8 @@ int torxm_co_advance(torx_ctx_t *ctx);
 /* One idle round of a wait in co mode (spin, yield, then sleep until the
  * thread has something for the task). */
 void torxm_co_idle(torx_ctx_t *ctx, unsigned idle, double deadline);
+/* torx_idle in co mode on a device with exact waits. */
+void torxm_co_wait_news(torx_ctx_t *ctx);
 torx_status_t torxm_co_costart(torx_ctx_t *ctx, torx_cowork_fn fn, void *arg, int *handle);
 torx_status_t torxm_co_cojoin(torx_ctx_t *ctx, int handle);
 void torxm_co_poll_set(torx_ctx_t *ctx, torx_copoll_fn fn, void *arg);
@@ -282,11 +284,12 @@ static inline torx_status_t torxm_inject(torx_ctx_t *ctx, const torx_pkt_hdr_t *
 /* Whether the last push or control packet found the FIFO full since the
  * last look, forgetting it: the wait that follows is for room, not for a
  * packet (a token, a clear-to-send). On a device with exact waits (sim)
- * room comes back as the task's own injection FIFO drains, which no wait
- * reports: a waiter for it polls (torxp_yield, an empty poll of the
- * modelled core), as Blue Gene/L's cores polled the FIFO's status. A nap
- * of the host's length, tens of microseconds, would leave the link idle
- * for dozens of packets' time. */
+ * room comes back as the task's own injection FIFO drains: a heater task
+ * polls for it (torxp_yield, an empty poll of the modelled core), as Blue
+ * Gene/L's cores polled the FIFO's status, and takes its arriving packets
+ * between polls; a co task, whose thread takes them, sleeps until a slot
+ * frees (torxp_room_wait). A nap of the host's length, tens of
+ * microseconds, would leave the link idle for dozens of packets' time. */
 static inline int torxm_fifo_was_full(torx_ctx_t *ctx)
 {
     const int full = ctx->fifo_full;
