@@ -144,6 +144,12 @@ static void sim_consume(torx_pkt_dev_t *dev)
     torxp_sim_actor_t *a = torxp_sim_self();
     torxp_sim_net_pop(d->job, d->task);
     torxp_sim_charge_s(a, d->c_receive);
+    /* A communication thread hands the packet to its task in memory next
+     * (co mode's staging ring), where no call of this device pays what the
+     * thread owes: it pays the receive first, so the task sees the packet
+     * when the thread has read it, polling or woken. */
+    if (a->is_helper)
+        torxp_sim_sync(a);
 }
 
 static int sim_room(torx_pkt_dev_t *dev, torx_coord_t dest)
@@ -407,9 +413,13 @@ static torx_status_t sim_room_wait(torx_pkt_dev_t *dev, uint32_t *word, uint32_t
     return rc;
 }
 
+/* A wake is something others see: the waker pays what it owes first, so
+ * that what it published before the wake (the thread's completions, in co
+ * mode) is seen when it is done. */
 static void sim_word_wake(torx_pkt_dev_t *dev, uint32_t *word)
 {
     (void)word;
+    enter();
     torxp_sim_task_t *t = sim_of(dev)->task;
     torxp_sim_wake_task(t->job, t->rank);
 }
