@@ -490,6 +490,84 @@ START_TEST(co_round_wait_wakes)
 }
 END_TEST
 
+/* ---- A task sees a packet only once its thread has read it ------------------------ */
+
+/* On a modelled device the communication thread pays each packet's receive
+ * cost before the task can see it, whichever actor the simulation runs
+ * first at that instant (docs/sim.md#calibration). A 1-byte one-packet half
+ * round trip then takes at least the device's message latency (inject,
+ * one link, receive, match); an adaptive one a reception more, since the
+ * sender's thread reads the token before the reply. When the thread handed
+ * the packet over before paying for it, the one-packet round trip took
+ * 0.70 of that, or the adaptive one lost its token's reception. */
+static void pong_wake(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info, torx_recv_t *recv)
+{
+    (void)ctx;
+    (void)info;
+    (void)recv;
+    *(volatile int *)harg = 1;
+}
+
+static int pingpong_task(torx_boot_t *boot, void *argp)
+{
+    (void)argp;
+    torx_init_attr_t attr = {.boot = boot, .mode = TORX_MODE_CO};
+    torx_ctx_t *ctx;
+    TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
+    volatile int got = 0;
+    TASK_CHECK(torx_register(ctx, 6, pong_wake, (void *)&got) == TORX_OK, "register");
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    if (!modelled(ctx)) {
+        if (boot->rank == 0)
+            printf("co_thread_reads_before_the_task_sees: not run off sim (host times vary)\n");
+        TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
+        return 0;
+    }
+    torx_net_t net;
+    torx_pkt_network(torx_ctx_device(ctx), &net);
+    const torx_protocol_t protos[] = {TORX_PROTO_ONEPKT, TORX_PROTO_ADAPTIVE};
+    const char byte = 1;
+    enum { ROUNDS = 10 };
+    for (int k = 0; k < 2; k++) {
+        const double t0 = torx_wtime(ctx);
+        for (int i = 0; i < ROUNDS; i++) {
+            torx_msg_t m;
+            if (boot->rank == 0) {
+                got = 0;
+                TASK_CHECK(torx_send(ctx, &m, 1, 6, NULL, 0, &byte, 1, protos[k], NULL, NULL) ==
+                               TORX_OK,
+                           "%s", torx_last_error());
+                TASK_CHECK(torx_wait(ctx, &got) == TORX_OK, "%s", torx_last_error());
+            } else {
+                TASK_CHECK(torx_wait(ctx, &got) == TORX_OK, "%s", torx_last_error());
+                got = 0;
+                TASK_CHECK(torx_send(ctx, &m, 0, 6, NULL, 0, &byte, 1, protos[k], NULL, NULL) ==
+                               TORX_OK,
+                           "%s", torx_last_error());
+            }
+        }
+        const double half = (torx_wtime(ctx) - t0) / (2.0 * ROUNDS);
+        const double floor = net.message_latency + (k ? net.packet_cpu : 0.0);
+        if (boot->rank == 0) {
+            fprintf(stderr, "co %s half round trip %.4f us, floor %.4f us\n",
+                    torx_protocol_name(protos[k]), half * 1e6, floor * 1e6);
+            TASK_CHECK(half >= floor - 10e-9, /* SimGrid ends a sleep up to 1 ns early */
+                       "%s: a half round trip of %.4f us, under the %.4f us of its events",
+                       torx_protocol_name(protos[k]), half * 1e6, floor * 1e6);
+        }
+        TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    }
+    TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
+    return 0;
+}
+
+START_TEST(co_thread_reads_before_the_task_sees)
+{
+    setenv("TORX_CO_THREAD", "own", 1);
+    RUN_JOB(2, pingpong_task, NULL);
+}
+END_TEST
+
 START_TEST(co_bad_thread_role_stops_init)
 {
     setenv("TORX_CO_THREAD", "maybe", 1);
@@ -562,6 +640,7 @@ Suite *msg_co_suite(void)
     tcase_add_test(tc, co_short_of_cores_task_moves_data);
     tcase_add_loop_test(tc, co_idle_wait_sleeps, 0, 2);
     tcase_add_test(tc, co_round_wait_wakes);
+    tcase_add_test(tc, co_thread_reads_before_the_task_sees);
     tcase_add_test(tc, co_bad_thread_role_stops_init);
     tcase_add_loop_test(tc, nodes_fit_the_host_when_unset, 0, 3);
     suite_add_tcase(s, tc);
