@@ -150,6 +150,7 @@ struct torxm_co {
 
     /* ---- unit ring: the task produces, the thread consumes ---- */
     alignas(CO_LINE) uint64_t unit_tail; /* task writes */
+    uint64_t units_seen;                 /* task: unit_head when it last looked */
     alignas(CO_LINE) uint64_t unit_head; /* thread writes: units finished */
 
     /* ---- the poll (torx_copoll): the task sets it, the thread runs it ---- */
@@ -679,14 +680,20 @@ int torxm_co_advance(torx_ctx_t *ctx)
     return n;
 }
 
-/* Whether the thread has published something the task has not taken. */
-static int task_has_news(struct torxm_co *co, uint64_t units_seen)
+/* Whether the thread has published something the task has not taken: a
+ * work unit counts until the task looks (units_seen), so one that finished
+ * between a caller's own look (units_wait) and this is news too. */
+static int task_has_news(struct torxm_co *co)
 {
     /* acquire: as in torxm_co_advance (a hint; it re-reads). */
+    const uint64_t units = __atomic_load_n(&co->unit_head, __ATOMIC_ACQUIRE);
+    if (units != co->units_seen) {
+        co->units_seen = units;
+        return 1;
+    }
     return __atomic_load_n(&co->stage_tail, __ATOMIC_ACQUIRE) !=
                __atomic_load_n(&co->stage_head, __ATOMIC_RELAXED) ||
-           __atomic_load_n(&co->done_tail, __ATOMIC_ACQUIRE) != co->done_head ||
-           __atomic_load_n(&co->unit_head, __ATOMIC_ACQUIRE) != units_seen;
+           __atomic_load_n(&co->done_tail, __ATOMIC_ACQUIRE) != co->done_head;
 }
 
 /* The task sleeps until the thread publishes something, at most ms; with
@@ -695,14 +702,12 @@ static void sleep_task(struct torxm_co *co, int ms, int room)
 {
     /* acquire: pairs with ring_task's release. */
     const uint32_t bell = __atomic_load_n(&co->task_bell, __ATOMIC_ACQUIRE);
-    /* acquire: the work units finished so far, to notice more finishing. */
-    const uint64_t units = __atomic_load_n(&co->unit_head, __ATOMIC_ACQUIRE);
     /* relaxed: ordered by the fence. */
     __atomic_store_n(&co->task_sleeping, 1u, __ATOMIC_RELAXED);
     /* seq_cst fence: StoreLoad between task_sleeping and the recheck;
      * pairs with the fence in ring_task. */
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (!task_has_news(co, units)) {
+    if (!task_has_news(co)) {
         if (room)
             torxp_room_wait(co->dev, &co->task_bell, bell, (int64_t)ms * 1000000);
         else
@@ -782,7 +787,11 @@ static void units_wait(torx_ctx_t *ctx, uint64_t count)
     /* acquire: pairs with comm_unit's release: a unit's slot is free, and
      * its effects visible, once it counts as finished. Units finish in
      * order. */
-    while (__atomic_load_n(&co->unit_head, __ATOMIC_ACQUIRE) < count) {
+    uint64_t head;
+    while ((head = __atomic_load_n(&co->unit_head, __ATOMIC_ACQUIRE)) < count) {
+        /* a unit that finishes from here on, even before the task's
+         * sleep below begins, ends that sleep (task_has_news) */
+        co->units_seen = head;
         if (torx_advance(ctx) > 0) /* a failed context still lets units finish */
             idle = 0;
         else
