@@ -552,7 +552,7 @@ static torx_status_t paced_run(torx_coll_group_t *g, torx_coll_kind_t kind, cons
     unsigned spins = 0;
     int moved;
     while ((st = exchange_step(r, &moved)) == TORX_AGAIN)
-        torxc_progress(c, &spins);
+        torxc_progress_msgs(c, &spins);
     end(r);
     return st;
 }
@@ -569,7 +569,7 @@ torx_status_t torxc_paced_alltoallv(torx_coll_group_t *g, torx_coll_kind_t kind,
 static torx_status_t placed(torxc_a2a_run_t *r, unsigned *spins)
 {
     while (r->received < r->expect)
-        torxc_progress(r->c, spins);
+        torxc_progress_msgs(r->c, spins);
     end(r);
     return r->status;
 }

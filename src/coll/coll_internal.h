@@ -368,6 +368,21 @@ static inline void torxc_progress(torx_coll_t *c, unsigned *spins)
 {
     if (c->progress)
         c->progress(c->progress_arg);
+    else
+        torx_advance(c->ctx);
+    if (++*spins >= TORXC_SPINS && (*spins & 7) == 0)
+        torxp_yield(c->dev);
+}
+
+/* As torxc_progress, for a loop that waits only on the message layer: its
+ * own sends and the blocks that come to it, never on a packet it injects
+ * itself or a device round. Where waits are exact (sim, co mode), an
+ * advance that found nothing sleeps until the next could find something
+ * (torx_idle) instead of polling. */
+static inline void torxc_progress_msgs(torx_coll_t *c, unsigned *spins)
+{
+    if (c->progress)
+        c->progress(c->progress_arg);
     else if (torx_advance(c->ctx) == 0)
         torx_idle(c->ctx);
     if (++*spins >= TORXC_SPINS && (*spins & 7) == 0)

@@ -128,6 +128,8 @@ static inline torx_status_t onepkt_now(torx_ctx_t *ctx, torxm_peer_t *peer, int 
         s->packets_sent++;
         torxm_count_dest(ctx, peer, len);
         peer->tx_seq++;
+    } else if (rc == TORX_NO_ROOM) {
+        ctx->fifo_full = 1; /* the caller retries when a slot frees (torx_idle) */
     }
     return rc;
 }
@@ -192,6 +194,8 @@ static torx_status_t eager_now(torx_ctx_t *ctx, torxm_peer_t *peer, int handler,
         off += n;
     }
     const torx_status_t rc = torx_pkt_inject_batch(ctx->dev, out, (int)npkts);
+    if (rc == TORX_NO_ROOM)
+        ctx->fifo_full = 1; /* the caller retries when a slot frees (torx_idle) */
     if (rc != TORX_OK)
         return rc == TORX_NO_ROOM ? TORX_AGAIN : rc;
     torx_proto_stats_t *s = &ctx->stats[TORX_PROTO_EAGER];
