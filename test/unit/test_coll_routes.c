@@ -401,6 +401,7 @@ typedef struct bc_job {
     int nsizes;
     int root_step; /* roots 0, step, 2 step, ... (and the last) */
     int far;       /* stamp the pipeline: root 0 and the member farthest from it */
+    int repeat;    /* calls per root and size, back to back (0: one) */
 } bc_job_t;
 
 /* Shared by a job's tasks (mapped before the fork; sim's actors share it too). */
@@ -442,20 +443,30 @@ static int bc_task(torx_boot_t *boot, void *argp)
             unsigned char *buf = malloc(len + 1);
             TASK_CHECK(buf != NULL, "malloc");
             for (int root = 0;; root = root + job->root_step < n ? root + job->root_step : n - 1) {
-                for (size_t i = 0; i < len; i++)
-                    buf[i] = me == root ? byte_at(root, si, i) : 0xee;
-                buf[len] = 0x77;
-                TASK_CHECK(torx_coll_bcast(g, TORX_COLL_ALG_TORUS, buf, len, root) == TORX_OK,
-                           "bcast %zu from %d: %s", len, root, torx_last_error());
-                for (size_t i = 0; i < len; i++)
-                    TASK_CHECK(buf[i] == byte_at(root, si, i), "bcast %zu from %d: byte %zu is %#x",
-                               len, root, i, buf[i]);
-                TASK_CHECK(buf[len] == 0x77, "bcast wrote past the buffer");
-                if (job->far && root == 0 && si == job->nsizes - 1) {
-                    if (me == 0)
-                        st->root_out = c->bc_root_out_s;
-                    if (me == st->far_rank)
-                        st->far_first = c->bc_first_s;
+                for (int call = 0; call < (job->repeat ? job->repeat : 1); call++) {
+                    for (size_t i = 0; i < len; i++)
+                        buf[i] = me == root ? byte_at(root, si, i) : 0xee;
+                    buf[len] = 0x77;
+                    const double t0 = torx_wtime(ctx);
+                    TASK_CHECK(torx_coll_bcast(g, TORX_COLL_ALG_TORUS, buf, len, root) == TORX_OK,
+                               "bcast %zu from %d: %s", len, root, torx_last_error());
+                    /* On a modelled machine a call takes microseconds to a
+                     * millisecond; a lost wake-up sleeps a whole 20 ms
+                     * (co mode's longest sleep: docs/message-layer.md#waiting). */
+                    const double took = torx_wtime(ctx) - t0;
+                    TASK_CHECK(!(torx_ctx_device(ctx)->caps & TORXP_CAP_MODELLED) || took < 5e-3,
+                               "bcast %zu from %d took %.1f ms of modelled time", len, root,
+                               took * 1e3);
+                    for (size_t i = 0; i < len; i++)
+                        TASK_CHECK(buf[i] == byte_at(root, si, i),
+                                   "bcast %zu from %d: byte %zu is %#x", len, root, i, buf[i]);
+                    TASK_CHECK(buf[len] == 0x77, "bcast wrote past the buffer");
+                    if (job->far && root == 0 && si == job->nsizes - 1) {
+                        if (me == 0)
+                            st->root_out = c->bc_root_out_s;
+                        if (me == st->far_rank)
+                            st->far_first = c->bc_first_s;
+                    }
                 }
                 if (root == n - 1)
                     break;
@@ -563,6 +574,11 @@ START_TEST(bcast_sim)
     job.root_step = 5;
     run_bc("2x2x3", "vn", 24, &job);
     run_bc("4x3x2", "co", 24, &job);
+    /* Fig 5(b)'s short broadcasts, back to back from one root: the root
+     * waits for its thread's part (torx_cojoin) after every call */
+    static const size_t short_sizes[] = {256, 1024};
+    bc_job_t back = {.sizes = short_sizes, .nsizes = 2, .root_step = 31, .repeat = 4};
+    run_bc("4x4x2", "co", 32, &back);
     sim_env("0"); /* tori: rings */
     job.root_step = 21;
     run_bc("4x4x4", "co", 64, &job);

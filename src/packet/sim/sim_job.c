@@ -479,6 +479,10 @@ static void task_actor(int argc, char **argv)
     if (rc != 0 && !job->aborted) { /* as mpiexec does: one failed task ends the job */
         job->aborted = 1;
         fprintf(stderr, "torx-sim: task %d failed (status %d): ending the job\n", a->rank, rc);
+        /* its own thread too: left running, it polled on until the time
+         * limit (an hour of simulated time, minutes of wall time) */
+        if (a->helper)
+            sg_actor_kill(a->helper->self);
         for (int r = 0; r < job->ntasks; r++)
             if (job->status[r] == -1 && r != a->rank) {
                 if (job->actors[r].helper)
