@@ -510,13 +510,16 @@ int torx_advance(torx_ctx_t *ctx);
 
 /* NAME     torx_idle - wait for news after an idle torx_advance
  * DESCRIPTION
- *   For a caller that loops on torx_advance until something it waits for
- *   happens, and has nothing else to do: called after torx_advance returned
- *   0, it returns when another torx_advance may find something. On a
- *   device whose waits are exact (sim), in co mode, it sleeps until the
- *   communication thread publishes something or, if a send waits for room,
- *   a slot of the injection FIFO frees: the same simulated time as polling,
- *   without the polls. Elsewhere it returns at once.
+ *   For a caller that loops on torx_advance until something only the
+ *   message layer changes happens (its messages sent, received, matched;
+ *   torx_send_inject's TORX_AGAIN retried), and has nothing else to do:
+ *   called after torx_advance returned 0, it returns when another
+ *   torx_advance may find something. On a device whose waits are exact
+ *   (sim), in co mode, it sleeps until the communication thread publishes
+ *   something or, if a send found the injection FIFO full, a slot frees:
+ *   the simulated time at which polling would have found either, without
+ *   the polls. Elsewhere it returns at once. A loop that also waits on its
+ *   own packet-layer injections or a device round must poll instead.
  * SEE ALSO torx_advance
  */
 void torx_idle(torx_ctx_t *ctx);
