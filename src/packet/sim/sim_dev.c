@@ -363,54 +363,47 @@ static void sim_yield(torx_pkt_dev_t *dev)
     torxp_sim_sync(a);
 }
 
-static torx_status_t sim_word_wait(torx_pkt_dev_t *dev, uint32_t *word, uint32_t expected,
-                                   int64_t timeout_ns)
+/* Sleeps while *word == expected, at most timeout_ns; with room, also
+ * until a slot of the task's injection FIFO frees. A co task whose FIFO is
+ * full, polling, would do nothing else until a slot frees or its thread
+ * publishes something: it sleeps until then instead, and acts when its
+ * polls would have found either, less their lag
+ * (docs/sim.md#what-the-model-costs). Any wake ends the sleep: the caller
+ * looks again. */
+static torx_status_t wait_word(sim_dev_t *d, uint32_t *word, uint32_t expected, int64_t timeout_ns,
+                               int room)
 {
-    (void)dev;
     torxp_sim_actor_t *a = enter();
     const double deadline =
         timeout_ns < 0 ? INFINITY : torxp_sim_now(a) + (double)timeout_ns * 1e-9;
     torx_status_t rc = TORX_OK;
     while (__atomic_load_n(word, __ATOMIC_ACQUIRE) == expected) {
         const double now = torxp_sim_now(a);
+        if (room && torxp_sim_net_room(d->job, d->task, now) > 0)
+            break;
         if (now + SIM_TIME_EPS >= deadline) {
             rc = TORX_AGAIN;
             break;
         }
-        if (torxp_sim_park(a, isinf(deadline) ? -1 : deadline - now))
-            break; /* woken: the caller looks again */
+        d->task->room_waiting = room;
+        const int woken = torxp_sim_park(a, isinf(deadline) ? -1 : deadline - now);
+        d->task->room_waiting = 0;
+        if (woken)
+            break;
     }
     return rc;
 }
 
-/* A co task whose injection FIFO is full, polling, would do nothing else
- * until a slot frees or its thread publishes something: it sleeps until
- * then instead, and acts when its polls would have found either, less
- * their lag (docs/sim.md#what-the-model-costs). Any wake ends the sleep:
- * the caller looks again. */
+static torx_status_t sim_word_wait(torx_pkt_dev_t *dev, uint32_t *word, uint32_t expected,
+                                   int64_t timeout_ns)
+{
+    return wait_word(sim_of(dev), word, expected, timeout_ns, 0);
+}
+
 static torx_status_t sim_room_wait(torx_pkt_dev_t *dev, uint32_t *word, uint32_t expected,
                                    int64_t timeout_ns)
 {
-    sim_dev_t *d = sim_of(dev);
-    torxp_sim_actor_t *a = enter();
-    const double deadline =
-        timeout_ns < 0 ? INFINITY : torxp_sim_now(a) + (double)timeout_ns * 1e-9;
-    torx_status_t rc = TORX_OK;
-    while (__atomic_load_n(word, __ATOMIC_ACQUIRE) == expected) {
-        const double now = torxp_sim_now(a);
-        if (torxp_sim_net_room(d->job, d->task, now) > 0)
-            break;
-        if (now + SIM_TIME_EPS >= deadline) {
-            rc = TORX_AGAIN;
-            break;
-        }
-        d->task->room_waiting = 1;
-        const int woken = torxp_sim_park(a, isinf(deadline) ? -1 : deadline - now);
-        d->task->room_waiting = 0;
-        if (woken)
-            break; /* a slot, or a wake for something else: the caller looks again */
-    }
-    return rc;
+    return wait_word(sim_of(dev), word, expected, timeout_ns, 1);
 }
 
 /* A wake is something others see: the waker pays what it owes first, so
