@@ -16,8 +16,6 @@
 #include "sim_machine.h"
 
 #include <simgrid/actor.h>
-#include <simgrid/cond.h>
-#include <simgrid/mutex.h>
 #include <simgrid/semaphore.h>
 
 #include <stdint.h>

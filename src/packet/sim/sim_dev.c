@@ -385,9 +385,12 @@ static torx_status_t wait_word(sim_dev_t *d, uint32_t *word, uint32_t expected, 
             rc = TORX_AGAIN;
             break;
         }
-        d->task->room_waiting = room;
+        /* the flag is the task's main actor's: a thread's word wait leaves it */
+        if (room)
+            d->task->room_waiting = 1;
         const int woken = torxp_sim_park(a, isinf(deadline) ? -1 : deadline - now);
-        d->task->room_waiting = 0;
+        if (room)
+            d->task->room_waiting = 0;
         if (woken)
             break;
     }

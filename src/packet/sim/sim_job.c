@@ -275,20 +275,20 @@ double torxp_sim_job_horizon(const torxp_sim_job_t *job)
     return job->wake_at[job->heap[0]];
 }
 
-static torx_status_t horizon_init(torxp_sim_job_t *job)
+/* 0 when out of memory (run_job says so). */
+static int horizon_init(torxp_sim_job_t *job)
 {
     const size_t n = 2 * (size_t)job->ntasks;
     job->wake_at = torxp_malloc(n * sizeof *job->wake_at);
     job->heap = torxp_malloc(n * sizeof *job->heap);
     job->heap_pos = torxp_malloc(n * sizeof *job->heap_pos);
     if (!job->wake_at || !job->heap || !job->heap_pos)
-        return torxp_error(TORX_ERR_NOMEM, "torx: sim: no memory for %d tasks' wake times",
-                           job->ntasks);
+        return 0;
     for (size_t i = 0; i < n; i++) {
         job->wake_at[i] = INFINITY; /* not started: +inf is a valid heap */
         heap_put(job, (int)i, (int)i);
     }
-    return TORX_OK;
+    return 1;
 }
 
 /* ---- blocking ------------------------------------------------------------------ */
@@ -657,7 +657,7 @@ static int run_job(torxp_sim_job_t *job)
     snprintf(job->job_id, sizeof job->job_id, "sim-%ld-%u", (long)getpid(), jobs++);
     job->actors = torxp_calloc((size_t)job->ntasks, sizeof *job->actors);
     job->status = torxp_malloc((size_t)job->ntasks * sizeof *job->status);
-    if (!job->actors || !job->status || horizon_init(job) != TORX_OK) {
+    if (!job->actors || !job->status || !horizon_init(job)) {
         torxp_error(TORX_ERR_NOMEM, "torx: sim: no memory for %d tasks", job->ntasks);
         return -1;
     }

@@ -898,7 +898,7 @@ static void grant(torxp_sim_net_t *n, unsigned li, int q, double t)
         torxp_sim_task_t *s = &n->tasks[f->src_rank];
         if (s->open && s->gen == f->src_gen) {
             s->inject[f->slot] = t;
-            if (s->room_waiting) { /* torxp_sim_net_room_watch */
+            if (s->room_waiting) { /* sim_dev.c's room wait */
                 s->room_waiting = 0;
                 n->wakes[n->nwakes++] = -1 - s->rank;
             }
