@@ -508,13 +508,40 @@ void torxm_peer_push(torx_ctx_t *ctx, torxm_peer_t *peer)
     peer_push_count(ctx, peer);
 }
 
+/* Makes the busy peer after p the head of ctx's busy list, p its tail. */
+static void rotate_busy(torx_ctx_t *ctx, torxm_peer_t *p)
+{
+    torxm_peer_t *next = p->busy_next;
+    if (!next)
+        return;
+    torxm_peer_t *tail = next;
+    while (tail->busy_next)
+        tail = tail->busy_next;
+    tail->busy_next = ctx->busy;
+    ctx->busy = next;
+    p->busy_next = NULL;
+}
+
 int torxm_push_all(torx_ctx_t *ctx)
 {
+    /* Where one injection FIFO serves every destination, a push that found
+     * it full ends the round: each further peer's try would fail too, and
+     * cost its core a poll of the FIFO. The next round starts with the
+     * peer after it, so that the slots, as they free, go round the busy
+     * peers a packet at a time instead of draining the first peer's queue
+     * (the paced alltoall spreads its packets over the links so). */
+    const int one_fifo = (ctx->dev->caps & TORXP_CAP_ONE_FIFO) != 0;
+    const int was_full = ctx->fifo_full;
+    ctx->fifo_full = 0;
     int n = 0;
     torxm_peer_t **pp = &ctx->busy;
     while (*pp) {
         torxm_peer_t *p = *pp;
         n += peer_push_count(ctx, p);
+        if (one_fifo && ctx->fifo_full) {
+            rotate_busy(ctx, p);
+            break;
+        }
         if (!p->head) {
             *pp = p->busy_next;
             p->busy = 0;
@@ -522,6 +549,7 @@ int torxm_push_all(torx_ctx_t *ctx)
             pp = &p->busy_next;
         }
     }
+    ctx->fifo_full |= was_full;
     return n;
 }
 

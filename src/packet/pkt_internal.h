@@ -117,6 +117,10 @@ typedef struct torxp_dev_ops {
 /* TORXP_CAP_NO_BULK: no bulk transfers (torx_bulk_get refuses): the layers
  * above move bulk data in packets (sim on a machine without DMA, BG/L). */
 #define TORXP_CAP_NO_BULK 0x4u
+/* TORXP_CAP_ONE_FIFO: all of a task's torus packets leave through one
+ * injection FIFO, whatever their destination (sim, as on Blue Gene/L): an
+ * injection that finds no room means none for any destination. */
+#define TORXP_CAP_ONE_FIFO 0x8u
 /* The caps of the device torx_pkt_open will open for device (NULL:
  * TORX_DEVICE), known before it opens: for what a task does first, such
  * as binding to its core. 0 for a name it does not know. */

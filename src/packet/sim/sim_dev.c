@@ -528,7 +528,7 @@ torx_status_t torxp_sim_dev_open(const torx_pkt_attr_t *attr, const torxp_env_t 
     d->base.rank = attr->boot->rank;
     d->base.size = attr->boot->size;
     d->base.verbose = (int)env->verbose;
-    d->base.caps = TORXP_CAP_EXACT_WAIT | TORXP_CAP_MODELLED;
+    d->base.caps = TORXP_CAP_EXACT_WAIT | TORXP_CAP_MODELLED | TORXP_CAP_ONE_FIFO;
     d->job = a->job;
     const torxp_sim_machine_t *m = &torxp_sim_config(d->job)->machine;
     d->c_inject = torxp_sim_cycles_s(m, m->cpu_inject_packet);
