@@ -6,7 +6,8 @@
  * task computes without advancing (own), and one the task moves itself
  * (shared); an idle co job that sleeps; a wait on a global-interrupt round
  * that ends with it; the node sized to fit the host
- * when TORX_CORES_PER_NODE is unset. */
+ * when TORX_CORES_PER_NODE is unset; one injection FIFO's slots shared
+ * round the busy peers. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #endif
@@ -14,6 +15,7 @@
 #include "harness.h"
 #include "msg_test.h"
 
+#include <math.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -575,6 +577,118 @@ START_TEST(co_bad_thread_role_stops_init)
 }
 END_TEST
 
+/* ---- One injection FIFO's slots go round the busy peers --------------------------- */
+
+/* Where a task's packets all leave through one injection FIFO (sim), the
+ * message layer ends a push round at the first peer that finds it full,
+ * and starts the next round with the peer after it
+ * (docs/packet-layer.md#one-injection-fifo). On a 4x1x1 mesh task 0 sends
+ * an eager message of SPREAD_BYTES to each of tasks 1-3 at once, many
+ * times the FIFO's slots, all over its one link. The first send fills the
+ * FIFO before the other two are posted, and gets that much ahead; from
+ * then on its packets go out a packet for each peer in turn, so the last
+ * two messages end within a few packets' time of each other, and the
+ * first not long before. Draining the first busy peer's queue first, they
+ * end at a third, two thirds and all of the time. */
+enum { SPREAD_BYTES = 16384, SPREAD_TAG = 7 };
+
+typedef struct spread_rx {
+    char buf[SPREAD_BYTES];
+    volatile double done_at;
+    volatile int got; /* task 0: receivers' times */
+    double times[4];
+} spread_rx_t;
+
+static void spread_done(torx_ctx_t *ctx, void *arg, torx_status_t status, size_t received)
+{
+    spread_rx_t *rx = arg;
+    rx->done_at = status == TORX_OK && received == SPREAD_BYTES ? torx_wtime(ctx) : -1.0;
+}
+
+static void spread_handler(torx_ctx_t *ctx, void *harg, const torx_recv_info_t *info,
+                           torx_recv_t *recv)
+{
+    (void)ctx;
+    spread_rx_t *rx = harg;
+    if (info->data_len == sizeof(double)) { /* at task 0: a receiver's end time */
+        memcpy(&rx->times[info->src], info->data, sizeof(double));
+        rx->got++;
+        recv->buf = NULL;
+        return;
+    }
+    recv->buf = rx->buf;
+    recv->len = sizeof rx->buf;
+    recv->done = spread_done;
+    recv->arg = rx;
+}
+
+static int spread_task(torx_boot_t *boot, void *argp)
+{
+    (void)argp;
+    torx_init_attr_t attr = {.boot = boot, .mode = TORX_MODE_CO};
+    torx_ctx_t *ctx;
+    TASK_CHECK(torx_init(&attr, &ctx) == TORX_OK, "%s", torx_last_error());
+    static spread_rx_t rxs[4]; /* per task: on sim each task's data is its own */
+    spread_rx_t *rx = &rxs[boot->rank];
+    rx->done_at = 0;
+    rx->got = 0;
+    TASK_CHECK(torx_register(ctx, SPREAD_TAG, spread_handler, rx) == TORX_OK, "register");
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    if (!(torx_ctx_device(ctx)->caps & TORXP_CAP_ONE_FIFO)) {
+        if (boot->rank == 0)
+            printf("one_fifo_goes_round_the_peers: not run (this device's destinations each "
+                   "have their own room)\n");
+        TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
+        return 0;
+    }
+    if (boot->rank == 0) {
+        static char data[SPREAD_BYTES];
+        torx_msg_t m[3];
+        volatile int sent = 0;
+        const double t0 = torx_wtime(ctx);
+        for (int to = 1; to <= 3; to++)
+            TASK_CHECK(torx_send(ctx, &m[to - 1], to, SPREAD_TAG, NULL, 0, data, sizeof data,
+                                 TORX_PROTO_EAGER, test_count_msg, (void *)&sent) == TORX_OK,
+                       "%s", torx_last_error());
+        while (sent < 3 || rx->got < 3)
+            TASK_CHECK(torx_advance(ctx) >= 0, "%s", torx_last_error());
+        for (int r = 1; r <= 3; r++)
+            TASK_CHECK(rx->times[r] > 0, "task %d's message did not arrive whole", r);
+        const double t1 = rx->times[1] - t0, t2 = rx->times[2] - t0, t3 = rx->times[3] - t0;
+        const double last = t2 > t3 ? t2 : t3;
+        fprintf(stderr, "one FIFO: the three messages ended %.3f, %.3f, %.3f us after the sends\n",
+                t1 * 1e6, t2 * 1e6, t3 * 1e6);
+        TASK_CHECK(fabs(t2 - t3) < 0.05 * last && t1 > 0.6 * last,
+                   "the FIFO's slots did not go round the peers: the messages ended %.3f, %.3f "
+                   "and %.3f us after the sends",
+                   t1 * 1e6, t2 * 1e6, t3 * 1e6);
+    } else {
+        while (rx->done_at == 0)
+            TASK_CHECK(torx_advance(ctx) >= 0, "%s", torx_last_error());
+        const double at = rx->done_at;
+        torx_msg_t m;
+        volatile int sent = 0;
+        TASK_CHECK(torx_send(ctx, &m, 0, SPREAD_TAG, NULL, 0, &at, sizeof at, TORX_PROTO_ONEPKT,
+                             test_count_msg, (void *)&sent) == TORX_OK,
+                   "%s", torx_last_error());
+        while (!sent)
+            TASK_CHECK(torx_advance(ctx) >= 0, "%s", torx_last_error());
+    }
+    TASK_CHECK(boot->barrier(boot) == TORX_OK, "barrier");
+    TASK_CHECK(torx_finalize(ctx) == TORX_OK, "%s", torx_last_error());
+    return 0;
+}
+
+START_TEST(one_fifo_goes_round_the_peers)
+{
+    setenv("TORX_CO_THREAD", "own", 1);
+    setenv("TORX_TORUS", "4x1x1", 1);
+    setenv("TORX_SIM_MESH", "1", 1);
+    setenv("TORX_SIM_MACHINE", "bgl", 1); /* bgp's cores inject slower than its links take */
+    RUN_JOB(4, spread_task, NULL);
+}
+END_TEST
+
 /* ---- The node fits the host ---------------------------------------------------------- */
 
 /* With TORX_CORES_PER_NODE unset, as many tasks as the host has CPUs get
@@ -648,6 +762,7 @@ Suite *msg_co_suite(void)
     tcase_set_timeout(multi, 200);
     tcase_add_loop_test(multi, co_protocol_variant, 2 * NCO_TWO_TASK_VARIANTS, 2 * NCO_VARIANTS);
     tcase_add_loop_test(multi, co_mixed_protocols_ordered_under_chaos, 0, 4);
+    tcase_add_test(multi, one_fifo_goes_round_the_peers);
     suite_add_tcase(s, multi);
     return s;
 }
