@@ -42,6 +42,9 @@ typedef struct torxp_sim_actor {
      * a sleep (a condition's wait takes three: lock, wait, unlock) */
     sg_sem_t park;
     int parked, wake_pending;
+    /* between its horizon entry and its park (torxp_sim_park); a task in
+     * torxp_sim_thread_join; a thread whose function returned */
+    int blocking, joining, ended;
     struct torxp_sim_actor *helper; /* a task's communication thread, if any */
 } torxp_sim_actor_t;
 
@@ -122,6 +125,10 @@ double torxp_sim_job_horizon(const torxp_sim_job_t *job);
 torxp_sim_net_t **torxp_sim_job_retired(torxp_sim_job_t *job);
 /* Frees the job's networks once SimGrid has run it (sim_net.c). */
 void torxp_sim_net_job_end(torxp_sim_job_t *job);
+/* The calling actor is about to block, its wake time in the horizon: the
+ * network processes the events no actor can act before, and arms its
+ * daemon for the first wake they ask for (a simcall). */
+void torxp_sim_net_blocking(torxp_sim_job_t *job);
 
 /* ---- the network (sim_net.c) ------------------------------------------- */
 

@@ -297,6 +297,7 @@ void torxp_sim_sleep(torxp_sim_actor_t *a, double s)
 {
     if (s > 0) {
         actor_wakes_at(a, torxp_sim_job_now(a->job) + s);
+        torxp_sim_net_blocking(a->job);
         sg_actor_sleep_for(s);
         actor_wakes_at(a, -INFINITY);
         torxp_sim_resumed(a);
@@ -319,8 +320,15 @@ int torxp_sim_park(torxp_sim_actor_t *a, double s)
 {
     int woken = 1;
     if (!a->wake_pending) {
-        a->parked = 1; /* no simcall between this and the sleep */
+        /* Before it parks, the actor runs the network ahead, which may wake
+         * the daemon: a simcall, inside which a wake may come (unpark). */
         actor_wakes_at(a, s < 0 ? INFINITY : torxp_sim_job_now(a->job) + s);
+        a->blocking = 1;
+        torxp_sim_net_blocking(a->job);
+        a->blocking = 0;
+    }
+    if (!a->wake_pending) {
+        a->parked = 1; /* no simcall between this and the sleep */
         if (s < 0) {
             sg_sem_acquire(a->park);
         } else if (sg_sem_acquire_timeout(a->park, s)) {
@@ -328,9 +336,9 @@ int torxp_sim_park(torxp_sim_actor_t *a, double s)
             if (!a->parked)
                 sg_sem_acquire(a->park); /* a wake after the timeout: take its release */
         }
-        actor_wakes_at(a, -INFINITY);
         a->parked = 0;
     }
+    actor_wakes_at(a, -INFINITY);
     a->wake_pending = 0;
     torxp_sim_resumed(a);
     return woken;
@@ -343,6 +351,8 @@ static void unpark(torxp_sim_actor_t *a)
     if (!a)
         return;
     a->wake_pending = 1;
+    if (a->blocking) /* between its horizon entry and its park: it runs on now */
+        actor_wakes_at(a, -INFINITY);
     if (a->parked) {
         a->parked = 0;
         actor_wakes_at(a, -INFINITY);
@@ -476,6 +486,7 @@ static void task_actor(int argc, char **argv)
     job->status[a->rank] = rc;
     job->finished++;
     actor_wakes_at(a, INFINITY);
+    torxp_sim_net_blocking(job);
     if (rc != 0 && !job->aborted) { /* as mpiexec does: one failed task ends the job */
         job->aborted = 1;
         fprintf(stderr, "torx-sim: task %d failed (status %d): ending the job\n", a->rank, rc);
@@ -516,7 +527,12 @@ static void helper_actor(int argc, char **argv)
     torxp_sim_actor_t *a = sg_actor_self_get_data();
     torxp_sim_resumed(a);
     a->ret = a->fn(a->arg);
+    a->ended = 1;
+    torxp_sim_actor_t *task = &a->job->actors[a->rank];
+    if (task->joining) /* its task runs on as it ends */
+        actor_wakes_at(task, -INFINITY);
     actor_wakes_at(a, INFINITY);
+    torxp_sim_net_blocking(a->job);
 }
 
 static sg_actor_t start_actor(torxp_sim_actor_t *a, const char *name, void (*code)(int, char **))
@@ -556,9 +572,19 @@ void torxp_sim_thread_join(torxp_thread_t *t)
 {
     torxp_sim_actor_t *a = t->dev_thread;
     torxp_sim_actor_t *self = torxp_sim_self();
+    /* The task acts next when its thread ends, and the thread says so
+     * (helper_actor): until then the network may run ahead of it. */
+    if (self && self->helper == a && !a->ended) {
+        self->joining = 1;
+        actor_wakes_at(self, INFINITY);
+        torxp_sim_net_blocking(self->job);
+    }
     sg_actor_join(a->self, -1);
-    if (self)
+    if (self) {
+        self->joining = 0;
+        actor_wakes_at(self, -INFINITY);
         torxp_sim_resumed(self);
+    }
     sg_actor_unref(a->self);
     if (self)
         self->helper = NULL;

@@ -25,7 +25,8 @@
  * packets leave a copy at every node they pass.
  *
  * Events are processed up to the simulated clock whenever a task calls in,
- * and by a daemon actor of the job, which sleeps until the next event, so
+ * and ahead of it, up to the horizon, by each actor as it blocks; a daemon
+ * actor of the job sleeps until the first wake those events ask for, so
  * that a packet reaches a sleeping receiver on time. The cost per packet
  * and hop is a few queue operations and a heap operation, whatever the
  * traffic. What this leaves out, on purpose: reception FIFOs never fill;
@@ -185,8 +186,9 @@ struct torxp_sim_net {
     sg_sem_t dsem; /* the daemon sleeps on it: one simcall a sleep, where a
                     * condition's wait takes three (lock, wait, unlock) */
     int daemon_started, dparked, dwake, closing;
-    double daemon_at; /* when it wakes next */
-    double ahead;     /* events up to this time were processed ahead of the clock */
+    int flushing;    /* wakes are being sent (flush) */
+    double wake_due; /* when the wakes queued ahead of the clock are due; -inf: none */
+    double ahead;    /* events up to this time were processed ahead of the clock */
     torxp_sim_net_t *next_retired;
     cn_round_t cn[TORX_CN_CHANNELS][CN_DEPTH]; /* round r of channel ch: cn[ch][r % CN_DEPTH] */
     gi_round_t gi[TORX_GI_CHANNELS][2];
@@ -426,7 +428,7 @@ static torx_status_t net_create(torxp_sim_job_t *job, torx_shape_t shape, torxp_
         n->dma_local_byte_s = 1.0 / m->dma_local_bandwidth;
         n->dma_startup = m->dma_startup;
     }
-    n->daemon_at = INFINITY;
+    n->wake_due = -INFINITY;
     *out = n;
     return TORX_OK;
 }
@@ -610,15 +612,14 @@ static void notify_later(torxp_sim_net_t *n, torxp_sim_task_t *t, double when)
     }
 }
 
-/* The wakes the events asked for, and the daemon's if an event is due
- * before it would wake. Each is a simcall: other actors may run. */
+/* The wakes the events asked for, once due. Each is a simcall: other
+ * actors may run, and one that blocks may queue wakes due later
+ * (torxp_sim_net_blocking), which wait for their time. */
 static void flush(torxp_sim_net_t *n)
 {
-    if (n->nev && n->ev[0].at < n->daemon_at) {
-        n->daemon_at = n->ev[0].at;
-        wake_daemon(n);
-    }
-    while (n->nwakes) {
+    const double now = torxp_sim_job_now(n->job);
+    n->flushing++; /* the woken run now: no actor runs the network ahead of them */
+    while (n->nwakes && !(n->wake_due > now + SIM_TIMING_PRECISION)) {
         const int w = n->wakes[--n->nwakes];
         if (w < 0) {
             torxp_sim_task_t *t = &n->tasks[-1 - w];
@@ -631,6 +632,9 @@ static void flush(torxp_sim_net_t *n)
         if (t->open)
             torxp_sim_wake_task(t->job, t->rank);
     }
+    if (!n->nwakes)
+        n->wake_due = -INFINITY;
+    n->flushing--;
 }
 
 /* ---- reception: a heap per task -------------------------------------------------- */
@@ -1179,9 +1183,17 @@ static double run_ahead(torxp_sim_net_t *n)
         n->ahead = at + NET_EPS;
         due = at;
     }
-    return n->nwakes ? due : -INFINITY;
+    if (!n->nwakes)
+        return -INFINITY;
+    n->wake_due = due;
+    return due;
 }
 
+/* The daemon sends the wakes that events processed ahead of the clock
+ * asked for, when they are due. It does not wake for the other events:
+ * every actor, as it blocks, processes the events no actor can act
+ * before (torxp_sim_net_blocking), and arms the daemon for the first
+ * wake they ask for. */
 static void net_daemon(int argc, char **argv)
 {
     torxp_sim_net_t *n = NULL;
@@ -1191,26 +1203,31 @@ static void net_daemon(int argc, char **argv)
     while (!n->closing) {
         const double now = torxp_sim_job_now(n->job);
         advance(n, now + NET_EPS);
-        const double due = run_ahead(n);
-        if (due > now) {
-            sg_actor_sleep_for(due - now); /* no actor is due before: nobody can wake it */
+        if (!n->nwakes)
+            run_ahead(n);
+        if (n->nwakes && n->wake_due > now + SIM_TIMING_PRECISION) {
+            sg_actor_sleep_for(n->wake_due - now); /* no actor is due before: nobody can wake it */
             continue;
         }
-        const double next = n->nev ? n->ev[0].at : INFINITY;
-        n->daemon_at = next;
         flush(n);
         if (n->closing)
             break;
-        if (!n->dwake && !n->closing) {
+        if (!n->dwake) {
             n->dparked = 1; /* no simcall between this and the sleep */
-            if (isinf(next))
-                sg_sem_acquire(n->dsem);
-            else if (sg_sem_acquire_timeout(n->dsem, next - now) && !n->dparked)
-                sg_sem_acquire(n->dsem); /* a wake after the timeout: take its release */
+            sg_sem_acquire(n->dsem);
             n->dparked = 0;
         }
         n->dwake = 0;
     }
+}
+
+void torxp_sim_net_blocking(torxp_sim_job_t *job)
+{
+    torxp_sim_net_t *n = *torxp_sim_job_net(job);
+    if (!n || !n->daemon_started || n->closing || n->nwakes || n->flushing)
+        return;
+    if (run_ahead(n) > -INFINITY)
+        wake_daemon(n);
 }
 
 /* ---- the packet layer's calls ----------------------------------------------------- */
