@@ -2,6 +2,7 @@
  * rendezvous cookies. */
 #include "msg_internal.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 
 static int same_node(const torx_ctx_t *ctx, int dest)
@@ -389,6 +390,8 @@ void torxm_enqueue(torx_ctx_t *ctx, torxm_peer_t *peer, torxm_msg_t *m)
     peer->tail = &m->next;
     if (!peer->busy) {
         peer->busy = 1;
+        if (!ctx->busy)
+            ctx->busy_tail = peer;
         peer->busy_next = ctx->busy;
         ctx->busy = peer;
     }
@@ -514,12 +517,10 @@ static void rotate_busy(torx_ctx_t *ctx, torxm_peer_t *p)
     torxm_peer_t *next = p->busy_next;
     if (!next)
         return;
-    torxm_peer_t *tail = next;
-    while (tail->busy_next)
-        tail = tail->busy_next;
-    tail->busy_next = ctx->busy;
+    ctx->busy_tail->busy_next = ctx->busy;
     ctx->busy = next;
     p->busy_next = NULL;
+    ctx->busy_tail = p;
 }
 
 int torxm_push_all(torx_ctx_t *ctx)
@@ -545,6 +546,11 @@ int torxm_push_all(torx_ctx_t *ctx)
         if (!p->head) {
             *pp = p->busy_next;
             p->busy = 0;
+            if (!*pp) /* p was the last: the one before it is */
+                ctx->busy_tail =
+                    pp == &ctx->busy
+                        ? NULL
+                        : (torxm_peer_t *)(void *)((char *)pp - offsetof(torxm_peer_t, busy_next));
         } else {
             pp = &p->busy_next;
         }

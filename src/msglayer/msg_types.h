@@ -208,6 +208,7 @@ struct torx_ctx {
     char tuning_file[512];               /* the tuning file that set boundaries (msg.c), or "" */
     uint32_t stage_chunk;                /* bytes per staged piece; 0 when staging is off */
     torxm_peer_t *busy;                  /* peers with a non-empty queue */
+    torxm_peer_t *busy_tail;             /* the last of them (valid when busy != NULL) */
     uint8_t fifo_full;                   /* an injection found no room (torxm_fifo_was_full) */
     torxm_msg_t *done_head, **done_tail; /* sends whose done is due */
     torxm_ctrl_t *ctrl_head, **ctrl_tail, *ctrl_free;
