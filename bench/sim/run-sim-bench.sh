@@ -40,9 +40,9 @@
 #             alltoall over the message layer against torx's paced alltoall
 #             (TORX_COLL_ALLTOALL=paced); FIG6_SIZES, bytes per pair
 #             (default 256,512,1024,2048,4096,8192). Wall time grows with the
-#             packets, 512 x 511 messages a call: at most 6 minutes a point
-#             up to 2 KiB, 7-12 at 4 KiB and 14-25 at 8 KiB on 2 CPUs
-#             shared with another simulation. Each run's links' table goes
+#             packets, 512 x 511 messages a call: at most 2.5 minutes a
+#             point up to 2 KiB, 3.5-4.5 at 4 KiB and 7-10 at 8 KiB on
+#             2 CPUs. Each run's links' table goes
 #             beside the report (sim-fig6-links-SET-BYTES.csv), and a second
 #             table splits each fraction into framing, load spread and the
 #             busiest middle link's share of the call; plot with
