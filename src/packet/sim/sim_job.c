@@ -293,11 +293,18 @@ static int horizon_init(torxp_sim_job_t *job)
 
 /* ---- blocking ------------------------------------------------------------------ */
 
+/* The actor blocks until at (+inf: until woken, or for good): its entry in
+ * the horizon, then the network run ahead to the new horizon. */
+static void blocks_until(torxp_sim_actor_t *a, double at)
+{
+    actor_wakes_at(a, at);
+    torxp_sim_net_blocking(a->job);
+}
+
 void torxp_sim_sleep(torxp_sim_actor_t *a, double s)
 {
     if (s > 0) {
-        actor_wakes_at(a, torxp_sim_job_now(a->job) + s);
-        torxp_sim_net_blocking(a->job);
+        blocks_until(a, torxp_sim_job_now(a->job) + s);
         sg_actor_sleep_for(s);
         actor_wakes_at(a, -INFINITY);
         torxp_sim_resumed(a);
@@ -322,9 +329,8 @@ int torxp_sim_park(torxp_sim_actor_t *a, double s)
     if (!a->wake_pending) {
         /* Before it parks, the actor runs the network ahead, which may wake
          * the daemon: a simcall, inside which a wake may come (unpark). */
-        actor_wakes_at(a, s < 0 ? INFINITY : torxp_sim_job_now(a->job) + s);
         a->blocking = 1;
-        torxp_sim_net_blocking(a->job);
+        blocks_until(a, s < 0 ? INFINITY : torxp_sim_job_now(a->job) + s);
         a->blocking = 0;
     }
     if (!a->wake_pending) {
@@ -485,8 +491,7 @@ static void task_actor(int argc, char **argv)
     }
     job->status[a->rank] = rc;
     job->finished++;
-    actor_wakes_at(a, INFINITY);
-    torxp_sim_net_blocking(job);
+    blocks_until(a, INFINITY);
     if (rc != 0 && !job->aborted) { /* as mpiexec does: one failed task ends the job */
         job->aborted = 1;
         fprintf(stderr, "torx-sim: task %d failed (status %d): ending the job\n", a->rank, rc);
@@ -531,8 +536,7 @@ static void helper_actor(int argc, char **argv)
     torxp_sim_actor_t *task = &a->job->actors[a->rank];
     if (task->joining) /* its task runs on as it ends */
         actor_wakes_at(task, -INFINITY);
-    actor_wakes_at(a, INFINITY);
-    torxp_sim_net_blocking(a->job);
+    blocks_until(a, INFINITY);
 }
 
 static sg_actor_t start_actor(torxp_sim_actor_t *a, const char *name, void (*code)(int, char **))
@@ -576,8 +580,7 @@ void torxp_sim_thread_join(torxp_thread_t *t)
      * (helper_actor): until then the network may run ahead of it. */
     if (self && self->helper == a && !a->ended) {
         self->joining = 1;
-        actor_wakes_at(self, INFINITY);
-        torxp_sim_net_blocking(self->job);
+        blocks_until(self, INFINITY);
     }
     sg_actor_join(a->self, -1);
     if (self) {

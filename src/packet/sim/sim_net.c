@@ -1169,24 +1169,20 @@ static torxp_sim_net_t *catch_up(torxp_sim_job_t *job)
 /* Processes the events due before any actor of the job can act
  * (torxp_sim_job_horizon, less twice SimGrid's timing precision, by which
  * a sleep may end early): nobody can change them, or see them, before
- * then. Stops at the first that wakes an actor, and returns its time, when
- * the daemon must send the wake; -inf: none. Without this the daemon woke
- * at every event's time that no task call processed: most of them. */
-static double run_ahead(torxp_sim_net_t *n)
+ * then. Stops at the first that wakes an actor: whether it did, the wake
+ * then due at n->wake_due, when the daemon must send it. */
+static int run_ahead(torxp_sim_net_t *n)
 {
-    double due = -INFINITY;
     while (!n->nwakes && n->nev) {
         const double at = n->ev[0].at;
         if (!(at + 2 * SIM_TIMING_PRECISION < torxp_sim_job_horizon(n->job)))
             break;
         advance(n, at + NET_EPS);
         n->ahead = at + NET_EPS;
-        due = at;
+        if (n->nwakes)
+            n->wake_due = at;
     }
-    if (!n->nwakes)
-        return -INFINITY;
-    n->wake_due = due;
-    return due;
+    return n->nwakes != 0;
 }
 
 /* The daemon sends the wakes that events processed ahead of the clock
@@ -1226,7 +1222,7 @@ void torxp_sim_net_blocking(torxp_sim_job_t *job)
     torxp_sim_net_t *n = *torxp_sim_job_net(job);
     if (!n || !n->daemon_started || n->closing || n->nwakes || n->flushing)
         return;
-    if (run_ahead(n) > -INFINITY)
+    if (run_ahead(n))
         wake_daemon(n);
 }
 
