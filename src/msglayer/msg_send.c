@@ -2,7 +2,6 @@
  * rendezvous cookies. */
 #include "msg_internal.h"
 
-#include <stddef.h>
 #include <stdlib.h>
 
 static int same_node(const torx_ctx_t *ctx, int dest)
@@ -535,6 +534,7 @@ int torxm_push_all(torx_ctx_t *ctx)
     const int was_full = ctx->fifo_full;
     ctx->fifo_full = 0;
     int n = 0;
+    torxm_peer_t *prev = NULL; /* the busy peer before p */
     torxm_peer_t **pp = &ctx->busy;
     while (*pp) {
         torxm_peer_t *p = *pp;
@@ -546,12 +546,10 @@ int torxm_push_all(torx_ctx_t *ctx)
         if (!p->head) {
             *pp = p->busy_next;
             p->busy = 0;
-            if (!*pp) /* p was the last: the one before it is */
-                ctx->busy_tail =
-                    pp == &ctx->busy
-                        ? NULL
-                        : (torxm_peer_t *)(void *)((char *)pp - offsetof(torxm_peer_t, busy_next));
+            if (!*pp)
+                ctx->busy_tail = prev;
         } else {
+            prev = p;
             pp = &p->busy_next;
         }
     }
