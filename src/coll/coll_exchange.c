@@ -553,18 +553,17 @@ static torx_status_t direct_reduce(torx_coll_group_t *g, const void *in, void *o
     return err;
 }
 
-/* Two members: each member that needs the result reads the other's whole
- * vector, a chunk at a time, and combines it with its own as the small
- * exchange does (combine: member 0's terms first, and a + b is b + a bit
- * for bit, so both members and every rank order get the same bits). Two
- * waits on the other in all, where the split shape above takes three and
- * moves each half twice: the addresses' allgather (the inputs are ready),
- * and a collective-network OR after the reads, which agrees that they
- * succeeded and keeps each input in place until the other has read it. A
- * reduce's root alone reads. With the combine vectorized
- * (TORXC_VECTOR_KERNEL), this took the 2-task reduce of 128 KiB from 2.1x
- * Open MPI's to 1.25-1.36x, and the allreduce to 0.54-0.65x
- * (docs/collectives.md#long-vectors). */
+/* Two members, up to TORXC_DIRECT2_WHOLE_MAX_BYTES: each member that needs
+ * the result reads the other's whole vector, a chunk at a time, and
+ * combines it with its own as the small exchange does (combine: member 0's
+ * terms first, and a + b is b + a bit for bit, so both members and every
+ * rank order get the same bits). Two waits on the other, as in
+ * direct_reduce: the addresses' allgather (the inputs are ready), and a
+ * collective-network OR after the reads, which agrees that they succeeded
+ * and keeps each input in place until the other has read it. A reduce's
+ * root alone reads. One system call a chunk where direct_reduce makes two
+ * (a read and a write of half), which wins while the vector is short;
+ * past it direct_reduce's halving of the bytes moved and folded wins. */
 static torx_status_t direct_reduce2(torx_coll_group_t *g, const void *in, void *out, size_t count,
                                     torx_coll_dtype_t dtype, torx_coll_op_t op, int root)
 {
@@ -627,8 +626,9 @@ torx_status_t torxc_exchange_reduce(torx_coll_group_t *g, const void *in, void *
         (direct && g->n == 2 && bytes > TORXC_DIRECT2_MIN_BYTES)) {
         if (direct) {
             g->c->direct_calls++;
-            return g->n == 2 ? direct_reduce2(g, in, out, count, dtype, op, root)
-                             : direct_reduce(g, in, out, count, dtype, op, root);
+            return g->n == 2 && bytes <= TORXC_DIRECT2_WHOLE_MAX_BYTES
+                       ? direct_reduce2(g, in, out, count, dtype, op, root)
+                       : direct_reduce(g, in, out, count, dtype, op, root);
         }
         g->c->sent_calls++;
         return split_reduce(g, in, out, count, dtype, op, root);
