@@ -55,10 +55,11 @@
 #define TORXC_DIRECT2_MIN_BYTES 8192u
 /* ... up to this size; past it each reads half of the other's and writes
  * its combined half into the other's result (direct_reduce), which moves
- * and folds half as much for one system call more. Doubles, 2 tasks one
- * per core, 3 interleaved runs, whole / halves, us: allreduce 64 KiB
- * 9.3-11.1 / 9.7-12.0, 128 KiB 17.8-22.6 / 15.5-19.5, 1 MiB 173-182 /
- * 133-145; reduce 1 MiB 174-193 / 125-138 (docs/collectives.md#long-vectors). */
+ * and folds half as much for one system call more. Doubles back to back,
+ * 2 tasks one per core, 3 interleaved runs, whole / halves, us: allreduce
+ * 64 KiB 9.3-11.1 / 9.7-12.0, 128 KiB 17.8-22.6 / 15.5-19.5, 1 MiB
+ * 173-182 / 133-145; reduce 1 MiB 174-193 / 125-138
+ * (docs/collectives.md#long-vectors). */
 #define TORXC_DIRECT2_WHOLE_MAX_BYTES (64u * 1024u)
 /* An allgather's blocks read in place, from this size of a block. */
 #define TORXC_DIRECT_ALLGATHER_AUTO_BYTES (32u * 1024u)
